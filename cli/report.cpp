@@ -1,0 +1,110 @@
+#include "cli/report.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace hetplan::cli {
+namespace {
+
+std::string fixed(double value, int precision) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", precision, value);
+  return buffer;
+}
+
+std::string gib(double bytes) { return fixed(bytes / (1ull << 30), 1) + " GiB"; }
+
+// Rounds to 6 significant digits so that JSON output does not depend on the last bits of
+// floating-point arithmetic across compilers.
+double round6(double value) {
+  if (value == 0 || !std::isfinite(value)) return 0;
+  const double scale = std::pow(10.0, 5 - static_cast<int>(std::floor(std::log10(std::fabs(value)))));
+  return std::round(value * scale) / scale;
+}
+
+}  // namespace
+
+std::string estimate_text(const sim::Estimate& e, const Plan& plan) {
+  std::string out;
+  out += "plan " + plan.name + ": " + std::to_string(plan.stages.size()) + " stages, " +
+         std::to_string(e.chips) + " chips, schedule " + std::string(to_string(plan.schedule));
+  if (plan.virtual_stages > 1) out += " x" + std::to_string(plan.virtual_stages) + " chunks";
+  out += ", " + std::to_string(e.micro_batches) + " micro-batches of " + std::to_string(e.micro_batch) + "\n";
+  out += std::string("feasible: ") + (e.feasible ? "yes" : "no") + "\n";
+  for (const auto& reason : e.reasons) out += "  reason: " + reason + "\n";
+  out += "step time      " + fixed(e.step_time_s, 3) + " s\n";
+  out += "tokens/s       " + fixed(e.tokens_per_s, 0) + "\n";
+  out += "MFU            " + fixed(100 * e.mfu, 1) + " %\n";
+  out += "bubble         " + fixed(e.bubble_s, 3) + " s (" + fixed(100 * e.bubble_fraction, 1) + " %)\n";
+  out += "compute        " + fixed(e.compute_s, 3) + " s (bottleneck stage)\n";
+  out += "exposed comm   tp " + fixed(e.exposed.tensor_parallel, 3) + " s, pp " +
+         fixed(e.exposed.pipeline, 3) + " s, cross-island " + fixed(e.exposed.cross_island, 3) +
+         " s, dp " + fixed(e.exposed.data_parallel, 3) + " s\n";
+  out += "optimizer      " + fixed(e.optimizer_s, 3) + " s\n";
+  out += "stage  island               layers     tp  dp  fwd+bwd/mb  memory peak / capacity\n";
+  for (std::size_t i = 0; i < e.stages.size(); ++i) {
+    const auto& s = e.stages[i];
+    char line[256];
+    std::snprintf(line, sizeof line, "%-6zu %-20s %3d-%-5d %3d %3d  %8.1f ms  %s / %s%s\n", i,
+                  s.island.c_str(), s.first_layer, s.first_layer + s.num_layers - 1, s.tp, s.dp,
+                  1e3 * s.micro_batch_s, gib(s.memory.total()).c_str(),
+                  s.memory_capacity > 0 ? gib(s.memory_capacity).c_str() : "unknown",
+                  s.fits ? "" : "  DOES NOT FIT");
+    out += line;
+  }
+  for (const auto& assumption : e.assumptions) out += "  assumption: " + assumption + "\n";
+  return out;
+}
+
+nlohmann::ordered_json estimate_json(const sim::Estimate& e, const Plan& plan) {
+  nlohmann::ordered_json j;
+  j["plan"] = plan.name;
+  j["feasible"] = e.feasible;
+  j["reasons"] = e.reasons;
+  j["assumptions"] = e.assumptions;
+  j["step_time_s"] = round6(e.step_time_s);
+  j["tokens_per_s"] = round6(e.tokens_per_s);
+  j["mfu"] = round6(e.mfu);
+  j["model_flops_per_step"] = round6(e.model_flops_per_step);
+  j["chips"] = e.chips;
+  j["micro_batches"] = e.micro_batches;
+  j["micro_batch"] = e.micro_batch;
+  j["bubble_s"] = round6(e.bubble_s);
+  j["bubble_fraction"] = round6(e.bubble_fraction);
+  j["compute_s"] = round6(e.compute_s);
+  j["optimizer_s"] = round6(e.optimizer_s);
+  j["exposed_communication_s"] = {{"tensor_parallel", round6(e.exposed.tensor_parallel)},
+                                  {"pipeline", round6(e.exposed.pipeline)},
+                                  {"cross_island", round6(e.exposed.cross_island)},
+                                  {"data_parallel", round6(e.exposed.data_parallel)}};
+  auto& stages = j["stages"] = nlohmann::ordered_json::array();
+  for (const auto& s : e.stages) {
+    nlohmann::ordered_json stage;
+    stage["island"] = s.island;
+    stage["chip"] = s.chip;
+    stage["first_layer"] = s.first_layer;
+    stage["num_layers"] = s.num_layers;
+    stage["tp"] = s.tp;
+    stage["dp"] = s.dp;
+    stage["forward_s"] = round6(s.forward_s);
+    stage["backward_s"] = round6(s.backward_s);
+    stage["tp_comm_s"] = round6(s.tp_comm_s);
+    stage["p2p_s"] = round6(s.p2p_s);
+    stage["micro_batch_s"] = round6(s.micro_batch_s);
+    stage["dp_sync_s"] = round6(s.dp_sync_s);
+    stage["optimizer_s"] = round6(s.optimizer_s);
+    stage["memory_peak_bytes"] = round6(s.memory.total());
+    stage["memory_capacity_bytes"] = round6(s.memory_capacity);
+    stage["memory_fits"] = s.fits;
+    stage["memory_breakdown_bytes"] = {{"weights", round6(s.memory.weights)},
+                                       {"gradients", round6(s.memory.gradients)},
+                                       {"optimizer", round6(s.memory.optimizer)},
+                                       {"activations", round6(s.memory.activations)},
+                                       {"head", round6(s.memory.head)},
+                                       {"reserve", round6(s.memory.reserve)}};
+    stages.push_back(std::move(stage));
+  }
+  return j;
+}
+
+}  // namespace hetplan::cli

@@ -1,0 +1,70 @@
+// A cluster: compute islands (node pools of one chip type and software stack) on a RoCE v2 or
+// InfiniBand fabric. Loaded from topologies/*.yaml (docs/formats/cluster.md).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/chip.hpp"
+#include "core/error.hpp"
+
+namespace hetplan {
+
+enum class FabricKind { roce_v2, infiniband };
+enum class FabricTopology { single_switch, leaf_spine, fat_tree_3 };
+
+struct ZoneLink {
+  std::string zone_a;
+  std::string zone_b;
+  double bandwidth = 0.0;  // B/s, each direction
+  double latency = 0.0;    // s
+};
+
+struct Fabric {
+  FabricKind kind = FabricKind::roce_v2;
+  FabricTopology topology = FabricTopology::leaf_spine;
+  bool rail_optimized = false;
+  double leaf_uplink_speed = 0.0;  // B/s per leaf-to-spine link
+  double oversubscription = 1.0;   // leaf downlink capacity / uplink capacity (>= 1)
+  double switch_latency = 0.0;     // s per switch traversed
+  double link_latency = 0.0;       // s per cable
+  std::vector<std::string> zones;
+  std::vector<ZoneLink> zone_links;
+};
+
+struct Island {
+  std::string name;
+  std::size_t chip = 0;  // index into Cluster::chips
+  int nodes = 0;
+  int chips_per_node = 0;
+  int nic_count = 0;        // per node
+  double nic_speed = 0.0;   // B/s per NIC
+  SoftwareComponent runtime;
+  std::string zone;
+  int nodes_per_leaf = 0;   // nodes under one leaf switch (rail group)
+  std::map<std::string, std::string> labels;  // Kubernetes node labels
+  SourceLocation location;
+
+  int chip_count() const { return nodes * chips_per_node; }
+};
+
+struct Cluster {
+  std::string name;
+  Fabric fabric;
+  std::vector<ChipProfile> chips;  // the profiles the islands use
+  std::vector<Island> islands;
+  SourceLocation location;
+
+  const Island* find_island(std::string_view island_name) const;
+  const ChipProfile& chip_of(const Island& island) const { return chips.at(island.chip); }
+  // Whether traffic can flow between two zones (same zone, or a zone link between them).
+  bool zones_connected(std::string_view a, std::string_view b) const;
+  // The narrowest path between two zones: the zone link's bandwidth, or 0 when unconnected.
+  const ZoneLink* zone_link(std::string_view a, std::string_view b) const;
+};
+
+std::string_view to_string(FabricKind kind);
+std::string_view to_string(FabricTopology topology);
+
+}  // namespace hetplan

@@ -1,0 +1,40 @@
+// A plan: an explicit placement of one training job. Pipeline stages in order, each on one
+// island with its layer range and (tp, dp). A tensor- or data-parallel group never spans islands
+// because it lives inside one stage. docs/formats/plan.md.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/workload.hpp"
+
+namespace hetplan {
+
+enum class Schedule { one_f_one_b, interleaved };
+
+struct PlanStage {
+  std::string island;
+  int first_layer = 0;
+  int num_layers = 0;
+  int tp = 1;
+  int dp = 1;
+  SourceLocation location;         // the stage entry
+  SourceLocation island_location;  // its island field
+};
+
+struct Plan {
+  std::string name;
+  std::optional<int> micro_batch;          // overrides the workload's
+  std::optional<Recompute> recompute;      // overrides the workload's
+  std::optional<int> zero_stage;           // overrides the workload's
+  Schedule schedule = Schedule::one_f_one_b;
+  int virtual_stages = 1;                  // model chunks per pipeline stage (interleaved)
+  std::vector<PlanStage> stages;
+  SourceLocation location;
+};
+
+std::string_view to_string(Schedule schedule);
+
+}  // namespace hetplan

@@ -1,0 +1,34 @@
+// Physical quantities written with their unit ("200 Gbps", "64 GB", "1.5 us", "313 TFLOPS") and
+// their SI value. Everything inside hetplan is SI: bytes, bytes per second, seconds, FLOP per
+// second, watts. Conversion happens here and nowhere else.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace hetplan {
+
+enum class Dimension {
+  bytes,       // B, KB, MB, GB, TB (powers of 1000) and KiB, MiB, GiB, TiB (powers of 1024)
+  bandwidth,   // bytes per second: B/s, KB/s ... TB/s, GiB/s, and bits per second: bps ... Tbps, Gb/s
+  duration,    // seconds: ns, us, ms, s, min, h
+  flop_rate,   // FLOP per second: FLOPS, GFLOPS, TFLOPS, PFLOPS
+  power,       // watts: W, kW
+  money_rate,  // currency units per hour: "2.5 USD/h"; the currency is not converted
+};
+
+// One example of a well-formed value, used in error messages ("a bandwidth such as \"200 Gbps\"").
+std::string_view example_of(Dimension dimension);
+
+// Human name of the dimension ("bandwidth").
+std::string_view name_of(Dimension dimension);
+
+// Parses "<number> <unit>" (the space is optional). Returns nullopt when the text is not a
+// finite, non-negative number followed by a unit of the given dimension.
+std::optional<double> parse_quantity(std::string_view text, Dimension dimension);
+
+// Formats an SI value with a readable unit and fixed precision, e.g. 2.5e11 bytes/s -> "250 GB/s".
+std::string format_quantity(double si_value, Dimension dimension);
+
+}  // namespace hetplan

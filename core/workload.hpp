@@ -1,0 +1,67 @@
+// What is being trained and how: a decoder-only transformer's shape (from a Hugging Face
+// config.json or written inline) and the training settings. docs/formats/workload.md.
+#pragma once
+
+#include <string>
+
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+
+namespace hetplan {
+
+enum class Activation { gelu, swiglu, relu };
+enum class Norm { layernorm, rmsnorm };
+enum class Optimizer { adam, adamw, sgd };
+enum class Recompute { none, selective, full };
+
+struct ModelShape {
+  std::string model_type;  // llama, qwen2, mistral, gpt2, gpt_neox, opt, or "custom"
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;  // == heads without grouped-query attention
+  int ffn = 0;       // intermediate size
+  int vocab = 0;
+  Activation activation = Activation::gelu;
+  Norm norm = Norm::layernorm;
+  bool tied_embeddings = false;
+  bool linear_bias = true;  // biases on the attention and MLP projections
+  bool dropout = false;     // dropout layers present during training (GPT-2/Megatron era)
+  bool learned_positions = false;  // a learned position-embedding table (GPT-2, OPT)
+  int max_positions = 0;
+
+  int head_dim() const { return hidden / heads; }
+  // Parameters of one transformer layer, of the embeddings and of the output head.
+  double layer_parameters() const;
+  double embedding_parameters() const;
+  double head_parameters() const;  // 0 when tied to the input embedding
+  double total_parameters() const;
+};
+
+struct TrainingSettings {
+  int seq_len = 0;
+  int global_batch = 0;  // sequences per optimizer step
+  int micro_batch = 1;   // sequences per micro-batch (a plan may override)
+  DType dtype = DType::bf16;
+  bool fp32_grad_accumulation = true;  // gradients kept and reduced in fp32 (Megatron's main_grad)
+  Optimizer optimizer = Optimizer::adam;
+  int zero_stage = 0;  // 0 none, 1 optimizer states (Megatron's distributed optimizer), 2 +grads, 3 +weights
+  Recompute recompute = Recompute::none;
+  bool sequence_parallel = false;
+  bool flash_attention = true;
+  bool overlap_grad_reduce = false;  // data-parallel reduction overlapped with the backward pass
+};
+
+struct Workload {
+  std::string name;
+  ModelShape model;
+  TrainingSettings training;
+  SourceLocation location;
+};
+
+std::string_view to_string(Activation activation);
+std::string_view to_string(Norm norm);
+std::string_view to_string(Optimizer optimizer);
+std::string_view to_string(Recompute recompute);
+
+}  // namespace hetplan

@@ -1,0 +1,72 @@
+// `hetplan check`: recognise a file by its schema and load it with the matching loader.
+#include <sstream>
+
+#include "formats/document.hpp"
+#include "formats/loaders.hpp"
+
+namespace hetplan::formats {
+
+CheckReport check_file(const std::string& path) {
+  const std::string text = read_text_file(path);
+  const YAML::Node root = parse_document(text, path);
+  const std::string schema = schema_of(root);
+  std::ostringstream summary;
+  if (schema == kChipSchema) {
+    const ChipProfile chip = parse_chip(text, path);
+    std::size_t unknown = 0;
+    for (const auto& [dtype, peak] : chip.peak_flops) unknown += peak ? 0 : 1;
+    summary << chip.vendor << " " << chip.model << " (" << to_string(chip.role) << "), "
+            << chip.peak_flops.size() << " dtypes, " << chip.cited_by.size()
+            << " cited figures from " << chip.sources.size() << " sources"
+            << (chip.efficiency.calibrated ? ", calibrated" : ", uncalibrated priors");
+    return {"chip", summary.str()};
+  }
+  if (schema == kClusterSchema) {
+    const Cluster cluster = load_cluster(path);
+    int chips = 0;
+    for (const auto& island : cluster.islands) chips += island.chip_count();
+    summary << cluster.name << ": " << cluster.islands.size() << " islands, " << chips
+            << " chips, " << to_string(cluster.fabric.kind) << " "
+            << to_string(cluster.fabric.topology) << ", " << cluster.fabric.zones.size() << " zones";
+    return {"cluster", summary.str()};
+  }
+  if (schema == kWorkloadSchema) {
+    const Workload workload = load_workload(path);
+    summary << workload.name << ": " << workload.model.model_type << " "
+            << workload.model.layers << " layers, hidden " << workload.model.hidden << ", "
+            << static_cast<long long>(workload.model.total_parameters() / 1e6) << "M parameters, seq "
+            << workload.training.seq_len << ", global batch " << workload.training.global_batch;
+    return {"workload", summary.str()};
+  }
+  if (schema == kScenarioSchema) {
+    const Scenario scenario = load_scenario(path);
+    summary << scenario.name << ": cluster " << scenario.cluster.name << ", workload "
+            << scenario.workload.name << ", objective " << to_string(scenario.objective)
+            << (scenario.reference_plan ? ", with a reference plan" : "");
+    return {"scenario", summary.str()};
+  }
+  if (schema == kPlanSchema) {
+    const Plan plan = parse_plan(text, path);
+    summary << plan.name << ": " << plan.stages.size() << " pipeline stages, schedule "
+            << to_string(plan.schedule);
+    return {"plan", summary.str()};
+  }
+  if (schema.empty() && root.IsMap() && root["model_type"]) {
+    const ModelShape model = parse_hf_config(text, path);
+    summary << model.model_type << ": " << model.layers << " layers, hidden " << model.hidden
+            << ", " << static_cast<long long>(model.total_parameters() / 1e6) << "M parameters";
+    return {"hf-config", summary.str()};
+  }
+  const Field field(root, "schema", std::make_shared<const std::string>(path));
+  if (schema.empty()) {
+    throw InputError({path, 1, 1}, "schema",
+                     "missing required key (expected hetplan/<chip|cluster|workload|scenario|plan>/v1, "
+                     "or a Hugging Face config with model_type)");
+  }
+  MapReader reader(field);
+  reader.required("schema").fail_expected(
+      "one of hetplan/chip/v1, hetplan/cluster/v1, hetplan/workload/v1, hetplan/scenario/v1 or "
+      "hetplan/plan/v1");
+}
+
+}  // namespace hetplan::formats

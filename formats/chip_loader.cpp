@@ -1,0 +1,299 @@
+// Reads profiles/*.yaml (docs/formats/chip.md). Every number must name a source: its own
+// `source:` or one inherited from an enclosing mapping's `source:`.
+#include <algorithm>
+#include <array>
+
+#include "formats/document.hpp"
+#include "formats/loaders.hpp"
+
+namespace hetplan::formats {
+namespace {
+
+struct SourceUse {
+  std::string id;
+  Field where;
+};
+
+class ChipReader {
+ public:
+  explicit ChipReader(ChipProfile& chip) : chip_(chip) {}
+
+  // A number that may be `unknown`, a plain value with its unit, or {value, source, note}.
+  template <typename Parse>
+  std::optional<double> cited(const Field& field, const std::string& inherited, Parse parse) {
+    std::string source = inherited;
+    Field value_field = field;
+    if (field.is_map()) {
+      MapReader map(field);
+      value_field = map.required("value");
+      if (auto own = map.optional("source")) source = source_id(*own);
+      if (auto note = map.optional("note")) note->as_string();
+      map.done();
+    }
+    if (value_field.is_unknown()) return std::nullopt;
+    if (source.empty()) {
+      value_field.fail("expected a source for this number (a `source:` here or in an enclosing "
+                       "mapping), got none");
+    }
+    const double value = parse(value_field);
+    chip_.cited_by[value_field.path()] = source;
+    return value;
+  }
+
+  std::optional<double> quantity(const Field& field, const std::string& inherited,
+                                 Dimension dimension) {
+    return cited(field, inherited, [&](const Field& f) { return f.as_quantity(dimension); });
+  }
+  std::optional<double> number(const Field& field, const std::string& inherited, double min,
+                               double max) {
+    return cited(field, inherited, [&](const Field& f) { return f.as_number(min, max); });
+  }
+  std::optional<int> count(const Field& field, const std::string& inherited, int min, int max) {
+    auto value = cited(field, inherited, [&](const Field& f) {
+      return static_cast<double>(f.as_int(min, max));
+    });
+    if (!value) return std::nullopt;
+    return static_cast<int>(*value);
+  }
+
+  // Reads an optional `source:` of a section; returns the source children inherit.
+  std::string section_source(MapReader& map, const std::string& inherited) {
+    if (auto own = map.optional("source")) return source_id(*own);
+    return inherited;
+  }
+
+  std::string source_id(const Field& field) {
+    std::string id = field.as_identifier();
+    uses_.push_back({id, field});
+    return id;
+  }
+
+  void check_sources() const {
+    for (const auto& use : uses_) {
+      if (!chip_.sources.contains(use.id)) {
+        use.where.fail("expected a source id listed under `sources:`, got \"" + use.id + "\"");
+      }
+    }
+  }
+
+ private:
+  ChipProfile& chip_;
+  std::vector<SourceUse> uses_;
+};
+
+void read_software(MapReader& root, ChipProfile& chip) {
+  MapReader software(root.required("software"));
+  auto component = [&](std::string_view key, SoftwareComponent& out) {
+    MapReader map(software.required(key));
+    out.name = map.required("name").as_string();
+    if (auto version = map.optional("version")) out.version = version->as_string();
+    map.done();
+  };
+  component("runtime", chip.runtime);
+  component("framework_adapter", chip.framework_adapter);
+  component("collective_library", chip.collective_library);
+  software.done();
+}
+
+void read_compute(MapReader& root, ChipProfile& chip, ChipReader& reader) {
+  MapReader compute(root.required("compute"));
+  const std::string source = reader.section_source(compute, "");
+  MapReader peak(compute.required("peak"));
+  const std::string peak_source = reader.section_source(peak, source);
+  for (auto& [key, field] : peak.entries()) {
+    if (key == "source") continue;
+    const auto dtype = dtype_from_string(key);
+    if (!dtype) {
+      throw InputError(field.location(), field.path(),
+                       "expected a dtype (fp32, tf32, fp16, bf16 or fp8) as key, got \"" + key + "\"");
+    }
+    chip.peak_flops[*dtype] = reader.quantity(field, peak_source, Dimension::flop_rate);
+  }
+  if (chip.peak_flops.empty()) peak.field().fail_expected("at least one dtype with its peak");
+  peak.done();
+  compute.done();
+}
+
+void read_memory(MapReader& root, ChipProfile& chip, ChipReader& reader) {
+  MapReader memory(root.required("memory"));
+  const std::string source = reader.section_source(memory, "");
+  chip.memory_capacity = reader.quantity(memory.required("capacity"), source, Dimension::bytes);
+  chip.memory_bandwidth = reader.quantity(memory.required("bandwidth"), source, Dimension::bandwidth);
+  memory.done();
+}
+
+void read_node(MapReader& root, ChipProfile& chip, ChipReader& reader) {
+  MapReader node(root.required("node"));
+  const std::string source = reader.section_source(node, "");
+  chip.chips_per_node = reader.count(node.required("chips_per_node"), source, 1, 1024);
+
+  MapReader intra(node.required("intra_node"));
+  const std::string intra_source = reader.section_source(intra, source);
+  chip.intra_node.kind = static_cast<IntraNodeKind>(
+      intra.required("kind").as_choice({"hccs", "xgmi", "mlu-link", "nvlink", "nvswitch", "pcie"}));
+  const Field topology_field = intra.required("topology");
+  chip.intra_node.topology = static_cast<IntraNodeTopology>(topology_field.as_choice(
+      {"switch", "full-mesh", "groups", "ring", "pairs", "pcie-tree"}));
+  const auto group = reader.count(intra.required("group_size"), intra_source, 1, 1024);
+  chip.intra_node.group_size = group.value_or(1);
+  chip.intra_node.bandwidth = reader.quantity(intra.required("bandwidth"), intra_source,
+                                              Dimension::bandwidth);
+  if (auto cross = intra.optional("cross_group_bandwidth")) {
+    chip.intra_node.cross_group_bandwidth = reader.quantity(*cross, intra_source, Dimension::bandwidth);
+  }
+  intra.done();
+  if (chip.chips_per_node && chip.intra_node.group_size > *chip.chips_per_node) {
+    throw InputError(intra.field().location(), "node.intra_node.group_size",
+                     "expected at most chips_per_node (" + std::to_string(*chip.chips_per_node) +
+                         "), got " + std::to_string(chip.intra_node.group_size));
+  }
+
+  MapReader nics(node.required("nics"));
+  const std::string nic_source = reader.section_source(nics, source);
+  chip.nic_count = reader.count(nics.required("count"), nic_source, 0, 64);
+  chip.nic_speed = reader.quantity(nics.required("speed"), nic_source, Dimension::bandwidth);
+  nics.done();
+  node.done();
+}
+
+void read_power(MapReader& root, ChipProfile& chip, ChipReader& reader) {
+  auto power_field = root.optional("power");
+  if (!power_field) return;
+  MapReader power(*power_field);
+  const std::string source = reader.section_source(power, "");
+  chip.tdp = reader.quantity(power.required("tdp"), source, Dimension::power);
+  power.done();
+}
+
+constexpr std::array<std::string_view, kOpClassCount> kOpClassNames = {
+    "gemm", "flash_attention", "attention_unfused", "norm", "activation",
+    "rope", "embedding", "cross_entropy", "optimizer", "dropout"};
+
+Support read_support(const Field& field) {
+  return static_cast<Support>(field.as_choice({"native", "fallback", "missing"}));
+}
+
+void read_operators(MapReader& root, ChipProfile& chip, ChipReader& reader) {
+  auto operators_field = root.optional("operators");
+  if (!operators_field) return;
+  MapReader operators(*operators_field);
+  const std::string source = reader.section_source(operators, "");
+  if (auto def = operators.optional("default")) {
+    chip.default_support = read_support(*def);
+  }
+  if (auto classes_field = operators.optional("classes")) {
+    MapReader classes(*classes_field);
+    for (auto& [key, field] : classes.entries()) {
+      const auto it = std::find(kOpClassNames.begin(), kOpClassNames.end(), key);
+      if (it == kOpClassNames.end()) {
+        throw InputError(field.location(), field.path(),
+                         "expected an operator class (gemm, flash_attention, attention_unfused, "
+                         "norm, activation, rope, embedding, cross_entropy, optimizer or dropout) "
+                         "as key, got \"" + key + "\"");
+      }
+      const auto op = static_cast<OpClass>(it - kOpClassNames.begin());
+      MapReader entry(field);
+      std::string entry_source = reader.section_source(entry, source);
+      OpCoverage coverage;
+      coverage.support = read_support(entry.required("support"));
+      if (coverage.support == Support::fallback) {
+        coverage.slowdown =
+            reader.number(entry.required("slowdown"), entry_source, 1.0, 1000.0).value_or(1.0);
+      } else if (auto slowdown = entry.optional("slowdown")) {
+        slowdown->fail("expected no slowdown unless support is fallback");
+      }
+      if (entry_source.empty()) entry.field().fail("expected a source for this coverage entry");
+      chip.cited_by[field.path()] = entry_source;
+      entry.done();
+      chip.op_coverage[op] = coverage;
+    }
+    classes.done();
+  }
+  operators.done();
+}
+
+void read_efficiency(MapReader& root, ChipProfile& chip, ChipReader& reader) {
+  auto efficiency_field = root.optional("efficiency");
+  if (!efficiency_field) return;
+  MapReader efficiency(*efficiency_field);
+  EfficiencyModel& model = chip.efficiency;
+  const std::string source = reader.section_source(efficiency, "");
+  model.calibrated = efficiency.required("calibrated").as_bool();
+  if (auto gemm_field = efficiency.optional("gemm")) {
+    MapReader gemm(*gemm_field);
+    const std::string gemm_source = reader.section_source(gemm, source);
+    model.gemm_max = reader.number(gemm.required("max"), gemm_source, 0.01, 1.0);
+    if (auto half = gemm.optional("half_dim")) model.gemm_half_dim = reader.number(*half, gemm_source, 0.0, 65536.0);
+    gemm.done();
+  }
+  if (auto attention_field = efficiency.optional("attention")) {
+    MapReader attention(*attention_field);
+    const std::string attention_source = reader.section_source(attention, source);
+    model.attention_max = reader.number(attention.required("max"), attention_source, 0.01, 1.0);
+    attention.done();
+  }
+  if (auto memory = efficiency.optional("memory")) {
+    model.memory = reader.number(*memory, source, 0.01, 1.0);
+  }
+  auto collectives = [&](std::string_view key, std::optional<double>& bus,
+                         std::optional<double>& latency) {
+    auto field = efficiency.optional(key);
+    if (!field) return;
+    MapReader map(*field);
+    const std::string map_source = reader.section_source(map, source);
+    bus = reader.number(map.required("bus_efficiency"), map_source, 0.01, 1.5);
+    if (auto lat = map.optional("latency")) latency = reader.quantity(*lat, map_source, Dimension::duration);
+    map.done();
+  };
+  collectives("intra_node_collectives", model.intra_bus_efficiency, model.intra_latency);
+  collectives("network_collectives", model.network_bus_efficiency, model.network_latency);
+  efficiency.done();
+}
+
+}  // namespace
+
+ChipProfile parse_chip(const std::string& text, const std::string& file_name) {
+  const YAML::Node root_node = parse_document(text, file_name);
+  const Field root_field = document_root(root_node, file_name, kChipSchema);
+  MapReader root(root_field);
+  root.required("schema");
+
+  ChipProfile chip;
+  chip.location = root_field.location();
+  chip.location.line = 0;
+  ChipReader reader(chip);
+
+  {
+    MapReader sources(root.required("sources"));
+    for (auto& [key, field] : sources.entries()) {
+      if (key.empty() || key.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_.") != std::string::npos) {
+        throw InputError(field.location(), field.path(),
+                         "expected a source id of lower-case letters, digits, '-', '_' and '.'");
+      }
+      const std::string citation = field.as_string();
+      if (citation.size() < 8) field.fail_expected("a citation (title, publisher or URL)");
+      chip.sources[key] = citation;
+    }
+    if (chip.sources.empty()) sources.field().fail_expected("at least one source");
+  }
+  chip.id = root.required("id").as_identifier();
+  chip.vendor = root.required("vendor").as_string();
+  chip.model = root.required("model").as_string();
+  chip.family = root.required("family").as_identifier();
+  chip.role = static_cast<ChipRole>(root.required("role").as_choice({"training", "inference"}));
+
+  read_software(root, chip);
+  read_compute(root, chip, reader);
+  read_memory(root, chip, reader);
+  read_node(root, chip, reader);
+  read_power(root, chip, reader);
+  read_operators(root, chip, reader);
+  read_efficiency(root, chip, reader);
+  root.done();
+  reader.check_sources();
+  return chip;
+}
+
+ChipProfile load_chip(const std::string& path) { return parse_chip(read_text_file(path), path); }
+
+}  // namespace hetplan::formats

@@ -1,0 +1,238 @@
+// Reads topologies/*.yaml (docs/formats/cluster.md) and the chip profiles its islands name.
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "formats/document.hpp"
+#include "formats/loaders.hpp"
+#include "formats/paths.hpp"
+
+namespace hetplan::formats {
+namespace {
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+// A label value as Kubernetes allows it: [A-Za-z0-9._-], at most 63 characters, starting and
+// ending alphanumeric.
+std::string label_value(std::string text) {
+  for (char& c : text) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    if (!ok) c = '-';
+  }
+  if (text.size() > 63) text.resize(63);
+  return text;
+}
+
+bool valid_label_value(const std::string& text) {
+  if (text.size() > 63) return false;
+  if (text.empty()) return true;
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (!alnum(text.front()) || !alnum(text.back())) return false;
+  return std::all_of(text.begin(), text.end(),
+                     [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
+}
+
+void read_fabric(const Field& field, Fabric& fabric) {
+  MapReader map(field);
+  fabric.kind = static_cast<FabricKind>(map.required("kind").as_choice({"roce-v2", "infiniband"}));
+  fabric.topology = static_cast<FabricTopology>(
+      map.required("topology").as_choice({"single-switch", "leaf-spine", "fat-tree-3"}));
+  if (auto rail = map.optional("rail_optimized")) fabric.rail_optimized = rail->as_bool();
+  fabric.leaf_uplink_speed = map.required("leaf_uplink_speed").as_quantity(Dimension::bandwidth);
+  if (fabric.leaf_uplink_speed <= 0) {
+    map.required("leaf_uplink_speed").fail_expected("a bandwidth above zero");
+  }
+  if (auto over = map.optional("oversubscription")) {
+    // "3:1" or a plain number.
+    const std::string text = over->as_string();
+    const auto colon = text.find(':');
+    if (colon != std::string::npos) {
+      const Field numerator(YAML::Node(text.substr(0, colon)), over->path(), over->file_ptr());
+      const Field denominator(YAML::Node(text.substr(colon + 1)), over->path(), over->file_ptr());
+      try {
+        fabric.oversubscription = numerator.as_number(1.0, 1000.0) / denominator.as_number(1.0, 1000.0);
+      } catch (const InputError&) {
+        over->fail_expected("a ratio such as \"3:1\" or a number of at least 1");
+      }
+    } else {
+      fabric.oversubscription = over->as_number(1.0, 1000.0);
+    }
+    if (fabric.oversubscription < 1.0) over->fail_expected("a ratio of at least 1:1");
+  }
+  fabric.switch_latency = map.required("switch_latency").as_quantity(Dimension::duration);
+  fabric.link_latency = map.required("link_latency").as_quantity(Dimension::duration);
+  for (const Field& zone : map.required("zones").elements()) {
+    std::string name = zone.as_identifier();
+    if (std::find(fabric.zones.begin(), fabric.zones.end(), name) != fabric.zones.end()) {
+      zone.fail("duplicate zone \"" + name + "\"");
+    }
+    fabric.zones.push_back(std::move(name));
+  }
+  if (fabric.zones.empty()) map.required("zones").fail_expected("at least one zone");
+  if (auto links = map.optional("zone_links")) {
+    for (const Field& element : links->elements()) {
+      MapReader link(element);
+      ZoneLink out;
+      const Field between = link.required("between");
+      const auto ends = between.elements();
+      if (ends.size() != 2) between.fail_expected("a list of two zones");
+      for (std::size_t i = 0; i < 2; ++i) {
+        const std::string zone = ends[i].as_identifier();
+        if (std::find(fabric.zones.begin(), fabric.zones.end(), zone) == fabric.zones.end()) {
+          ends[i].fail_expected("a zone listed in fabric.zones");
+        }
+        (i == 0 ? out.zone_a : out.zone_b) = zone;
+      }
+      if (out.zone_a == out.zone_b) between.fail_expected("two different zones");
+      const Field bandwidth = link.required("bandwidth");
+      out.bandwidth = bandwidth.as_quantity(Dimension::bandwidth);
+      if (out.bandwidth <= 0) bandwidth.fail_expected("a bandwidth above zero");
+      out.latency = link.required("latency").as_quantity(Dimension::duration);
+      link.done();
+      fabric.zone_links.push_back(std::move(out));
+    }
+  }
+  map.done();
+}
+
+// Finds <id>.yaml in the profile folders.
+std::string find_profile(const std::string& id, const std::vector<std::string>& folders) {
+  for (const auto& folder : folders) {
+    const auto candidate = std::filesystem::path(folder) / (id + ".yaml");
+    std::error_code error;
+    if (std::filesystem::is_regular_file(candidate, error)) return candidate.string();
+  }
+  return {};
+}
+
+}  // namespace
+
+Cluster load_cluster(const std::string& path) {
+  const std::string text = read_text_file(path);
+  const YAML::Node root_node = parse_document(text, path);
+  const Field root_field = document_root(root_node, path, kClusterSchema);
+  MapReader root(root_field);
+  root.required("schema");
+
+  Cluster cluster;
+  cluster.location = {path, 0, 0};
+  cluster.name = root.required("name").as_identifier();
+
+  std::vector<std::string> folders;
+  if (auto profiles = root.optional("profiles")) {
+    for (const Field& folder : profiles->elements()) {
+      folders.push_back(resolve_relative(folder.as_string(), path));
+    }
+  } else {
+    folders.push_back(resolve_relative("../profiles", path));
+  }
+
+  read_fabric(root.required("fabric"), cluster.fabric);
+
+  const Field islands_field = root.required("islands");
+  for (const Field& element : islands_field.elements()) {
+    MapReader map(element);
+    Island island;
+    island.location = element.location();
+    island.name = map.required("name").as_identifier();
+    if (cluster.find_island(island.name)) {
+      map.required("name").fail("duplicate island name \"" + island.name + "\"");
+    }
+
+    const Field chip_field = map.required("chip");
+    const std::string chip_id = chip_field.as_identifier();
+    const auto existing = std::find_if(cluster.chips.begin(), cluster.chips.end(),
+                                       [&](const ChipProfile& c) { return c.id == chip_id; });
+    if (existing != cluster.chips.end()) {
+      island.chip = static_cast<std::size_t>(existing - cluster.chips.begin());
+    } else {
+      const std::string profile_path = find_profile(chip_id, folders);
+      if (profile_path.empty()) {
+        std::string where;
+        for (const auto& folder : folders) where += (where.empty() ? "" : ", ") + folder;
+        chip_field.fail("expected a chip profile id with a file " + chip_id + ".yaml in " + where +
+                        ", got \"" + chip_id + "\" (no such profile)");
+      }
+      ChipProfile chip = load_chip(profile_path);
+      if (chip.id != chip_id) {
+        chip_field.fail("profile " + profile_path + " declares id \"" + chip.id +
+                        "\", expected \"" + chip_id + "\"");
+      }
+      cluster.chips.push_back(std::move(chip));
+      island.chip = cluster.chips.size() - 1;
+    }
+    const ChipProfile& chip = cluster.chips[island.chip];
+
+    island.nodes = static_cast<int>(map.required("nodes").as_int(1, 100000));
+    if (auto cpn = map.optional("chips_per_node")) {
+      island.chips_per_node = static_cast<int>(cpn->as_int(1, 1024));
+    } else if (chip.chips_per_node) {
+      island.chips_per_node = *chip.chips_per_node;
+    } else {
+      map.field().fail("chips_per_node: expected a value here, since profile \"" + chip.id +
+                       "\" does not know its chips per node");
+    }
+
+    if (auto nics_field = map.optional("nics")) {
+      MapReader nics(*nics_field);
+      island.nic_count = static_cast<int>(nics.required("count").as_int(1, 64));
+      island.nic_speed = nics.required("speed").as_quantity(Dimension::bandwidth);
+      if (island.nic_speed <= 0) nics.required("speed").fail_expected("a bandwidth above zero");
+      nics.done();
+    } else if (chip.nic_count && chip.nic_speed && *chip.nic_count > 0) {
+      island.nic_count = *chip.nic_count;
+      island.nic_speed = *chip.nic_speed;
+    } else {
+      map.field().fail("nics: expected a value here, since profile \"" + chip.id +
+                       "\" does not know its node's NICs");
+    }
+
+    island.runtime = chip.runtime;
+    if (auto runtime_field = map.optional("runtime")) {
+      MapReader runtime(*runtime_field);
+      island.runtime.name = runtime.required("name").as_string();
+      island.runtime.version = runtime.required("version").as_string();
+      runtime.done();
+    }
+
+    const Field zone_field = map.required("zone");
+    island.zone = zone_field.as_identifier();
+    const auto& zones = cluster.fabric.zones;
+    if (std::find(zones.begin(), zones.end(), island.zone) == zones.end()) {
+      zone_field.fail_expected("a zone listed in fabric.zones");
+    }
+
+    island.nodes_per_leaf = island.nodes;
+    if (auto per_leaf = map.optional("nodes_per_leaf")) {
+      island.nodes_per_leaf = static_cast<int>(per_leaf->as_int(1, 100000));
+    }
+
+    island.labels["accelerator.vendor"] = label_value(lower(chip.vendor));
+    island.labels["accelerator.model"] = label_value(chip.id);
+    island.labels["runtime.version"] =
+        label_value(lower(island.runtime.name) + "-" + lower(island.runtime.version));
+    island.labels["fabric.zone"] = island.zone;
+    if (auto labels_field = map.optional("labels")) {
+      MapReader labels(*labels_field);
+      for (auto& [key, value] : labels.entries()) {
+        const std::string label = value.as_string();
+        if (!valid_label_value(label)) {
+          value.fail_expected("a Kubernetes label value (at most 63 of [A-Za-z0-9._-], "
+                              "alphanumeric at both ends)");
+        }
+        island.labels[key] = label;
+      }
+    }
+    map.done();
+    cluster.islands.push_back(std::move(island));
+  }
+  if (cluster.islands.empty()) islands_field.fail_expected("at least one island");
+  root.done();
+  return cluster;
+}
+
+}  // namespace hetplan::formats

@@ -1,0 +1,49 @@
+// Loaders for hetplan's input files. Each reads one file strictly (unknown keys, wrong types,
+// out-of-range values and dangling references are InputErrors naming file:line:column and the
+// field) and returns the core type. docs/formats/ documents every format.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/chip.hpp"
+#include "core/cluster.hpp"
+#include "core/plan.hpp"
+#include "core/scenario.hpp"
+#include "core/workload.hpp"
+
+namespace hetplan::formats {
+
+inline constexpr std::string_view kChipSchema = "hetplan/chip/v1";
+inline constexpr std::string_view kClusterSchema = "hetplan/cluster/v1";
+inline constexpr std::string_view kWorkloadSchema = "hetplan/workload/v1";
+inline constexpr std::string_view kScenarioSchema = "hetplan/scenario/v1";
+inline constexpr std::string_view kPlanSchema = "hetplan/plan/v1";
+
+// From text (file_name is used in messages and to resolve relative paths).
+ChipProfile parse_chip(const std::string& text, const std::string& file_name);
+Plan parse_plan(const std::string& text, const std::string& file_name);
+// A Hugging Face config.json (or any YAML/JSON mapping in that shape).
+ModelShape parse_hf_config(const std::string& text, const std::string& file_name);
+
+// From files.
+ChipProfile load_chip(const std::string& path);
+// Loads the cluster and every chip profile its islands name (from its `profiles:` folders).
+Cluster load_cluster(const std::string& path);
+Workload load_workload(const std::string& path);
+Plan load_plan(const std::string& path);
+Scenario load_scenario(const std::string& path);
+
+// Checks a plan against the cluster and workload it is meant for: islands exist, layer ranges
+// cover the model in order, tp and dp fit the island. Throws InputError at the plan's field.
+void check_plan_references(const Plan& plan, const Cluster& cluster, const Workload& workload);
+
+// What `hetplan check` found in one file.
+struct CheckReport {
+  std::string kind;     // "chip", "cluster", "workload", "scenario", "plan", "hf-config"
+  std::string summary;  // one line: what the file describes
+};
+// Detects the kind of file from its `schema:` (or a Hugging Face `model_type`) and loads it.
+CheckReport check_file(const std::string& path);
+
+}  // namespace hetplan::formats

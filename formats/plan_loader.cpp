@@ -1,0 +1,158 @@
+// Reads plans (docs/formats/plan.md) and scenarios (docs/formats/scenario.md).
+#include "formats/document.hpp"
+#include "formats/loaders.hpp"
+#include "formats/paths.hpp"
+
+namespace hetplan::formats {
+namespace {
+
+Plan read_plan(const Field& root_field) {
+  MapReader root(root_field);
+  root.required("schema");
+  Plan plan;
+  plan.location = {root_field.file(), 0, 0};
+  plan.name = root.required("name").as_identifier();
+  if (auto schedule = root.optional("schedule")) {
+    plan.schedule = static_cast<Schedule>(schedule->as_choice({"1f1b", "interleaved"}));
+  }
+  if (auto vpp = root.optional("virtual_stages")) {
+    plan.virtual_stages = static_cast<int>(vpp->as_int(1, 64));
+  }
+  if (plan.schedule == Schedule::one_f_one_b && plan.virtual_stages != 1) {
+    root.required("virtual_stages").fail_expected("1 with the 1f1b schedule (use interleaved)");
+  }
+  if (plan.schedule == Schedule::interleaved && plan.virtual_stages < 2) {
+    root.required("schedule").fail("expected virtual_stages of at least 2 with the interleaved schedule");
+  }
+  if (auto mb = root.optional("micro_batch")) plan.micro_batch = static_cast<int>(mb->as_int(1, 1 << 16));
+  if (auto recompute = root.optional("recompute")) {
+    plan.recompute = static_cast<Recompute>(recompute->as_choice({"none", "selective", "full"}));
+  }
+  if (auto zero = root.optional("zero_stage")) plan.zero_stage = static_cast<int>(zero->as_int(0, 3));
+
+  const Field stages = root.required("stages");
+  for (const Field& element : stages.elements()) {
+    MapReader map(element);
+    PlanStage stage;
+    stage.location = element.location();
+    const Field island = map.required("island");
+    stage.island = island.as_identifier();
+    stage.island_location = island.location();
+    stage.first_layer = static_cast<int>(map.required("first_layer").as_int(0, 100000));
+    stage.num_layers = static_cast<int>(map.required("num_layers").as_int(1, 100000));
+    stage.tp = static_cast<int>(map.required("tp").as_int(1, 1024));
+    stage.dp = static_cast<int>(map.required("dp").as_int(1, 1 << 20));
+    map.done();
+    plan.stages.push_back(std::move(stage));
+  }
+  if (plan.stages.empty()) stages.fail_expected("at least one stage");
+  root.done();
+  return plan;
+}
+
+}  // namespace
+
+Plan parse_plan(const std::string& text, const std::string& file_name) {
+  const YAML::Node root = parse_document(text, file_name);
+  return read_plan(document_root(root, file_name, kPlanSchema));
+}
+
+Plan load_plan(const std::string& path) { return parse_plan(read_text_file(path), path); }
+
+void check_plan_references(const Plan& plan, const Cluster& cluster, const Workload& workload) {
+  int next_layer = 0;
+  for (std::size_t i = 0; i < plan.stages.size(); ++i) {
+    const PlanStage& stage = plan.stages[i];
+    const std::string path = "stages[" + std::to_string(i) + "]";
+    if (!cluster.find_island(stage.island)) {
+      std::string names;
+      for (const auto& island : cluster.islands) names += (names.empty() ? "" : ", ") + island.name;
+      throw InputError(stage.island_location, path + ".island",
+                       "expected an island of cluster \"" + cluster.name + "\" (" + names +
+                           "), got \"" + stage.island + "\"");
+    }
+    if (stage.first_layer != next_layer) {
+      throw InputError(stage.location, path + ".first_layer",
+                       "expected " + std::to_string(next_layer) +
+                           " (stages cover the layers in order, without gaps or overlaps), got " +
+                           std::to_string(stage.first_layer));
+    }
+    if (stage.num_layers % plan.virtual_stages != 0) {
+      throw InputError(stage.location, path + ".num_layers",
+                       "expected a multiple of virtual_stages (" +
+                           std::to_string(plan.virtual_stages) + "), got " +
+                           std::to_string(stage.num_layers));
+    }
+    next_layer += stage.num_layers;
+  }
+  if (next_layer != workload.model.layers) {
+    const PlanStage& last = plan.stages.back();
+    throw InputError(last.location,
+                     "stages[" + std::to_string(plan.stages.size() - 1) + "].num_layers",
+                     "expected the stages to end at layer " + std::to_string(workload.model.layers) +
+                         " (the model's layer count), got " + std::to_string(next_layer));
+  }
+}
+
+Scenario load_scenario(const std::string& path) {
+  const std::string text = read_text_file(path);
+  const YAML::Node root_node = parse_document(text, path);
+  const Field root_field = document_root(root_node, path, kScenarioSchema);
+  MapReader root(root_field);
+  root.required("schema");
+  Scenario scenario;
+  scenario.location = {path, 0, 0};
+  scenario.name = root.required("name").as_identifier();
+  scenario.cluster = load_cluster(resolve_relative(root.required("cluster").as_string(), path));
+  scenario.workload = load_workload(resolve_relative(root.required("workload").as_string(), path));
+  if (auto objective = root.optional("objective")) {
+    scenario.objective = static_cast<Objective>(objective->as_choice({"throughput", "cost"}));
+  }
+  if (auto prices_field = root.optional("prices")) {
+    MapReader map(*prices_field);
+    Prices prices;
+    const Field currency = map.required("currency");
+    prices.currency = currency.as_string();
+    if (prices.currency.size() != 3 ||
+        prices.currency.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") != std::string::npos) {
+      currency.fail_expected("a three-letter currency code such as USD or CNY");
+    }
+    auto money = [&](const Field& field) {
+      const double value = field.as_quantity(Dimension::money_rate);
+      if (field.as_string().find(prices.currency + "/h") == std::string::npos) {
+        field.fail_expected("a price in " + prices.currency + " per hour such as \"2.5 " +
+                            prices.currency + "/h\"");
+      }
+      return value;
+    };
+    if (auto islands = map.optional("islands")) {
+      MapReader islands_map(*islands);
+      for (auto& [name, field] : islands_map.entries()) {
+        if (!scenario.cluster.find_island(name)) {
+          throw InputError(field.location(), field.path(),
+                           "expected an island of cluster \"" + scenario.cluster.name + "\", got \"" +
+                               name + "\"");
+        }
+        MapReader island(field);
+        prices.islands[name].chip_hour = money(island.required("chip_hour"));
+        island.done();
+      }
+    }
+    if (auto energy = map.optional("energy_per_kwh")) prices.energy_per_kwh = energy->as_number(0.0, 1e6);
+    if (auto upkeep = map.optional("stack_upkeep")) prices.stack_upkeep_hour = money(*upkeep);
+    map.done();
+    scenario.prices = std::move(prices);
+  }
+  if (scenario.objective == Objective::cost && !scenario.prices) {
+    root.required("objective").fail("expected prices when the objective is cost");
+  }
+  if (auto plan_field = root.optional("plan")) {
+    Plan plan = load_plan(resolve_relative(plan_field->as_string(), path));
+    check_plan_references(plan, scenario.cluster, scenario.workload);
+    scenario.reference_plan = std::move(plan);
+  }
+  root.done();
+  return scenario;
+}
+
+}  // namespace hetplan::formats

@@ -1,0 +1,130 @@
+#include "models/collectives.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hetplan::models {
+
+std::string_view to_string(Collective collective) {
+  switch (collective) {
+    case Collective::all_reduce: return "all-reduce";
+    case Collective::reduce_scatter: return "reduce-scatter";
+    case Collective::all_gather: return "all-gather";
+    case Collective::all_to_all: return "all-to-all";
+    case Collective::broadcast: return "broadcast";
+    case Collective::send_recv: return "send/recv";
+  }
+  return "?";
+}
+
+std::string_view to_string(CollectiveAlgorithm algorithm) {
+  switch (algorithm) {
+    case CollectiveAlgorithm::ring: return "ring";
+    case CollectiveAlgorithm::tree: return "tree";
+    case CollectiveAlgorithm::hierarchical: return "hierarchical";
+  }
+  return "?";
+}
+
+double bus_factor(Collective collective, int ranks) {
+  const double n = ranks;
+  switch (collective) {
+    case Collective::all_reduce: return 2.0 * (n - 1) / n;
+    case Collective::reduce_scatter:
+    case Collective::all_gather:
+    case Collective::all_to_all: return (n - 1) / n;
+    case Collective::broadcast:
+    case Collective::send_recv: return 1.0;
+  }
+  return 1.0;
+}
+
+namespace {
+
+// Number of sequential latency-bound steps of a ring over n ranks.
+double ring_steps(Collective collective, int n) {
+  switch (collective) {
+    case Collective::all_reduce: return 2.0 * (n - 1);
+    case Collective::reduce_scatter:
+    case Collective::all_gather:
+    case Collective::all_to_all:
+    case Collective::broadcast: return n - 1;
+    case Collective::send_recv: return 1.0;
+  }
+  return 1.0;
+}
+
+// One flat level: n ranks all with the same link.
+double flat_time(Collective collective, double bytes, int n, const LinkLevel& link) {
+  if (n <= 1 && collective != Collective::send_recv) return 0.0;
+  return ring_steps(collective, n) * link.latency +
+         bus_factor(collective, n) * bytes / link.bus_bandwidth;
+}
+
+LinkLevel slowest(const LinkLevel& a, const LinkLevel& b) {
+  return {std::min(a.bus_bandwidth, b.bus_bandwidth), std::max(a.latency, b.latency)};
+}
+
+}  // namespace
+
+double collective_time(Collective collective, CollectiveAlgorithm algorithm, double bytes,
+                       const CollectiveGroup& group) {
+  const int n = group.ranks;
+  if (n <= 1 && collective != Collective::send_recv) return 0.0;
+  const int nodes = group.nodes();
+  const int local = std::min(group.ranks_per_node, n);
+  if (nodes <= 1) {
+    if (algorithm == CollectiveAlgorithm::tree && collective == Collective::all_reduce) {
+      return 2.0 * std::ceil(std::log2(n)) * group.intra.latency +
+             bus_factor(collective, n) * bytes / group.intra.bus_bandwidth;
+    }
+    return flat_time(collective, bytes, n, group.intra);
+  }
+  switch (algorithm) {
+    case CollectiveAlgorithm::ring:
+      // One ring through every rank: each step waits for the slowest link it crosses.
+      return flat_time(collective, bytes, n, slowest(group.intra, group.inter));
+    case CollectiveAlgorithm::tree: {
+      if (collective != Collective::all_reduce) {
+        return flat_time(collective, bytes, n, slowest(group.intra, group.inter));
+      }
+      // Double binary tree across nodes (latency logarithmic in nodes), chains inside a node.
+      return 2.0 * std::ceil(std::log2(nodes)) * group.inter.latency +
+             2.0 * (local - 1) * group.intra.latency +
+             bus_factor(collective, n) * bytes / std::min(group.intra.bus_bandwidth, group.inter.bus_bandwidth);
+    }
+    case CollectiveAlgorithm::hierarchical: {
+      // Inside each node first, then across nodes per rail on 1/local of the data, then back.
+      switch (collective) {
+        case Collective::all_reduce:
+          return flat_time(Collective::reduce_scatter, bytes, local, group.intra) +
+                 flat_time(Collective::all_reduce, bytes / local, nodes, group.inter) +
+                 flat_time(Collective::all_gather, bytes, local, group.intra);
+        case Collective::reduce_scatter:
+          return flat_time(Collective::reduce_scatter, bytes, local, group.intra) +
+                 flat_time(Collective::reduce_scatter, bytes / local, nodes, group.inter);
+        case Collective::all_gather:
+          return flat_time(Collective::all_gather, bytes / local, nodes, group.inter) +
+                 flat_time(Collective::all_gather, bytes, local, group.intra);
+        case Collective::broadcast:
+          return flat_time(Collective::broadcast, bytes, nodes, group.inter) +
+                 flat_time(Collective::broadcast, bytes, local, group.intra);
+        case Collective::all_to_all:
+        case Collective::send_recv:
+          return flat_time(collective, bytes, n, slowest(group.intra, group.inter));
+      }
+    }
+  }
+  return 0.0;
+}
+
+CollectiveChoice best_collective(Collective collective, double bytes, const CollectiveGroup& group) {
+  CollectiveChoice best{CollectiveAlgorithm::ring, collective_time(collective, CollectiveAlgorithm::ring, bytes, group)};
+  for (auto algorithm : {CollectiveAlgorithm::tree, CollectiveAlgorithm::hierarchical}) {
+    const double time = collective_time(collective, algorithm, bytes, group);
+    if (time < best.time) best = {algorithm, time};
+  }
+  return best;
+}
+
+}  // namespace hetplan::models

@@ -1,0 +1,51 @@
+// Alpha-beta models of collective communication (docs/models/collectives.md).
+//
+// Sizes follow nccl-tests: `bytes` is the buffer size of the operation as nccl-tests prints it
+// (all-reduce: the buffer; all-gather: the gathered output; reduce-scatter: the input;
+// all-to-all: each rank's send buffer; broadcast and send/recv: the message). Bus bandwidth is
+// nccl-tests' busbw, so a link model measured with nccl-tests plugs in directly.
+#pragma once
+
+#include <string_view>
+
+namespace hetplan::models {
+
+enum class Collective { all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, send_recv };
+enum class CollectiveAlgorithm { ring, tree, hierarchical };
+
+std::string_view to_string(Collective collective);
+std::string_view to_string(CollectiveAlgorithm algorithm);
+
+// One level of the fabric as a collective sees it: achievable bus bandwidth per rank and the
+// latency of one algorithm step.
+struct LinkLevel {
+  double bus_bandwidth = 0;  // B/s per rank
+  double latency = 0;        // s per step
+};
+
+// A group of ranks spread over nodes: ranks_per_node ranks in each node share `intra`;
+// nodes are joined by `inter`.
+struct CollectiveGroup {
+  int ranks = 1;
+  int ranks_per_node = 1;
+  LinkLevel intra;
+  LinkLevel inter;
+
+  int nodes() const { return (ranks + ranks_per_node - 1) / ranks_per_node; }
+};
+
+// nccl-tests' bus-bandwidth factor: busbw = algbw x factor.
+double bus_factor(Collective collective, int ranks);
+
+// Time of one collective with one algorithm.
+double collective_time(Collective collective, CollectiveAlgorithm algorithm, double bytes,
+                       const CollectiveGroup& group);
+
+struct CollectiveChoice {
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::ring;
+  double time = 0;
+};
+// The fastest algorithm for this collective, as the collective libraries' tuners pick.
+CollectiveChoice best_collective(Collective collective, double bytes, const CollectiveGroup& group);
+
+}  // namespace hetplan::models

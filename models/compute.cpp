@@ -1,0 +1,78 @@
+#include "models/compute.hpp"
+
+#include <algorithm>
+
+namespace hetplan::models {
+
+ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype, const EfficiencyDefaults& defaults) {
+  ResolvedRates out;
+  const auto peak = chip.peak(dtype);
+  if (!chip.supports(dtype)) {
+    out.problems.push_back("chip " + chip.id + " does not support " + std::string(to_string(dtype)));
+  } else if (!peak) {
+    out.problems.push_back("chip " + chip.id + " has no known " + std::string(to_string(dtype)) +
+                           " peak");
+  }
+  if (!chip.memory_bandwidth) {
+    out.problems.push_back("chip " + chip.id + " has no known memory bandwidth");
+  }
+  if (!out.problems.empty()) return out;
+
+  const EfficiencyModel& eff = chip.efficiency;
+  auto pick = [&](const std::optional<double>& known, double fallback, std::string_view what) {
+    if (known) return *known;
+    out.assumptions.push_back("chip " + chip.id + ": " + std::string(what) +
+                              " unknown, prior " + std::to_string(fallback).substr(0, 5) + " used");
+    return fallback;
+  };
+  ChipRates rates;
+  rates.peak_flops = *peak;
+  rates.memory_bandwidth = *chip.memory_bandwidth;
+  rates.gemm_max = pick(eff.gemm_max, defaults.gemm_max, "GEMM efficiency");
+  rates.gemm_half_dim = eff.gemm_half_dim.value_or(defaults.gemm_half_dim);
+  rates.attention_max = eff.attention_max ? *eff.attention_max
+                                          : pick(std::nullopt, rates.gemm_max * defaults.attention_to_gemm,
+                                                 "fused attention efficiency");
+  rates.attention_half_seq = defaults.attention_half_seq;
+  rates.memory_efficiency = pick(eff.memory, defaults.memory, "memory efficiency");
+  for (int i = 0; i < kOpClassCount; ++i) rates.coverage[static_cast<std::size_t>(i)] = chip.coverage(static_cast<OpClass>(i));
+  out.rates = rates;
+  return out;
+}
+
+double gemm_efficiency(const GemmShape& shape, const ChipRates& rates) {
+  auto g = [&](double x) { return x / (x + rates.gemm_half_dim); };
+  return rates.gemm_max * g(shape.m) * g(shape.n) * g(shape.k);
+}
+
+namespace {
+
+double compute_rate(const Op& op, const ChipRates& rates) {
+  switch (op.op_class) {
+    case OpClass::gemm: return rates.peak_flops * gemm_efficiency(op.gemm, rates);
+    case OpClass::flash_attention: {
+      const double seq = op.gemm.m;
+      return rates.peak_flops * rates.attention_max * seq / (seq + rates.attention_half_seq);
+    }
+    default: return rates.peak_flops * rates.gemm_max;
+  }
+}
+
+double roofline(double flops, double bytes, const Op& op, const ChipRates& rates) {
+  const double compute = flops > 0 ? flops / compute_rate(op, rates) : 0.0;
+  const double memory = bytes / (rates.memory_bandwidth * rates.memory_efficiency);
+  const double slowdown = rates.coverage[static_cast<std::size_t>(op.op_class)].slowdown;
+  return std::max(compute, memory) * slowdown;
+}
+
+}  // namespace
+
+double forward_time(const Op& op, const ChipRates& rates) {
+  return roofline(op.flops, op.bytes, op, rates);
+}
+
+double backward_time(const Op& op, const ChipRates& rates) {
+  return roofline(op.flops * op.backward_flops_factor, op.bytes * op.backward_bytes_factor, op, rates);
+}
+
+}  // namespace hetplan::models

@@ -1,0 +1,54 @@
+// Time of operators on a chip: a roofline (compute-bound at the dtype's dense peak times an
+// efficiency, or memory-bound at the memory bandwidth times an efficiency), with GEMM efficiency
+// depending on its shape, fused attention efficiency on the sequence length, and operator
+// fallbacks slowing their class down. docs/models/compute.md.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/chip.hpp"
+#include "models/transformer_ops.hpp"
+
+namespace hetplan::models {
+
+// Priors used when a chip profile leaves an efficiency unknown. Each is derived in
+// docs/models/compute.md from the published microbenchmarks; using one is reported.
+struct EfficiencyDefaults {
+  double gemm_max = 0.85;
+  double gemm_half_dim = 128;
+  double attention_to_gemm = 0.75;   // fused attention efficiency / GEMM efficiency
+  double attention_half_seq = 512;   // sequence length at which fused attention reaches half
+  double memory = 0.85;
+};
+
+// Everything the roofline needs about one chip for one dtype, resolved once.
+struct ChipRates {
+  double peak_flops = 0;        // FLOP/s, dense, the training dtype
+  double memory_bandwidth = 0;  // B/s
+  double gemm_max = 0;
+  double gemm_half_dim = 0;
+  double attention_max = 0;
+  double attention_half_seq = 0;
+  double memory_efficiency = 0;
+  std::array<OpCoverage, kOpClassCount> coverage{};
+};
+
+struct ResolvedRates {
+  std::optional<ChipRates> rates;       // empty when the chip cannot run this dtype at all
+  std::vector<std::string> problems;    // why rates is empty
+  std::vector<std::string> assumptions; // defaults used in place of unknown figures
+};
+
+ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype,
+                            const EfficiencyDefaults& defaults = {});
+
+// Efficiency of a GEMM of this shape: gemm_max x g(m) g(n) g(k), g(x) = x / (x + half_dim).
+double gemm_efficiency(const GemmShape& shape, const ChipRates& rates);
+
+double forward_time(const Op& op, const ChipRates& rates);
+double backward_time(const Op& op, const ChipRates& rates);
+
+}  // namespace hetplan::models

@@ -1,0 +1,114 @@
+#include "models/memory.hpp"
+
+#include <algorithm>
+
+namespace hetplan::models {
+
+double layer_activation_bytes(const ModelShape& model, const TrainingSettings& training,
+                              int micro_batch, int tp, Recompute recompute) {
+  const double e = bytes_per_element(training.dtype);
+  const double t = tp;
+  const double tokens = static_cast<double>(micro_batch) * training.seq_len;
+  const double h = model.hidden;
+  const double d = model.head_dim();
+  const double kv = model.kv_heads * d;
+  const double f = model.ffn;
+  // Tensors outside the tensor-parallel regions are split by t only with sequence parallelism.
+  const double r = training.sequence_parallel ? t : 1.0;
+
+  if (recompute == Recompute::full) {
+    // Only each layer's input is kept; the layer is recomputed before its backward pass.
+    return tokens * h * e / r;
+  }
+
+  const double mask = model.dropout ? 1.0 : 0.0;  // dropout masks are one byte per element
+  // Replicated region: both norms' inputs, the QKV and MLP inputs (norm outputs), dropout masks.
+  double bytes = tokens * h * (4.0 * e + 2.0 * mask) / r;
+  // Tensor-parallel region: Q, K and V, the output projection's input.
+  bytes += tokens * (h + 2.0 * kv + h) * e / t;
+  // MLP: gated activations keep both halves of the up projection and the product.
+  const double mlp_tensors = model.activation == Activation::swiglu ? 3.0 : 2.0;
+  bytes += tokens * f * mlp_tensors * e / t;
+  // Core attention: the s x s score matrices unless fused (flash) or recomputed (selective).
+  const double heads = model.heads / t;
+  if (training.flash_attention) {
+    bytes += static_cast<double>(micro_batch) * heads * training.seq_len * 4.0;  // log-sum-exp
+  } else if (recompute != Recompute::selective) {
+    const double scores = static_cast<double>(micro_batch) * heads * training.seq_len * training.seq_len;
+    // Softmax output, and with dropout its mask and output (5 a s^2 b bytes in fp16).
+    bytes += scores * (model.dropout ? 2.0 * e + 1.0 : e);
+  }
+  return bytes;
+}
+
+StageMemory stage_memory(const ModelShape& model, const TrainingSettings& training,
+                         const StageShape& stage) {
+  StageMemory out;
+  const double t = stage.tp;
+  const double dp = stage.dp;
+  const double e = bytes_per_element(training.dtype);
+
+  double parameters = stage.num_layers * model.layer_parameters() / t;
+  if (stage.has_embedding) parameters += model.embedding_parameters() / t;
+  if (stage.has_head) {
+    parameters += model.head_parameters() / t;
+    // A tied output layer on another stage keeps its own copy of the embedding table.
+    if (model.tied_embeddings && !stage.has_embedding) {
+      parameters += static_cast<double>(model.vocab) * model.hidden / t;
+    }
+  }
+  out.parameters = parameters;
+
+  const double grad_bytes = training.fp32_grad_accumulation ? 4.0 : e;
+  double optimizer_bytes = 0;  // per parameter
+  const bool mixed = training.dtype != DType::fp32;
+  switch (training.optimizer) {
+    case Optimizer::adam:
+    case Optimizer::adamw: optimizer_bytes = 8.0 + (mixed ? 4.0 : 0.0); break;
+    case Optimizer::sgd: optimizer_bytes = 4.0 + (mixed ? 4.0 : 0.0); break;
+  }
+  out.weights = parameters * e / (stage.zero_stage >= 3 ? dp : 1.0);
+  out.gradients = parameters * grad_bytes / (stage.zero_stage >= 2 ? dp : 1.0);
+  out.optimizer = parameters * optimizer_bytes / (stage.zero_stage >= 1 ? dp : 1.0);
+  if (stage.zero_stage >= 3 && stage.num_layers > 0) {
+    // Gathered weights of the layer being computed and the one being prefetched.
+    out.weights += 2.0 * model.layer_parameters() / t * e;
+  }
+
+  out.activation_per_layer =
+      layer_activation_bytes(model, training, stage.micro_batch, stage.tp, stage.recompute);
+  const int p = stage.pipeline_stages;
+  const int v = stage.virtual_stages;
+  const int rank = stage.stage_index;
+  // Micro-batches (or, interleaved, model chunks of one micro-batch) whose activations are held
+  // when this stage starts its first backward pass.
+  double chunks_in_flight = 0;
+  double layers_per_chunk = stage.num_layers;
+  if (v <= 1) {
+    chunks_in_flight = std::min(p - rank, stage.micro_batches);
+  } else {
+    // Megatron's interleaved schedule: warm-up of 2(p - rank - 1) + (v - 1) p chunks, plus one.
+    chunks_in_flight = std::min(2.0 * (p - rank - 1) + (v - 1.0) * p + 1.0,
+                                static_cast<double>(stage.micro_batches) * v);
+    layers_per_chunk = static_cast<double>(stage.num_layers) / v;
+  }
+  out.in_flight = chunks_in_flight / std::max(1, v);
+  out.activations = chunks_in_flight * layers_per_chunk * out.activation_per_layer;
+  if (stage.recompute == Recompute::full && stage.num_layers > 0) {
+    // The layer being recomputed holds its full activations for a moment.
+    out.activations += layer_activation_bytes(model, training, stage.micro_batch, stage.tp, Recompute::none);
+  }
+  const double tokens = static_cast<double>(stage.micro_batch) * training.seq_len;
+  if (stage.has_embedding) {
+    out.activations += chunks_in_flight * tokens * model.hidden * e /
+                       (training.sequence_parallel ? t : 1.0);
+  }
+  if (stage.has_head) {
+    // Logits in the training dtype, their fp32 copy for the loss and its gradient.
+    out.head = tokens * model.vocab / t * (e + 4.0 + 4.0);
+  }
+  out.reserve = kRuntimeReserveBytes;
+  return out;
+}
+
+}  // namespace hetplan::models

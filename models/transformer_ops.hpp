@@ -1,0 +1,51 @@
+// The operators of one decoder layer, of the embedding and of the output head, for one
+// micro-batch on one chip, with their forward FLOPs, forward memory traffic and GEMM shapes,
+// split by tensor and sequence parallelism. docs/models/compute.md gives every formula.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "core/chip.hpp"
+#include "core/workload.hpp"
+
+namespace hetplan::models {
+
+struct GemmShape {
+  double m = 0;
+  double n = 0;
+  double k = 0;
+  double batch = 1;
+};
+
+struct Op {
+  std::string_view name;
+  OpClass op_class = OpClass::gemm;
+  double flops = 0;  // forward FLOPs executed on one chip
+  double bytes = 0;  // forward bytes read and written on one chip
+  GemmShape gemm;    // for gemm-like operators
+  double backward_flops_factor = 2.0;  // backward FLOPs = factor x forward FLOPs
+  double backward_bytes_factor = 2.0;
+  bool core_attention = false;  // part of the core attention that selective recompute redoes
+};
+
+// How one chip sees a layer: micro-batch, sequence, tensor parallel degree and options.
+struct LayerSlice {
+  int micro_batch = 1;
+  int seq_len = 1;
+  int tp = 1;
+  bool sequence_parallel = false;
+  bool flash_attention = true;
+  DType dtype = DType::bf16;
+};
+
+std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice);
+std::vector<Op> embedding_ops(const ModelShape& model, const LayerSlice& slice);
+std::vector<Op> head_ops(const ModelShape& model, const LayerSlice& slice);
+
+// Model FLOPs of one layer's forward pass for a whole micro-batch, summed over the tensor
+// parallel group (no recompute; causal attention counted in full, as Megatron and PaLM do).
+double layer_model_flops(const ModelShape& model, int micro_batch, int seq_len);
+double head_model_flops(const ModelShape& model, int micro_batch, int seq_len);
+
+}  // namespace hetplan::models
