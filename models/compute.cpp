@@ -1,6 +1,7 @@
 #include "models/compute.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace hetplan::models {
 
@@ -21,8 +22,10 @@ ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype, const Efficien
   const EfficiencyModel& eff = chip.efficiency;
   auto pick = [&](const std::optional<double>& known, double fallback, std::string_view what) {
     if (known) return *known;
-    out.assumptions.push_back("chip " + chip.id + ": " + std::string(what) +
-                              " unknown, prior " + std::to_string(fallback).substr(0, 5) + " used");
+    char value[32];
+    std::snprintf(value, sizeof value, "%.2f", fallback);
+    out.assumptions.push_back("chip " + chip.id + ": " + std::string(what) + " unknown, prior " +
+                              value + " used");
     return fallback;
   };
   ChipRates rates;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <sstream>
@@ -46,9 +47,18 @@ IslandLinks island_links(const Cluster& cluster, const Island& island, const Est
     assumptions.push_back("chip " + chip.id + ": " + what);
   };
   const double intra_eff = eff.intra_bus_efficiency.value_or(options.intra_bus_efficiency_default);
-  if (!eff.intra_bus_efficiency) note("intra-node collective efficiency unknown, prior used");
+  auto prior = [](double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", value);
+    return std::string(text);
+  };
+  if (!eff.intra_bus_efficiency) {
+    note("intra-node collective efficiency unknown, prior " + prior(intra_eff) + " used");
+  }
   const double net_eff = eff.network_bus_efficiency.value_or(options.network_bus_efficiency_default);
-  if (!eff.network_bus_efficiency) note("network collective efficiency unknown, prior used");
+  if (!eff.network_bus_efficiency) {
+    note("network collective efficiency unknown, prior " + prior(net_eff) + " used");
+  }
   links.nic_per_chip = island.nic_count * island.nic_speed / island.chips_per_node;
   links.inter = {links.nic_per_chip * net_eff, eff.network_latency.value_or(options.network_latency_default)};
   double intra_bw = 0;
@@ -208,7 +218,9 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
       reject(where + ": chip " + chip.id + " lacks operator class " + std::string(to_string(op)));
     }
 
-    const IslandLinks links = island_links(cluster, island, options, out.assumptions);
+    std::vector<std::string> link_notes;
+    const IslandLinks links = island_links(cluster, island, options, link_notes);
+    assume(link_notes);
     const int stage_chips = stage.tp * stage.dp;
     const int nodes_spanned = ceil_div(stage_chips, island.chips_per_node);
     // Traffic between nodes under different leaves shares oversubscribed uplinks.

@@ -1,0 +1,50 @@
+// formats::check_file on arbitrary text written to a file: covers the dispatch on `schema:` and
+// the file-based loaders (cluster, workload, scenario). The file is written into a scratch copy
+// of tests/formats/data (with profiles/ linked beside it, as in the source tree), so that
+// relative references in the input (`cluster: cluster.yaml`, `hf_config: hf/gpt2.json`,
+// `profiles: [../../../profiles]`) reach real files.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "formats/loaders.hpp"
+#include "fuzz/fuzz_common.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Scratch {
+  fs::path root;
+  std::string input;
+
+  Scratch() {
+    const fs::path source = HETPLAN_SOURCE_DIR;
+    root = fs::temp_directory_path() / ("hetplan-fuzz-" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    fs::create_directories(root / "tests" / "formats");
+    fs::copy(source / "tests" / "formats" / "data", root / "tests" / "formats" / "data",
+             fs::copy_options::recursive);
+    fs::create_directory_symlink(source / "profiles", root / "profiles");
+    input = (root / "tests" / "formats" / "data" / "fuzz-input.yaml").string();
+  }
+  ~Scratch() {
+    std::error_code ignored;
+    fs::remove_all(root, ignored);
+  }
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const Scratch scratch;
+  {
+    std::ofstream out(scratch.input, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  }
+  hetplan::fuzz::expect_only_input_errors(
+      [&] { (void)hetplan::formats::check_file(scratch.input); });
+  return 0;
+}

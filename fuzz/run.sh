@@ -1,0 +1,23 @@
+#!/bin/sh
+# Runs every fuzzer for SECONDS each, then merges what it found back into fuzz/corpus/<target>/.
+# Usage: fuzz/run.sh [BUILD_DIR] [SECONDS]   (crashes land in BUILD_DIR/fuzz-artifacts/)
+set -eu
+build=${1:-build-fuzz}
+seconds=${2:-240}
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$build/fuzz-artifacts" "$build/fuzz-logs"
+for target in fuzz_chip fuzz_plan fuzz_hf_config fuzz_check_file; do
+  work="$build/fuzz-work/$target"
+  rm -rf "$work" && mkdir -p "$work"
+  "$build/fuzz/$target" -max_len=4096 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$build/fuzz-artifacts/$target-" \
+    "$work" "$here/corpus/$target" >"$build/fuzz-logs/$target.log" 2>&1 || true
+  # Minimize: keep only inputs that add coverage.
+  merged="$build/fuzz-work/$target-merged"
+  rm -rf "$merged" && mkdir -p "$merged"
+  "$build/fuzz/$target" -merge=1 -max_len=4096 -timeout=10 "$merged" "$here/corpus/$target" "$work" \
+    >"$build/fuzz-logs/$target-merge.log" 2>&1 || true
+  rm -f "$here/corpus/$target"/*
+  cp "$merged"/* "$here/corpus/$target/"
+  echo "$target: $(ls "$here/corpus/$target" | wc -l) corpus files after merge"
+done

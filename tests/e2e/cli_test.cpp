@@ -1,0 +1,90 @@
+// Runs the real hetplan binary on the bundled files, as a user would.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;
+};
+
+// Runs hetplan in the source folder with stdout and stderr captured together.
+CliRun hetplan(const std::string& args) {
+  const std::string command = std::string("cd ") + HETPLAN_SOURCE_DIR + " && " + HETPLAN_BINARY + " " + args + " 2>&1";
+  CliRun run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return run;
+  std::array<char, 4096> buffer{};
+  std::size_t n = 0;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+TEST(Cli, EvalOfTheDefaultScenarioPrintsTheEstimate) {
+  const CliRun run = hetplan("eval scenarios/default.yaml");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find("plan default-reference: 8 stages, 256 chips"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("step time"), std::string::npos);
+}
+
+TEST(Cli, EvalJsonCarriesTheDocumentedFields) {
+  const CliRun run = hetplan("eval scenarios/default.yaml --plan plans/default-reference.yaml --json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const auto j = nlohmann::json::parse(run.out);
+  for (const char* key : {"step_time_s", "tokens_per_s", "mfu", "feasible", "reasons", "stages"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  ASSERT_EQ(j["stages"].size(), 8u);
+  for (const auto& stage : j["stages"]) {
+    EXPECT_GT(stage["memory_peak_bytes"].get<double>(), 1e9);
+  }
+  EXPECT_GT(j["step_time_s"].get<double>(), 0.0);
+  EXPECT_NEAR(j["tokens_per_s"].get<double>() * j["step_time_s"].get<double>(), 512.0 * 4096, 512.0 * 4096 * 1e-4);
+}
+
+TEST(Cli, SameInputsGiveByteIdenticalOutput) {
+  const CliRun a = hetplan("eval scenarios/default.yaml --json");
+  const CliRun b = hetplan("eval scenarios/default.yaml --json");
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST(Cli, CheckAcceptsEveryBundledProfileAndTopology) {
+  const CliRun run = hetplan("check profiles/*.yaml topologies/*.yaml scenarios/*.yaml plans/*.yaml workloads/*.yaml");
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_EQ(run.out.find("error"), std::string::npos) << run.out;
+}
+
+TEST(Cli, BadInputIsOneLineAndExitCodeTwo) {
+  const std::string path = std::string(testing::TempDir()) + "/bad-plan.yaml";
+  std::ofstream(path) << "schema: hetplan/plan/v1\nname: bad\nstages:\n  - {island: x, first_layer: 0, num_layers: 1, tp: zero, dp: 1}\n";
+  const CliRun run = hetplan("check " + path);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(run.out, "error: " + path + ":4:52: stages[0].tp: expected an integer from 1 to 1024, got \"zero\"\n");
+}
+
+TEST(Cli, PlanNamingAMissingIslandIsRejectedWithItsLocation) {
+  const std::string path = std::string(testing::TempDir()) + "/dangling.yaml";
+  std::ofstream(path) << "schema: hetplan/plan/v1\nname: dangling\nstages:\n  - island: nowhere\n    first_layer: 0\n    num_layers: 80\n    tp: 8\n    dp: 1\n";
+  const CliRun run = hetplan("eval scenarios/default.yaml --plan " + path);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(run.out, "error: " + path +
+                         ":4:13: stages[0].island: expected an island of cluster \"mixed-roce-64\" "
+                         "(ascend-910b, dcu-k100, mlu370), got \"nowhere\"\n");
+}
+
+TEST(Cli, MissingFileIsAnInputError) {
+  const CliRun run = hetplan("eval no/such/scenario.yaml");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(run.out, "error: no/such/scenario.yaml: cannot open the file for reading\n");
+}
+
+}  // namespace

@@ -1,0 +1,123 @@
+// Activation memory against Korthikanti et al. 2022, "Reducing Activation Recomputation in
+// Large Transformer Models", Table 2 (fp16, with dropout): per layer, per micro-batch,
+//   no parallelism:              s b h (34 + 5 a s / h)
+//   tensor parallel, no SP:      s b h (10 + 24/t + 5 a s / (h t))
+//   tensor + sequence parallel:  s b h (34/t + 5 a s / (h t))
+//   + selective recompute:       s b h 34 / t
+//   full recompute:              2 s b h
+#include <gtest/gtest.h>
+
+#include "models/memory.hpp"
+
+namespace hetplan::models {
+namespace {
+
+constexpr double s = 2048, b = 4, h = 6144, a = 64, t = 8;
+
+ModelShape gpt_22b() {
+  ModelShape m;
+  m.layers = 48;
+  m.hidden = 6144;
+  m.heads = 64;
+  m.kv_heads = 64;
+  m.ffn = 4 * 6144;
+  m.vocab = 51200;
+  m.activation = Activation::gelu;
+  m.norm = Norm::layernorm;
+  m.dropout = true;
+  return m;
+}
+
+TrainingSettings fp16(bool sp) {
+  TrainingSettings training;
+  training.seq_len = 2048;
+  training.global_batch = 4;
+  training.micro_batch = 4;
+  training.dtype = DType::fp16;
+  training.flash_attention = false;
+  training.sequence_parallel = sp;
+  return training;
+}
+
+TEST(ActivationMemory, NoParallelism) {
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(gpt_22b(), fp16(false), 4, 1, Recompute::none),
+                   s * b * h * (34 + 5 * a * s / h));
+}
+
+TEST(ActivationMemory, TensorParallelWithoutSequenceParallel) {
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(gpt_22b(), fp16(false), 4, 8, Recompute::none),
+                   s * b * h * (10 + 24 / t + 5 * a * s / (h * t)));
+}
+
+TEST(ActivationMemory, TensorAndSequenceParallel) {
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(gpt_22b(), fp16(true), 4, 8, Recompute::none),
+                   s * b * h * (34 / t + 5 * a * s / (h * t)));
+}
+
+TEST(ActivationMemory, SelectiveRecomputeDropsTheScoreMatrices) {
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(gpt_22b(), fp16(true), 4, 8, Recompute::selective),
+                   s * b * h * 34 / t);
+}
+
+TEST(ActivationMemory, FullRecomputeKeepsTheLayerInput) {
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(gpt_22b(), fp16(false), 4, 8, Recompute::full), 2 * s * b * h);
+}
+
+StageShape stage(int p, int rank, int v, int m) {
+  StageShape shape;
+  shape.num_layers = 4;
+  shape.pipeline_stages = p;
+  shape.stage_index = rank;
+  shape.virtual_stages = v;
+  shape.micro_batches = m;
+  shape.micro_batch = 1;
+  return shape;
+}
+
+TEST(StageMemory, OneFOneBHoldsPipelineDepthMinusRankMicroBatches) {
+  const auto model = gpt_22b();
+  const auto training = fp16(false);
+  const double per_layer = layer_activation_bytes(model, training, 1, 1, Recompute::none);
+  EXPECT_DOUBLE_EQ(stage_memory(model, training, stage(4, 1, 1, 16)).activations, 3 * 4 * per_layer);
+  EXPECT_DOUBLE_EQ(stage_memory(model, training, stage(4, 3, 1, 16)).activations, 1 * 4 * per_layer);
+  // Never more micro-batches than the step has.
+  EXPECT_DOUBLE_EQ(stage_memory(model, training, stage(8, 1, 1, 2)).activations, 2 * 4 * per_layer);
+}
+
+TEST(StageMemory, InterleavedWarmupFollowsMegatron) {
+  const auto model = gpt_22b();
+  const auto training = fp16(false);
+  const double per_layer = layer_activation_bytes(model, training, 1, 1, Recompute::none);
+  // p = 4, v = 2, first stage: 2 (p - 1) + (v - 1) p + 1 = 11 chunks of 4 / 2 layers.
+  EXPECT_DOUBLE_EQ(stage_memory(model, training, stage(4, 0, 2, 16)).activations, 11 * 2 * per_layer);
+}
+
+TEST(StageMemory, ZeroStagesShardStatesGradientsAndWeights) {
+  ModelShape model = gpt_22b();
+  TrainingSettings training = fp16(false);
+  training.fp32_grad_accumulation = true;
+  StageShape shape = stage(1, 0, 1, 1);
+  shape.num_layers = 48;
+  shape.has_embedding = true;
+  shape.has_head = true;
+  shape.dp = 8;
+  const double params = model.total_parameters();
+  shape.zero_stage = 0;
+  auto mem = stage_memory(model, training, shape);
+  EXPECT_DOUBLE_EQ(mem.parameters, params);
+  EXPECT_DOUBLE_EQ(mem.weights, 2 * params);
+  EXPECT_DOUBLE_EQ(mem.gradients, 4 * params);
+  EXPECT_DOUBLE_EQ(mem.optimizer, 12 * params);
+  shape.zero_stage = 1;
+  mem = stage_memory(model, training, shape);
+  EXPECT_DOUBLE_EQ(mem.optimizer, 12 * params / 8);
+  EXPECT_DOUBLE_EQ(mem.gradients, 4 * params);
+  shape.zero_stage = 2;
+  EXPECT_DOUBLE_EQ(stage_memory(model, training, shape).gradients, 4 * params / 8);
+  shape.zero_stage = 3;
+  EXPECT_DOUBLE_EQ(stage_memory(model, training, shape).weights,
+                   2 * params / 8 + 2 * 2 * model.layer_parameters());
+}
+
+}  // namespace
+}  // namespace hetplan::models

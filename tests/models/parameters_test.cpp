@@ -1,0 +1,55 @@
+#include <gtest/gtest.h>
+
+#include "core/workload.hpp"
+
+namespace hetplan {
+namespace {
+
+ModelShape llama2_7b() {
+  ModelShape m;
+  m.layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 32;
+  m.ffn = 11008;
+  m.vocab = 32000;
+  m.activation = Activation::swiglu;
+  m.norm = Norm::rmsnorm;
+  m.linear_bias = false;
+  return m;
+}
+
+TEST(Parameters, GptLayerByHand) {
+  ModelShape m;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 32;
+  m.ffn = 16384;
+  m.activation = Activation::gelu;
+  m.norm = Norm::layernorm;
+  m.linear_bias = true;
+  // 4h^2 attention + 8h^2 MLP + (3h + h + 4h + h) biases + 2 LayerNorms of 2h.
+  const double h = 4096;
+  EXPECT_DOUBLE_EQ(m.layer_parameters(), 12 * h * h + 9 * h + 4 * h);
+}
+
+TEST(Parameters, Llama2SevenBillionMatchesTheReleasedCount) {
+  // meta-llama/Llama-2-7b-hf has 6,738,415,616 parameters (sum of its safetensors shapes).
+  EXPECT_DOUBLE_EQ(llama2_7b().total_parameters(), 6738415616.0);
+}
+
+TEST(Parameters, GroupedQueryAttentionShrinksKeyAndValue) {
+  ModelShape m = llama2_7b();
+  m.kv_heads = 8;  // K and V of width 8 x 128 = 1024 instead of 4096
+  const double h = 4096;
+  EXPECT_DOUBLE_EQ(llama2_7b().layer_parameters() - m.layer_parameters(), 2 * h * (4096 - 1024));
+}
+
+TEST(Parameters, TiedEmbeddingsHaveNoSeparateHead) {
+  ModelShape m = llama2_7b();
+  m.tied_embeddings = true;
+  EXPECT_DOUBLE_EQ(m.head_parameters(), 4096);  // the final norm only
+}
+
+}  // namespace
+}  // namespace hetplan
