@@ -7,7 +7,8 @@
 namespace {
 
 void BM_EstimateDefaultScenario(benchmark::State& state) {
-  const auto scenario = hetplan::formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/default.yaml");
+  const auto scenario =
+      hetplan::formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/default.yaml");
   const hetplan::Plan& plan = *scenario.reference_plan;
   for (auto _ : state) {
     auto estimate = hetplan::sim::estimate_step(scenario.cluster, scenario.workload, plan);
@@ -19,7 +20,8 @@ BENCHMARK(BM_EstimateDefaultScenario);
 
 void BM_LoadDefaultScenario(benchmark::State& state) {
   for (auto _ : state) {
-    auto scenario = hetplan::formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/default.yaml");
+    auto scenario = hetplan::formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) +
+                                                    "/scenarios/default.yaml");
     benchmark::DoNotOptimize(scenario.cluster.islands.size());
   }
 }

@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
   bool json = false;
   auto* eval = app.add_subcommand("eval", "Estimate one training step of a plan (analytic model)");
   eval->add_option("scenario", scenario_path, "Scenario file (hetplan/scenario/v1)")->required();
-  eval->add_option("--plan", plan_path, "Plan file (hetplan/plan/v1); default: the scenario's plan");
+  eval->add_option("--plan", plan_path,
+                   "Plan file (hetplan/plan/v1); default: the scenario's plan");
   eval->add_flag("--json", json, "Print JSON instead of a table");
 
   std::vector<std::string> files;

@@ -12,13 +12,16 @@ std::string fixed(double value, int precision) {
   return buffer;
 }
 
-std::string gib(double bytes) { return fixed(bytes / (1ull << 30), 1) + " GiB"; }
+std::string gib(double bytes) {
+  return fixed(bytes / (1ull << 30), 1) + " GiB";
+}
 
 // Rounds to 6 significant digits so that JSON output does not depend on the last bits of
 // floating-point arithmetic across compilers.
 double round6(double value) {
   if (value == 0 || !std::isfinite(value)) return 0;
-  const double scale = std::pow(10.0, 5 - static_cast<int>(std::floor(std::log10(std::fabs(value)))));
+  const double scale =
+      std::pow(10.0, 5 - static_cast<int>(std::floor(std::log10(std::fabs(value)))));
   return std::round(value * scale) / scale;
 }
 
@@ -29,13 +32,15 @@ std::string estimate_text(const sim::Estimate& e, const Plan& plan) {
   out += "plan " + plan.name + ": " + std::to_string(plan.stages.size()) + " stages, " +
          std::to_string(e.chips) + " chips, schedule " + std::string(to_string(plan.schedule));
   if (plan.virtual_stages > 1) out += " x" + std::to_string(plan.virtual_stages) + " chunks";
-  out += ", " + std::to_string(e.micro_batches) + " micro-batches of " + std::to_string(e.micro_batch) + "\n";
+  out += ", " + std::to_string(e.micro_batches) + " micro-batches of " +
+         std::to_string(e.micro_batch) + "\n";
   out += std::string("feasible: ") + (e.feasible ? "yes" : "no") + "\n";
   for (const auto& reason : e.reasons) out += "  reason: " + reason + "\n";
   out += "step time      " + fixed(e.step_time_s, 3) + " s\n";
   out += "tokens/s       " + fixed(e.tokens_per_s, 0) + "\n";
   out += "MFU            " + fixed(100 * e.mfu, 1) + " %\n";
-  out += "bubble         " + fixed(e.bubble_s, 3) + " s (" + fixed(100 * e.bubble_fraction, 1) + " %)\n";
+  out += "bubble         " + fixed(e.bubble_s, 3) + " s (" + fixed(100 * e.bubble_fraction, 1) +
+         " %)\n";
   out += "compute        " + fixed(e.compute_s, 3) + " s (bottleneck stage)\n";
   out += "exposed comm   tp " + fixed(e.exposed.tensor_parallel, 3) + " s, pp " +
          fixed(e.exposed.pipeline, 3) + " s, cross-island " + fixed(e.exposed.cross_island, 3) +
@@ -96,12 +101,10 @@ nlohmann::ordered_json estimate_json(const sim::Estimate& e, const Plan& plan) {
     stage["memory_peak_bytes"] = round6(s.memory.total());
     stage["memory_capacity_bytes"] = round6(s.memory_capacity);
     stage["memory_fits"] = s.fits;
-    stage["memory_breakdown_bytes"] = {{"weights", round6(s.memory.weights)},
-                                       {"gradients", round6(s.memory.gradients)},
-                                       {"optimizer", round6(s.memory.optimizer)},
-                                       {"activations", round6(s.memory.activations)},
-                                       {"head", round6(s.memory.head)},
-                                       {"reserve", round6(s.memory.reserve)}};
+    stage["memory_breakdown_bytes"] = {
+        {"weights", round6(s.memory.weights)},     {"gradients", round6(s.memory.gradients)},
+        {"optimizer", round6(s.memory.optimizer)}, {"activations", round6(s.memory.activations)},
+        {"head", round6(s.memory.head)},           {"reserve", round6(s.memory.reserve)}};
     stages.push_back(std::move(stage));
   }
   return j;

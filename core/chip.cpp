@@ -16,49 +16,74 @@ OpCoverage ChipProfile::coverage(OpClass op) const {
 
 std::string_view to_string(OpClass op) {
   switch (op) {
-    case OpClass::gemm: return "gemm";
-    case OpClass::flash_attention: return "flash_attention";
-    case OpClass::attention_unfused: return "attention_unfused";
-    case OpClass::norm: return "norm";
-    case OpClass::activation: return "activation";
-    case OpClass::rope: return "rope";
-    case OpClass::embedding: return "embedding";
-    case OpClass::cross_entropy: return "cross_entropy";
-    case OpClass::optimizer: return "optimizer";
-    case OpClass::dropout: return "dropout";
+    case OpClass::gemm:
+      return "gemm";
+    case OpClass::flash_attention:
+      return "flash_attention";
+    case OpClass::attention_unfused:
+      return "attention_unfused";
+    case OpClass::norm:
+      return "norm";
+    case OpClass::activation:
+      return "activation";
+    case OpClass::rope:
+      return "rope";
+    case OpClass::embedding:
+      return "embedding";
+    case OpClass::cross_entropy:
+      return "cross_entropy";
+    case OpClass::optimizer:
+      return "optimizer";
+    case OpClass::dropout:
+      return "dropout";
   }
   return "?";
 }
 
 std::string_view to_string(Support support) {
   switch (support) {
-    case Support::native: return "native";
-    case Support::fallback: return "fallback";
-    case Support::missing: return "missing";
+    case Support::native:
+      return "native";
+    case Support::fallback:
+      return "fallback";
+    case Support::missing:
+      return "missing";
   }
   return "?";
 }
 
 std::string_view to_string(IntraNodeKind kind) {
   switch (kind) {
-    case IntraNodeKind::hccs: return "hccs";
-    case IntraNodeKind::xgmi: return "xgmi";
-    case IntraNodeKind::mlu_link: return "mlu-link";
-    case IntraNodeKind::nvlink: return "nvlink";
-    case IntraNodeKind::nvswitch: return "nvswitch";
-    case IntraNodeKind::pcie: return "pcie";
+    case IntraNodeKind::hccs:
+      return "hccs";
+    case IntraNodeKind::xgmi:
+      return "xgmi";
+    case IntraNodeKind::mlu_link:
+      return "mlu-link";
+    case IntraNodeKind::nvlink:
+      return "nvlink";
+    case IntraNodeKind::nvswitch:
+      return "nvswitch";
+    case IntraNodeKind::pcie:
+      return "pcie";
   }
   return "?";
 }
 
 std::string_view to_string(IntraNodeTopology topology) {
   switch (topology) {
-    case IntraNodeTopology::switched: return "switch";
-    case IntraNodeTopology::full_mesh: return "full-mesh";
-    case IntraNodeTopology::groups: return "groups";
-    case IntraNodeTopology::ring: return "ring";
-    case IntraNodeTopology::pairs: return "pairs";
-    case IntraNodeTopology::pcie_tree: return "pcie-tree";
+    case IntraNodeTopology::switched:
+      return "switch";
+    case IntraNodeTopology::full_mesh:
+      return "full-mesh";
+    case IntraNodeTopology::groups:
+      return "groups";
+    case IntraNodeTopology::ring:
+      return "ring";
+    case IntraNodeTopology::pairs:
+      return "pairs";
+    case IntraNodeTopology::pcie_tree:
+      return "pcie-tree";
   }
   return "?";
 }

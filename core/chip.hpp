@@ -55,12 +55,12 @@ struct IntraNodeFabric {
 // Priors (or, when calibrated, fitted values) for the roofline and collective models.
 struct EfficiencyModel {
   bool calibrated = false;
-  std::optional<double> gemm_max;             // best GEMM throughput / dense peak
-  std::optional<double> gemm_half_dim;        // a GEMM dimension at which efficiency halves
-  std::optional<double> attention_max;        // fused attention throughput / dense peak
-  std::optional<double> memory;               // achieved / nominal memory bandwidth
-  std::optional<double> intra_bus_efficiency; // collective bus bandwidth / intra-node link
-  std::optional<double> intra_latency;        // s, per collective step inside a node
+  std::optional<double> gemm_max;                // best GEMM throughput / dense peak
+  std::optional<double> gemm_half_dim;           // a GEMM dimension at which efficiency halves
+  std::optional<double> attention_max;           // fused attention throughput / dense peak
+  std::optional<double> memory;                  // achieved / nominal memory bandwidth
+  std::optional<double> intra_bus_efficiency;    // collective bus bandwidth / intra-node link
+  std::optional<double> intra_latency;           // s, per collective step inside a node
   std::optional<double> network_bus_efficiency;  // bus bandwidth / NIC bandwidth
   std::optional<double> network_latency;         // s, per collective step across nodes
 };
@@ -85,9 +85,9 @@ struct ChipProfile {
 
   std::optional<int> chips_per_node;
   IntraNodeFabric intra_node;
-  std::optional<int> nic_count;      // per node
-  std::optional<double> nic_speed;   // B/s per NIC
-  std::optional<double> tdp;         // W
+  std::optional<int> nic_count;     // per node
+  std::optional<double> nic_speed;  // B/s per NIC
+  std::optional<double> tdp;        // W
 
   Support default_support = Support::native;
   std::map<OpClass, OpCoverage> op_coverage;  // exceptions to default_support

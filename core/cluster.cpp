@@ -28,9 +28,12 @@ std::string_view to_string(FabricKind kind) {
 
 std::string_view to_string(FabricTopology topology) {
   switch (topology) {
-    case FabricTopology::single_switch: return "single-switch";
-    case FabricTopology::leaf_spine: return "leaf-spine";
-    case FabricTopology::fat_tree_3: return "fat-tree-3";
+    case FabricTopology::single_switch:
+      return "single-switch";
+    case FabricTopology::leaf_spine:
+      return "leaf-spine";
+    case FabricTopology::fat_tree_3:
+      return "fat-tree-3";
   }
   return "?";
 }

@@ -38,11 +38,11 @@ struct Island {
   std::size_t chip = 0;  // index into Cluster::chips
   int nodes = 0;
   int chips_per_node = 0;
-  int nic_count = 0;        // per node
-  double nic_speed = 0.0;   // B/s per NIC
+  int nic_count = 0;       // per node
+  double nic_speed = 0.0;  // B/s per NIC
   SoftwareComponent runtime;
   std::string zone;
-  int nodes_per_leaf = 0;   // nodes under one leaf switch (rail group)
+  int nodes_per_leaf = 0;                     // nodes under one leaf switch (rail group)
   std::map<std::string, std::string> labels;  // Kubernetes node labels
   SourceLocation location;
 

@@ -4,7 +4,8 @@ namespace hetplan {
 
 std::string to_string(const SourceLocation& location) {
   if (location.line <= 0) return location.file;
-  return location.file + ":" + std::to_string(location.line) + ":" + std::to_string(location.column);
+  return location.file + ":" + std::to_string(location.line) + ":" +
+         std::to_string(location.column);
 }
 
 namespace {

@@ -26,11 +26,11 @@ struct PlanStage {
 
 struct Plan {
   std::string name;
-  std::optional<int> micro_batch;          // overrides the workload's
-  std::optional<Recompute> recompute;      // overrides the workload's
-  std::optional<int> zero_stage;           // overrides the workload's
+  std::optional<int> micro_batch;      // overrides the workload's
+  std::optional<Recompute> recompute;  // overrides the workload's
+  std::optional<int> zero_stage;       // overrides the workload's
   Schedule schedule = Schedule::one_f_one_b;
-  int virtual_stages = 1;                  // model chunks per pipeline stage (interleaved)
+  int virtual_stages = 1;  // model chunks per pipeline stage (interleaved)
   std::vector<PlanStage> stages;
   SourceLocation location;
 };

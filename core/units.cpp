@@ -17,28 +17,44 @@ struct UnitEntry {
 constexpr double kKi = 1024.0;
 
 constexpr std::array kBytes{
-    UnitEntry{"B", 1.0},          UnitEntry{"KB", 1e3},         UnitEntry{"MB", 1e6},
-    UnitEntry{"GB", 1e9},         UnitEntry{"TB", 1e12},        UnitEntry{"KiB", kKi},
-    UnitEntry{"MiB", kKi * kKi},  UnitEntry{"GiB", kKi * kKi * kKi},
-    UnitEntry{"TiB", kKi * kKi * kKi * kKi},
+    UnitEntry{"B", 1.0},
+    UnitEntry{"KB", 1e3},
+    UnitEntry{"MB", 1e6},
+    UnitEntry{"GB", 1e9},
+    UnitEntry{"TB", 1e12},
+    UnitEntry{"KiB", kKi},
+    UnitEntry{"MiB", kKi* kKi},
+    UnitEntry{"GiB", kKi* kKi* kKi},
+    UnitEntry{"TiB", kKi* kKi* kKi* kKi},
 };
 
 constexpr std::array kBandwidth{
-    UnitEntry{"B/s", 1.0},      UnitEntry{"KB/s", 1e3},     UnitEntry{"MB/s", 1e6},
-    UnitEntry{"GB/s", 1e9},     UnitEntry{"TB/s", 1e12},    UnitEntry{"MiB/s", kKi * kKi},
-    UnitEntry{"GiB/s", kKi * kKi * kKi},
-    UnitEntry{"bps", 1.0 / 8},  UnitEntry{"Kbps", 1e3 / 8}, UnitEntry{"Mbps", 1e6 / 8},
-    UnitEntry{"Gbps", 1e9 / 8}, UnitEntry{"Tbps", 1e12 / 8}, UnitEntry{"Mb/s", 1e6 / 8},
-    UnitEntry{"Gb/s", 1e9 / 8}, UnitEntry{"Tb/s", 1e12 / 8},
+    UnitEntry{"B/s", 1.0},
+    UnitEntry{"KB/s", 1e3},
+    UnitEntry{"MB/s", 1e6},
+    UnitEntry{"GB/s", 1e9},
+    UnitEntry{"TB/s", 1e12},
+    UnitEntry{"MiB/s", kKi* kKi},
+    UnitEntry{"GiB/s", kKi* kKi* kKi},
+    UnitEntry{"bps", 1.0 / 8},
+    UnitEntry{"Kbps", 1e3 / 8},
+    UnitEntry{"Mbps", 1e6 / 8},
+    UnitEntry{"Gbps", 1e9 / 8},
+    UnitEntry{"Tbps", 1e12 / 8},
+    UnitEntry{"Mb/s", 1e6 / 8},
+    UnitEntry{"Gb/s", 1e9 / 8},
+    UnitEntry{"Tb/s", 1e12 / 8},
 };
 
 constexpr std::array kDuration{
-    UnitEntry{"ns", 1e-9}, UnitEntry{"us", 1e-6}, UnitEntry{"ms", 1e-3},
+    UnitEntry{"ns", 1e-9}, UnitEntry{"us", 1e-6},  UnitEntry{"ms", 1e-3},
     UnitEntry{"s", 1.0},   UnitEntry{"min", 60.0}, UnitEntry{"h", 3600.0},
 };
 
 constexpr std::array kFlopRate{
-    UnitEntry{"FLOPS", 1.0},   UnitEntry{"GFLOPS", 1e9}, UnitEntry{"TFLOPS", 1e12},
+    UnitEntry{"FLOPS", 1.0},
+    UnitEntry{"GFLOPS", 1e9},
+    UnitEntry{"TFLOPS", 1e12},
     UnitEntry{"PFLOPS", 1e15},
 };
 
@@ -46,12 +62,18 @@ constexpr std::array kPower{UnitEntry{"W", 1.0}, UnitEntry{"kW", 1e3}};
 
 std::span<const UnitEntry> units_of(Dimension dimension) {
   switch (dimension) {
-    case Dimension::bytes: return kBytes;
-    case Dimension::bandwidth: return kBandwidth;
-    case Dimension::duration: return kDuration;
-    case Dimension::flop_rate: return kFlopRate;
-    case Dimension::power: return kPower;
-    case Dimension::money_rate: return {};
+    case Dimension::bytes:
+      return kBytes;
+    case Dimension::bandwidth:
+      return kBandwidth;
+    case Dimension::duration:
+      return kDuration;
+    case Dimension::flop_rate:
+      return kFlopRate;
+    case Dimension::power:
+      return kPower;
+    case Dimension::money_rate:
+      return {};
   }
   return {};
 }
@@ -88,24 +110,36 @@ std::optional<std::pair<double, std::string_view>> split_number(std::string_view
 
 std::string_view example_of(Dimension dimension) {
   switch (dimension) {
-    case Dimension::bytes: return "\"64 GB\"";
-    case Dimension::bandwidth: return "\"200 Gbps\"";
-    case Dimension::duration: return "\"1.5 us\"";
-    case Dimension::flop_rate: return "\"313 TFLOPS\"";
-    case Dimension::power: return "\"400 W\"";
-    case Dimension::money_rate: return "\"2.5 USD/h\"";
+    case Dimension::bytes:
+      return "\"64 GB\"";
+    case Dimension::bandwidth:
+      return "\"200 Gbps\"";
+    case Dimension::duration:
+      return "\"1.5 us\"";
+    case Dimension::flop_rate:
+      return "\"313 TFLOPS\"";
+    case Dimension::power:
+      return "\"400 W\"";
+    case Dimension::money_rate:
+      return "\"2.5 USD/h\"";
   }
   return "";
 }
 
 std::string_view name_of(Dimension dimension) {
   switch (dimension) {
-    case Dimension::bytes: return "size";
-    case Dimension::bandwidth: return "bandwidth";
-    case Dimension::duration: return "duration";
-    case Dimension::flop_rate: return "compute rate";
-    case Dimension::power: return "power";
-    case Dimension::money_rate: return "price per hour";
+    case Dimension::bytes:
+      return "size";
+    case Dimension::bandwidth:
+      return "bandwidth";
+    case Dimension::duration:
+      return "duration";
+    case Dimension::flop_rate:
+      return "compute rate";
+    case Dimension::power:
+      return "power";
+    case Dimension::money_rate:
+      return "price per hour";
   }
   return "";
 }
@@ -138,18 +172,32 @@ std::string format_quantity(double si_value, Dimension dimension) {
     double factor;
     const char* symbol;
   };
-  static constexpr std::array<Scale, 5> kByteScales{{{1e12, "TB"}, {1e9, "GB"}, {1e6, "MB"}, {1e3, "KB"}, {1, "B"}}};
-  static constexpr std::array<Scale, 5> kBwScales{{{1e12, "TB/s"}, {1e9, "GB/s"}, {1e6, "MB/s"}, {1e3, "KB/s"}, {1, "B/s"}}};
-  static constexpr std::array<Scale, 4> kTimeScales{{{1, "s"}, {1e-3, "ms"}, {1e-6, "us"}, {1e-9, "ns"}}};
-  static constexpr std::array<Scale, 4> kFlopScales{{{1e15, "PFLOPS"}, {1e12, "TFLOPS"}, {1e9, "GFLOPS"}, {1, "FLOPS"}}};
+  static constexpr std::array<Scale, 5> kByteScales{
+      {{1e12, "TB"}, {1e9, "GB"}, {1e6, "MB"}, {1e3, "KB"}, {1, "B"}}};
+  static constexpr std::array<Scale, 5> kBwScales{
+      {{1e12, "TB/s"}, {1e9, "GB/s"}, {1e6, "MB/s"}, {1e3, "KB/s"}, {1, "B/s"}}};
+  static constexpr std::array<Scale, 4> kTimeScales{
+      {{1, "s"}, {1e-3, "ms"}, {1e-6, "us"}, {1e-9, "ns"}}};
+  static constexpr std::array<Scale, 4> kFlopScales{
+      {{1e15, "PFLOPS"}, {1e12, "TFLOPS"}, {1e9, "GFLOPS"}, {1, "FLOPS"}}};
   static constexpr std::array<Scale, 2> kPowerScales{{{1e3, "kW"}, {1, "W"}}};
   std::span<const Scale> scales;
   switch (dimension) {
-    case Dimension::bytes: scales = kByteScales; break;
-    case Dimension::bandwidth: scales = kBwScales; break;
-    case Dimension::duration: scales = kTimeScales; break;
-    case Dimension::flop_rate: scales = kFlopScales; break;
-    case Dimension::power: scales = kPowerScales; break;
+    case Dimension::bytes:
+      scales = kByteScales;
+      break;
+    case Dimension::bandwidth:
+      scales = kBwScales;
+      break;
+    case Dimension::duration:
+      scales = kTimeScales;
+      break;
+    case Dimension::flop_rate:
+      scales = kFlopScales;
+      break;
+    case Dimension::power:
+      scales = kPowerScales;
+      break;
     case Dimension::money_rate: {
       char buffer[64];
       std::snprintf(buffer, sizeof buffer, "%.3f /h", si_value * 3600.0);

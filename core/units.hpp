@@ -11,7 +11,8 @@ namespace hetplan {
 
 enum class Dimension {
   bytes,       // B, KB, MB, GB, TB (powers of 1000) and KiB, MiB, GiB, TiB (powers of 1024)
-  bandwidth,   // bytes per second: B/s, KB/s ... TB/s, GiB/s, and bits per second: bps ... Tbps, Gb/s
+  bandwidth,   // bytes per second: B/s, KB/s ... TB/s, GiB/s, and bits per second: bps ... Tbps,
+               // Gb/s
   duration,    // seconds: ns, us, ms, s, min, h
   flop_rate,   // FLOP per second: FLOPS, GFLOPS, TFLOPS, PFLOPS
   power,       // watts: W, kW

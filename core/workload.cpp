@@ -30,29 +30,40 @@ double ModelShape::total_parameters() const {
 
 std::string_view to_string(Activation activation) {
   switch (activation) {
-    case Activation::gelu: return "gelu";
-    case Activation::swiglu: return "swiglu";
-    case Activation::relu: return "relu";
+    case Activation::gelu:
+      return "gelu";
+    case Activation::swiglu:
+      return "swiglu";
+    case Activation::relu:
+      return "relu";
   }
   return "?";
 }
 
-std::string_view to_string(Norm norm) { return norm == Norm::layernorm ? "layernorm" : "rmsnorm"; }
+std::string_view to_string(Norm norm) {
+  return norm == Norm::layernorm ? "layernorm" : "rmsnorm";
+}
 
 std::string_view to_string(Optimizer optimizer) {
   switch (optimizer) {
-    case Optimizer::adam: return "adam";
-    case Optimizer::adamw: return "adamw";
-    case Optimizer::sgd: return "sgd";
+    case Optimizer::adam:
+      return "adam";
+    case Optimizer::adamw:
+      return "adamw";
+    case Optimizer::sgd:
+      return "sgd";
   }
   return "?";
 }
 
 std::string_view to_string(Recompute recompute) {
   switch (recompute) {
-    case Recompute::none: return "none";
-    case Recompute::selective: return "selective";
-    case Recompute::full: return "full";
+    case Recompute::none:
+      return "none";
+    case Recompute::selective:
+      return "selective";
+    case Recompute::full:
+      return "full";
   }
   return "?";
 }

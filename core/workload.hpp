@@ -25,8 +25,8 @@ struct ModelShape {
   Activation activation = Activation::gelu;
   Norm norm = Norm::layernorm;
   bool tied_embeddings = false;
-  bool linear_bias = true;  // biases on the attention and MLP projections
-  bool dropout = false;     // dropout layers present during training (GPT-2/Megatron era)
+  bool linear_bias = true;         // biases on the attention and MLP projections
+  bool dropout = false;            // dropout layers present during training (GPT-2/Megatron era)
   bool learned_positions = false;  // a learned position-embedding table (GPT-2, OPT)
   int max_positions = 0;
 
@@ -45,7 +45,8 @@ struct TrainingSettings {
   DType dtype = DType::bf16;
   bool fp32_grad_accumulation = true;  // gradients kept and reduced in fp32 (Megatron's main_grad)
   Optimizer optimizer = Optimizer::adam;
-  int zero_stage = 0;  // 0 none, 1 optimizer states (Megatron's distributed optimizer), 2 +grads, 3 +weights
+  int zero_stage =
+      0;  // 0 none, 1 optimizer states (Megatron's distributed optimizer), 2 +grads, 3 +weights
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;
   bool flash_attention = true;

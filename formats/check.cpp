@@ -25,17 +25,18 @@ CheckReport check_file(const std::string& path) {
     const Cluster cluster = load_cluster(path);
     int chips = 0;
     for (const auto& island : cluster.islands) chips += island.chip_count();
-    summary << cluster.name << ": " << cluster.islands.size() << " islands, " << chips
-            << " chips, " << to_string(cluster.fabric.kind) << " "
-            << to_string(cluster.fabric.topology) << ", " << cluster.fabric.zones.size() << " zones";
+    summary << cluster.name << ": " << cluster.islands.size() << " islands, " << chips << " chips, "
+            << to_string(cluster.fabric.kind) << " " << to_string(cluster.fabric.topology) << ", "
+            << cluster.fabric.zones.size() << " zones";
     return {"cluster", summary.str()};
   }
   if (schema == kWorkloadSchema) {
     const Workload workload = load_workload(path);
-    summary << workload.name << ": " << workload.model.model_type << " "
-            << workload.model.layers << " layers, hidden " << workload.model.hidden << ", "
-            << static_cast<long long>(workload.model.total_parameters() / 1e6) << "M parameters, seq "
-            << workload.training.seq_len << ", global batch " << workload.training.global_batch;
+    summary << workload.name << ": " << workload.model.model_type << " " << workload.model.layers
+            << " layers, hidden " << workload.model.hidden << ", "
+            << static_cast<long long>(workload.model.total_parameters() / 1e6)
+            << "M parameters, seq " << workload.training.seq_len << ", global batch "
+            << workload.training.global_batch;
     return {"workload", summary.str()};
   }
   if (schema == kScenarioSchema) {
@@ -57,13 +58,12 @@ CheckReport check_file(const std::string& path) {
             << ", " << static_cast<long long>(model.total_parameters() / 1e6) << "M parameters";
     return {"hf-config", summary.str()};
   }
-  const Field field(root, "schema", std::make_shared<const std::string>(path));
   if (schema.empty()) {
     throw InputError({path, 1, 1}, "schema",
                      "missing required key (expected hetplan/<chip|cluster|workload|scenario|plan>/v1, "
                      "or a Hugging Face config with model_type)");
   }
-  MapReader reader(field);
+  MapReader reader(Field(root, "", std::make_shared<const std::string>(path)));
   reader.required("schema").fail_expected(
       "one of hetplan/chip/v1, hetplan/cluster/v1, hetplan/workload/v1, hetplan/scenario/v1 or "
       "hetplan/plan/v1");

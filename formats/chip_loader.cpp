@@ -32,8 +32,9 @@ class ChipReader {
     }
     if (value_field.is_unknown()) return std::nullopt;
     if (source.empty()) {
-      value_field.fail("expected a source for this number (a `source:` here or in an enclosing "
-                       "mapping), got none");
+      value_field.fail(
+          "expected a source for this number (a `source:` here or in an enclosing "
+          "mapping), got none");
     }
     const double value = parse(value_field);
     chip_.cited_by[value_field.path()] = source;
@@ -49,9 +50,8 @@ class ChipReader {
     return cited(field, inherited, [&](const Field& f) { return f.as_number(min, max); });
   }
   std::optional<int> count(const Field& field, const std::string& inherited, int min, int max) {
-    auto value = cited(field, inherited, [&](const Field& f) {
-      return static_cast<double>(f.as_int(min, max));
-    });
+    auto value = cited(field, inherited,
+                       [&](const Field& f) { return static_cast<double>(f.as_int(min, max)); });
     if (!value) return std::nullopt;
     return static_cast<int>(*value);
   }
@@ -104,8 +104,9 @@ void read_compute(MapReader& root, ChipProfile& chip, ChipReader& reader) {
     if (key == "source") continue;
     const auto dtype = dtype_from_string(key);
     if (!dtype) {
-      throw InputError(field.location(), field.path(),
-                       "expected a dtype (fp32, tf32, fp16, bf16 or fp8) as key, got \"" + key + "\"");
+      throw InputError(
+          field.location(), field.path(),
+          "expected a dtype (fp32, tf32, fp16, bf16 or fp8) as key, got \"" + key + "\"");
     }
     chip.peak_flops[*dtype] = reader.quantity(field, peak_source, Dimension::flop_rate);
   }
@@ -118,7 +119,8 @@ void read_memory(MapReader& root, ChipProfile& chip, ChipReader& reader) {
   MapReader memory(root.required("memory"));
   const std::string source = reader.section_source(memory, "");
   chip.memory_capacity = reader.quantity(memory.required("capacity"), source, Dimension::bytes);
-  chip.memory_bandwidth = reader.quantity(memory.required("bandwidth"), source, Dimension::bandwidth);
+  chip.memory_bandwidth =
+      reader.quantity(memory.required("bandwidth"), source, Dimension::bandwidth);
   memory.done();
 }
 
@@ -132,14 +134,15 @@ void read_node(MapReader& root, ChipProfile& chip, ChipReader& reader) {
   chip.intra_node.kind = static_cast<IntraNodeKind>(
       intra.required("kind").as_choice({"hccs", "xgmi", "mlu-link", "nvlink", "nvswitch", "pcie"}));
   const Field topology_field = intra.required("topology");
-  chip.intra_node.topology = static_cast<IntraNodeTopology>(topology_field.as_choice(
-      {"switch", "full-mesh", "groups", "ring", "pairs", "pcie-tree"}));
+  chip.intra_node.topology = static_cast<IntraNodeTopology>(
+      topology_field.as_choice({"switch", "full-mesh", "groups", "ring", "pairs", "pcie-tree"}));
   const auto group = reader.count(intra.required("group_size"), intra_source, 1, 1024);
   chip.intra_node.group_size = group.value_or(1);
-  chip.intra_node.bandwidth = reader.quantity(intra.required("bandwidth"), intra_source,
-                                              Dimension::bandwidth);
+  chip.intra_node.bandwidth =
+      reader.quantity(intra.required("bandwidth"), intra_source, Dimension::bandwidth);
   if (auto cross = intra.optional("cross_group_bandwidth")) {
-    chip.intra_node.cross_group_bandwidth = reader.quantity(*cross, intra_source, Dimension::bandwidth);
+    chip.intra_node.cross_group_bandwidth =
+        reader.quantity(*cross, intra_source, Dimension::bandwidth);
   }
   intra.done();
   if (chip.chips_per_node && chip.intra_node.group_size > *chip.chips_per_node) {
@@ -166,8 +169,8 @@ void read_power(MapReader& root, ChipProfile& chip, ChipReader& reader) {
 }
 
 constexpr std::array<std::string_view, kOpClassCount> kOpClassNames = {
-    "gemm", "flash_attention", "attention_unfused", "norm", "activation",
-    "rope", "embedding", "cross_entropy", "optimizer", "dropout"};
+    "gemm", "flash_attention", "attention_unfused", "norm",      "activation",
+    "rope", "embedding",       "cross_entropy",     "optimizer", "dropout"};
 
 Support read_support(const Field& field) {
   return static_cast<Support>(field.as_choice({"native", "fallback", "missing"}));
@@ -189,7 +192,8 @@ void read_operators(MapReader& root, ChipProfile& chip, ChipReader& reader) {
         throw InputError(field.location(), field.path(),
                          "expected an operator class (gemm, flash_attention, attention_unfused, "
                          "norm, activation, rope, embedding, cross_entropy, optimizer or dropout) "
-                         "as key, got \"" + key + "\"");
+                         "as key, got \"" +
+                             key + "\"");
       }
       const auto op = static_cast<OpClass>(it - kOpClassNames.begin());
       MapReader entry(field);
@@ -223,7 +227,8 @@ void read_efficiency(MapReader& root, ChipProfile& chip, ChipReader& reader) {
     MapReader gemm(*gemm_field);
     const std::string gemm_source = reader.section_source(gemm, source);
     model.gemm_max = reader.number(gemm.required("max"), gemm_source, 0.01, 1.0);
-    if (auto half = gemm.optional("half_dim")) model.gemm_half_dim = reader.number(*half, gemm_source, 0.0, 65536.0);
+    if (auto half = gemm.optional("half_dim"))
+      model.gemm_half_dim = reader.number(*half, gemm_source, 0.0, 65536.0);
     gemm.done();
   }
   if (auto attention_field = efficiency.optional("attention")) {
@@ -242,7 +247,8 @@ void read_efficiency(MapReader& root, ChipProfile& chip, ChipReader& reader) {
     MapReader map(*field);
     const std::string map_source = reader.section_source(map, source);
     bus = reader.number(map.required("bus_efficiency"), map_source, 0.01, 1.5);
-    if (auto lat = map.optional("latency")) latency = reader.quantity(*lat, map_source, Dimension::duration);
+    if (auto lat = map.optional("latency"))
+      latency = reader.quantity(*lat, map_source, Dimension::duration);
     map.done();
   };
   collectives("intra_node_collectives", model.intra_bus_efficiency, model.intra_latency);
@@ -266,7 +272,8 @@ ChipProfile parse_chip(const std::string& text, const std::string& file_name) {
   {
     MapReader sources(root.required("sources"));
     for (auto& [key, field] : sources.entries()) {
-      if (key.empty() || key.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_.") != std::string::npos) {
+      if (key.empty() ||
+          key.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_.") != std::string::npos) {
         throw InputError(field.location(), field.path(),
                          "expected a source id of lower-case letters, digits, '-', '_' and '.'");
       }
@@ -294,6 +301,8 @@ ChipProfile parse_chip(const std::string& text, const std::string& file_name) {
   return chip;
 }
 
-ChipProfile load_chip(const std::string& path) { return parse_chip(read_text_file(path), path); }
+ChipProfile load_chip(const std::string& path) {
+  return parse_chip(read_text_file(path), path);
+}
 
 }  // namespace hetplan::formats

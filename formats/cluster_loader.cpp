@@ -54,7 +54,8 @@ void read_fabric(const Field& field, Fabric& fabric) {
       const Field numerator(YAML::Node(text.substr(0, colon)), over->path(), over->file_ptr());
       const Field denominator(YAML::Node(text.substr(colon + 1)), over->path(), over->file_ptr());
       try {
-        fabric.oversubscription = numerator.as_number(1.0, 1000.0) / denominator.as_number(1.0, 1000.0);
+        fabric.oversubscription =
+            numerator.as_number(1.0, 1000.0) / denominator.as_number(1.0, 1000.0);
       } catch (const InputError&) {
         over->fail_expected("a ratio such as \"3:1\" or a number of at least 1");
       }
@@ -221,8 +222,9 @@ Cluster load_cluster(const std::string& path) {
       for (auto& [key, value] : labels.entries()) {
         const std::string label = value.as_string();
         if (!valid_label_value(label)) {
-          value.fail_expected("a Kubernetes label value (at most 63 of [A-Za-z0-9._-], "
-                              "alphanumeric at both ends)");
+          value.fail_expected(
+              "a Kubernetes label value (at most 63 of [A-Za-z0-9._-], "
+              "alphanumeric at both ends)");
         }
         island.labels[key] = label;
       }

@@ -54,8 +54,10 @@ void check_nesting(const std::string& text, const std::string& file_name) {
       continue;
     }
     if (in_double) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_double = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_double = false;
       continue;
     }
     if (in_single) {
@@ -78,15 +80,19 @@ void check_nesting(const std::string& text, const std::string& file_name) {
       while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
       continue;
     }
-    if (c == '"') in_double = true;
-    else if (c == '\'') in_single = true;
-    else if (c == '[' || c == '{') ++flow_depth;
-    else if ((c == ']' || c == '}') && flow_depth > 0) --flow_depth;
+    if (c == '"')
+      in_double = true;
+    else if (c == '\'')
+      in_single = true;
+    else if (c == '[' || c == '{')
+      ++flow_depth;
+    else if ((c == ']' || c == '}') && flow_depth > 0)
+      --flow_depth;
     const int depth = flow_depth + dashes + indent / 2;
     if (flow_depth > kMaxNesting || dashes > kMaxNesting || depth > 4 * kMaxNesting) {
-      throw InputError({file_name, line, column}, "",
-                       "expected at most " + std::to_string(kMaxNesting) +
-                           " levels of nesting, got deeper");
+      throw InputError(
+          {file_name, line, column}, "",
+          "expected at most " + std::to_string(kMaxNesting) + " levels of nesting, got deeper");
     }
   }
 }
@@ -95,18 +101,17 @@ bool is_identifier(std::string_view text) {
   if (text.empty()) return false;
   auto lower_or_digit = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
   if (!lower_or_digit(text.front())) return false;
-  return std::all_of(text.begin(), text.end(), [&](char c) {
-    return lower_or_digit(c) || c == '-' || c == '_' || c == '.';
-  });
+  return std::all_of(text.begin(), text.end(),
+                     [&](char c) { return lower_or_digit(c) || c == '-' || c == '_' || c == '.'; });
 }
 
 }  // namespace
 
 YAML::Node parse_document(const std::string& text, const std::string& file_name) {
   if (text.size() > kMaxDocumentBytes) {
-    throw InputError({file_name, 0, 0}, "",
-                     "expected a document of at most 16 MiB, got " + std::to_string(text.size()) +
-                         " bytes");
+    throw InputError(
+        {file_name, 0, 0}, "",
+        "expected a document of at most 16 MiB, got " + std::to_string(text.size()) + " bytes");
   }
   if (text.find('\0') != std::string::npos) {
     throw InputError({file_name, 0, 0}, "", "expected a text document, got a NUL byte");
@@ -145,6 +150,15 @@ std::string read_text_file(const std::string& path) {
 Field::Field(YAML::Node node, std::string path, std::shared_ptr<const std::string> file)
     : node_(std::move(node)), path_(std::move(path)), file_(std::move(file)) {}
 
+Field& Field::operator=(const Field& other) {
+  if (this != &other) {
+    node_.reset(other.node_);
+    path_ = other.path_;
+    file_ = other.file_;
+  }
+  return *this;
+}
+
 SourceLocation Field::location() const {
   const YAML::Mark mark = node_.Mark();
   if (mark.is_null()) return {*file_, 0, 0};
@@ -152,8 +166,7 @@ SourceLocation Field::location() const {
 }
 
 void Field::fail_expected(std::string_view expected) const {
-  throw InputError(location(), path_,
-                   "expected " + std::string(expected) + ", got " + describe());
+  throw InputError(location(), path_, "expected " + std::string(expected) + ", got " + describe());
 }
 
 void Field::fail(std::string_view message) const {
@@ -208,8 +221,8 @@ double Field::as_number(double min, double max) const {
   const std::string& text = node_.Scalar();
   double value = 0.0;
   const auto result = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (result.ec != std::errc{} || result.ptr != text.data() + text.size() || !std::isfinite(value) ||
-      value < min || value > max) {
+  if (result.ec != std::errc{} || result.ptr != text.data() + text.size() ||
+      !std::isfinite(value) || value < min || value > max) {
     fail_expected(range.str());
   }
   return value;
@@ -241,7 +254,9 @@ std::size_t Field::as_choice(std::initializer_list<std::string_view> choices) co
   fail_expected(expected);
 }
 
-bool Field::is_unknown() const { return node_.IsScalar() && node_.Scalar() == "unknown"; }
+bool Field::is_unknown() const {
+  return node_.IsScalar() && node_.Scalar() == "unknown";
+}
 
 std::vector<Field> Field::elements() const {
   if (!node_.IsSequence()) fail_expected("a list");
@@ -281,7 +296,8 @@ std::optional<Field> MapReader::optional(std::string_view key) {
   seen_.emplace_back(key);
   for (const auto& entry : field_.node()) {
     if (entry.first.Scalar() == key) {
-      std::string path = field_.path().empty() ? std::string(key) : field_.path() + "." + std::string(key);
+      std::string path =
+          field_.path().empty() ? std::string(key) : field_.path() + "." + std::string(key);
       return Field(entry.second, std::move(path), field_.file_ptr());
     }
   }
@@ -304,8 +320,7 @@ std::vector<std::pair<std::string, Field>> MapReader::entries() {
     const std::string& key = entry.first.Scalar();
     seen_.push_back(key);
     std::string path = field_.path().empty() ? key : field_.path() + "." + key;
-    out.emplace_back(key, Field(entry.second, std::move(path),
-                                field_.file_ptr()));
+    out.emplace_back(key, Field(entry.second, std::move(path), field_.file_ptr()));
   }
   return out;
 }

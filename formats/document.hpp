@@ -32,6 +32,10 @@ std::string read_text_file(const std::string& path);
 class Field {
  public:
   Field(YAML::Node node, std::string path, std::shared_ptr<const std::string> file);
+  Field(const Field&) = default;
+  // yaml-cpp's Node::operator= writes through to the referenced node (it would edit the
+  // document); assigning a Field rebinds it instead.
+  Field& operator=(const Field& other);
 
   const YAML::Node& node() const { return node_; }
   const std::string& path() const { return path_; }
@@ -49,8 +53,8 @@ class Field {
   bool is_scalar() const { return node_.IsScalar(); }
   bool is_null() const { return node_.IsNull(); }
 
-  std::string as_string() const;                 // any scalar
-  std::string as_identifier() const;             // [a-z0-9][a-z0-9._-]*
+  std::string as_string() const;      // any scalar
+  std::string as_identifier() const;  // [a-z0-9][a-z0-9._-]*
   bool as_bool() const;
   std::int64_t as_int(std::int64_t min, std::int64_t max) const;
   double as_number(double min, double max) const;

@@ -35,7 +35,8 @@ Plan load_plan(const std::string& path);
 Scenario load_scenario(const std::string& path);
 
 // Checks a plan against the cluster and workload it is meant for: islands exist, layer ranges
-// cover the model in order, tp and dp fit the island. Throws InputError at the plan's field.
+// cover the model in order, each a multiple of the virtual stages. Throws InputError at the plan's
+// field. Whether the plan can run (capacity, memory, operators) is the estimator's verdict.
 void check_plan_references(const Plan& plan, const Cluster& cluster, const Workload& workload);
 
 // What `hetplan check` found in one file.

@@ -22,13 +22,16 @@ Plan read_plan(const Field& root_field) {
     root.required("virtual_stages").fail_expected("1 with the 1f1b schedule (use interleaved)");
   }
   if (plan.schedule == Schedule::interleaved && plan.virtual_stages < 2) {
-    root.required("schedule").fail("expected virtual_stages of at least 2 with the interleaved schedule");
+    root.required("schedule")
+        .fail("expected virtual_stages of at least 2 with the interleaved schedule");
   }
-  if (auto mb = root.optional("micro_batch")) plan.micro_batch = static_cast<int>(mb->as_int(1, 1 << 16));
+  if (auto mb = root.optional("micro_batch"))
+    plan.micro_batch = static_cast<int>(mb->as_int(1, 1 << 16));
   if (auto recompute = root.optional("recompute")) {
     plan.recompute = static_cast<Recompute>(recompute->as_choice({"none", "selective", "full"}));
   }
-  if (auto zero = root.optional("zero_stage")) plan.zero_stage = static_cast<int>(zero->as_int(0, 3));
+  if (auto zero = root.optional("zero_stage"))
+    plan.zero_stage = static_cast<int>(zero->as_int(0, 3));
 
   const Field stages = root.required("stages");
   for (const Field& element : stages.elements()) {
@@ -57,7 +60,9 @@ Plan parse_plan(const std::string& text, const std::string& file_name) {
   return read_plan(document_root(root, file_name, kPlanSchema));
 }
 
-Plan load_plan(const std::string& path) { return parse_plan(read_text_file(path), path); }
+Plan load_plan(const std::string& path) {
+  return parse_plan(read_text_file(path), path);
+}
 
 void check_plan_references(const Plan& plan, const Cluster& cluster, const Workload& workload) {
   int next_layer = 0;
@@ -87,10 +92,10 @@ void check_plan_references(const Plan& plan, const Cluster& cluster, const Workl
   }
   if (next_layer != workload.model.layers) {
     const PlanStage& last = plan.stages.back();
-    throw InputError(last.location,
-                     "stages[" + std::to_string(plan.stages.size() - 1) + "].num_layers",
-                     "expected the stages to end at layer " + std::to_string(workload.model.layers) +
-                         " (the model's layer count), got " + std::to_string(next_layer));
+    throw InputError(
+        last.location, "stages[" + std::to_string(plan.stages.size() - 1) + "].num_layers",
+        "expected the stages to end at layer " + std::to_string(workload.model.layers) +
+            " (the model's layer count), got " + std::to_string(next_layer));
   }
 }
 
@@ -130,15 +135,16 @@ Scenario load_scenario(const std::string& path) {
       for (auto& [name, field] : islands_map.entries()) {
         if (!scenario.cluster.find_island(name)) {
           throw InputError(field.location(), field.path(),
-                           "expected an island of cluster \"" + scenario.cluster.name + "\", got \"" +
-                               name + "\"");
+                           "expected an island of cluster \"" + scenario.cluster.name +
+                               "\", got \"" + name + "\"");
         }
         MapReader island(field);
         prices.islands[name].chip_hour = money(island.required("chip_hour"));
         island.done();
       }
     }
-    if (auto energy = map.optional("energy_per_kwh")) prices.energy_per_kwh = energy->as_number(0.0, 1e6);
+    if (auto energy = map.optional("energy_per_kwh"))
+      prices.energy_per_kwh = energy->as_number(0.0, 1e6);
     if (auto upkeep = map.optional("stack_upkeep")) prices.stack_upkeep_hour = money(*upkeep);
     map.done();
     scenario.prices = std::move(prices);

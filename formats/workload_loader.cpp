@@ -45,7 +45,8 @@ Activation activation_from(const Field& field) {
   if (name == "gelu" || name == "gelu_new" || name == "gelu_fast" || name == "gelu_pytorch_tanh")
     return Activation::gelu;
   if (name == "relu") return Activation::relu;
-  field.fail_expected("an activation hetplan models (silu, gelu, gelu_new, gelu_pytorch_tanh, relu)");
+  field.fail_expected(
+      "an activation hetplan models (silu, gelu, gelu_new, gelu_pytorch_tanh, relu)");
 }
 
 ModelShape read_hf(const Field& root) {
@@ -67,14 +68,17 @@ ModelShape read_hf(const Field& root) {
       model.ffn = hf.integer("intermediate_size");
       model.vocab = hf.integer("vocab_size");
       model.max_positions = hf.optional_integer("max_position_embeddings").value_or(0);
-      if (auto act = hf.field("hidden_act")) model.activation = activation_from(*act);
-      else model.activation = Activation::swiglu;
+      if (auto act = hf.field("hidden_act"))
+        model.activation = activation_from(*act);
+      else
+        model.activation = Activation::swiglu;
       model.norm = Norm::rmsnorm;
       model.tied_embeddings = hf.flag("tie_word_embeddings").value_or(false);
       // qwen2 has biases on Q, K and V only; llama and mistral have none by default. The bias
       // parameters are a rounding error in time and memory; they are counted only when all
       // projections carry them.
-      model.linear_bias = hf.flag("attention_bias").value_or(false) && hf.flag("mlp_bias").value_or(false);
+      model.linear_bias =
+          hf.flag("attention_bias").value_or(false) && hf.flag("mlp_bias").value_or(false);
       model.dropout = hf.number("attention_dropout").value_or(0.0) > 0.0;
       break;
     }
@@ -134,11 +138,13 @@ ModelShape read_hf(const Field& root) {
 void check_shape(const ModelShape& model, const Field& where) {
   if (model.hidden % model.heads != 0) {
     where.fail("expected hidden size (" + std::to_string(model.hidden) +
-               ") divisible by the number of attention heads (" + std::to_string(model.heads) + ")");
+               ") divisible by the number of attention heads (" + std::to_string(model.heads) +
+               ")");
   }
   if (model.kv_heads <= 0 || model.heads % model.kv_heads != 0) {
     where.fail("expected the number of attention heads (" + std::to_string(model.heads) +
-               ") divisible by the number of key/value heads (" + std::to_string(model.kv_heads) + ")");
+               ") divisible by the number of key/value heads (" + std::to_string(model.kv_heads) +
+               ")");
   }
 }
 
@@ -153,18 +159,24 @@ ModelShape read_inline(const Field& field) {
   model.kv_heads = model.heads;
   if (auto kv = map.optional("kv_heads")) model.kv_heads = static_cast<int>(kv->as_int(1, 65536));
   model.vocab = static_cast<int>(map.required("vocab").as_int(1, 1 << 24));
-  model.activation = static_cast<Activation>(
-      map.required("activation").as_choice({"gelu", "swiglu", "relu"}));
+  model.activation =
+      static_cast<Activation>(map.required("activation").as_choice({"gelu", "swiglu", "relu"}));
   model.ffn = model.activation == Activation::swiglu ? 0 : 4 * model.hidden;
-  if (auto ffn = map.optional("ffn")) model.ffn = static_cast<int>(ffn->as_int(1, kMaxDim));
-  else if (model.activation == Activation::swiglu) map.required("ffn");
+  if (auto ffn = map.optional("ffn"))
+    model.ffn = static_cast<int>(ffn->as_int(1, kMaxDim));
+  else if (model.activation == Activation::swiglu)
+    map.required("ffn");
   model.norm = static_cast<Norm>(map.required("norm").as_choice({"layernorm", "rmsnorm"}));
   if (auto tied = map.optional("tied_embeddings")) model.tied_embeddings = tied->as_bool();
-  if (auto bias = map.optional("linear_bias")) model.linear_bias = bias->as_bool();
-  else model.linear_bias = false;
+  if (auto bias = map.optional("linear_bias"))
+    model.linear_bias = bias->as_bool();
+  else
+    model.linear_bias = false;
   if (auto dropout = map.optional("dropout")) model.dropout = dropout->as_bool();
-  if (auto learned = map.optional("learned_positions")) model.learned_positions = learned->as_bool();
-  if (auto max_pos = map.optional("max_positions")) model.max_positions = static_cast<int>(max_pos->as_int(1, 1 << 24));
+  if (auto learned = map.optional("learned_positions"))
+    model.learned_positions = learned->as_bool();
+  if (auto max_pos = map.optional("max_positions"))
+    model.max_positions = static_cast<int>(max_pos->as_int(1, 1 << 24));
   if (model.learned_positions && model.max_positions == 0) {
     map.field().fail("max_positions: expected a value when learned_positions is true");
   }
@@ -178,7 +190,8 @@ TrainingSettings read_training(const Field& field) {
   TrainingSettings t;
   t.seq_len = static_cast<int>(map.required("seq_len").as_int(1, 1 << 22));
   t.global_batch = static_cast<int>(map.required("global_batch").as_int(1, 1 << 24));
-  if (auto mb = map.optional("micro_batch")) t.micro_batch = static_cast<int>(mb->as_int(1, 1 << 16));
+  if (auto mb = map.optional("micro_batch"))
+    t.micro_batch = static_cast<int>(mb->as_int(1, 1 << 16));
   static constexpr DType kTrainingDTypes[] = {DType::fp32, DType::fp16, DType::bf16, DType::fp8};
   t.dtype = kTrainingDTypes[map.required("dtype").as_choice({"fp32", "fp16", "bf16", "fp8"})];
   if (auto accumulation = map.optional("grad_accumulation")) {
@@ -195,7 +208,8 @@ TrainingSettings read_training(const Field& field) {
   }
   if (auto sp = map.optional("sequence_parallel")) t.sequence_parallel = sp->as_bool();
   if (auto flash = map.optional("flash_attention")) t.flash_attention = flash->as_bool();
-  if (auto overlap = map.optional("overlap_grad_reduce")) t.overlap_grad_reduce = overlap->as_bool();
+  if (auto overlap = map.optional("overlap_grad_reduce"))
+    t.overlap_grad_reduce = overlap->as_bool();
   map.done();
   if (t.global_batch % t.micro_batch != 0) {
     throw InputError(field.location(), field.path() + ".global_batch",
@@ -243,7 +257,8 @@ Workload load_workload(const std::string& path) {
   } else if (shape) {
     workload.model = read_inline(*shape);
   } else {
-    model.field().fail("expected hf_config (a config.json path) or shape (the model written inline)");
+    model.field().fail(
+        "expected hf_config (a config.json path) or shape (the model written inline)");
   }
   model.done();
   workload.training = read_training(root.required("training"));

@@ -7,21 +7,30 @@ namespace hetplan::models {
 
 std::string_view to_string(Collective collective) {
   switch (collective) {
-    case Collective::all_reduce: return "all-reduce";
-    case Collective::reduce_scatter: return "reduce-scatter";
-    case Collective::all_gather: return "all-gather";
-    case Collective::all_to_all: return "all-to-all";
-    case Collective::broadcast: return "broadcast";
-    case Collective::send_recv: return "send/recv";
+    case Collective::all_reduce:
+      return "all-reduce";
+    case Collective::reduce_scatter:
+      return "reduce-scatter";
+    case Collective::all_gather:
+      return "all-gather";
+    case Collective::all_to_all:
+      return "all-to-all";
+    case Collective::broadcast:
+      return "broadcast";
+    case Collective::send_recv:
+      return "send/recv";
   }
   return "?";
 }
 
 std::string_view to_string(CollectiveAlgorithm algorithm) {
   switch (algorithm) {
-    case CollectiveAlgorithm::ring: return "ring";
-    case CollectiveAlgorithm::tree: return "tree";
-    case CollectiveAlgorithm::hierarchical: return "hierarchical";
+    case CollectiveAlgorithm::ring:
+      return "ring";
+    case CollectiveAlgorithm::tree:
+      return "tree";
+    case CollectiveAlgorithm::hierarchical:
+      return "hierarchical";
   }
   return "?";
 }
@@ -29,12 +38,15 @@ std::string_view to_string(CollectiveAlgorithm algorithm) {
 double bus_factor(Collective collective, int ranks) {
   const double n = ranks;
   switch (collective) {
-    case Collective::all_reduce: return 2.0 * (n - 1) / n;
+    case Collective::all_reduce:
+      return 2.0 * (n - 1) / n;
     case Collective::reduce_scatter:
     case Collective::all_gather:
-    case Collective::all_to_all: return (n - 1) / n;
+    case Collective::all_to_all:
+      return (n - 1) / n;
     case Collective::broadcast:
-    case Collective::send_recv: return 1.0;
+    case Collective::send_recv:
+      return 1.0;
   }
   return 1.0;
 }
@@ -44,12 +56,15 @@ namespace {
 // Number of sequential latency-bound steps of a ring over n ranks.
 double ring_steps(Collective collective, int n) {
   switch (collective) {
-    case Collective::all_reduce: return 2.0 * (n - 1);
+    case Collective::all_reduce:
+      return 2.0 * (n - 1);
     case Collective::reduce_scatter:
     case Collective::all_gather:
     case Collective::all_to_all:
-    case Collective::broadcast: return n - 1;
-    case Collective::send_recv: return 1.0;
+    case Collective::broadcast:
+      return n - 1;
+    case Collective::send_recv:
+      return 1.0;
   }
   return 1.0;
 }
@@ -91,7 +106,8 @@ double collective_time(Collective collective, CollectiveAlgorithm algorithm, dou
       // Double binary tree across nodes (latency logarithmic in nodes), chains inside a node.
       return 2.0 * std::ceil(std::log2(nodes)) * group.inter.latency +
              2.0 * (local - 1) * group.intra.latency +
-             bus_factor(collective, n) * bytes / std::min(group.intra.bus_bandwidth, group.inter.bus_bandwidth);
+             bus_factor(collective, n) * bytes /
+                 std::min(group.intra.bus_bandwidth, group.inter.bus_bandwidth);
     }
     case CollectiveAlgorithm::hierarchical: {
       // Inside each node first, then across nodes per rail on 1/local of the data, then back.
@@ -118,8 +134,10 @@ double collective_time(Collective collective, CollectiveAlgorithm algorithm, dou
   return 0.0;
 }
 
-CollectiveChoice best_collective(Collective collective, double bytes, const CollectiveGroup& group) {
-  CollectiveChoice best{CollectiveAlgorithm::ring, collective_time(collective, CollectiveAlgorithm::ring, bytes, group)};
+CollectiveChoice best_collective(Collective collective, double bytes,
+                                 const CollectiveGroup& group) {
+  CollectiveChoice best{CollectiveAlgorithm::ring,
+                        collective_time(collective, CollectiveAlgorithm::ring, bytes, group)};
   for (auto algorithm : {CollectiveAlgorithm::tree, CollectiveAlgorithm::hierarchical}) {
     const double time = collective_time(collective, algorithm, bytes, group);
     if (time < best.time) best = {algorithm, time};

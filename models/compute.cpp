@@ -5,11 +5,13 @@
 
 namespace hetplan::models {
 
-ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype, const EfficiencyDefaults& defaults) {
+ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype,
+                            const EfficiencyDefaults& defaults) {
   ResolvedRates out;
   const auto peak = chip.peak(dtype);
   if (!chip.supports(dtype)) {
-    out.problems.push_back("chip " + chip.id + " does not support " + std::string(to_string(dtype)));
+    out.problems.push_back("chip " + chip.id + " does not support " +
+                           std::string(to_string(dtype)));
   } else if (!peak) {
     out.problems.push_back("chip " + chip.id + " has no known " + std::string(to_string(dtype)) +
                            " peak");
@@ -33,12 +35,14 @@ ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype, const Efficien
   rates.memory_bandwidth = *chip.memory_bandwidth;
   rates.gemm_max = pick(eff.gemm_max, defaults.gemm_max, "GEMM efficiency");
   rates.gemm_half_dim = eff.gemm_half_dim.value_or(defaults.gemm_half_dim);
-  rates.attention_max = eff.attention_max ? *eff.attention_max
-                                          : pick(std::nullopt, rates.gemm_max * defaults.attention_to_gemm,
-                                                 "fused attention efficiency");
+  rates.attention_max = eff.attention_max
+                            ? *eff.attention_max
+                            : pick(std::nullopt, rates.gemm_max * defaults.attention_to_gemm,
+                                   "fused attention efficiency");
   rates.attention_half_seq = defaults.attention_half_seq;
   rates.memory_efficiency = pick(eff.memory, defaults.memory, "memory efficiency");
-  for (int i = 0; i < kOpClassCount; ++i) rates.coverage[static_cast<std::size_t>(i)] = chip.coverage(static_cast<OpClass>(i));
+  for (int i = 0; i < kOpClassCount; ++i)
+    rates.coverage[static_cast<std::size_t>(i)] = chip.coverage(static_cast<OpClass>(i));
   out.rates = rates;
   return out;
 }
@@ -52,12 +56,14 @@ namespace {
 
 double compute_rate(const Op& op, const ChipRates& rates) {
   switch (op.op_class) {
-    case OpClass::gemm: return rates.peak_flops * gemm_efficiency(op.gemm, rates);
+    case OpClass::gemm:
+      return rates.peak_flops * gemm_efficiency(op.gemm, rates);
     case OpClass::flash_attention: {
       const double seq = op.gemm.m;
       return rates.peak_flops * rates.attention_max * seq / (seq + rates.attention_half_seq);
     }
-    default: return rates.peak_flops * rates.gemm_max;
+    default:
+      return rates.peak_flops * rates.gemm_max;
   }
 }
 
@@ -75,7 +81,8 @@ double forward_time(const Op& op, const ChipRates& rates) {
 }
 
 double backward_time(const Op& op, const ChipRates& rates) {
-  return roofline(op.flops * op.backward_flops_factor, op.bytes * op.backward_bytes_factor, op, rates);
+  return roofline(op.flops * op.backward_flops_factor, op.bytes * op.backward_bytes_factor, op,
+                  rates);
 }
 
 }  // namespace hetplan::models

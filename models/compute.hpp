@@ -19,8 +19,8 @@ namespace hetplan::models {
 struct EfficiencyDefaults {
   double gemm_max = 0.85;
   double gemm_half_dim = 128;
-  double attention_to_gemm = 0.75;   // fused attention efficiency / GEMM efficiency
-  double attention_half_seq = 512;   // sequence length at which fused attention reaches half
+  double attention_to_gemm = 0.75;  // fused attention efficiency / GEMM efficiency
+  double attention_half_seq = 512;  // sequence length at which fused attention reaches half
   double memory = 0.85;
 };
 
@@ -37,9 +37,9 @@ struct ChipRates {
 };
 
 struct ResolvedRates {
-  std::optional<ChipRates> rates;       // empty when the chip cannot run this dtype at all
-  std::vector<std::string> problems;    // why rates is empty
-  std::vector<std::string> assumptions; // defaults used in place of unknown figures
+  std::optional<ChipRates> rates;        // empty when the chip cannot run this dtype at all
+  std::vector<std::string> problems;     // why rates is empty
+  std::vector<std::string> assumptions;  // defaults used in place of unknown figures
 };
 
 ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype,

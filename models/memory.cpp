@@ -34,7 +34,8 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
   if (training.flash_attention) {
     bytes += static_cast<double>(micro_batch) * heads * training.seq_len * 4.0;  // log-sum-exp
   } else if (recompute != Recompute::selective) {
-    const double scores = static_cast<double>(micro_batch) * heads * training.seq_len * training.seq_len;
+    const double scores =
+        static_cast<double>(micro_batch) * heads * training.seq_len * training.seq_len;
     // Softmax output, and with dropout its mask and output (5 a s^2 b bytes in fp16).
     bytes += scores * (model.dropout ? 2.0 * e + 1.0 : e);
   }
@@ -64,8 +65,12 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   const bool mixed = training.dtype != DType::fp32;
   switch (training.optimizer) {
     case Optimizer::adam:
-    case Optimizer::adamw: optimizer_bytes = 8.0 + (mixed ? 4.0 : 0.0); break;
-    case Optimizer::sgd: optimizer_bytes = 4.0 + (mixed ? 4.0 : 0.0); break;
+    case Optimizer::adamw:
+      optimizer_bytes = 8.0 + (mixed ? 4.0 : 0.0);
+      break;
+    case Optimizer::sgd:
+      optimizer_bytes = 4.0 + (mixed ? 4.0 : 0.0);
+      break;
   }
   out.weights = parameters * e / (stage.zero_stage >= 3 ? dp : 1.0);
   out.gradients = parameters * grad_bytes / (stage.zero_stage >= 2 ? dp : 1.0);
@@ -96,12 +101,13 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   out.activations = chunks_in_flight * layers_per_chunk * out.activation_per_layer;
   if (stage.recompute == Recompute::full && stage.num_layers > 0) {
     // The layer being recomputed holds its full activations for a moment.
-    out.activations += layer_activation_bytes(model, training, stage.micro_batch, stage.tp, Recompute::none);
+    out.activations +=
+        layer_activation_bytes(model, training, stage.micro_batch, stage.tp, Recompute::none);
   }
   const double tokens = static_cast<double>(stage.micro_batch) * training.seq_len;
   if (stage.has_embedding) {
-    out.activations += chunks_in_flight * tokens * model.hidden * e /
-                       (training.sequence_parallel ? t : 1.0);
+    out.activations +=
+        chunks_in_flight * tokens * model.hidden * e / (training.sequence_parallel ? t : 1.0);
   }
   if (stage.has_head) {
     // Logits in the training dtype, their fp32 copy for the loss and its gradient.

@@ -19,22 +19,22 @@ struct StageShape {
   int pipeline_stages = 1;
   int stage_index = 0;
   int virtual_stages = 1;
-  int micro_batches = 1;       // per pipeline per step
-  int micro_batch = 1;         // sequences per micro-batch
+  int micro_batches = 1;  // per pipeline per step
+  int micro_batch = 1;    // sequences per micro-batch
   Recompute recompute = Recompute::none;
   int zero_stage = 0;
 };
 
 struct StageMemory {
-  double parameters = 0;    // parameters held by one chip (before ZeRO-3 sharding)
+  double parameters = 0;  // parameters held by one chip (before ZeRO-3 sharding)
   double weights = 0;
   double gradients = 0;
   double optimizer = 0;
-  double activations = 0;   // all in-flight micro-batches
+  double activations = 0;           // all in-flight micro-batches
   double activation_per_layer = 0;  // one layer, one micro-batch
-  double head = 0;          // logits and loss buffers of the last stage
-  double reserve = 0;       // runtime, libraries, allocator slack
-  double in_flight = 0;     // micro-batches whose activations are held at the peak
+  double head = 0;                  // logits and loss buffers of the last stage
+  double reserve = 0;               // runtime, libraries, allocator slack
+  double in_flight = 0;             // micro-batches whose activations are held at the peak
   double total() const { return weights + gradients + optimizer + activations + head + reserve; }
 };
 

@@ -30,8 +30,8 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
   const double tokens = static_cast<double>(slice.micro_batch) * slice.seq_len;
   const double h = model.hidden;
   const double d = model.head_dim();
-  const double heads = model.heads / t;   // attention heads on this chip
-  const double kv = model.kv_heads * d;   // width of K (and of V) before sharding
+  const double heads = model.heads / t;  // attention heads on this chip
+  const double kv = model.kv_heads * d;  // width of K (and of V) before sharding
   const double f = model.ffn;
   const double s = slice.seq_len;
   const double b = slice.micro_batch;
@@ -66,7 +66,8 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
     softmax.core_attention = true;
     ops.push_back(softmax);
     if (model.dropout) {
-      Op dropout = elementwise("attention_dropout", OpClass::dropout, score_elements * (2.0 * e + 1.0));
+      Op dropout =
+          elementwise("attention_dropout", OpClass::dropout, score_elements * (2.0 * e + 1.0));
       dropout.core_attention = true;
       ops.push_back(dropout);
     }
@@ -107,7 +108,8 @@ std::vector<Op> head_ops(const ModelShape& model, const LayerSlice& slice) {
   const double tokens = static_cast<double>(slice.micro_batch) * slice.seq_len;
   const double replicated_tokens = slice.sequence_parallel ? tokens / t : tokens;
   std::vector<Op> ops;
-  ops.push_back(elementwise("final_norm", OpClass::norm, 2.0 * replicated_tokens * model.hidden * e));
+  ops.push_back(
+      elementwise("final_norm", OpClass::norm, 2.0 * replicated_tokens * model.hidden * e));
   ops.push_back(gemm("logits", tokens, model.vocab / t, model.hidden, 1, slice.dtype));
   // Vocabulary-parallel cross entropy in fp32: cast, max, exp-sum and the gradient pass over
   // the logits.

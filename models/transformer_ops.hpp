@@ -21,9 +21,9 @@ struct GemmShape {
 struct Op {
   std::string_view name;
   OpClass op_class = OpClass::gemm;
-  double flops = 0;  // forward FLOPs executed on one chip
-  double bytes = 0;  // forward bytes read and written on one chip
-  GemmShape gemm;    // for gemm-like operators
+  double flops = 0;                    // forward FLOPs executed on one chip
+  double bytes = 0;                    // forward bytes read and written on one chip
+  GemmShape gemm;                      // for gemm-like operators
   double backward_flops_factor = 2.0;  // backward FLOPs = factor x forward FLOPs
   double backward_bytes_factor = 2.0;
   bool core_attention = false;  // part of the core attention that selective recompute redoes

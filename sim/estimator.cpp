@@ -36,8 +36,8 @@ struct IslandLinks {
   int group_size = 1;
 };
 
-IslandLinks island_links(const Cluster& cluster, const Island& island, const EstimateOptions& options,
-                         std::vector<std::string>& assumptions) {
+IslandLinks island_links(const Cluster& cluster, const Island& island,
+                         const EstimateOptions& options, std::vector<std::string>& assumptions) {
   const ChipProfile& chip = cluster.chip_of(island);
   const EfficiencyModel& eff = chip.efficiency;
   IslandLinks links;
@@ -55,12 +55,14 @@ IslandLinks island_links(const Cluster& cluster, const Island& island, const Est
   if (!eff.intra_bus_efficiency) {
     note("intra-node collective efficiency unknown, prior " + prior(intra_eff) + " used");
   }
-  const double net_eff = eff.network_bus_efficiency.value_or(options.network_bus_efficiency_default);
+  const double net_eff =
+      eff.network_bus_efficiency.value_or(options.network_bus_efficiency_default);
   if (!eff.network_bus_efficiency) {
     note("network collective efficiency unknown, prior " + prior(net_eff) + " used");
   }
   links.nic_per_chip = island.nic_count * island.nic_speed / island.chips_per_node;
-  links.inter = {links.nic_per_chip * net_eff, eff.network_latency.value_or(options.network_latency_default)};
+  links.inter = {links.nic_per_chip * net_eff,
+                 eff.network_latency.value_or(options.network_latency_default)};
   double intra_bw = 0;
   if (chip.intra_node.bandwidth) {
     intra_bw = *chip.intra_node.bandwidth;
@@ -95,7 +97,9 @@ CollectiveGroup make_group(const IslandLinks& links, int ranks, int stride, doub
   return group;
 }
 
-int ceil_div(int a, int b) { return (a + b - 1) / b; }
+int ceil_div(int a, int b) {
+  return (a + b - 1) / b;
+}
 
 }  // namespace
 
@@ -189,8 +193,12 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
     assume(resolved.assumptions);
     for (const auto& problem : resolved.problems) reject(where + ": " + problem);
 
-    const models::LayerSlice slice{micro_batch, training.seq_len, stage.tp, training.sequence_parallel,
-                                   training.flash_attention, training.dtype};
+    const models::LayerSlice slice{micro_batch,
+                                   training.seq_len,
+                                   stage.tp,
+                                   training.sequence_parallel,
+                                   training.flash_attention,
+                                   training.dtype};
     const auto layer = models::layer_ops(model, slice);
     std::vector<models::Op> extra;
     if (i == 0) {
@@ -202,7 +210,8 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
       extra.insert(extra.end(), ops.begin(), ops.end());
     }
     std::set<OpClass> missing;
-    for (const std::vector<models::Op>* ops : std::array<const std::vector<models::Op>*, 2>{&layer, &extra}) {
+    for (const std::vector<models::Op>* ops :
+         std::array<const std::vector<models::Op>*, 2>{&layer, &extra}) {
       for (const auto& op : *ops) {
         const OpCoverage coverage = chip.coverage(op.op_class);
         if (coverage.support == Support::missing) missing.insert(op.op_class);
@@ -224,7 +233,8 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
     const int stage_chips = stage.tp * stage.dp;
     const int nodes_spanned = ceil_div(stage_chips, island.chips_per_node);
     // Traffic between nodes under different leaves shares oversubscribed uplinks.
-    const double leaf_scale = nodes_spanned > island.nodes_per_leaf ? 1.0 / cluster.fabric.oversubscription : 1.0;
+    const double leaf_scale =
+        nodes_spanned > island.nodes_per_leaf ? 1.0 / cluster.fabric.oversubscription : 1.0;
 
     if (resolved.rates) {
       const models::ChipRates& rates = *resolved.rates;
@@ -241,8 +251,10 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
         extra_bwd += models::backward_time(op, rates);
       }
       double recompute = 0;
-      if (training.recompute == Recompute::full) recompute = layer_fwd;
-      else if (training.recompute == Recompute::selective) recompute = core_attention_fwd;
+      if (training.recompute == Recompute::full)
+        recompute = layer_fwd;
+      else if (training.recompute == Recompute::selective)
+        recompute = core_attention_fwd;
       se.forward_s = stage.num_layers * layer_fwd + extra_fwd;
       se.backward_s = stage.num_layers * (layer_bwd + recompute) + extra_bwd;
 
@@ -252,7 +264,8 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
       if (stage.tp > 1) {
         const CollectiveGroup group = make_group(links, stage.tp, 1, leaf_scale);
         const double activation = tokens * model.hidden * e;
-        const double all_reduce = models::best_collective(Collective::all_reduce, activation, group).time;
+        const double all_reduce =
+            models::best_collective(Collective::all_reduce, activation, group).time;
         const double per_layer = (training.recompute == Recompute::full ? 6.0 : 4.0) * all_reduce;
         double boundary = 0;
         if (i == 0) boundary += 2.0 * all_reduce;
@@ -282,11 +295,13 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
       if (!se.fits) {
         reject(where + ": needs " + gib(se.memory.total()) + " per chip (weights " +
                gib(se.memory.weights) + ", gradients " + gib(se.memory.gradients) + ", optimizer " +
-               gib(se.memory.optimizer) + ", activations " + gib(se.memory.activations + se.memory.head) +
-               "), " + chip.id + " has " + gib(se.memory_capacity));
+               gib(se.memory.optimizer) + ", activations " +
+               gib(se.memory.activations + se.memory.head) + "), " + chip.id + " has " +
+               gib(se.memory_capacity));
       }
     } else {
-      reject(where + ": memory capacity of " + chip.id + " is unknown, so the fit cannot be checked");
+      reject(where + ": memory capacity of " + chip.id +
+             " is unknown, so the fit cannot be checked");
     }
 
     if (resolved.rates) {
@@ -295,8 +310,8 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
       // back and writes the low-precision weights (docs/models/estimator.md#optimizer).
       const double shard = training.zero_stage >= 1 ? stage.dp : 1.0;
       const bool mixed = training.dtype != DType::fp32;
-      const double bytes_per_param = training.optimizer == Optimizer::sgd ? (mixed ? 18.0 : 12.0)
-                                                                         : (mixed ? 34.0 : 28.0);
+      const double bytes_per_param =
+          training.optimizer == Optimizer::sgd ? (mixed ? 18.0 : 12.0) : (mixed ? 34.0 : 28.0);
       se.optimizer_s = se.memory.parameters / shard * bytes_per_param /
                        (rates.memory_bandwidth * rates.memory_efficiency);
 
@@ -304,10 +319,12 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
       // all-gather of the updated weights; all-reduce otherwise).
       if (stage.dp > 1) {
         const CollectiveGroup group = make_group(links, stage.dp, stage.tp, leaf_scale);
-        const double grad_bytes = se.memory.parameters * (training.fp32_grad_accumulation ? 4.0 : e);
+        const double grad_bytes =
+            se.memory.parameters * (training.fp32_grad_accumulation ? 4.0 : e);
         if (training.zero_stage >= 1) {
-          se.dp_sync_s = models::best_collective(Collective::reduce_scatter, grad_bytes, group).time +
-                         models::best_collective(Collective::all_gather, se.memory.parameters * e, group).time;
+          se.dp_sync_s =
+              models::best_collective(Collective::reduce_scatter, grad_bytes, group).time +
+              models::best_collective(Collective::all_gather, se.memory.parameters * e, group).time;
         } else {
           se.dp_sync_s = models::best_collective(Collective::all_reduce, grad_bytes, group).time;
         }
@@ -373,13 +390,15 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
     out.bubble_s = pipeline - m * max_tau;
 
     // Where the step's time goes, seen on the bottleneck stage.
-    const auto bottleneck = std::max_element(out.stages.begin(), out.stages.end(),
-                                             [](const auto& x, const auto& y) { return x.micro_batch_s < y.micro_batch_s; });
+    const auto bottleneck = std::max_element(
+        out.stages.begin(), out.stages.end(),
+        [](const auto& x, const auto& y) { return x.micro_batch_s < y.micro_batch_s; });
     out.compute_s = m * (bottleneck->forward_s + bottleneck->backward_s);
     out.exposed.tensor_parallel = m * bottleneck->tp_comm_s;
     const double p2p = m * bottleneck->p2p_s;
-    const bool cross = bottleneck->cross_island_boundary ||
-                       (bottleneck != out.stages.begin() && std::prev(bottleneck)->cross_island_boundary);
+    const bool cross =
+        bottleneck->cross_island_boundary ||
+        (bottleneck != out.stages.begin() && std::prev(bottleneck)->cross_island_boundary);
     (cross ? out.exposed.cross_island : out.exposed.pipeline) = p2p;
 
     // Gradient reduction starts when a stage's last backward ends; stages nearer the end of the
@@ -401,9 +420,11 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
 
   const double layer_flops = models::layer_model_flops(model, 1, training.seq_len);
   const double head_flops = models::head_model_flops(model, 1, training.seq_len);
-  out.model_flops_per_step = 3.0 * training.global_batch * (model.layers * layer_flops + head_flops);
+  out.model_flops_per_step =
+      3.0 * training.global_batch * (model.layers * layer_flops + head_flops);
   if (out.step_time_s > 0) {
-    out.tokens_per_s = static_cast<double>(training.global_batch) * training.seq_len / out.step_time_s;
+    out.tokens_per_s =
+        static_cast<double>(training.global_batch) * training.seq_len / out.step_time_s;
     if (peak_sum > 0) out.mfu = out.model_flops_per_step / (out.step_time_s * peak_sum);
     out.bubble_fraction = out.bubble_s / out.step_time_s;
   }

@@ -17,8 +17,8 @@ namespace hetplan::sim {
 
 struct EstimateOptions {
   models::EfficiencyDefaults defaults;
-  double intra_latency_default = 2.5e-6;    // s per collective step inside a node
-  double network_latency_default = 5e-6;    // s per collective step across nodes
+  double intra_latency_default = 2.5e-6;  // s per collective step inside a node
+  double network_latency_default = 5e-6;  // s per collective step across nodes
   double intra_bus_efficiency_default = 0.77;
   double network_bus_efficiency_default = 0.9;
 };
@@ -30,12 +30,12 @@ struct StageEstimate {
   int num_layers = 0;
   int tp = 1;
   int dp = 1;
-  double forward_s = 0;        // one micro-batch, compute only
-  double backward_s = 0;       // one micro-batch, compute incl. recompute
-  double tp_comm_s = 0;        // one micro-batch, forward and backward
-  double p2p_s = 0;            // one micro-batch, sends and receives at its boundaries
-  double micro_batch_s = 0;    // forward + backward + tp + p2p, per micro-batch (all chunks)
-  double dp_sync_s = 0;        // gradient reduction of the step
+  double forward_s = 0;      // one micro-batch, compute only
+  double backward_s = 0;     // one micro-batch, compute incl. recompute
+  double tp_comm_s = 0;      // one micro-batch, forward and backward
+  double p2p_s = 0;          // one micro-batch, sends and receives at its boundaries
+  double micro_batch_s = 0;  // forward + backward + tp + p2p, per micro-batch (all chunks)
+  double dp_sync_s = 0;      // gradient reduction of the step
   double optimizer_s = 0;
   bool cross_island_boundary = false;  // sends to the next stage cross islands
   models::StageMemory memory;
@@ -61,7 +61,7 @@ struct Estimate {
   double model_flops_per_step = 0;
   double bubble_s = 0;
   double bubble_fraction = 0;
-  double compute_s = 0;      // the bottleneck stage's compute over all micro-batches
+  double compute_s = 0;  // the bottleneck stage's compute over all micro-batches
   double optimizer_s = 0;
   ExposedCommunication exposed;
   int micro_batches = 0;

@@ -51,21 +51,31 @@ void apply(const std::string& file, const YAML::Node& section, CaseConfig& c) {
       const std::string key = kv.first.as<std::string>();
       const YAML::Node& value = kv.second;
       const std::string field = "model." + key;
-      if (key == "layers") c.layers = integer(file, value, field);
-      else if (key == "hidden") c.hidden = integer(file, value, field);
-      else if (key == "heads") c.heads = integer(file, value, field);
-      else if (key == "kv_heads") c.kv_heads = integer(file, value, field);
-      else if (key == "vocab") c.vocab = integer(file, value, field);
-      else if (key == "seq_len") c.seq_len = integer(file, value, field);
+      if (key == "layers")
+        c.layers = integer(file, value, field);
+      else if (key == "hidden")
+        c.hidden = integer(file, value, field);
+      else if (key == "heads")
+        c.heads = integer(file, value, field);
+      else if (key == "kv_heads")
+        c.kv_heads = integer(file, value, field);
+      else if (key == "vocab")
+        c.vocab = integer(file, value, field);
+      else if (key == "seq_len")
+        c.seq_len = integer(file, value, field);
       else if (key == "ffn") {
-        if (value.IsScalar() && value.Scalar() == "4h") c.ffn = -4;
-        else c.ffn = integer(file, value, field);
+        if (value.IsScalar() && value.Scalar() == "4h")
+          c.ffn = -4;
+        else
+          c.ffn = integer(file, value, field);
       }
     }
   }
   if (auto training = section["training"]) {
-    if (training["global_batch"]) c.global_batch = integer(file, training["global_batch"], "training.global_batch");
-    if (training["micro_batch"]) c.micro_batch = integer(file, training["micro_batch"], "training.micro_batch");
+    if (training["global_batch"])
+      c.global_batch = integer(file, training["global_batch"], "training.global_batch");
+    if (training["micro_batch"])
+      c.micro_batch = integer(file, training["micro_batch"], "training.micro_batch");
     if (training["dtype"]) c.dtype = training["dtype"].as<std::string>();
     if (training["recompute"]) c.recompute = training["recompute"].as<std::string>();
   }
@@ -121,9 +131,12 @@ CaseResult run_case(const std::string& file, const std::string& stem, const YAML
   result.file = stem;
   result.id = c.id;
   const YAML::Node hardware = root["hardware"];
-  const std::string chip_text = hardware && hardware["chip"] ? hardware["chip"].as<std::string>() : "";
+  const std::string chip_text =
+      hardware && hardware["chip"] ? hardware["chip"].as<std::string>() : "";
   const HardwareMatch match = match_hardware(chip_text);
-  if (match.profile.empty()) fail(file, hardware, "hardware.chip", "expected a chip hetplan has a profile for, got \"" + chip_text + "\"");
+  if (match.profile.empty())
+    fail(file, hardware, "hardware.chip",
+         "expected a chip hetplan has a profile for, got \"" + chip_text + "\"");
 
   Cluster cluster;
   cluster.name = stem;
@@ -137,7 +150,9 @@ CaseResult run_case(const std::string& file, const std::string& stem, const YAML
   cluster.chips.push_back(chip);
   Island island;
   island.name = "main";
-  island.chips_per_node = hardware["chips_per_node"] ? integer(file, hardware["chips_per_node"], "hardware.chips_per_node") : chip.chips_per_node.value_or(8);
+  island.chips_per_node = hardware["chips_per_node"]
+                              ? integer(file, hardware["chips_per_node"], "hardware.chips_per_node")
+                              : chip.chips_per_node.value_or(8);
   island.nodes = std::max(1, (c.chips + island.chips_per_node - 1) / island.chips_per_node);
   island.nic_count = chip.nic_count.value_or(1);
   island.nic_speed = chip.nic_speed.value_or(25e9);
@@ -180,12 +195,13 @@ CaseResult run_case(const std::string& file, const std::string& stem, const YAML
   t.micro_batch = c.micro_batch;
   t.dtype = dtype_from_string(c.dtype).value_or(DType::fp16);
   t.fp32_grad_accumulation = true;
-  t.recompute = c.recompute == "full" ? Recompute::full
+  t.recompute = c.recompute == "full"        ? Recompute::full
                 : c.recompute == "selective" ? Recompute::selective
                                              : Recompute::none;
   t.sequence_parallel = c.sp;
   t.flash_attention = !c.gpt_style;
-  const std::string notes = root["common"] && root["common"]["notes"] ? root["common"]["notes"].as<std::string>() : "";
+  const std::string notes =
+      root["common"] && root["common"]["notes"] ? root["common"]["notes"].as<std::string>() : "";
   t.zero_stage = notes.find("distributed optimizer") != std::string::npos ? 1 : 0;
 
   Plan plan;
@@ -209,7 +225,8 @@ CaseResult run_case(const std::string& file, const std::string& stem, const YAML
   result.feasible = estimate.feasible;
   result.reasons = estimate.reasons;
   for (const auto& stage : estimate.stages) {
-    result.predicted_memory_gib = std::max(result.predicted_memory_gib, stage.memory.total() / (1ull << 30));
+    result.predicted_memory_gib =
+        std::max(result.predicted_memory_gib, stage.memory.total() / (1ull << 30));
   }
   if (c.measured["memory_gib"]) result.measured_memory_gib = c.measured["memory_gib"].as<double>();
 
@@ -217,7 +234,8 @@ CaseResult run_case(const std::string& file, const std::string& stem, const YAML
   if (measured["out_of_memory"]) {
     result.metric = "out_of_memory";
     bool memory_reason = false;
-    for (const auto& reason : estimate.reasons) memory_reason |= reason.find("per chip") != std::string::npos;
+    for (const auto& reason : estimate.reasons)
+      memory_reason |= reason.find("per chip") != std::string::npos;
     result.correct = !estimate.feasible && memory_reason;
     return result;
   }
@@ -232,9 +250,11 @@ CaseResult run_case(const std::string& file, const std::string& stem, const YAML
   } else if (measured["tflops_per_chip"]) {
     result.metric = "tflops_per_chip";
     result.measured = measured["tflops_per_chip"].as<double>();
-    result.predicted = estimate.step_time_s > 0 ? megatron_flops(c) / (estimate.step_time_s * c.chips) / 1e12 : 0;
+    result.predicted =
+        estimate.step_time_s > 0 ? megatron_flops(c) / (estimate.step_time_s * c.chips) / 1e12 : 0;
   } else {
-    fail(file, measured, "measured", "expected step_time_s, tokens_per_s_per_chip, tflops_per_chip or out_of_memory");
+    fail(file, measured, "measured",
+         "expected step_time_s, tokens_per_s_per_chip, tflops_per_chip or out_of_memory");
   }
   result.error = (result.predicted - result.measured) / result.measured;
   result.correct = estimate.feasible;
@@ -243,7 +263,8 @@ CaseResult run_case(const std::string& file, const std::string& stem, const YAML
 
 }  // namespace
 
-ValidationReport validate_published_runs(const std::string& folder, const std::string& profiles_folder) {
+ValidationReport validate_published_runs(const std::string& folder,
+                                         const std::string& profiles_folder) {
   std::vector<std::filesystem::path> files;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
@@ -251,7 +272,8 @@ ValidationReport validate_published_runs(const std::string& folder, const std::s
   }
   if (error) throw InputError({folder, 0, 0}, "", "cannot list the folder: " + error.message());
   std::sort(files.begin(), files.end());
-  if (files.empty()) throw InputError({folder, 0, 0}, "", "expected published-run files (*.yaml), found none");
+  if (files.empty())
+    throw InputError({folder, 0, 0}, "", "expected published-run files (*.yaml), found none");
 
   ValidationReport report;
   for (const auto& path : files) {
@@ -260,18 +282,25 @@ ValidationReport validate_published_runs(const std::string& folder, const std::s
     const YAML::Node cases = root["cases"];
     if (!cases || !cases.IsSequence()) fail(file, root, "cases", "expected a list of cases");
     for (const auto& node : cases) {
-      CaseConfig c;
-      apply(file, root["common"], c);
-      apply(file, node, c);
-      c.id = node["id"] ? node["id"].as<std::string>() : "?";
-      c.chips = node["chips"] ? integer(file, node["chips"], "chips") : c.tp * c.pp * c.dp;
-      c.gpt_style = c.ffn == -4 || c.ffn == 4 * c.hidden;
-      c.measured = node["measured"];
-      if (!c.measured) fail(file, node, "measured", "missing required key");
-      if (c.layers <= 0 || c.hidden <= 0 || c.heads <= 0 || c.vocab <= 0 || c.seq_len <= 0 || c.global_batch <= 0) {
-        fail(file, node, "model", "expected layers, hidden, heads, vocab, seq_len and global_batch");
+      try {
+        CaseConfig c;
+        apply(file, root["common"], c);
+        apply(file, node, c);
+        c.id = node["id"] ? node["id"].as<std::string>() : "?";
+        c.chips = node["chips"] ? integer(file, node["chips"], "chips") : c.tp * c.pp * c.dp;
+        c.gpt_style = c.ffn == -4 || c.ffn == 4 * c.hidden;
+        c.measured = node["measured"];
+        if (!c.measured) fail(file, node, "measured", "missing required key");
+        if (c.layers <= 0 || c.hidden <= 0 || c.heads <= 0 || c.vocab <= 0 || c.seq_len <= 0 ||
+            c.global_batch <= 0) {
+          fail(file, node, "model",
+               "expected layers, hidden, heads, vocab, seq_len and global_batch");
+        }
+        report.cases.push_back(run_case(file, path.stem().string(), root, c, profiles_folder));
+      } catch (const YAML::Exception& bad) {
+        // A value of the wrong type somewhere in the case.
+        fail(file, node, "cases", "expected the published-run case format (" + bad.msg + ")");
       }
-      report.cases.push_back(run_case(file, path.stem().string(), root, c, profiles_folder));
     }
   }
   double sum = 0;
@@ -294,17 +323,23 @@ ValidationReport validate_published_runs(const std::string& folder, const std::s
 }
 
 std::string report_text(const ValidationReport& report) {
-  std::string out = "file                          case               metric                 measured   predicted    error  memory pred/meas GiB\n";
+  std::string out =
+      "file                          case               metric                 measured   "
+      "predicted    error  memory pred/meas GiB\n";
   char line[512];
   for (const auto& r : report.cases) {
     if (r.metric == "out_of_memory") {
-      std::snprintf(line, sizeof line, "%-29s %-18s %-20s %10s %11s %8s  %5.1f / -\n", r.file.c_str(), r.id.c_str(),
-                    r.metric.c_str(), "OOM", r.feasible ? "fits" : "OOM", r.correct ? "ok" : "WRONG",
+      std::snprintf(line, sizeof line, "%-29s %-18s %-20s %10s %11s %8s  %5.1f / -\n",
+                    r.file.c_str(), r.id.c_str(), r.metric.c_str(), "OOM",
+                    r.feasible ? "fits" : "OOM", r.correct ? "ok" : "WRONG",
                     r.predicted_memory_gib);
     } else {
-      std::snprintf(line, sizeof line, "%-29s %-18s %-20s %10.4g %11.4g %+7.1f%%  %5.1f / %s\n", r.file.c_str(), r.id.c_str(),
-                    r.metric.c_str(), r.measured, r.predicted, 100 * r.error, r.predicted_memory_gib,
-                    r.measured_memory_gib > 0 ? std::to_string(static_cast<int>(r.measured_memory_gib)).c_str() : "-");
+      std::snprintf(line, sizeof line, "%-29s %-18s %-20s %10.4g %11.4g %+7.1f%%  %5.1f / %s\n",
+                    r.file.c_str(), r.id.c_str(), r.metric.c_str(), r.measured, r.predicted,
+                    100 * r.error, r.predicted_memory_gib,
+                    r.measured_memory_gib > 0
+                        ? std::to_string(static_cast<int>(r.measured_memory_gib)).c_str()
+                        : "-");
     }
     out += line;
     if (!r.feasible && r.metric != "out_of_memory") {
@@ -312,9 +347,12 @@ std::string report_text(const ValidationReport& report) {
     }
   }
   std::snprintf(line, sizeof line,
-                "mean absolute error %.1f%% over %zu cases; worst %s at %+.1f%%; out-of-memory cases predicted %d/%d\n",
-                100 * report.mean_absolute_error, report.cases.size() - static_cast<std::size_t>(report.oom_cases),
-                report.worst_case.c_str(), 100 * report.worst_error, report.oom_correct, report.oom_cases);
+                "mean absolute error %.1f%% over %zu cases; worst %s at %+.1f%%; out-of-memory "
+                "cases predicted %d/%d\n",
+                100 * report.mean_absolute_error,
+                report.cases.size() - static_cast<std::size_t>(report.oom_cases),
+                report.worst_case.c_str(), 100 * report.worst_error, report.oom_correct,
+                report.oom_cases);
   out += line;
   return out;
 }
@@ -323,9 +361,15 @@ nlohmann::ordered_json report_json(const ValidationReport& report) {
   nlohmann::ordered_json j;
   auto& cases = j["cases"] = nlohmann::ordered_json::array();
   for (const auto& r : report.cases) {
-    cases.push_back({{"file", r.file}, {"id", r.id}, {"metric", r.metric}, {"measured", r.measured},
-                     {"predicted", r.predicted}, {"error", r.error}, {"feasible", r.feasible},
-                     {"correct", r.correct}, {"predicted_memory_gib", r.predicted_memory_gib},
+    cases.push_back({{"file", r.file},
+                     {"id", r.id},
+                     {"metric", r.metric},
+                     {"measured", r.measured},
+                     {"predicted", r.predicted},
+                     {"error", r.error},
+                     {"feasible", r.feasible},
+                     {"correct", r.correct},
+                     {"predicted_memory_gib", r.predicted_memory_gib},
                      {"reasons", r.reasons}});
   }
   j["mean_absolute_error"] = report.mean_absolute_error;

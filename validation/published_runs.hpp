@@ -13,12 +13,12 @@ namespace hetplan::validation {
 struct CaseResult {
   std::string file;
   std::string id;
-  std::string metric;     // step_time_s, tokens_per_s_per_chip, tflops_per_chip, out_of_memory
+  std::string metric;  // step_time_s, tokens_per_s_per_chip, tflops_per_chip, out_of_memory
   double measured = 0;
   double predicted = 0;
-  double error = 0;       // (predicted - measured) / measured; 0 for out_of_memory
-  bool feasible = true;   // what the estimator said
-  bool correct = true;    // for out_of_memory: predicted infeasible for memory
+  double error = 0;                 // (predicted - measured) / measured; 0 for out_of_memory
+  bool feasible = true;             // what the estimator said
+  bool correct = true;              // for out_of_memory: predicted infeasible for memory
   double predicted_memory_gib = 0;  // the largest stage peak
   double measured_memory_gib = 0;   // when the source gives it, else 0
   std::vector<std::string> reasons;
@@ -34,7 +34,8 @@ struct ValidationReport {
 };
 
 // Throws InputError on a malformed file.
-ValidationReport validate_published_runs(const std::string& folder, const std::string& profiles_folder);
+ValidationReport validate_published_runs(const std::string& folder,
+                                         const std::string& profiles_folder);
 
 std::string report_text(const ValidationReport& report);
 nlohmann::ordered_json report_json(const ValidationReport& report);

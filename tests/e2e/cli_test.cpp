@@ -17,7 +17,8 @@ struct CliRun {
 
 // Runs hetplan in the source folder with stdout and stderr captured together.
 CliRun hetplan(const std::string& args) {
-  const std::string command = std::string("cd ") + HETPLAN_SOURCE_DIR + " && " + HETPLAN_BINARY + " " + args + " 2>&1";
+  const std::string command =
+      std::string("cd ") + HETPLAN_SOURCE_DIR + " && " + HETPLAN_BINARY + " " + args + " 2>&1";
   CliRun run;
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return run;
@@ -32,12 +33,14 @@ CliRun hetplan(const std::string& args) {
 TEST(Cli, EvalOfTheDefaultScenarioPrintsTheEstimate) {
   const CliRun run = hetplan("eval scenarios/default.yaml");
   ASSERT_EQ(run.exit_code, 0) << run.out;
-  EXPECT_NE(run.out.find("plan default-reference: 8 stages, 256 chips"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("plan default-reference: 8 stages, 256 chips"), std::string::npos)
+      << run.out;
   EXPECT_NE(run.out.find("step time"), std::string::npos);
 }
 
 TEST(Cli, EvalJsonCarriesTheDocumentedFields) {
-  const CliRun run = hetplan("eval scenarios/default.yaml --plan plans/default-reference.yaml --json");
+  const CliRun run =
+      hetplan("eval scenarios/default.yaml --plan plans/default-reference.yaml --json");
   ASSERT_EQ(run.exit_code, 0) << run.out;
   const auto j = nlohmann::json::parse(run.out);
   for (const char* key : {"step_time_s", "tokens_per_s", "mfu", "feasible", "reasons", "stages"}) {
@@ -48,7 +51,8 @@ TEST(Cli, EvalJsonCarriesTheDocumentedFields) {
     EXPECT_GT(stage["memory_peak_bytes"].get<double>(), 1e9);
   }
   EXPECT_GT(j["step_time_s"].get<double>(), 0.0);
-  EXPECT_NEAR(j["tokens_per_s"].get<double>() * j["step_time_s"].get<double>(), 512.0 * 4096, 512.0 * 4096 * 1e-4);
+  EXPECT_NEAR(j["tokens_per_s"].get<double>() * j["step_time_s"].get<double>(), 512.0 * 4096,
+              512.0 * 4096 * 1e-4);
 }
 
 TEST(Cli, SameInputsGiveByteIdenticalOutput) {
@@ -58,22 +62,26 @@ TEST(Cli, SameInputsGiveByteIdenticalOutput) {
 }
 
 TEST(Cli, CheckAcceptsEveryBundledProfileAndTopology) {
-  const CliRun run = hetplan("check profiles/*.yaml topologies/*.yaml scenarios/*.yaml plans/*.yaml workloads/*.yaml");
+  const CliRun run = hetplan(
+      "check profiles/*.yaml topologies/*.yaml scenarios/*.yaml plans/*.yaml workloads/*.yaml");
   EXPECT_EQ(run.exit_code, 0) << run.out;
   EXPECT_EQ(run.out.find("error"), std::string::npos) << run.out;
 }
 
 TEST(Cli, BadInputIsOneLineAndExitCodeTwo) {
   const std::string path = std::string(testing::TempDir()) + "/bad-plan.yaml";
-  std::ofstream(path) << "schema: hetplan/plan/v1\nname: bad\nstages:\n  - {island: x, first_layer: 0, num_layers: 1, tp: zero, dp: 1}\n";
+  std::ofstream(path) << "schema: hetplan/plan/v1\nname: bad\nstages:\n  - {island: x, "
+                         "first_layer: 0, num_layers: 1, tp: zero, dp: 1}\n";
   const CliRun run = hetplan("check " + path);
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_EQ(run.out, "error: " + path + ":4:52: stages[0].tp: expected an integer from 1 to 1024, got \"zero\"\n");
+  EXPECT_EQ(run.out, "error: " + path +
+                         ":4:52: stages[0].tp: expected an integer from 1 to 1024, got \"zero\"\n");
 }
 
 TEST(Cli, PlanNamingAMissingIslandIsRejectedWithItsLocation) {
   const std::string path = std::string(testing::TempDir()) + "/dangling.yaml";
-  std::ofstream(path) << "schema: hetplan/plan/v1\nname: dangling\nstages:\n  - island: nowhere\n    first_layer: 0\n    num_layers: 80\n    tp: 8\n    dp: 1\n";
+  std::ofstream(path) << "schema: hetplan/plan/v1\nname: dangling\nstages:\n  - island: nowhere\n  "
+                         "  first_layer: 0\n    num_layers: 80\n    tp: 8\n    dp: 1\n";
   const CliRun run = hetplan("eval scenarios/default.yaml --plan " + path);
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_EQ(run.out, "error: " + path +

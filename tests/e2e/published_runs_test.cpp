@@ -2,11 +2,11 @@
 // profiles' documented priors must stay within the error budget, and the out-of-memory case
 // must be predicted as not fitting. The measured figures are only read from the shared data,
 // never written here.
+#include "validation/published_runs.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
-
-#include "validation/published_runs.hpp"
 
 namespace hetplan::validation {
 namespace {
@@ -15,7 +15,8 @@ const std::string kPublished = std::string(HETPLAN_SHARED_DIR) + "/data/publishe
 
 TEST(PublishedRuns, MeanAbsoluteErrorWithinTenPercent) {
   if (!std::filesystem::exists(kPublished)) GTEST_SKIP() << "no shared data at " << kPublished;
-  const auto report = validate_published_runs(kPublished, std::string(HETPLAN_SOURCE_DIR) + "/profiles");
+  const auto report =
+      validate_published_runs(kPublished, std::string(HETPLAN_SOURCE_DIR) + "/profiles");
   ASSERT_GE(report.cases.size(), 20u);
   EXPECT_LE(report.mean_absolute_error, 0.10) << report_text(report);
   EXPECT_GE(report.oom_cases, 1);

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "models/collectives.hpp"
+
+#include <gtest/gtest.h>
 
 namespace hetplan::models {
 namespace {
@@ -26,11 +26,14 @@ CollectiveGroup one_node(int ranks) {
 TEST(Collectives, RingAllReduceInsideANode) {
   // 2 (n - 1) steps of latency plus 2 (n - 1) / n of the buffer at the bus bandwidth.
   const double expected = 14 * 2e-6 + 1.75 * 1e9 / 100e9;
-  EXPECT_DOUBLE_EQ(collective_time(Collective::all_reduce, CollectiveAlgorithm::ring, 1e9, one_node(8)), expected);
+  EXPECT_DOUBLE_EQ(
+      collective_time(Collective::all_reduce, CollectiveAlgorithm::ring, 1e9, one_node(8)),
+      expected);
 }
 
 TEST(Collectives, OneRankCostsNothing) {
-  EXPECT_DOUBLE_EQ(collective_time(Collective::all_reduce, CollectiveAlgorithm::ring, 1e9, one_node(1)), 0.0);
+  EXPECT_DOUBLE_EQ(
+      collective_time(Collective::all_reduce, CollectiveAlgorithm::ring, 1e9, one_node(1)), 0.0);
 }
 
 TEST(Collectives, HierarchicalAllReduceAcrossTwoNodes) {
@@ -40,14 +43,17 @@ TEST(Collectives, HierarchicalAllReduceAcrossTwoNodes) {
   // Reduce-scatter in the node, all-reduce of s/8 across 2 nodes per rail, all-gather back.
   const double expected = (7 * 2e-6 + 0.875 * s / 100e9) + (2 * 5e-6 + 1.0 * (s / 8) / 25e9) +
                           (7 * 2e-6 + 0.875 * s / 100e9);
-  EXPECT_DOUBLE_EQ(collective_time(Collective::all_reduce, CollectiveAlgorithm::hierarchical, s, group), expected);
+  EXPECT_DOUBLE_EQ(
+      collective_time(Collective::all_reduce, CollectiveAlgorithm::hierarchical, s, group),
+      expected);
 }
 
 TEST(Collectives, FlatRingAcrossNodesRunsAtTheSlowestLink) {
   CollectiveGroup group = one_node(16);
   group.ranks_per_node = 8;
   const double expected = 30 * 5e-6 + 2.0 * 15 / 16 * 1e9 / 25e9;
-  EXPECT_DOUBLE_EQ(collective_time(Collective::all_reduce, CollectiveAlgorithm::ring, 1e9, group), expected);
+  EXPECT_DOUBLE_EQ(collective_time(Collective::all_reduce, CollectiveAlgorithm::ring, 1e9, group),
+                   expected);
 }
 
 TEST(Collectives, BestPicksHierarchicalForLargeMultiNodeBuffers) {
@@ -55,13 +61,15 @@ TEST(Collectives, BestPicksHierarchicalForLargeMultiNodeBuffers) {
   group.ranks_per_node = 8;
   const auto choice = best_collective(Collective::all_reduce, 4e9, group);
   EXPECT_EQ(choice.algorithm, CollectiveAlgorithm::hierarchical);
-  EXPECT_DOUBLE_EQ(choice.time, collective_time(Collective::all_reduce, CollectiveAlgorithm::hierarchical, 4e9, group));
+  EXPECT_DOUBLE_EQ(choice.time, collective_time(Collective::all_reduce,
+                                                CollectiveAlgorithm::hierarchical, 4e9, group));
 }
 
 TEST(Collectives, SmallMessagesPreferTheTree) {
   CollectiveGroup group = one_node(512);
   group.ranks_per_node = 8;
-  EXPECT_EQ(best_collective(Collective::all_reduce, 1024, group).algorithm, CollectiveAlgorithm::tree);
+  EXPECT_EQ(best_collective(Collective::all_reduce, 1024, group).algorithm,
+            CollectiveAlgorithm::tree);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "models/compute.hpp"
+
+#include <gtest/gtest.h>
 
 namespace hetplan::models {
 namespace {
@@ -72,8 +72,10 @@ TEST(Compute, LayerOpsSplitTheGemmsByTensorParallelism) {
   LayerSlice eight = one;
   eight.tp = 8;
   double gemm1 = 0, gemm8 = 0;
-  for (const auto& op : layer_ops(m, one)) if (op.op_class == OpClass::gemm) gemm1 += op.flops;
-  for (const auto& op : layer_ops(m, eight)) if (op.op_class == OpClass::gemm) gemm8 += op.flops;
+  for (const auto& op : layer_ops(m, one))
+    if (op.op_class == OpClass::gemm) gemm1 += op.flops;
+  for (const auto& op : layer_ops(m, eight))
+    if (op.op_class == OpClass::gemm) gemm8 += op.flops;
   EXPECT_DOUBLE_EQ(gemm1, 8 * gemm8);
   // Q, K, V, output and three MLP matrices: 2 tokens (h (h + 2 kv) + h^2 + 3 h f).
   const double tokens = 4096, h = 4096, kv = 1024, f = 14336;

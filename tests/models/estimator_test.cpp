@@ -1,7 +1,8 @@
+#include "sim/estimator.hpp"
+
 #include <gtest/gtest.h>
 
 #include "formats/loaders.hpp"
-#include "sim/estimator.hpp"
 
 namespace hetplan::sim {
 namespace {
@@ -89,7 +90,8 @@ TEST(Estimator, OneFOneBFillsAndDrainsAroundTheBottleneck) {
   // The other p - 1 stages fill and drain once each.
   EXPECT_GE(e.bubble_s, 3 * min_tau);
   EXPECT_LE(e.bubble_s, 3 * max_tau);
-  EXPECT_DOUBLE_EQ(e.step_time_s, 64 * max_tau + e.bubble_s + e.exposed.data_parallel + e.optimizer_s);
+  EXPECT_DOUBLE_EQ(e.step_time_s,
+                   64 * max_tau + e.bubble_s + e.exposed.data_parallel + e.optimizer_s);
 }
 
 TEST(Estimator, InterleavingShrinksTheBubble) {
@@ -116,7 +118,8 @@ TEST(Estimator, MemoryThatDoesNotFitIsAReasonNotAnError) {
   EXPECT_FALSE(e.feasible);
   ASSERT_FALSE(e.reasons.empty());
   EXPECT_NE(e.reasons[0].find("stage 0 (gpu): needs"), std::string::npos) << e.reasons[0];
-  EXPECT_NE(e.reasons[0].find("nvidia-a100-sxm4-80gb has 80.0 GiB"), std::string::npos) << e.reasons[0];
+  EXPECT_NE(e.reasons[0].find("nvidia-a100-sxm4-80gb has 80.0 GiB"), std::string::npos)
+      << e.reasons[0];
 }
 
 TEST(Estimator, RejectsPlansThatCannotRun) {
@@ -127,7 +130,8 @@ TEST(Estimator, RejectsPlansThatCannotRun) {
   // More chips than the island has.
   EXPECT_EQ(reasons_of(pipeline(1, 1, 16))[0], "island gpu has 8 chips; the plan places 16 there");
   // tp that does not divide the heads.
-  EXPECT_EQ(reasons_of(pipeline(1, 3, 1))[0].substr(0, 47), "stage 0 (gpu): tp 3 does not divide the 16 atte");
+  EXPECT_EQ(reasons_of(pipeline(1, 3, 1))[0].substr(0, 47),
+            "stage 0 (gpu): tp 3 does not divide the 16 atte");
   // Stages with different dp.
   Plan uneven = pipeline(2, 1, 2);
   uneven.stages[1].dp = 1;
@@ -136,7 +140,8 @@ TEST(Estimator, RejectsPlansThatCannotRun) {
   c.chips[0].op_coverage[OpClass::flash_attention] = {Support::missing, 1.0};
   const auto missing = reasons_of(pipeline(1, 1, 1));
   ASSERT_EQ(missing.size(), 1u);
-  EXPECT_EQ(missing[0], "stage 0 (gpu): chip nvidia-a100-sxm4-80gb lacks operator class flash_attention");
+  EXPECT_EQ(missing[0],
+            "stage 0 (gpu): chip nvidia-a100-sxm4-80gb lacks operator class flash_attention");
   // An inference-only chip.
   c.chips[0].op_coverage.clear();
   c.chips[0].role = ChipRole::inference;

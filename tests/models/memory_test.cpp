@@ -5,9 +5,9 @@
 //   tensor + sequence parallel:  s b h (34/t + 5 a s / (h t))
 //   + selective recompute:       s b h 34 / t
 //   full recompute:              2 s b h
-#include <gtest/gtest.h>
-
 #include "models/memory.hpp"
+
+#include <gtest/gtest.h>
 
 namespace hetplan::models {
 namespace {
@@ -60,7 +60,8 @@ TEST(ActivationMemory, SelectiveRecomputeDropsTheScoreMatrices) {
 }
 
 TEST(ActivationMemory, FullRecomputeKeepsTheLayerInput) {
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(gpt_22b(), fp16(false), 4, 8, Recompute::full), 2 * s * b * h);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(gpt_22b(), fp16(false), 4, 8, Recompute::full),
+                   2 * s * b * h);
 }
 
 StageShape stage(int p, int rank, int v, int m) {
@@ -78,8 +79,10 @@ TEST(StageMemory, OneFOneBHoldsPipelineDepthMinusRankMicroBatches) {
   const auto model = gpt_22b();
   const auto training = fp16(false);
   const double per_layer = layer_activation_bytes(model, training, 1, 1, Recompute::none);
-  EXPECT_DOUBLE_EQ(stage_memory(model, training, stage(4, 1, 1, 16)).activations, 3 * 4 * per_layer);
-  EXPECT_DOUBLE_EQ(stage_memory(model, training, stage(4, 3, 1, 16)).activations, 1 * 4 * per_layer);
+  EXPECT_DOUBLE_EQ(stage_memory(model, training, stage(4, 1, 1, 16)).activations,
+                   3 * 4 * per_layer);
+  EXPECT_DOUBLE_EQ(stage_memory(model, training, stage(4, 3, 1, 16)).activations,
+                   1 * 4 * per_layer);
   // Never more micro-batches than the step has.
   EXPECT_DOUBLE_EQ(stage_memory(model, training, stage(8, 1, 1, 2)).activations, 2 * 4 * per_layer);
 }
@@ -89,7 +92,8 @@ TEST(StageMemory, InterleavedWarmupFollowsMegatron) {
   const auto training = fp16(false);
   const double per_layer = layer_activation_bytes(model, training, 1, 1, Recompute::none);
   // p = 4, v = 2, first stage: 2 (p - 1) + (v - 1) p + 1 = 11 chunks of 4 / 2 layers.
-  EXPECT_DOUBLE_EQ(stage_memory(model, training, stage(4, 0, 2, 16)).activations, 11 * 2 * per_layer);
+  EXPECT_DOUBLE_EQ(stage_memory(model, training, stage(4, 0, 2, 16)).activations,
+                   11 * 2 * per_layer);
 }
 
 TEST(StageMemory, ZeroStagesShardStatesGradientsAndWeights) {
