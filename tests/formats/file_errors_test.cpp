@@ -1,0 +1,164 @@
+// File-based loaders (load_cluster, load_workload, load_scenario, check_file) on the bad
+// fixtures in tests/formats/data/bad/: exact messages, with the file's path.
+#include <gtest/gtest.h>
+
+#include "formats/loaders.hpp"
+#include "tests/formats/test_support.hpp"
+
+namespace hetplan {
+namespace {
+
+using testing::input_error_of;
+using testing::kDataDir;
+using testing::kSourceDir;
+
+const std::string kBad = kDataDir + "/bad/";
+
+std::string cluster_error(const std::string& name) {
+  return input_error_of([&] { (void)formats::load_cluster(kBad + name); });
+}
+std::string workload_error(const std::string& name) {
+  return input_error_of([&] { (void)formats::load_workload(kBad + name); });
+}
+std::string scenario_error(const std::string& name) {
+  return input_error_of([&] { (void)formats::load_scenario(kBad + name); });
+}
+
+TEST(ClusterErrors, ChipWithoutProfileFile) {
+  EXPECT_EQ(cluster_error("cluster-unknown-chip.yaml"),
+            kBad + "cluster-unknown-chip.yaml:13:11: islands[0].chip: expected a chip profile id with a file "
+                   "nvidia-b200.yaml in " + kSourceDir + "/profiles, got \"nvidia-b200\" (no such profile)");
+}
+
+TEST(ClusterErrors, ZoneNotInFabric) {
+  EXPECT_EQ(cluster_error("cluster-unknown-zone.yaml"),
+            kBad + "cluster-unknown-zone.yaml:15:11: islands[0].zone: expected a zone listed in "
+                   "fabric.zones, got \"basement\"");
+}
+
+TEST(ClusterErrors, NegativeBandwidth) {
+  EXPECT_EQ(cluster_error("cluster-negative-bandwidth.yaml"),
+            kBad + "cluster-negative-bandwidth.yaml:7:22: fabric.leaf_uplink_speed: expected a bandwidth "
+                   "such as \"200 Gbps\", got \"-400 Gbps\"");
+}
+
+TEST(ClusterErrors, UnknownIslandKey) {
+  EXPECT_EQ(cluster_error("cluster-unknown-island-key.yaml"),
+            kBad + "cluster-unknown-island-key.yaml:15:5: islands[0].gpus: unknown key");
+}
+
+TEST(ClusterErrors, WordWhereIntegerExpected) {
+  EXPECT_EQ(cluster_error("cluster-wrong-type.yaml"),
+            kBad + "cluster-wrong-type.yaml:14:12: islands[0].nodes: expected an integer from 1 to 100000, "
+                   "got \"four\"");
+}
+
+TEST(ClusterErrors, TruncatedFile) {
+  EXPECT_EQ(cluster_error("cluster-truncated.yaml"),
+            kBad + "cluster-truncated.yaml:7:22: fabric.leaf_uplink_speed: expected a bandwidth such as "
+                   "\"200 Gbps\", got \"400 Gb\"");
+}
+
+TEST(ClusterErrors, ErrorInsideTheChipProfileNamesTheProfile) {
+  EXPECT_EQ(cluster_error("cluster-broken-profile.yaml"),
+            kBad + "profiles/broken-chip.yaml:42:8: power.tdp: expected a power such as \"400 W\", got "
+                   "\"400 Watt\"");
+}
+
+TEST(ClusterErrors, ProfileDeclaresAnotherId) {
+  EXPECT_EQ(cluster_error("cluster-mislabelled-profile.yaml"),
+            kBad + "cluster-mislabelled-profile.yaml:13:11: islands[0].chip: profile " + kBad +
+                "profiles/mislabelled-chip.yaml declares id \"nvidia-a100-sxm4-80gb\", expected "
+                "\"mislabelled-chip\"");
+}
+
+TEST(ClusterErrors, MissingFile) {
+  EXPECT_EQ(cluster_error("no-such-file.yaml"), kBad + "no-such-file.yaml: cannot open the file for reading");
+}
+
+TEST(ClusterErrors, WrongSchema) {
+  // A workload given where a cluster is expected.
+  EXPECT_EQ(input_error_of([] { (void)formats::load_cluster(kDataDir + "/workload.yaml"); }),
+            kDataDir + "/workload.yaml:1:9: schema: expected \"hetplan/cluster/v1\", got "
+                       "\"hetplan/workload/v1\"");
+}
+
+TEST(WorkloadErrors, HfConfigFileMissing) {
+  EXPECT_EQ(workload_error("workload-missing-hf.yaml"),
+            kBad + "workload-missing-hf.yaml:4:14: model.hf_config: expected a readable Hugging Face "
+                   "config.json, got \"../hf/llama-3-8b.json\" (cannot open the file for reading)");
+}
+
+TEST(WorkloadErrors, ErrorInsideHfConfigNamesTheConfig) {
+  EXPECT_EQ(workload_error("workload-bad-hf.yaml"),
+            kBad + "config-bad-activation.json:2:67: activation_function: expected an activation hetplan "
+                   "models (silu, gelu, gelu_new, gelu_pytorch_tanh, relu), got \"tanh\"");
+}
+
+TEST(WorkloadErrors, GlobalBatchNotMultipleOfMicroBatch) {
+  EXPECT_EQ(workload_error("workload-batch.yaml"),
+            kBad + "workload-batch.yaml:6:3: training.global_batch: expected a multiple of micro_batch (3), "
+                   "got 256");
+}
+
+TEST(WorkloadErrors, BothHfConfigAndShape) {
+  EXPECT_EQ(workload_error("workload-both-models.yaml"),
+            kBad + "workload-both-models.yaml:5:10: model.shape: expected either hf_config or shape, not both");
+}
+
+TEST(WorkloadErrors, InlineShapeHeadsDoNotDivideHidden) {
+  EXPECT_EQ(workload_error("workload-bad-shape.yaml"),
+            kBad + "workload-bad-shape.yaml:5:5: model.shape: expected hidden size (100) divisible by the "
+                   "number of attention heads (3)");
+}
+
+TEST(WorkloadErrors, UnknownTrainingKey) {
+  EXPECT_EQ(workload_error("workload-unknown-training-key.yaml"),
+            kBad + "workload-unknown-training-key.yaml:9:3: training.optimiser: unknown key");
+}
+
+TEST(ScenarioErrors, PlanStageIslandNotInCluster) {
+  EXPECT_EQ(scenario_error("scenario-unknown-island.yaml"),
+            kBad + "plan-unknown-island.yaml:5:14: stages[1].island: expected an island of cluster "
+                   "\"two-zone\" (a100, h100), got \"tpu-v5\"");
+}
+
+TEST(ScenarioErrors, CostObjectiveWithoutPrices) {
+  EXPECT_EQ(scenario_error("scenario-cost-without-prices.yaml"),
+            kBad + "scenario-cost-without-prices.yaml:5:12: objective: expected prices when the objective "
+                   "is cost");
+}
+
+TEST(ScenarioErrors, PriceForUnknownIsland) {
+  EXPECT_EQ(scenario_error("scenario-price-island.yaml"),
+            kBad + "scenario-price-island.yaml:9:11: prices.islands.v100: expected an island of cluster "
+                   "\"two-zone\", got \"v100\"");
+}
+
+TEST(ScenarioErrors, PriceInAnotherCurrency) {
+  EXPECT_EQ(scenario_error("scenario-price-currency.yaml"),
+            kBad + "scenario-price-currency.yaml:8:23: prices.islands.a100.chip_hour: expected a price in "
+                   "USD per hour such as \"2.5 USD/h\", got \"12 CNY/h\"");
+}
+
+TEST(ScenarioErrors, ClusterFileMissing) {
+  EXPECT_EQ(scenario_error("scenario-missing-cluster.yaml"),
+            kDataDir + "/no-such-cluster.yaml: cannot open the file for reading");
+}
+
+TEST(CheckFile, UnknownSchema) {
+  EXPECT_EQ(input_error_of([] { (void)formats::check_file(kBad + "unknown-schema.yaml"); }),
+            kBad + "unknown-schema.yaml:1:9: schema: expected one of "
+                   "hetplan/chip/v1, hetplan/cluster/v1, hetplan/workload/v1, hetplan/scenario/v1 or "
+                   "hetplan/plan/v1, got \"hetplan/cluster/v2\"");
+}
+
+TEST(CheckFile, NeitherSchemaNorModelType) {
+  EXPECT_EQ(input_error_of([] { (void)formats::check_file(kBad + "no-schema.yaml"); }),
+            kBad + "no-schema.yaml:1:1: schema: missing required key (expected "
+                   "hetplan/<chip|cluster|workload|scenario|plan>/v1, or a Hugging Face config with "
+                   "model_type)");
+}
+
+}  // namespace
+}  // namespace hetplan

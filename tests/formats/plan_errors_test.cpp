@@ -1,0 +1,193 @@
+// parse_plan and check_plan_references: one test per kind of bad input, exact messages.
+#include <gtest/gtest.h>
+
+#include "formats/loaders.hpp"
+#include "tests/formats/test_support.hpp"
+
+namespace hetplan {
+namespace {
+
+using formats::parse_plan;
+using testing::input_error_of;
+using testing::kDataDir;
+using testing::replaced;
+
+const std::string kPlan =
+    "schema: hetplan/plan/v1\n"                                                 // 1
+    "name: two-stage\n"                                                         // 2
+    "stages:\n"                                                                 // 3
+    "  - {island: a100, first_layer: 0, num_layers: 16, tp: 4, dp: 2}\n"        // 4
+    "  - {island: h100, first_layer: 16, num_layers: 16, tp: 8, dp: 1}\n";      // 5
+
+std::string plan_error(const std::string& text) {
+  return input_error_of([&] { (void)parse_plan(text, "plan.yaml"); });
+}
+
+TEST(PlanErrors, BaseFixtureIsValid) {
+  const Plan plan = parse_plan(kPlan, "plan.yaml");
+  ASSERT_EQ(plan.stages.size(), 2u);
+  EXPECT_EQ(plan.stages[1].island, "h100");
+  EXPECT_EQ(plan.stages[1].first_layer, 16);
+  EXPECT_EQ(plan.stages[1].tp, 8);
+  EXPECT_EQ(plan.schedule, Schedule::one_f_one_b);
+}
+
+TEST(PlanErrors, MalformedYamlUnclosedBracket) {
+  EXPECT_EQ(plan_error("schema: hetplan/plan/v1\nname: x\nstages: [{island: a100\n"),
+            "plan.yaml:4:1: malformed YAML: end of map flow not found");
+}
+
+TEST(PlanErrors, TruncatedDocument) {
+  const std::string text = kPlan.substr(0, kPlan.find("tp: 8"));
+  EXPECT_EQ(plan_error(text), "plan.yaml:5:1: malformed YAML: end of map flow not found");
+}
+
+TEST(PlanErrors, TruncatedBeforeStages) {
+  EXPECT_EQ(plan_error(kPlan.substr(0, kPlan.find("stages:"))), "plan.yaml:1:1: stages: missing required key");
+}
+
+TEST(PlanErrors, StringWhereIntegerExpected) {
+  EXPECT_EQ(plan_error(replaced(kPlan, "tp: 4", "tp: four")),
+            "plan.yaml:4:56: stages[0].tp: expected an integer from 1 to 1024, got \"four\"");
+}
+
+TEST(PlanErrors, FractionWhereIntegerExpected) {
+  EXPECT_EQ(plan_error(replaced(kPlan, "dp: 1}", "dp: 1.5}")),
+            "plan.yaml:5:64: stages[1].dp: expected an integer from 1 to 1048576, got \"1.5\"");
+}
+
+TEST(PlanErrors, MappingWhereListExpected) {
+  EXPECT_EQ(plan_error("schema: hetplan/plan/v1\nname: x\nstages: {island: a100}\n"),
+            "plan.yaml:3:9: stages: expected a list, got a mapping");
+}
+
+TEST(PlanErrors, TpZero) {
+  EXPECT_EQ(plan_error(replaced(kPlan, "tp: 4", "tp: 0")),
+            "plan.yaml:4:56: stages[0].tp: expected an integer from 1 to 1024, got \"0\"");
+}
+
+TEST(PlanErrors, NegativeFirstLayer) {
+  EXPECT_EQ(plan_error(replaced(kPlan, "first_layer: 0", "first_layer: -1")),
+            "plan.yaml:4:33: stages[0].first_layer: expected an integer from 0 to 100000, got \"-1\"");
+}
+
+TEST(PlanErrors, IntegerOverflow) {
+  EXPECT_EQ(plan_error(replaced(kPlan, "dp: 2", "dp: 99999999999999999999")),
+            "plan.yaml:4:63: stages[0].dp: expected an integer from 1 to 1048576, got "
+            "\"99999999999999999999\"");
+}
+
+TEST(PlanErrors, UnknownTopLevelKey) {
+  EXPECT_EQ(plan_error(replaced(kPlan, "name: two-stage\n", "name: two-stage\npipeline: 2\n")),
+            "plan.yaml:3:1: pipeline: unknown key");
+}
+
+TEST(PlanErrors, UnknownStageKey) {
+  EXPECT_EQ(plan_error(replaced(kPlan, "tp: 8, dp: 1}", "tp: 8, dp: 1, pp: 2}")),
+            "plan.yaml:5:67: stages[1].pp: unknown key");
+}
+
+TEST(PlanErrors, DuplicateKey) {
+  EXPECT_EQ(plan_error(replaced(kPlan, "tp: 4, dp: 2", "tp: 4, dp: 2, tp: 2")),
+            "plan.yaml:4:66: stages[0].tp: duplicate key");
+}
+
+TEST(PlanErrors, MissingStageKey) {
+  EXPECT_EQ(plan_error(replaced(kPlan, ", dp: 2}", "}")), "plan.yaml:4:5: stages[0].dp: missing required key");
+}
+
+TEST(PlanErrors, NoStages) {
+  EXPECT_EQ(plan_error("schema: hetplan/plan/v1\nname: x\nstages: []\n"),
+            "plan.yaml:3:9: stages: expected at least one stage, got a list");
+}
+
+TEST(PlanErrors, VirtualStagesWith1f1b) {
+  EXPECT_EQ(plan_error(replaced(kPlan, "name: two-stage\n", "name: two-stage\nvirtual_stages: 2\n")),
+            "plan.yaml:3:17: virtual_stages: expected 1 with the 1f1b schedule (use interleaved), got \"2\"");
+}
+
+TEST(PlanErrors, InterleavedWithoutVirtualStages) {
+  EXPECT_EQ(plan_error(replaced(kPlan, "name: two-stage\n", "name: two-stage\nschedule: interleaved\n")),
+            "plan.yaml:3:11: schedule: expected virtual_stages of at least 2 with the interleaved schedule");
+}
+
+TEST(PlanErrors, BadChoice) {
+  EXPECT_EQ(plan_error(replaced(kPlan, "name: two-stage\n", "name: two-stage\nrecompute: some\n")),
+            "plan.yaml:3:12: recompute: expected one of none, selective or full, got \"some\"");
+}
+
+TEST(PlanErrors, WrongSchema) {
+  EXPECT_EQ(plan_error(replaced(kPlan, "hetplan/plan/v1", "hetplan/chip/v1")),
+            "plan.yaml:1:9: schema: expected \"hetplan/plan/v1\", got \"hetplan/chip/v1\"");
+}
+
+TEST(PlanErrors, SchemaNotAScalar) {
+  EXPECT_EQ(plan_error(replaced(kPlan, "schema: hetplan/plan/v1", "schema: [hetplan/plan/v1]")),
+            "plan.yaml:1:9: schema: expected \"hetplan/plan/v1\", got a list");
+}
+
+TEST(PlanErrors, EmptyDocument) {
+  EXPECT_EQ(plan_error("\n\n"), "plan.yaml:1:1: expected a mapping, got an empty document");
+}
+
+TEST(PlanErrors, ListDocument) {
+  EXPECT_EQ(plan_error("- a\n- b\n"), "plan.yaml:1:1: expected a mapping, got a list");
+}
+
+TEST(PlanErrors, NulByte) {
+  EXPECT_EQ(plan_error(std::string("schema: hetplan/plan/v1\0\n", 25)),
+            "plan.yaml: expected a text document, got a NUL byte");
+}
+
+// check_plan_references against tests/formats/data/cluster.yaml (islands a100, h100) and
+// workload.yaml (Llama-2-7B, 32 layers).
+class PlanReferences : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new Cluster(formats::load_cluster(kDataDir + "/cluster.yaml"));
+    workload_ = new Workload(formats::load_workload(kDataDir + "/workload.yaml"));
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    delete workload_;
+  }
+  static std::string check(const std::string& text) {
+    return input_error_of([&] {
+      formats::check_plan_references(parse_plan(text, "plan.yaml"), *cluster_, *workload_);
+    });
+  }
+  static Cluster* cluster_;
+  static Workload* workload_;
+};
+Cluster* PlanReferences::cluster_ = nullptr;
+Workload* PlanReferences::workload_ = nullptr;
+
+TEST_F(PlanReferences, ValidPlanPasses) { EXPECT_EQ(check(kPlan), "<no error>"); }
+
+TEST_F(PlanReferences, IslandNotInCluster) {
+  EXPECT_EQ(check(replaced(kPlan, "island: h100", "island: tpu-v5")),
+            "plan.yaml:5:14: stages[1].island: expected an island of cluster \"two-zone\" (a100, h100), "
+            "got \"tpu-v5\"");
+}
+
+TEST_F(PlanReferences, GapBetweenStages) {
+  EXPECT_EQ(check(replaced(kPlan, "first_layer: 16", "first_layer: 17")),
+            "plan.yaml:5:5: stages[1].first_layer: expected 16 (stages cover the layers in order, "
+            "without gaps or overlaps), got 17");
+}
+
+TEST_F(PlanReferences, LayersDoNotCoverModel) {
+  EXPECT_EQ(check(replaced(kPlan, "first_layer: 16, num_layers: 16", "first_layer: 16, num_layers: 8")),
+            "plan.yaml:5:5: stages[1].num_layers: expected the stages to end at layer 32 (the "
+            "model's layer count), got 24");
+}
+
+TEST_F(PlanReferences, LayersNotMultipleOfVirtualStages) {
+  const std::string text =
+      replaced(kPlan, "name: two-stage\n", "name: two-stage\nschedule: interleaved\nvirtual_stages: 3\n");
+  EXPECT_EQ(check(text),
+            "plan.yaml:6:5: stages[0].num_layers: expected a multiple of virtual_stages (3), got 16");
+}
+
+}  // namespace
+}  // namespace hetplan

@@ -1,0 +1,101 @@
+// Positive cases: the shipped profiles and the valid fixtures load, with the values they state.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "formats/loaders.hpp"
+#include "tests/formats/test_support.hpp"
+
+namespace hetplan {
+namespace {
+
+using testing::kDataDir;
+using testing::kSourceDir;
+
+TEST(ValidInputs, EveryShippedProfileLoads) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kSourceDir + "/profiles")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++count;
+    SCOPED_TRACE(entry.path().string());
+    const ChipProfile chip = formats::load_chip(entry.path().string());
+    // A profile's id is its file name, and every number it states names a listed source.
+    EXPECT_EQ(chip.id, entry.path().stem().string());
+    EXPECT_FALSE(chip.sources.empty());
+    EXPECT_FALSE(chip.peak_flops.empty());
+    for (const auto& [path, source] : chip.cited_by) {
+      EXPECT_TRUE(chip.sources.contains(source)) << path << " cites " << source;
+    }
+    EXPECT_EQ(formats::check_file(entry.path().string()).kind, "chip");
+  }
+  EXPECT_GE(count, 14);
+}
+
+TEST(ValidInputs, A100ProfileValues) {
+  const ChipProfile chip = formats::load_chip(kSourceDir + "/profiles/nvidia-a100-sxm4-80gb.yaml");
+  EXPECT_EQ(chip.peak(DType::bf16), 312e12);
+  EXPECT_EQ(chip.memory_capacity, 80.0 * 1024 * 1024 * 1024);
+  EXPECT_EQ(chip.memory_bandwidth, 2039e9);
+  EXPECT_EQ(chip.chips_per_node, 8);
+  EXPECT_EQ(chip.nic_count, 8);
+  EXPECT_EQ(chip.nic_speed, 25e9);
+  EXPECT_EQ(chip.tdp, 400.0);
+  EXPECT_EQ(chip.efficiency.gemm_max, 0.87);
+  EXPECT_EQ(chip.cited_by.at("memory.capacity.value"), "torch-trace-a100");
+  EXPECT_EQ(chip.cited_by.at("memory.bandwidth"), "datasheet");
+}
+
+TEST(ValidInputs, Cluster) {
+  const Cluster cluster = formats::load_cluster(kDataDir + "/cluster.yaml");
+  EXPECT_EQ(cluster.name, "two-zone");
+  ASSERT_EQ(cluster.islands.size(), 2u);
+  EXPECT_EQ(cluster.chips.size(), 2u);
+  const Island& a100 = cluster.islands[0];
+  EXPECT_EQ(a100.chip_count(), 32);      // 4 nodes x 8 from the profile
+  EXPECT_EQ(a100.nic_count, 8);          // from the profile
+  EXPECT_EQ(a100.nic_speed, 25e9);
+  EXPECT_EQ(cluster.islands[1].nic_speed, 50e9);  // the island's own 400 Gbps
+  EXPECT_EQ(cluster.islands[1].labels.at("team"), "research");
+  EXPECT_EQ(cluster.fabric.oversubscription, 2.0);
+  EXPECT_DOUBLE_EQ(cluster.fabric.switch_latency, 600e-9);
+  ASSERT_EQ(cluster.fabric.zone_links.size(), 1u);
+  EXPECT_EQ(cluster.fabric.zone_links[0].bandwidth, 100e9);
+  EXPECT_TRUE(cluster.zones_connected("east", "west"));
+}
+
+TEST(ValidInputs, WorkloadFromHfConfig) {
+  const Workload workload = formats::load_workload(kDataDir + "/workload.yaml");
+  EXPECT_EQ(workload.model.model_type, "llama");
+  EXPECT_EQ(workload.model.layers, 32);
+  EXPECT_EQ(workload.training.seq_len, 4096);
+  EXPECT_EQ(workload.training.optimizer, Optimizer::adamw);
+  EXPECT_EQ(workload.training.zero_stage, 1);
+}
+
+TEST(ValidInputs, WorkloadInlineShape) {
+  const Workload workload = formats::load_workload(kDataDir + "/workload-inline.yaml");
+  EXPECT_EQ(workload.model.model_type, "custom");
+  EXPECT_EQ(workload.model.ffn, 4 * 2048);  // the default for a non-gated MLP
+  EXPECT_EQ(workload.training.dtype, DType::fp16);
+  EXPECT_TRUE(workload.training.fp32_grad_accumulation);
+}
+
+TEST(ValidInputs, Scenario) {
+  const Scenario scenario = formats::load_scenario(kDataDir + "/scenario.yaml");
+  EXPECT_EQ(scenario.objective, Objective::cost);
+  ASSERT_TRUE(scenario.prices.has_value());
+  EXPECT_DOUBLE_EQ(*scenario.prices->islands.at("h100").chip_hour, 3.2 / 3600);
+  ASSERT_TRUE(scenario.reference_plan.has_value());
+  EXPECT_EQ(scenario.reference_plan->stages.size(), 2u);
+}
+
+TEST(ValidInputs, CheckFileRecognisesEveryKind) {
+  EXPECT_EQ(formats::check_file(kDataDir + "/cluster.yaml").kind, "cluster");
+  EXPECT_EQ(formats::check_file(kDataDir + "/workload.yaml").kind, "workload");
+  EXPECT_EQ(formats::check_file(kDataDir + "/scenario.yaml").kind, "scenario");
+  EXPECT_EQ(formats::check_file(kDataDir + "/plan.yaml").kind, "plan");
+  EXPECT_EQ(formats::check_file(kDataDir + "/hf/gpt2.json").kind, "hf-config");
+}
+
+}  // namespace
+}  // namespace hetplan
