@@ -50,7 +50,10 @@ void check_nesting(const std::string& text, const std::string& file_name) {
       at_line_start = true;
       indent = 0;
       dashes = 0;
-      in_single = false;  // plain multi-line quoted scalars are rare in our formats
+      // Quotes are tracked within a line only: a stray quote in a plain scalar must not hide
+      // the nesting that follows it.
+      in_single = false;
+      in_double = false;
       continue;
     }
     if (in_double) {
