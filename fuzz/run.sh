@@ -12,10 +12,11 @@ for target in fuzz_chip fuzz_plan fuzz_hf_config fuzz_check_file; do
   "$build/fuzz/$target" -max_len=4096 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$build/fuzz-artifacts/$target-" \
     "$work" "$here/corpus/$target" >"$build/fuzz-logs/$target.log" 2>&1 || true
-  # Minimize: keep only inputs that add coverage.
+  # Minimize: keep only inputs that add edge coverage (-use_counters=0 keeps the corpus small:
+  # hit counts would keep hundreds of inputs that differ only in how often a loop ran).
   merged="$build/fuzz-work/$target-merged"
   rm -rf "$merged" && mkdir -p "$merged"
-  "$build/fuzz/$target" -merge=1 -max_len=4096 -timeout=10 "$merged" "$here/corpus/$target" "$work" \
+  "$build/fuzz/$target" -merge=1 -use_counters=0 -max_len=4096 -timeout=10 "$merged" "$here/corpus/$target" "$work" \
     >"$build/fuzz-logs/$target-merge.log" 2>&1 || true
   rm -f "$here/corpus/$target"/*
   cp "$merged"/* "$here/corpus/$target/"
