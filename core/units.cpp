@@ -167,7 +167,7 @@ std::optional<double> parse_quantity(std::string_view text, Dimension dimension)
   return std::nullopt;
 }
 
-std::string format_quantity(double si_value, Dimension dimension) {
+std::string format_quantity(double value_si, Dimension dimension) {
   struct Scale {
     double factor;
     const char* symbol;
@@ -200,19 +200,19 @@ std::string format_quantity(double si_value, Dimension dimension) {
       break;
     case Dimension::money_rate: {
       char buffer[64];
-      std::snprintf(buffer, sizeof buffer, "%.3f /h", si_value * 3600.0);
+      std::snprintf(buffer, sizeof buffer, "%.3f /h", value_si * 3600.0);
       return buffer;
     }
   }
   const Scale* chosen = &scales.back();
   for (const auto& scale : scales) {
-    if (std::fabs(si_value) >= scale.factor) {
+    if (std::fabs(value_si) >= scale.factor) {
       chosen = &scale;
       break;
     }
   }
   char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.3g %s", si_value / chosen->factor, chosen->symbol);
+  std::snprintf(buffer, sizeof buffer, "%.3g %s", value_si / chosen->factor, chosen->symbol);
   return buffer;
 }
 

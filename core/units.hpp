@@ -30,6 +30,6 @@ std::string_view name_of(Dimension dimension);
 std::optional<double> parse_quantity(std::string_view text, Dimension dimension);
 
 // Formats an SI value with a readable unit and fixed precision, e.g. 2.5e11 bytes/s -> "250 GB/s".
-std::string format_quantity(double si_value, Dimension dimension);
+std::string format_quantity(double value_si, Dimension dimension);
 
 }  // namespace hetplan
