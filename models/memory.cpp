@@ -97,7 +97,6 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
                                 static_cast<double>(stage.micro_batches) * v);
     layers_per_chunk = static_cast<double>(stage.num_layers) / v;
   }
-  out.in_flight = chunks_in_flight / std::max(1, v);
   out.activations = chunks_in_flight * layers_per_chunk * out.activation_per_layer;
   if (stage.recompute == Recompute::full && stage.num_layers > 0) {
     // The layer being recomputed holds its full activations for a moment.

@@ -34,7 +34,6 @@ struct StageMemory {
   double activation_per_layer = 0;  // one layer, one micro-batch
   double head = 0;                  // logits and loss buffers of the last stage
   double reserve = 0;               // runtime, libraries, allocator slack
-  double in_flight = 0;             // micro-batches whose activations are held at the peak
   double total() const { return weights + gradients + optimizer + activations + head + reserve; }
 };
 

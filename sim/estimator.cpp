@@ -160,7 +160,8 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
   };
 
   double peak_sum = 0;
-  std::vector<double> tau(static_cast<std::size_t>(p), 0.0);
+  std::vector<IslandLinks> stage_links;  // the links each stage's chips see, by stage
+  stage_links.reserve(static_cast<std::size_t>(p));
   for (int i = 0; i < p; ++i) {
     const PlanStage& stage = plan.stages[static_cast<std::size_t>(i)];
     const Island& island = *cluster.find_island(stage.island);
@@ -228,7 +229,8 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
     }
 
     std::vector<std::string> link_notes;
-    const IslandLinks links = island_links(cluster, island, options, link_notes);
+    const IslandLinks& links =
+        stage_links.emplace_back(island_links(cluster, island, options, link_notes));
     assume(link_notes);
     const int stage_chips = stage.tp * stage.dp;
     const int nodes_spanned = ceil_div(stage_chips, island.chips_per_node);
@@ -341,9 +343,8 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
     const Island& ia = *cluster.find_island(a.island);
     const Island& ib = *cluster.find_island(b.island);
     const double per_chip = tokens * model.hidden * e / std::min(a.tp, b.tp);
-    std::vector<std::string> ignored;
-    const IslandLinks la = island_links(cluster, ia, options, ignored);
-    const IslandLinks lb = island_links(cluster, ib, options, ignored);
+    const IslandLinks& la = stage_links[static_cast<std::size_t>(i)];
+    const IslandLinks& lb = stage_links[static_cast<std::size_t>(i + 1)];
     double bandwidth = 0;
     double latency = 0;
     const bool same_island = ia.name == ib.name;
@@ -380,7 +381,6 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
     for (int i = 0; i < p; ++i) {
       StageEstimate& se = out.stages[static_cast<std::size_t>(i)];
       se.micro_batch_s = se.forward_s + se.backward_s + se.tp_comm_s + se.p2p_s;
-      tau[static_cast<std::size_t>(i)] = se.micro_batch_s;
       max_tau = std::max(max_tau, se.micro_batch_s);
       sum_tau += se.micro_batch_s;
     }
