@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/workload.hpp"
 
@@ -29,6 +30,7 @@ struct Plan {
   std::optional<int> micro_batch;      // overrides the workload's
   std::optional<Recompute> recompute;  // overrides the workload's
   std::optional<int> zero_stage;       // overrides the workload's
+  std::optional<DType> dtype;          // overrides the workload's (e.g. fp16 where bf16 is missing)
   Schedule schedule = Schedule::one_f_one_b;
   int virtual_stages = 1;  // model chunks per pipeline stage (interleaved)
   std::vector<PlanStage> stages;

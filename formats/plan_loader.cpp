@@ -32,6 +32,10 @@ Plan read_plan(const Field& root_field) {
   }
   if (auto zero = root.optional("zero_stage"))
     plan.zero_stage = static_cast<int>(zero->as_int(0, 3));
+  if (auto dtype = root.optional("dtype")) {
+    static constexpr DType kTrainingDTypes[] = {DType::fp32, DType::fp16, DType::bf16, DType::fp8};
+    plan.dtype = kTrainingDTypes[dtype->as_choice({"fp32", "fp16", "bf16", "fp8"})];
+  }
 
   const Field stages = root.required("stages");
   for (const Field& element : stages.elements()) {

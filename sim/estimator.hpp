@@ -4,12 +4,14 @@
 // per-stage memory. Fast enough to score thousands of plans. docs/models/estimator.md.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/cluster.hpp"
 #include "core/plan.hpp"
 #include "core/workload.hpp"
+#include "models/collectives.hpp"
 #include "models/compute.hpp"
 #include "models/memory.hpp"
 
@@ -69,6 +71,82 @@ struct Estimate {
   int chips = 0;
   std::vector<StageEstimate> stages;
 };
+
+// The effective training settings of a plan: the workload's, with the plan's overrides.
+struct StepSettings {
+  TrainingSettings training;
+  int micro_batch = 1;
+  int virtual_stages = 1;
+};
+StepSettings step_settings(const Workload& workload, const Plan& plan);
+
+// What the fabric offers one chip of an island.
+struct IslandLinks {
+  models::LinkLevel intra;        // within the chip's fast group
+  models::LinkLevel intra_cross;  // between groups of one node (falls back to intra)
+  models::LinkLevel inter;        // per chip, across nodes under one leaf
+  double nic_per_chip = 0;
+  int chips_per_node = 1;
+  int group_size = 1;
+};
+
+// Everything about a stage that depends on its island, (tp, dp) and the step's settings but not
+// on its layers or its place in the pipeline: per-layer compute and tensor-parallel times, the
+// embedding's and head's extra times, links, and the reasons it cannot run at all. Built once,
+// it prices any number of plans (the planner caches them).
+struct StageKernel {
+  const Island* island = nullptr;
+  const ChipProfile* chip = nullptr;
+  int tp = 1;
+  int dp = 1;
+  bool has_rates = false;  // false: the chip cannot run the dtype; see problems
+  double peak_flops = 0;
+  double memory_bandwidth = 0;  // achieved B/s (nominal x efficiency)
+  double layer_forward_s = 0;   // one layer, one micro-batch
+  double layer_backward_s = 0;  // incl. recompute
+  double layer_tp_s = 0;        // tensor-parallel collectives of one layer, forward and backward
+  double embedding_forward_s = 0;
+  double embedding_backward_s = 0;
+  double head_forward_s = 0;
+  double head_backward_s = 0;
+  double boundary_tp_s = 0;  // tensor-parallel collectives the embedding or the head add
+  IslandLinks links;
+  models::CollectiveGroup dp_group;
+  std::optional<double> memory_capacity;
+  std::vector<std::string> problems;     // reasons any stage of this kind cannot run
+  std::vector<std::string> assumptions;  // priors used
+  std::vector<std::string> embedding_problems;  // only when it holds the embedding
+  std::vector<std::string> head_problems;       // only when it holds the output head
+  std::vector<std::string> embedding_assumptions;
+  std::vector<std::string> head_assumptions;
+
+  // One micro-batch through `layers` layers, compute and tensor-parallel communication.
+  double layers_time(int layers) const {
+    return layers * (layer_forward_s + layer_backward_s + layer_tp_s);
+  }
+};
+
+StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
+                              const StepSettings& settings, const Island& island, int tp, int dp,
+                              const EstimateOptions& options = {});
+
+// One stage of a plan as the assembly sees it.
+struct StageSlot {
+  const StageKernel* kernel = nullptr;
+  int first_layer = 0;
+  int num_layers = 0;
+};
+
+// Memory of a stage at a position of a pipeline of `stages` stages, one chip.
+models::StageMemory slot_memory(const ModelShape& model, const StepSettings& settings,
+                                const StageKernel& kernel, int num_layers, int stage_index,
+                                int stages, int micro_batches);
+
+// The estimate of a step from its stages' kernels. The caller has checked the plan's structure
+// (one dp, whole micro-batches, island capacity); estimate_step does.
+void assemble_estimate(const Cluster& cluster, const ModelShape& model,
+                       const StepSettings& settings, const std::vector<StageSlot>& slots,
+                       Estimate& out);
 
 // Estimates one step. Never throws on a plan that cannot run: the estimate is infeasible and
 // says why. The plan must have passed formats::check_plan_references for this cluster and
