@@ -169,6 +169,13 @@ Cluster load_cluster(const std::string& path) {
     const ChipProfile& chip = cluster.chips[island.chip];
 
     island.nodes = static_cast<int>(map.required("nodes").as_int(1, 100000));
+    island.free_nodes = island.nodes;
+    if (auto free = map.optional("free_nodes")) {
+      island.free_nodes = static_cast<int>(free->as_int(0, 100000));
+      if (island.free_nodes > island.nodes) {
+        free->fail_expected("at most the island's " + std::to_string(island.nodes) + " nodes");
+      }
+    }
     if (auto cpn = map.optional("chips_per_node")) {
       island.chips_per_node = static_cast<int>(cpn->as_int(1, 1024));
     } else if (chip.chips_per_node) {

@@ -53,6 +53,12 @@ TEST(ClusterErrors, WordWhereIntegerExpected) {
                    "got \"four\"");
 }
 
+TEST(ClusterErrors, MoreFreeNodesThanNodes) {
+  EXPECT_EQ(cluster_error("cluster-free-nodes-above-nodes.yaml"),
+            kBad + "cluster-free-nodes-above-nodes.yaml:15:17: islands[0].free_nodes: expected at most the "
+                   "island's 32 nodes, got \"40\"");
+}
+
 TEST(ClusterErrors, TruncatedFile) {
   EXPECT_EQ(cluster_error("cluster-truncated.yaml"),
             kBad + "cluster-truncated.yaml:7:22: fabric.leaf_uplink_speed: expected a bandwidth such as "

@@ -63,6 +63,26 @@ TEST(ValidInputs, Cluster) {
   EXPECT_TRUE(cluster.zones_connected("east", "west"));
 }
 
+TEST(ValidInputs, ClusterFreeNodesDefaultToAllNodes) {
+  const Cluster cluster = formats::load_cluster(kDataDir + "/cluster.yaml");
+  ASSERT_EQ(cluster.islands.size(), 2u);
+  for (const Island& island : cluster.islands) {
+    SCOPED_TRACE(island.name);
+    EXPECT_EQ(island.free_nodes, island.nodes);
+    EXPECT_EQ(island.free_chip_count(), island.chip_count());
+  }
+}
+
+TEST(ValidInputs, ClusterFreeNodesGiven) {
+  const Cluster cluster = formats::load_cluster(kDataDir + "/cluster-free-nodes.yaml");
+  ASSERT_EQ(cluster.islands.size(), 2u);
+  EXPECT_EQ(cluster.islands[0].nodes, 4);
+  EXPECT_EQ(cluster.islands[0].free_nodes, 3);
+  EXPECT_EQ(cluster.islands[0].free_chip_count(), 24);  // 3 nodes x 8 from the profile
+  EXPECT_EQ(cluster.islands[1].free_nodes, 0);          // 0 is allowed: nothing free now
+  EXPECT_EQ(cluster.islands[1].free_chip_count(), 0);
+}
+
 TEST(ValidInputs, WorkloadFromHfConfig) {
   const Workload workload = formats::load_workload(kDataDir + "/workload.yaml");
   EXPECT_EQ(workload.model.model_type, "llama");
