@@ -37,7 +37,7 @@ struct Island {
   std::string name;
   std::size_t chip = 0;  // index into Cluster::chips
   int nodes = 0;
-  int free_nodes = 0;  // nodes free for the job now; the loader sets it to `nodes` when absent
+  int free_nodes = -1;  // nodes free for the job now; negative: all of them (the loader's default)
   int chips_per_node = 0;
   int nic_count = 0;       // per node
   double nic_speed = 0.0;  // B/s per NIC
@@ -48,7 +48,7 @@ struct Island {
   SourceLocation location;
 
   int chip_count() const { return nodes * chips_per_node; }
-  int free_chip_count() const { return free_nodes * chips_per_node; }
+  int free_chip_count() const { return (free_nodes < 0 ? nodes : free_nodes) * chips_per_node; }
 };
 
 struct Cluster {

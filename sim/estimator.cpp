@@ -233,6 +233,46 @@ models::StageMemory slot_memory(const ModelShape& model, const StepSettings& set
   return models::stage_memory(model, settings.training, shape);
 }
 
+Boundary stage_boundary(const Cluster& cluster, const ModelShape& model,
+                        const StepSettings& settings, const StageKernel& a, const StageKernel& b) {
+  // Each chip of the sending stage sends its 1/tp share of the activations (the receiving
+  // stage gathers); gradients come back the same way.
+  Boundary out;
+  const Island& ia = *a.island;
+  const Island& ib = *b.island;
+  const double e = bytes_per_element(settings.training.dtype);
+  const double tokens = static_cast<double>(settings.micro_batch) * settings.training.seq_len;
+  const double per_chip = tokens * model.hidden * e / std::min(a.tp, b.tp);
+  double bandwidth = 0;
+  double latency = 0;
+  const bool same_island = &ia == &ib;
+  if (same_island && a.tp * a.dp < ia.chips_per_node) {
+    bandwidth = a.links.intra.bus_bandwidth;  // both stages share a node
+    latency = a.links.intra.latency;
+  } else {
+    bandwidth = std::min(a.links.nic_per_chip, b.links.nic_per_chip);
+    latency = std::max(a.links.inter.latency, b.links.inter.latency) +
+              2.0 * cluster.fabric.switch_latency;
+    const int senders = std::min(a.tp, b.tp) * a.dp;
+    if (!same_island) {
+      out.cross_island = true;
+      if (!cluster.zones_connected(ia.zone, ib.zone)) {
+        out.connected = false;
+      } else if (ia.zone != ib.zone) {
+        const ZoneLink* link = cluster.zone_link(ia.zone, ib.zone);
+        bandwidth = std::min(bandwidth, link->bandwidth / senders);
+        latency += link->latency;
+      }
+      bandwidth /= cluster.fabric.oversubscription;
+    }
+  }
+  const double hop = bandwidth > 0 ? latency + per_chip / bandwidth : 0.0;
+  // Forward sends activations, backward returns their gradients; interleaving crosses each
+  // boundary once per model chunk.
+  out.time_s = 2.0 * hop * settings.virtual_stages;
+  return out;
+}
+
 void assemble_estimate(const Cluster& cluster, const ModelShape& model,
                        const StepSettings& settings, const std::vector<StageSlot>& slots,
                        Estimate& out) {
@@ -346,44 +386,17 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     }
   }
 
-  // Stage boundaries: each chip of the sending stage sends its 1/tp share of the activations
-  // (the receiving stage gathers); gradients come back the same way.
   for (int i = 0; i + 1 < p; ++i) {
     const StageKernel& a = *slots[static_cast<std::size_t>(i)].kernel;
     const StageKernel& b = *slots[static_cast<std::size_t>(i + 1)].kernel;
-    const Island& ia = *a.island;
-    const Island& ib = *b.island;
-    const double per_chip = tokens * model.hidden * e / std::min(a.tp, b.tp);
-    double bandwidth = 0;
-    double latency = 0;
-    const bool same_island = &ia == &ib;
-    if (same_island && a.tp * a.dp < ia.chips_per_node) {
-      bandwidth = a.links.intra.bus_bandwidth;  // both stages share a node
-      latency = a.links.intra.latency;
-    } else {
-      bandwidth = std::min(a.links.nic_per_chip, b.links.nic_per_chip);
-      latency = std::max(a.links.inter.latency, b.links.inter.latency) +
-                2.0 * cluster.fabric.switch_latency;
-      const int senders = std::min(a.tp, b.tp) * a.dp;
-      if (!same_island) {
-        out.stages[static_cast<std::size_t>(i)].cross_island_boundary = true;
-        if (!cluster.zones_connected(ia.zone, ib.zone)) {
-          reject("stages " + std::to_string(i) + " and " + std::to_string(i + 1) + ": zones " +
-                 ia.zone + " and " + ib.zone + " have no link between them");
-        } else if (ia.zone != ib.zone) {
-          const ZoneLink* link = cluster.zone_link(ia.zone, ib.zone);
-          bandwidth = std::min(bandwidth, link->bandwidth / senders);
-          latency += link->latency;
-        }
-        bandwidth /= cluster.fabric.oversubscription;
-      }
+    const Boundary boundary = stage_boundary(cluster, model, settings, a, b);
+    out.stages[static_cast<std::size_t>(i)].cross_island_boundary = boundary.cross_island;
+    if (!boundary.connected) {
+      reject("stages " + std::to_string(i) + " and " + std::to_string(i + 1) + ": zones " +
+             a.island->zone + " and " + b.island->zone + " have no link between them");
     }
-    const double hop = bandwidth > 0 ? latency + per_chip / bandwidth : 0.0;
-    // Forward sends activations, backward returns their gradients; interleaving crosses each
-    // boundary once per model chunk.
-    const double time = 2.0 * hop * v;
-    out.stages[static_cast<std::size_t>(i)].p2p_s += time;
-    out.stages[static_cast<std::size_t>(i + 1)].p2p_s += time;
+    out.stages[static_cast<std::size_t>(i)].p2p_s += boundary.time_s;
+    out.stages[static_cast<std::size_t>(i + 1)].p2p_s += boundary.time_s;
   }
 
   double max_tau = 0, sum_tau = 0;

@@ -142,6 +142,16 @@ models::StageMemory slot_memory(const ModelShape& model, const StepSettings& set
                                 const StageKernel& kernel, int num_layers, int stage_index,
                                 int stages, int micro_batches);
 
+// A boundary between two consecutive stages: the time it adds to both stages per micro-batch
+// (activations forward, their gradients backward, once per model chunk).
+struct Boundary {
+  double time_s = 0;
+  bool cross_island = false;
+  bool connected = true;  // false: the islands' zones have no link between them
+};
+Boundary stage_boundary(const Cluster& cluster, const ModelShape& model,
+                        const StepSettings& settings, const StageKernel& a, const StageKernel& b);
+
 // The estimate of a step from its stages' kernels. The caller has checked the plan's structure
 // (one dp, whole micro-batches, island capacity); estimate_step does.
 void assemble_estimate(const Cluster& cluster, const ModelShape& model,
