@@ -1,12 +1,17 @@
 // hetplan: the command-line front end. Parses arguments, calls the libraries, prints. Input
 // errors print one line and exit with code 2.
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/plan_report.hpp"
 #include "cli/report.hpp"
 #include "core/error.hpp"
 #include "formats/loaders.hpp"
+#include "formats/writers.hpp"
+#include "planner/search.hpp"
 #include "sim/estimator.hpp"
 #include "validation/published_runs.hpp"
 
@@ -55,6 +60,54 @@ int run_validate(const std::string& folder, const std::string& profiles, bool js
   return 0;
 }
 
+int run_plan(const std::string& scenario_path, std::size_t top, bool json,
+             const std::string& out_dir) {
+  const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
+  hetplan::planner::SearchOptions options;
+  options.top = top;
+  const auto result = hetplan::planner::search_plans(scenario, options);
+
+  if (!out_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(out_dir, error);
+    if (error) {
+      throw hetplan::InputError({out_dir, 0, 0}, "--out",
+                                "expected a folder hetplan can create, got " + error.message());
+    }
+    auto write = [&](std::size_t rank, const hetplan::planner::RankedPlan& ranked) {
+      char prefix[32];
+      std::snprintf(prefix, sizeof prefix, "%02zu-", rank);
+      const std::string comment =
+          "Rank " + std::to_string(rank) + " of `hetplan plan " + scenario.name + "` (" +
+          std::string(to_string(ranked.mode)) + "), " +
+          std::to_string(static_cast<long long>(ranked.tokens_per_s)) + " tokens/s on " +
+          std::to_string(ranked.chips) + " chips.";
+      const std::string path =
+          (std::filesystem::path(out_dir) / (prefix + ranked.plan.name + ".yaml")).string();
+      try {
+        hetplan::formats::write_file_atomically(path,
+                                                hetplan::formats::plan_yaml(ranked.plan, comment));
+      } catch (const std::runtime_error& failure) {
+        throw hetplan::InputError({path, 0, 0}, "--out", failure.what());
+      }
+    };
+    for (std::size_t k = 0; k < result.ranked.size(); ++k) {
+      const auto& ranked = result.ranked[k];
+      if (ranked.mode == hetplan::planner::Mode::resource_pool) {
+        for (const auto& job : ranked.jobs) write(k + 1, job);
+      } else {
+        write(k + 1, ranked);
+      }
+    }
+  }
+  if (json) {
+    std::cout << hetplan::cli::search_json(result, scenario).dump(2) << "\n";
+  } else {
+    std::cout << hetplan::cli::search_text(result, scenario);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,6 +134,16 @@ int main(int argc, char** argv) {
   validate->add_option("--profiles", profiles, "Folder of chip profiles")->capture_default_str();
   validate->add_flag("--json", json, "Print JSON instead of a table");
 
+  std::string plan_scenario = HETPLAN_DEFAULT_SCENARIO, out_dir;
+  std::size_t top = 10;
+  auto* plan = app.add_subcommand(
+      "plan", "Search plans: each island alone, resource-pool and task-level mixing, ranked");
+  plan->add_option("scenario", plan_scenario, "Scenario file (default: the bundled default)");
+  plan->add_option("--top", top, "How many plans to rank")->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  plan->add_flag("--json", json, "Print JSON instead of a table");
+  plan->add_option("--out", out_dir, "Write each ranked plan as a plan file into this folder");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -91,6 +154,7 @@ int main(int argc, char** argv) {
     if (*eval) return run_eval(scenario_path, plan_path, json);
     if (*check) return run_check(files);
     if (*validate) return run_validate(folder, profiles, json);
+    if (*plan) return run_plan(plan_scenario, top, json, out_dir);
   } catch (const hetplan::InputError& error) {
     std::cout.flush();
     std::cerr << "error: " << error.what() << "\n";

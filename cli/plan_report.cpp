@@ -1,0 +1,168 @@
+#include "cli/plan_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "cli/report.hpp"
+
+namespace hetplan::cli {
+namespace {
+
+std::string fixed(double value, int precision) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", precision, value);
+  return buffer;
+}
+
+double round6(double value) {
+  if (value == 0 || !std::isfinite(value)) return 0;
+  const double scale =
+      std::pow(10.0, 5 - static_cast<int>(std::floor(std::log10(std::fabs(value)))));
+  return std::round(value * scale) / scale;
+}
+
+// The least free memory of any stage, in bytes (negative: over capacity).
+double headroom(const sim::Estimate& e) {
+  double least = 0;
+  bool first = true;
+  for (const auto& s : e.stages) {
+    const double free = s.memory_capacity - s.memory.total();
+    if (first || free < least) least = free;
+    first = false;
+  }
+  return least;
+}
+
+std::string join(const std::vector<std::string>& parts, const char* separator) {
+  std::string out;
+  for (const auto& part : parts) out += (out.empty() ? "" : separator) + part;
+  return out;
+}
+
+nlohmann::ordered_json plan_json(const planner::RankedPlan& r) {
+  nlohmann::ordered_json j;
+  j["mode"] = std::string(to_string(r.mode));
+  j["islands"] = r.islands;
+  j["chips"] = r.chips;
+  j["software_stacks"] = r.software_stacks;
+  j["tokens_per_s"] = round6(r.tokens_per_s);
+  if (r.cost_per_million_tokens)
+    j["cost_per_million_tokens"] = round6(*r.cost_per_million_tokens);
+  else
+    j["cost_per_million_tokens"] = nullptr;
+  j["notes"] = r.notes;
+  if (r.mode == planner::Mode::resource_pool) {
+    j["jobs"] = nlohmann::ordered_json::array();
+    for (const auto& job : r.jobs) j["jobs"].push_back(plan_json(job));
+    return j;
+  }
+  j["name"] = r.plan.name;
+  j["memory_headroom_gib"] = round6(headroom(r.estimate) / (1ull << 30));
+  j["estimate"] = estimate_json(r.estimate, r.plan);
+  return j;
+}
+
+std::string row(std::size_t rank, const planner::RankedPlan& r, bool priced) {
+  char line[512];
+  const std::string name =
+      r.mode == planner::Mode::resource_pool ? "pool: " + join(r.islands, " + ") : r.plan.name;
+  if (r.mode == planner::Mode::resource_pool) {
+    std::snprintf(line, sizeof line, "%-4zu %-13s %-44s %6d %8s %10.0f %6s %7s %8s %8s", rank,
+                  std::string(to_string(r.mode)).c_str(), name.c_str(), r.chips, "-",
+                  r.tokens_per_s, "-", "-", "-", "-");
+  } else {
+    const sim::Estimate& e = r.estimate;
+    std::snprintf(line, sizeof line, "%-4zu %-13s %-44s %6d %8.2f %10.0f %5.1f%% %6.1f%% %8.2f %8.1f",
+                  rank, std::string(to_string(r.mode)).c_str(), name.c_str(), r.chips,
+                  e.step_time_s, r.tokens_per_s, 100 * e.mfu, 100 * e.bubble_fraction,
+                  e.exposed.total(), headroom(e) / (1ull << 30));
+  }
+  std::string out = line;
+  if (priced) {
+    out += r.cost_per_million_tokens ? "  " + fixed(*r.cost_per_million_tokens, 3) : "  -";
+  }
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string search_text(const planner::SearchResult& result, const Scenario& scenario) {
+  const bool priced = scenario.prices.has_value();
+  std::string out = "scenario " + scenario.name + ": " + scenario.workload.name + " on " +
+                    scenario.cluster.name + ", objective " +
+                    std::string(to_string(result.objective)) + "\n";
+  out += "searched " + std::to_string(result.settings) + " settings, scored " +
+         std::to_string(result.evaluations) + " plans, " + std::to_string(result.pruned) +
+         " more pruned by a bound\n\n";
+  out += "rank mode          plan                                          chips   step s   tokens/s    MFU  bubble  comm s  free GiB";
+  if (priced) out += "  cost/Mtok " + scenario.prices->currency;
+  out += "\n";
+  for (std::size_t k = 0; k < result.ranked.size(); ++k) out += row(k + 1, result.ranked[k], priced);
+  for (const auto& r : result.ranked) {
+    for (const auto& note : r.notes)
+      out += "  note (" + (r.mode == planner::Mode::resource_pool ? std::string("pool") : r.plan.name) +
+             "): " + note + "\n";
+  }
+
+  out += "\nthree states\n";
+  for (const auto& baseline : result.islands) {
+    if (baseline.best)
+      out += row(0, *baseline.best, priced).replace(0, 4, "    ");
+    else
+      out += "     single-island " + baseline.island + ": none (" + baseline.why_not + ")\n";
+  }
+  if (result.resource_pool) out += row(0, *result.resource_pool, priced).replace(0, 4, "    ");
+  if (result.task_level)
+    out += row(0, *result.task_level, priced).replace(0, 4, "    ");
+  else
+    out += "     task-level: none\n";
+
+  out += "\nrejected candidates by pass\n";
+  for (const auto& pass : result.passes) {
+    char line[128];
+    std::snprintf(line, sizeof line, "  %-18s %8zu", pass.name.c_str(), pass.rejected);
+    out += line;
+    if (!pass.examples.empty()) out += "  e.g. " + pass.examples.front();
+    out += "\n";
+  }
+  out += "\nwhy\n";
+  for (const auto& sentence : planner::explain(result)) out += "  " + sentence + "\n";
+  return out;
+}
+
+nlohmann::ordered_json search_json(const planner::SearchResult& result, const Scenario& scenario) {
+  nlohmann::ordered_json j;
+  j["scenario"] = scenario.name;
+  j["objective"] = std::string(to_string(result.objective));
+  if (scenario.prices) j["currency"] = scenario.prices->currency;
+  j["search"] = {{"settings", result.settings},
+                 {"evaluations", result.evaluations},
+                 {"pruned", result.pruned}};
+  j["ranked"] = nlohmann::ordered_json::array();
+  for (const auto& r : result.ranked) j["ranked"].push_back(plan_json(r));
+  nlohmann::ordered_json states;
+  states["islands_alone"] = nlohmann::ordered_json::array();
+  for (const auto& baseline : result.islands) {
+    nlohmann::ordered_json b;
+    b["island"] = baseline.island;
+    if (baseline.best)
+      b["best"] = plan_json(*baseline.best);
+    else
+      b["why_not"] = baseline.why_not;
+    states["islands_alone"].push_back(b);
+  }
+  states["resource_pool"] =
+      result.resource_pool ? plan_json(*result.resource_pool) : nlohmann::ordered_json();
+  states["task_level"] = result.task_level ? plan_json(*result.task_level) : nlohmann::ordered_json();
+  j["three_states"] = states;
+  nlohmann::ordered_json rejected = nlohmann::ordered_json::object();
+  for (const auto& pass : result.passes) {
+    rejected[pass.name] = {{"count", pass.rejected}, {"examples", pass.examples}};
+  }
+  j["rejected"] = rejected;
+  j["explanation"] = planner::explain(result);
+  return j;
+}
+
+}  // namespace hetplan::cli

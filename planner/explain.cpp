@@ -1,0 +1,148 @@
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "planner/search.hpp"
+
+namespace hetplan::planner {
+namespace {
+
+std::string num(double value, int digits = 1) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+std::string shape(const RankedPlan& plan) {
+  if (plan.mode == Mode::resource_pool) {
+    return "the resource pool (" + std::to_string(plan.jobs.size()) + " separate jobs)";
+  }
+  return plan.plan.name;
+}
+
+// The parts of a step that differ most between two plans, largest first.
+std::string differences(const sim::Estimate& a, const sim::Estimate& b) {
+  struct Part {
+    const char* name;
+    double delta;  // b - a: positive where a is faster
+  };
+  const double compute_a = a.compute_s, compute_b = b.compute_s;
+  Part parts[] = {
+      {"compute on the bottleneck stage", compute_b - compute_a},
+      {"pipeline bubble", b.bubble_s - a.bubble_s},
+      {"tensor-parallel communication", b.exposed.tensor_parallel - a.exposed.tensor_parallel},
+      {"stage-boundary sends", (b.exposed.pipeline + b.exposed.cross_island) -
+                                   (a.exposed.pipeline + a.exposed.cross_island)},
+      {"exposed gradient reduction", b.exposed.data_parallel - a.exposed.data_parallel},
+      {"optimizer step", b.optimizer_s - a.optimizer_s},
+  };
+  std::sort(std::begin(parts), std::end(parts),
+            [](const Part& x, const Part& y) { return std::abs(x.delta) > std::abs(y.delta); });
+  std::string out;
+  for (int k = 0; k < 2; ++k) {
+    if (std::abs(parts[k].delta) < 1e-3) break;
+    out += std::string(k ? "; " : "") + parts[k].name + " " + (parts[k].delta > 0 ? "-" : "+") +
+           num(std::abs(parts[k].delta), 2) + " s";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> explain(const SearchResult& result) {
+  std::vector<std::string> out;
+  const RankedPlan* best = best_job(result);
+  if (!best) {
+    out.push_back("No plan can train this job on this cluster; see the rejections by pass.");
+    return out;
+  }
+  const bool by_cost = result.objective == Objective::cost;
+  // Best against runner-up (plans for one job).
+  const RankedPlan* second = nullptr;
+  for (const auto& ranked : result.ranked)
+    if (&ranked != best && ranked.mode != Mode::resource_pool) {
+      second = &ranked;
+      break;
+    }
+  std::string line = "Best plan for one job: " + shape(*best) + " (" +
+                     std::string(to_string(best->mode)) + "), " + num(best->tokens_per_s, 0) +
+                     " tokens/s on " + std::to_string(best->chips) + " chips";
+  if (second) {
+    line += ", against " + num(second->tokens_per_s, 0) + " for the runner-up " + shape(*second);
+    if (by_cost && best->cost_per_million_tokens && second->cost_per_million_tokens) {
+      line += " (cost " + num(*best->cost_per_million_tokens, 3) + " against " +
+              num(*second->cost_per_million_tokens, 3) + " per million tokens)";
+    }
+    const std::string diff = differences(best->estimate, second->estimate);
+    if (!diff.empty()) line += "; per step: " + diff;
+  }
+  out.push_back(line + ".");
+  if (result.resource_pool && !result.ranked.empty() &&
+      result.ranked.front().mode == Mode::resource_pool) {
+    out.push_back("The resource pool moves more tokens in all (" +
+                  num(result.resource_pool->tokens_per_s, 0) + " tokens/s), but as " +
+                  std::to_string(result.resource_pool->jobs.size()) +
+                  " separate jobs: it suits independent fine-tunes or evaluations, not one "
+                  "faster training run.");
+  }
+  // Against each island alone.
+  for (const auto& baseline : result.islands) {
+    if (!baseline.best) {
+      out.push_back("Island " + baseline.island + " cannot train the job alone: " +
+                    baseline.why_not + ".");
+      continue;
+    }
+    const RankedPlan& alone = *baseline.best;
+    if (&alone == best || alone.plan.name == best->plan.name) {
+      out.push_back("Island " + baseline.island + " alone is the best plan.");
+      continue;
+    }
+    std::string against = "Against " + baseline.island + " alone (" + alone.plan.name + ", " +
+                       num(alone.tokens_per_s, 0) + " tokens/s on " +
+                       std::to_string(alone.chips) + " chips): the best plan gives " +
+                       num(best->tokens_per_s / alone.tokens_per_s, 2) + "x the throughput on " +
+                       std::to_string(best->chips) + " chips";
+    const std::string diff = differences(best->estimate, alone.estimate);
+    if (!diff.empty()) against += "; per step: " + diff;
+    out.push_back(against + ".");
+  }
+  // The three states side by side.
+  const RankedPlan* alone_best = nullptr;
+  for (const auto& baseline : result.islands)
+    if (baseline.best && (!alone_best || baseline.best->tokens_per_s > alone_best->tokens_per_s))
+      alone_best = &*baseline.best;
+  std::string states = "Three states: islands alone, best ";
+  states += alone_best ? alone_best->plan.name + " at " + num(alone_best->tokens_per_s, 0) +
+                             " tokens/s on " + std::to_string(alone_best->chips) + " chips"
+                       : std::string("none");
+  states += "; resource pool ";
+  states += result.resource_pool
+                ? num(result.resource_pool->tokens_per_s, 0) + " tokens/s over " +
+                      std::to_string(result.resource_pool->jobs.size()) + " separate jobs on " +
+                      std::to_string(result.resource_pool->chips) + " chips"
+                : std::string("not possible (fewer than two islands can train the job alone)");
+  states += "; task-level ";
+  states += result.task_level ? result.task_level->plan.name + " at " +
+                                    num(result.task_level->tokens_per_s, 0) + " tokens/s on " +
+                                    std::to_string(result.task_level->chips) + " chips"
+                              : std::string("no feasible cross-island plan");
+  out.push_back(states + ".");
+  if (result.task_level && alone_best) {
+    const double gain = result.task_level->tokens_per_s / alone_best->tokens_per_s;
+    if (gain > 1.0) {
+      out.push_back("Mixing pays for one job: the task-level plan trains " + num(gain, 2) +
+                    "x as fast as the best single island, with " +
+                    std::to_string(result.task_level->software_stacks) +
+                    " software stacks to keep working together.");
+    } else {
+      out.push_back("Mixing does not pay for one job: the best task-level plan reaches only " +
+                    num(gain, 2) + "x the best single island.");
+    }
+  } else if (!result.task_level && alone_best) {
+    out.push_back("Mixing does not pay for one job: no cross-island plan is feasible.");
+  }
+  return out;
+}
+
+}  // namespace hetplan::planner

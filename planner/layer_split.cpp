@@ -1,0 +1,151 @@
+#include "planner/layer_split.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <queue>
+#include <utility>
+
+namespace hetplan::planner {
+namespace {
+
+// In units of `granularity` layers.
+struct Unit {
+  double time = 0;  // one unit's time
+  double fixed = 0;
+  int cap = 0;  // units
+};
+
+// The least total time with every stage's tau at most `bound`: each stage starts with one unit
+// and the rest go to the stages with the cheapest units first. Returns false when the bound
+// leaves too little room. `order` lists stages by unit time, cheapest first.
+bool fill_under(const std::vector<Unit>& units, const std::vector<std::size_t>& order, int total,
+                double bound, std::vector<int>& counts) {
+  const std::size_t p = units.size();
+  counts.assign(p, 1);
+  int left = total - static_cast<int>(p);
+  for (std::size_t j = 0; j < p; ++j) {
+    if (units[j].fixed + units[j].time > bound) return false;
+  }
+  for (std::size_t j : order) {
+    if (left == 0) break;
+    const Unit& u = units[j];
+    // Largest count with fixed + count x time <= bound (guarded against rounding).
+    int room = static_cast<int>(std::floor((bound - u.fixed) / u.time + 1e-9));
+    while (room > 0 && u.fixed + room * u.time > bound * (1 + 1e-12)) --room;
+    room = std::min(room, u.cap);
+    const int add = std::min(left, std::max(0, room - 1));
+    counts[j] += add;
+    left -= add;
+  }
+  return left == 0;
+}
+
+double objective(const std::vector<Unit>& units, const std::vector<int>& counts, int m, int v) {
+  double max_tau = 0, sum_tau = 0;
+  for (std::size_t j = 0; j < units.size(); ++j) {
+    const double tau = units[j].fixed + counts[j] * units[j].time;
+    max_tau = std::max(max_tau, tau);
+    sum_tau += tau;
+  }
+  return m * max_tau + (sum_tau - max_tau) / v;
+}
+
+}  // namespace
+
+double pipeline_time(const SplitProblem& problem, const std::vector<int>& layers) {
+  double max_tau = 0, sum_tau = 0;
+  for (std::size_t j = 0; j < problem.stages.size(); ++j) {
+    const SplitStage& s = problem.stages[j];
+    const double tau = s.fixed_s + layers[j] * s.per_layer_s;
+    max_tau = std::max(max_tau, tau);
+    sum_tau += tau;
+  }
+  return problem.micro_batches * max_tau + (sum_tau - max_tau) / problem.virtual_stages;
+}
+
+std::optional<Split> solve_split(const SplitProblem& problem) {
+  const std::size_t p = problem.stages.size();
+  const int g = std::max(1, problem.granularity);
+  if (p == 0 || problem.layers % g != 0) return std::nullopt;
+  const int total = problem.layers / g;
+  if (total < static_cast<int>(p)) return std::nullopt;
+  std::vector<Unit> units(p);
+  long capacity = 0;
+  for (std::size_t j = 0; j < p; ++j) {
+    const SplitStage& s = problem.stages[j];
+    units[j] = {s.per_layer_s * g, s.fixed_s, s.max_layers / g};
+    if (units[j].cap < 1) return std::nullopt;
+    capacity += units[j].cap;
+  }
+  if (capacity < total) return std::nullopt;
+
+  std::vector<std::size_t> order(p);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return units[a].time < units[b].time; });
+
+  // The smallest feasible bottleneck: add units one at a time where tau stays smallest (optimal
+  // for a min-max of increasing functions). Ties go to the earlier stage.
+  using Next = std::pair<double, std::size_t>;  // tau after one more unit, stage
+  std::priority_queue<Next, std::vector<Next>, std::greater<>> grow;
+  std::vector<int> counts(p, 1);
+  for (std::size_t j = 0; j < p; ++j) {
+    if (units[j].cap > 1) grow.emplace(units[j].fixed + 2 * units[j].time, j);
+  }
+  for (int placed = static_cast<int>(p); placed < total; ++placed) {
+    const std::size_t j = grow.top().second;  // capacity >= total guarantees one
+    grow.pop();
+    ++counts[j];
+    if (counts[j] < units[j].cap) grow.emplace(units[j].fixed + (counts[j] + 1) * units[j].time, j);
+  }
+  double bottleneck = 0;
+  for (std::size_t j = 0; j < p; ++j) {
+    bottleneck = std::max(bottleneck, units[j].fixed + counts[j] * units[j].time);
+  }
+
+  // A higher bottleneck can still pay when it moves layers to faster stages and the sum of
+  // stage times falls by more than m - 1/v times the rise. Try each larger candidate bound, in
+  // increasing order, until the rise alone costs more than the largest possible saving.
+  const int m = problem.micro_batches;
+  const int v = problem.virtual_stages;
+  std::vector<int> best_counts;
+  fill_under(units, order, total, bottleneck, best_counts);
+  double best = objective(units, best_counts, m, v);
+  double floor_sum = 0;  // every stage at one unit, the rest on the cheapest units
+  for (std::size_t j = 0; j < p; ++j) floor_sum += units[j].fixed + units[j].time;
+  floor_sum += (total - static_cast<int>(p)) * units[order.front()].time;
+  const double slope = m - 1.0 / v;
+  std::priority_queue<Next, std::vector<Next>, std::greater<>> bounds;
+  for (std::size_t j = 0; j < p; ++j) {
+    const int c = static_cast<int>(std::floor((bottleneck - units[j].fixed) / units[j].time)) + 1;
+    if (c >= 1 && c <= units[j].cap) bounds.emplace(units[j].fixed + c * units[j].time, j);
+  }
+  std::vector<int> trial;
+  while (!bounds.empty()) {
+    const auto [b, j] = bounds.top();
+    bounds.pop();
+    const int c = static_cast<int>(std::lround((b - units[j].fixed) / units[j].time));
+    if (c + 1 <= units[j].cap) bounds.emplace(units[j].fixed + (c + 1) * units[j].time, j);
+    if (b <= bottleneck) continue;
+    if (slope * b + floor_sum / v >= best) break;
+    if (!fill_under(units, order, total, b, trial)) continue;
+    const double value = objective(units, trial, m, v);
+    if (value < best - 1e-12 * best) {
+      best = value;
+      best_counts = trial;
+    }
+  }
+
+  Split out;
+  out.layers.resize(p);
+  for (std::size_t j = 0; j < p; ++j) out.layers[j] = best_counts[j] * g;
+  out.pipeline_s = pipeline_time(problem, out.layers);
+  for (std::size_t j = 0; j < p; ++j) {
+    out.bottleneck_s = std::max(
+        out.bottleneck_s, problem.stages[j].fixed_s + out.layers[j] * problem.stages[j].per_layer_s);
+  }
+  return out;
+}
+
+}  // namespace hetplan::planner

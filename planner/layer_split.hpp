@@ -1,0 +1,40 @@
+// The exact layer split of a pipeline: how many layers each stage holds so that the pipeline
+// time m x max(tau) + (sum(tau) - max(tau)) / v is smallest, under each stage's memory cap.
+// docs/planner.md#layer-split.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+namespace hetplan::planner {
+
+// One stage as the split sees it: tau = layers x per_layer_s + fixed_s.
+struct SplitStage {
+  double per_layer_s = 0;  // one layer, one micro-batch, forward + backward + tp
+  double fixed_s = 0;      // embedding or head, stage-boundary sends
+  int max_layers = 0;      // the memory cap; 0 when not even one unit fits
+};
+
+struct SplitProblem {
+  std::vector<SplitStage> stages;
+  int layers = 0;          // to place, all of them
+  int granularity = 1;     // every stage holds a multiple of this (the virtual stages)
+  int micro_batches = 1;   // m
+  int virtual_stages = 1;  // v
+};
+
+struct Split {
+  std::vector<int> layers;  // per stage
+  double pipeline_s = 0;    // m max(tau) + (sum(tau) - max(tau)) / v
+  double bottleneck_s = 0;  // max(tau)
+};
+
+// Pipeline time of a given split.
+double pipeline_time(const SplitProblem& problem, const std::vector<int>& layers);
+
+// The optimal split, or nothing when no split fits (too few layers for the stages, or the
+// memory caps hold fewer layers than the model has). Every stage gets at least one unit.
+// Ties are broken the same way every time (earlier stages first).
+std::optional<Split> solve_split(const SplitProblem& problem);
+
+}  // namespace hetplan::planner

@@ -1,0 +1,832 @@
+#include "planner/search.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <set>
+#include <tuple>
+
+#include "models/transformer_ops.hpp"
+#include "planner/layer_split.hpp"
+
+namespace hetplan::planner {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The constraint passes, in the order they run (docs/planner.md#constraints).
+enum Pass {
+  kInferenceOnly,
+  kSoftwareStack,
+  kDType,
+  kUnknownFigures,
+  kOperatorCoverage,
+  kGang,
+  kStructure,
+  kMemory,
+  kZoneReachability,
+  kPassCount
+};
+constexpr const char* kPassNames[kPassCount] = {
+    "inference-only", "software-stack", "dtype",  "unknown-figures",  "operator-coverage",
+    "gang",           "structure",      "memory", "zone-reachability"};
+constexpr std::size_t kExamplesPerPass = 4;
+
+// One step's settings the search varies, and what they make of the workload's.
+struct Setting {
+  DType dtype = DType::bf16;
+  int micro_batch = 1;
+  Recompute recompute = Recompute::none;
+  int zero_stage = 0;
+  int virtual_stages = 1;
+  int dp = 1;
+  int micro_batches = 1;
+  sim::StepSettings step;
+};
+
+struct StageSpec {
+  int island = 0;
+  int tp = 1;
+  int layers = 0;
+};
+
+struct Found {
+  Mode mode = Mode::single_island;
+  double score = kInf;  // lower is better: step time, or cost per million tokens
+  Setting setting;
+  std::vector<StageSpec> stages;
+};
+
+// Plans of one shape compete for one place in the ranking.
+struct Shape {
+  Mode mode = Mode::single_island;
+  std::vector<int> islands;  // as a set, in index order
+  std::vector<int> tps;
+  int dp = 0;
+  auto operator<=>(const Shape&) const = default;
+};
+
+// One island's way of holding stages under one setting.
+struct Option {
+  int island = 0;
+  int tp = 1;
+  const sim::StageKernel* kernel = nullptr;
+  double per_layer = 0;
+  int max_stages = 0;
+  int layers_per_stage = 0;  // memory cap of a middle stage, generous
+};
+
+struct IslandInfo {
+  const Island* island = nullptr;
+  const ChipProfile* chip = nullptr;
+  bool eligible = true;
+  std::string why_not;
+  bool can_embed = true;
+  bool can_head = true;
+  std::vector<int> tps;
+  int zone_rank = 0;
+};
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+class Searcher {
+ public:
+  Searcher(const Scenario& scenario, const SearchOptions& options)
+      : scenario_(scenario),
+        cluster_(scenario.cluster),
+        model_(scenario.workload.model),
+        options_(options),
+        layers_(model_.layers) {
+    for (int i = 0; i < kPassCount; ++i) passes_[i].name = kPassNames[i];
+    single_best_.resize(cluster_.islands.size());
+  }
+
+  SearchResult run();
+
+ private:
+  void reject(Pass pass, const std::string& why) {
+    PassReport& report = passes_[pass];
+    ++report.rejected;
+    if (report.examples.size() < kExamplesPerPass &&
+        std::find(report.examples.begin(), report.examples.end(), why) == report.examples.end())
+      report.examples.push_back(why);
+  }
+  std::vector<IslandInfo> check_islands(DType dtype);
+  void search_setting(const Setting& setting, const std::vector<IslandInfo>& islands);
+  void search_task_level(const Setting& setting, const std::vector<IslandInfo>& islands,
+                         const std::vector<Option>& options);
+  void try_config(const Setting& setting, const std::vector<IslandInfo>& islands,
+                  const std::vector<std::pair<const Option*, int>>& config);
+  void evaluate(Mode mode, const Setting& setting, const std::vector<int>& order,
+                const std::vector<std::pair<const Option*, int>>& parts);
+  double rate(const std::vector<StageSpec>& stages, int dp) const;  // currency per second
+  double score(double step_s, double money_rate) const;
+  RankedPlan rank(const Found& found, const std::vector<IslandInfo>& islands) const;
+  Plan to_plan(const Found& found) const;
+
+  const Scenario& scenario_;
+  const Cluster& cluster_;
+  const ModelShape& model_;
+  const SearchOptions& options_;
+  const int layers_;
+  PassReport passes_[kPassCount];
+  std::map<Shape, Found> best_by_shape_;
+  std::vector<Found> single_best_;  // per island
+  Found task_best_;
+  std::vector<std::string> island_why_not_;
+  std::size_t evaluations_ = 0;
+  std::size_t pruned_ = 0;
+  std::size_t settings_ = 0;
+  sim::Estimate scratch_;
+  std::vector<sim::StageSlot> slots_;
+};
+
+std::vector<IslandInfo> Searcher::check_islands(DType dtype) {
+  std::vector<IslandInfo> out(cluster_.islands.size());
+  const TrainingSettings& training = scenario_.workload.training;
+  const models::LayerSlice slice{training.micro_batch,       training.seq_len, 1,
+                                 training.sequence_parallel, training.flash_attention, dtype};
+  const auto layer = models::layer_ops(model_, slice);
+  const auto embedding = models::embedding_ops(model_, slice);
+  const auto head = models::head_ops(model_, slice);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    IslandInfo& info = out[i];
+    const Island& island = cluster_.islands[i];
+    const ChipProfile& chip = cluster_.chip_of(island);
+    info.island = &island;
+    info.chip = &chip;
+    const auto zone = std::find(cluster_.fabric.zones.begin(), cluster_.fabric.zones.end(),
+                                island.zone);
+    info.zone_rank = static_cast<int>(zone - cluster_.fabric.zones.begin());
+    auto exclude = [&](Pass pass, const std::string& why) {
+      info.eligible = false;
+      info.why_not = why;
+      reject(pass, "island " + island.name + ": " + why);
+    };
+    if (chip.role == ChipRole::inference) {
+      exclude(kInferenceOnly, chip.vendor + " " + chip.model + " is an inference-only chip");
+      continue;
+    }
+    if (!island.runtime.name.empty() && !chip.runtime.name.empty() &&
+        lower(island.runtime.name) != lower(chip.runtime.name)) {
+      exclude(kSoftwareStack, "runs " + island.runtime.name + " but " + chip.id + " needs " +
+                                  chip.runtime.name);
+      continue;
+    }
+    if (!chip.supports(dtype)) {
+      exclude(kDType, chip.id + " does not support " + std::string(to_string(dtype)));
+      continue;
+    }
+    if (!chip.peak(dtype)) {
+      exclude(kUnknownFigures,
+              "the " + std::string(to_string(dtype)) + " peak of " + chip.id + " is unknown");
+      continue;
+    }
+    if (!chip.memory_capacity) {
+      exclude(kUnknownFigures, "the memory capacity of " + chip.id + " is unknown");
+      continue;
+    }
+    std::string missing;
+    for (const auto& op : layer) {
+      if (chip.coverage(op.op_class).support == Support::missing) {
+        missing = std::string(to_string(op.op_class));
+        break;
+      }
+    }
+    if (!missing.empty()) {
+      exclude(kOperatorCoverage, chip.id + " lacks operator class " + missing);
+      continue;
+    }
+    for (const auto& op : embedding)
+      if (chip.coverage(op.op_class).support == Support::missing) info.can_embed = false;
+    for (const auto& op : head)
+      if (chip.coverage(op.op_class).support == Support::missing) info.can_head = false;
+    if (island.free_chip_count() == 0) {
+      exclude(kGang, "no free nodes");
+      continue;
+    }
+    for (int tp = 1; tp <= island.chips_per_node; tp *= 2) {
+      if (model_.heads % tp != 0 || (model_.kv_heads % tp != 0 && tp % model_.kv_heads != 0)) {
+        reject(kStructure, "tp " + std::to_string(tp) + " does not divide the " +
+                               std::to_string(model_.heads) + " attention heads");
+        continue;
+      }
+      info.tps.push_back(tp);
+    }
+  }
+  return out;
+}
+
+double Searcher::rate(const std::vector<StageSpec>& stages, int dp) const {
+  if (!scenario_.prices) return kInf;
+  const Prices& prices = *scenario_.prices;
+  double total = 0;
+  std::set<std::string> stacks;
+  for (const auto& stage : stages) {
+    const Island& island = cluster_.islands[static_cast<std::size_t>(stage.island)];
+    const auto price = prices.islands.find(island.name);
+    if (price == prices.islands.end() || !price->second.chip_hour) return kInf;
+    double per_chip = *price->second.chip_hour;
+    const ChipProfile& chip = cluster_.chip_of(island);
+    if (prices.energy_per_kwh && chip.tdp) per_chip += *chip.tdp * *prices.energy_per_kwh / 3.6e6;
+    total += per_chip * stage.tp * dp;
+    stacks.insert(lower(island.runtime.name));
+  }
+  if (prices.stack_upkeep_hour && stacks.size() > 1)
+    total += *prices.stack_upkeep_hour * static_cast<double>(stacks.size() - 1);
+  return total;
+}
+
+double Searcher::score(double step_s, double money_rate) const {
+  if (scenario_.objective == Objective::throughput) return step_s;
+  const TrainingSettings& t = scenario_.workload.training;
+  const double tokens = static_cast<double>(t.global_batch) * t.seq_len;
+  return money_rate * step_s / tokens * 1e6;
+}
+
+void Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<int>& order,
+                        const std::vector<std::pair<const Option*, int>>& parts) {
+  // parts[k]: the option and stage count of island order[k].
+  const int v = setting.virtual_stages;
+  const int m = setting.micro_batches;
+  std::vector<const sim::StageKernel*> kernels;
+  std::vector<StageSpec> stages;
+  for (const auto& [option, count] : parts) {
+    for (int s = 0; s < count; ++s) {
+      kernels.push_back(option->kernel);
+      stages.push_back({option->island, option->tp, 0});
+    }
+  }
+  const int p = static_cast<int>(kernels.size());
+  if (v > 1 && m % p != 0) {
+    reject(kStructure, "interleaving needs the micro-batch count (" + std::to_string(m) +
+                           ") to be a multiple of the stages (" + std::to_string(p) + ")");
+    return;
+  }
+  if (p * v > layers_) {
+    reject(kStructure, std::to_string(p) + " stages of " + std::to_string(v) +
+                           " chunks need more layers than the model's " + std::to_string(layers_));
+    return;
+  }
+
+  SplitProblem problem;
+  problem.layers = layers_;
+  problem.granularity = v;
+  problem.micro_batches = m;
+  problem.virtual_stages = v;
+  problem.stages.resize(static_cast<std::size_t>(p));
+  double inverse_sum = 0, fixed_sum = 0, floor_tau = 0, min_layer = kInf;
+  for (int j = 0; j < p; ++j) {
+    const sim::StageKernel& k = *kernels[static_cast<std::size_t>(j)];
+    SplitStage& s = problem.stages[static_cast<std::size_t>(j)];
+    s.per_layer_s = k.layers_time(1);
+    if (j == 0) s.fixed_s += k.embedding_forward_s + k.embedding_backward_s + k.boundary_tp_s;
+    if (j == p - 1) s.fixed_s += k.head_forward_s + k.head_backward_s + k.boundary_tp_s;
+    if (j + 1 < p) {
+      const sim::Boundary boundary = sim::stage_boundary(
+          cluster_, model_, setting.step, k, *kernels[static_cast<std::size_t>(j + 1)]);
+      s.fixed_s += boundary.time_s;
+      problem.stages[static_cast<std::size_t>(j + 1)].fixed_s += boundary.time_s;
+    }
+  }
+  for (const auto& s : problem.stages) {
+    inverse_sum += 1.0 / s.per_layer_s;
+    fixed_sum += s.fixed_s;
+    floor_tau = std::max(floor_tau, s.fixed_s + v * s.per_layer_s);
+    min_layer = std::min(min_layer, s.per_layer_s);
+  }
+  const double money = rate(stages, setting.dp);
+  if (!options_.exhaustive) {
+    // A bound no split can beat: the bottleneck is at least the fluid balance of the layers
+    // and at least any stage's one-chunk time; the stage times sum to at least every layer
+    // on the fastest stage plus the fixed parts.
+    const double tau = std::max(layers_ / inverse_sum, floor_tau);
+    const double bound = (m - 1.0 / v) * tau + (layers_ * min_layer + fixed_sum) / v;
+    const double incumbent = mode == Mode::task_level
+                                 ? task_best_.score
+                                 : single_best_[static_cast<std::size_t>(order.front())].score;
+    if (score(bound, money) >= incumbent) {
+      ++pruned_;
+      return;
+    }
+  }
+
+  // Memory caps: a stage's memory grows linearly with its layers.
+  for (int j = 0; j < p; ++j) {
+    const sim::StageKernel& k = *kernels[static_cast<std::size_t>(j)];
+    const double one = sim::slot_memory(model_, setting.step, k, v, j, p, m).total();
+    const double two = sim::slot_memory(model_, setting.step, k, 2 * v, j, p, m).total();
+    const double capacity = *k.memory_capacity;
+    int cap = 0;
+    if (one <= capacity) {
+      const double slope = two - one;
+      cap = slope > 0 ? v * (1 + static_cast<int>(std::floor((capacity - one) / slope + 1e-9)))
+                      : layers_;
+      cap = std::min(cap, layers_);
+      // Guard the linear step against rounding at the edge.
+      while (cap > v && sim::slot_memory(model_, setting.step, k, cap, j, p, m).total() > capacity)
+        cap -= v;
+    }
+    if (cap < v) {
+      reject(kMemory, "stage " + std::to_string(j) + " on " + k.island->name + " (tp " +
+                          std::to_string(k.tp) + ", dp " + std::to_string(k.dp) +
+                          ") does not fit even " + std::to_string(v) + " layer(s)");
+      return;
+    }
+    problem.stages[static_cast<std::size_t>(j)].max_layers = cap;
+  }
+  const auto split = solve_split(problem);
+  if (!split) {
+    reject(kMemory, std::to_string(p) + " stages cannot hold the model's " +
+                        std::to_string(layers_) + " layers within memory");
+    return;
+  }
+
+  slots_.clear();
+  int first = 0;
+  for (int j = 0; j < p; ++j) {
+    const int n = split->layers[static_cast<std::size_t>(j)];
+    slots_.push_back({kernels[static_cast<std::size_t>(j)], first, n});
+    stages[static_cast<std::size_t>(j)].layers = n;
+    first += n;
+  }
+  scratch_.feasible = true;
+  scratch_.reasons.clear();
+  scratch_.assumptions.clear();
+  scratch_.chips = 0;
+  scratch_.optimizer_s = 0;
+  scratch_.exposed = {};
+  sim::assemble_estimate(cluster_, model_, setting.step, slots_, scratch_);
+  ++evaluations_;
+  if (!scratch_.feasible) {
+    reject(kMemory, scratch_.reasons.front());
+    return;
+  }
+  const double value = score(scratch_.step_time_s, money);
+  Found found{mode, value, setting, std::move(stages)};
+  Found& incumbent = mode == Mode::task_level
+                         ? task_best_
+                         : single_best_[static_cast<std::size_t>(order.front())];
+  if (value < incumbent.score) incumbent = found;
+  // Orders of the same islands compete for one place.
+  std::vector<std::pair<int, int>> members;
+  for (const auto& part : parts) members.emplace_back(part.first->island, part.first->tp);
+  std::sort(members.begin(), members.end());
+  Shape shape{mode, {}, {}, setting.dp};
+  for (const auto& [island, tp] : members) {
+    shape.islands.push_back(island);
+    shape.tps.push_back(tp);
+  }
+  auto [it, inserted] = best_by_shape_.try_emplace(std::move(shape), found);
+  if (!inserted && value < it->second.score) it->second = std::move(found);
+}
+
+void Searcher::try_config(const Setting& setting, const std::vector<IslandInfo>& islands,
+                          const std::vector<std::pair<const Option*, int>>& config) {
+  // config: (option, stages) per participating island, in island index order.
+  std::vector<std::size_t> order(config.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<std::vector<std::size_t>> orders;
+  if (options_.exhaustive || config.size() <= 4) {
+    do orders.push_back(order);
+    while (std::next_permutation(order.begin(), order.end()));
+  } else {
+    // Zones kept together, the islands with the most memory per chip first (early stages hold
+    // the most micro-batches in flight), and the reverse.
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const IslandInfo& x = islands[static_cast<std::size_t>(config[a].first->island)];
+      const IslandInfo& y = islands[static_cast<std::size_t>(config[b].first->island)];
+      if (x.zone_rank != y.zone_rank) return x.zone_rank < y.zone_rank;
+      return *x.chip->memory_capacity > *y.chip->memory_capacity;
+    });
+    orders.push_back(order);
+    orders.emplace_back(order.rbegin(), order.rend());
+  }
+  for (const auto& candidate : orders) {
+    const IslandInfo& head = islands[static_cast<std::size_t>(config[candidate.front()].first->island)];
+    const IslandInfo& tail = islands[static_cast<std::size_t>(config[candidate.back()].first->island)];
+    if (!head.can_embed || !tail.can_head) {
+      reject(kOperatorCoverage, "island " + (head.can_embed ? tail : head).island->name +
+                                    " cannot hold the " + (head.can_embed ? "output head" : "embedding"));
+      continue;
+    }
+    bool connected = true;
+    for (std::size_t k = 0; k + 1 < candidate.size(); ++k) {
+      const Island& a = *islands[static_cast<std::size_t>(config[candidate[k]].first->island)].island;
+      const Island& b =
+          *islands[static_cast<std::size_t>(config[candidate[k + 1]].first->island)].island;
+      if (!cluster_.zones_connected(a.zone, b.zone)) {
+        reject(kZoneReachability, "zones " + a.zone + " and " + b.zone +
+                                      " have no link between them (islands " + a.name + ", " +
+                                      b.name + ")");
+        connected = false;
+        break;
+      }
+    }
+    if (!connected) continue;
+    std::vector<int> island_order;
+    std::vector<std::pair<const Option*, int>> parts;
+    for (std::size_t k : candidate) {
+      island_order.push_back(config[k].first->island);
+      parts.push_back(config[k]);
+    }
+    evaluate(Mode::task_level, setting, island_order, parts);
+  }
+}
+
+void Searcher::search_task_level(const Setting& setting, const std::vector<IslandInfo>& islands,
+                                 const std::vector<Option>& options) {
+  std::vector<std::vector<const Option*>> by_island(islands.size());
+  for (const auto& option : options) by_island[static_cast<std::size_t>(option.island)].push_back(&option);
+  std::vector<int> present;
+  for (std::size_t i = 0; i < islands.size(); ++i)
+    if (!by_island[i].empty()) present.push_back(static_cast<int>(i));
+  if (present.size() < 2) return;
+
+  std::set<std::vector<std::tuple<int, int, int>>> seen;  // (island, tp, stages)
+  auto submit = [&](std::vector<std::pair<const Option*, int>> config) {
+    std::vector<std::tuple<int, int, int>> key;
+    for (const auto& [option, count] : config) key.emplace_back(option->island, option->tp, count);
+    if (!seen.insert(key).second) return;
+    try_config(setting, islands, config);
+  };
+
+  if (options_.exhaustive) {
+    // Every island either sits out or takes one (tp, stages).
+    std::vector<std::pair<const Option*, int>> config;
+    std::function<void(std::size_t)> walk = [&](std::size_t k) {
+      if (k == present.size()) {
+        if (config.size() >= 2) submit(config);
+        return;
+      }
+      walk(k + 1);
+      for (const Option* option : by_island[static_cast<std::size_t>(present[k])]) {
+        for (int s = 1; s <= option->max_stages; ++s) {
+          config.emplace_back(option, s);
+          walk(k + 1);
+          config.pop_back();
+        }
+      }
+    };
+    walk(0);
+    return;
+  }
+
+  // Decomposed: for each candidate bottleneck tau, every island on its own picks the tp that
+  // holds the most layers within tau, and the layers go to the fastest islands first. That
+  // names, for each tau, which islands join, with which tp and how many stages; the layer
+  // split and the estimate then price each such configuration exactly, in every island order.
+  const int v = setting.virtual_stages;
+  std::vector<double> taus;
+  for (const auto& option : options) {
+    for (int n = v; n <= std::min(option.layers_per_stage, layers_); n += v)
+      taus.push_back(n * option.per_layer);
+  }
+  std::sort(taus.begin(), taus.end());
+  taus.erase(std::unique(taus.begin(), taus.end()), taus.end());
+  for (double tau : taus) {
+    struct Pick {
+      const Option* option = nullptr;
+      int per_stage = 0;  // layers
+      int hosted = 0;
+    };
+    std::vector<Pick> picks;
+    for (int i : present) {
+      Pick best;
+      for (const Option* option : by_island[static_cast<std::size_t>(i)]) {
+        int per_stage = static_cast<int>(std::floor(tau / option->per_layer * (1 + 1e-12)));
+        per_stage = std::min(per_stage, option->layers_per_stage) / v * v;
+        const int hosted = per_stage * option->max_stages;
+        if (hosted > best.hosted || (hosted == best.hosted && hosted > 0 && per_stage > best.per_stage))
+          best = {option, per_stage, hosted};
+      }
+      if (best.hosted > 0) picks.push_back(best);
+    }
+    std::stable_sort(picks.begin(), picks.end(), [](const Pick& a, const Pick& b) {
+      return a.option->per_layer < b.option->per_layer;
+    });
+    int left = layers_;
+    std::vector<std::pair<const Option*, int>> fewest, widest;
+    for (const Pick& pick : picks) {
+      if (left == 0) break;
+      const int take = std::min(left, pick.hosted);
+      left -= take;
+      fewest.emplace_back(pick.option, (take + pick.per_stage - 1) / pick.per_stage);
+      widest.emplace_back(pick.option, pick.option->max_stages);
+    }
+    if (left > 0 || fewest.size() < 2) continue;
+    auto by_index = [](const auto& a, const auto& b) { return a.first->island < b.first->island; };
+    std::sort(fewest.begin(), fewest.end(), by_index);
+    std::sort(widest.begin(), widest.end(), by_index);
+    submit(fewest);
+    submit(widest);
+  }
+}
+
+void Searcher::search_setting(const Setting& setting, const std::vector<IslandInfo>& islands) {
+  // Kernels for every eligible (island, tp) under this setting.
+  std::vector<sim::StageKernel> kernels;
+  kernels.reserve(64);
+  std::vector<Option> options;
+  const int v = setting.virtual_stages;
+  for (std::size_t i = 0; i < islands.size(); ++i) {
+    const IslandInfo& info = islands[i];
+    if (!info.eligible) continue;
+    for (int tp : info.tps) {
+      const int per_replica = tp * setting.dp;
+      const int max_stages = std::min(info.island->free_chip_count() / per_replica, layers_ / v);
+      if (max_stages == 0) {
+        // Too few chips for one stage is no candidate at all, unless busy nodes are the cause.
+        if (info.island->chip_count() >= per_replica)
+          reject(kGang, "island " + info.island->name + ": " + std::to_string(per_replica) +
+                            " chips for one stage, " +
+                            std::to_string(info.island->free_chip_count()) + " free");
+        continue;
+      }
+      kernels.push_back(sim::make_stage_kernel(cluster_, model_, setting.step, *info.island, tp,
+                                               setting.dp, options_.estimate));
+      const sim::StageKernel& k = kernels.back();
+      if (!k.problems.empty() || !k.has_rates) {
+        reject(kUnknownFigures, "island " + info.island->name + ": " +
+                                    (k.problems.empty() ? "no rates" : k.problems.front()));
+        kernels.pop_back();
+        continue;
+      }
+      Option option;
+      option.island = static_cast<int>(i);
+      option.tp = tp;
+      option.per_layer = k.layers_time(1);
+      option.max_stages = max_stages;
+      option.layers_per_stage = 0;
+      // A middle stage of a three-stage pipeline: few micro-batches in flight.
+      const double capacity = *k.memory_capacity;
+      for (int n = v; n <= layers_; n += v) {
+        if (sim::slot_memory(model_, setting.step, k, n, 1, 3, setting.micro_batches).total() >
+            capacity)
+          break;
+        option.layers_per_stage = n;
+      }
+      options.push_back(option);
+    }
+  }
+  // kernels must not move from here on: options point into it.
+  for (std::size_t o = 0; o < options.size(); ++o) options[o].kernel = &kernels[o];
+
+  // Each island alone.
+  for (const Option& option : options) {
+    for (int s = 1; s <= option.max_stages; ++s) {
+      if (v > 1 && s == 1) continue;  // nothing to interleave
+      evaluate(Mode::single_island, setting, {option.island}, {{&option, s}});
+    }
+  }
+  search_task_level(setting, islands, options);
+}
+
+Plan Searcher::to_plan(const Found& found) const {
+  const Setting& s = found.setting;
+  Plan plan;
+  std::string name = found.mode == Mode::task_level ? "mix" : "solo";
+  std::vector<int> order;
+  for (const auto& stage : found.stages)
+    if (order.empty() || order.back() != stage.island) order.push_back(stage.island);
+  for (int i : order) name += "-" + cluster_.islands[static_cast<std::size_t>(i)].name;
+  name += "-pp" + std::to_string(found.stages.size()) + "-dp" + std::to_string(s.dp);
+  plan.name = name;
+  plan.micro_batch = s.micro_batch;
+  plan.recompute = s.recompute;
+  plan.zero_stage = s.zero_stage;
+  if (s.dtype != scenario_.workload.training.dtype) plan.dtype = s.dtype;
+  plan.schedule = s.virtual_stages > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
+  plan.virtual_stages = s.virtual_stages;
+  int first = 0;
+  for (const auto& stage : found.stages) {
+    PlanStage ps;
+    ps.island = cluster_.islands[static_cast<std::size_t>(stage.island)].name;
+    ps.first_layer = first;
+    ps.num_layers = stage.layers;
+    ps.tp = stage.tp;
+    ps.dp = s.dp;
+    first += stage.layers;
+    plan.stages.push_back(std::move(ps));
+  }
+  return plan;
+}
+
+RankedPlan Searcher::rank(const Found& found, const std::vector<IslandInfo>& islands) const {
+  RankedPlan out;
+  out.mode = found.mode;
+  out.plan = to_plan(found);
+  out.estimate = sim::estimate_step(cluster_, scenario_.workload, out.plan, options_.estimate);
+  out.tokens_per_s = out.estimate.tokens_per_s;
+  out.chips = out.estimate.chips;
+  std::set<std::string> stacks;
+  for (const auto& stage : out.plan.stages) {
+    if (out.islands.empty() || out.islands.back() != stage.island) out.islands.push_back(stage.island);
+    stacks.insert(lower(cluster_.find_island(stage.island)->runtime.name));
+  }
+  out.software_stacks = static_cast<int>(stacks.size());
+  const double money = rate(found.stages, found.setting.dp);
+  if (money < kInf) {
+    const TrainingSettings& t = scenario_.workload.training;
+    out.cost_per_million_tokens =
+        money * out.estimate.step_time_s / (static_cast<double>(t.global_batch) * t.seq_len) * 1e6;
+  }
+  if (found.setting.dtype != scenario_.workload.training.dtype) {
+    std::string lacking;
+    for (const auto& info : islands)
+      if (!info.chip->supports(scenario_.workload.training.dtype))
+        lacking += (lacking.empty() ? "" : ", ") + info.island->name;
+    out.notes.push_back("trains in " + std::string(to_string(found.setting.dtype)) +
+                        " with loss scaling instead of " +
+                        std::string(to_string(scenario_.workload.training.dtype)) +
+                        (lacking.empty() ? "" : " (lacking it: " + lacking + ")"));
+  }
+  return out;
+}
+
+SearchResult Searcher::run() {
+  SearchResult result;
+  result.objective = scenario_.objective;
+  const TrainingSettings& training = scenario_.workload.training;
+
+  std::vector<DType> dtypes{training.dtype};
+  const auto base_islands = check_islands(training.dtype);
+  if (training.dtype == DType::bf16) {
+    for (const auto& info : base_islands) {
+      if (!info.eligible && info.chip->supports(DType::fp16) && info.chip->peak(DType::fp16) &&
+          !info.chip->supports(DType::bf16)) {
+        dtypes.push_back(DType::fp16);
+        break;
+      }
+    }
+  }
+  auto with = [](std::vector<int> values, int extra) {
+    values.push_back(extra);
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    return values;
+  };
+  const auto micro_batches = with(options_.micro_batches, training.micro_batch);
+  const auto zero_stages = with(options_.zero_stages, training.zero_stage);
+  std::vector<Recompute> recomputes = options_.recomputes;
+  if (std::find(recomputes.begin(), recomputes.end(), training.recompute) == recomputes.end())
+    recomputes.push_back(training.recompute);
+
+  std::vector<IslandInfo> reference = base_islands;
+  for (DType dtype : dtypes) {
+    const auto islands = dtype == training.dtype ? base_islands : check_islands(dtype);
+    int max_chips = 0;
+    for (const auto& info : islands)
+      if (info.eligible) max_chips = std::max(max_chips, info.island->free_chip_count());
+    for (int mb : micro_batches) {
+      if (training.global_batch % mb != 0) {
+        reject(kStructure, "micro-batch " + std::to_string(mb) + " does not divide the global batch");
+        continue;
+      }
+      const int samples = training.global_batch / mb;
+      for (Recompute recompute : recomputes) {
+        for (int zero : zero_stages) {
+          for (int v : options_.virtual_stages) {
+            if (layers_ % v != 0) continue;
+            for (int dp = 1; dp <= std::min(samples, max_chips); ++dp) {
+              if (samples % dp != 0) continue;
+              Setting setting;
+              setting.dtype = dtype;
+              setting.micro_batch = mb;
+              setting.recompute = recompute;
+              setting.zero_stage = zero;
+              setting.virtual_stages = v;
+              setting.dp = dp;
+              setting.micro_batches = samples / dp;
+              setting.step.training = training;
+              setting.step.training.dtype = dtype;
+              setting.step.training.recompute = recompute;
+              setting.step.training.zero_stage = zero;
+              setting.step.micro_batch = mb;
+              setting.step.virtual_stages = v;
+              ++settings_;
+              search_setting(setting, islands);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  // Baselines, the pool, the best task-level plan and the ranking, priced by the estimator
+  // exactly as `hetplan eval` would.
+  for (std::size_t i = 0; i < cluster_.islands.size(); ++i) {
+    IslandBaseline baseline;
+    baseline.island = cluster_.islands[i].name;
+    if (single_best_[i].score < kInf) {
+      baseline.best = rank(single_best_[i], reference);
+    } else if (!reference[i].eligible) {
+      baseline.why_not = reference[i].why_not;
+    } else {
+      baseline.why_not = "no plan on its " + std::to_string(cluster_.islands[i].free_chip_count()) +
+                         " free chips fits the model in memory";
+    }
+    result.islands.push_back(std::move(baseline));
+  }
+  if (task_best_.score < kInf) result.task_level = rank(task_best_, reference);
+
+  std::vector<RankedPlan> jobs;
+  for (const auto& baseline : result.islands)
+    if (baseline.best) jobs.push_back(*baseline.best);
+  if (jobs.size() >= 2) {
+    RankedPlan pool;
+    pool.mode = Mode::resource_pool;
+    double money = 0;
+    bool priced = true;
+    std::set<std::string> stacks;
+    for (const auto& job : jobs) {
+      pool.tokens_per_s += job.tokens_per_s;
+      pool.chips += job.chips;
+      pool.islands.push_back(job.islands.front());
+      stacks.insert(lower(cluster_.find_island(job.islands.front())->runtime.name));
+      if (job.cost_per_million_tokens)
+        money += *job.cost_per_million_tokens * job.tokens_per_s / 1e6;
+      else
+        priced = false;
+    }
+    pool.software_stacks = static_cast<int>(stacks.size());
+    if (priced && scenario_.prices) {
+      // Each job already pays for its own stack; the pool keeps them all.
+      pool.cost_per_million_tokens = money / pool.tokens_per_s * 1e6;
+    }
+    pool.notes.push_back(std::to_string(jobs.size()) +
+                         " separate jobs, one per island; no traffic between islands");
+    pool.jobs = std::move(jobs);
+    result.resource_pool = std::move(pool);
+  }
+
+  // The ranking: the best plan of each shape, the best of each mode even when it falls outside
+  // the top, and the pool, ordered by the objective.
+  std::vector<const Found*> shapes;
+  for (const auto& [shape, found] : best_by_shape_) shapes.push_back(&found);
+  std::stable_sort(shapes.begin(), shapes.end(),
+                   [](const Found* a, const Found* b) { return a->score < b->score; });
+  if (shapes.size() > options_.top) shapes.resize(options_.top);
+  const Found* single = nullptr;
+  for (const auto& found : single_best_)
+    if (found.score < kInf && (!single || found.score < single->score)) single = &found;
+  const Found* task = task_best_.score < kInf ? &task_best_ : nullptr;
+  for (const Found* forced : {single, task}) {
+    if (!forced) continue;
+    const bool listed = std::any_of(shapes.begin(), shapes.end(), [&](const Found* f) {
+      return f->mode == forced->mode && f->score <= forced->score;
+    });
+    if (!listed) shapes.push_back(forced);
+  }
+  for (const Found* found : shapes) result.ranked.push_back(rank(*found, reference));
+  if (result.resource_pool) result.ranked.push_back(*result.resource_pool);
+  const bool by_cost = scenario_.objective == Objective::cost;
+  std::stable_sort(result.ranked.begin(), result.ranked.end(),
+                   [by_cost](const RankedPlan& a, const RankedPlan& b) {
+                     if (by_cost) {
+                       const double x = a.cost_per_million_tokens.value_or(kInf);
+                       const double y = b.cost_per_million_tokens.value_or(kInf);
+                       if (x != y) return x < y;
+                     }
+                     return a.tokens_per_s > b.tokens_per_s;
+                   });
+
+  for (const auto& pass : passes_) result.passes.push_back(pass);
+  result.evaluations = evaluations_;
+  result.pruned = pruned_;
+  result.settings = settings_;
+  return result;
+}
+
+}  // namespace
+
+std::string_view to_string(Mode mode) {
+  switch (mode) {
+    case Mode::single_island:
+      return "single-island";
+    case Mode::resource_pool:
+      return "resource-pool";
+    case Mode::task_level:
+      return "task-level";
+  }
+  return "?";
+}
+
+const RankedPlan* best_job(const SearchResult& result) {
+  for (const auto& ranked : result.ranked)
+    if (ranked.mode != Mode::resource_pool) return &ranked;
+  return nullptr;
+}
+
+SearchResult search_plans(const Scenario& scenario, const SearchOptions& options) {
+  return Searcher(scenario, options).run();
+}
+
+}  // namespace hetplan::planner

@@ -1,0 +1,84 @@
+// Plan search: which islands a job should run on and how. For each island alone, for all
+// islands running separate jobs (resource-pool mixing) and for one job whose pipeline stages
+// span islands (task-level mixing), it finds the fastest (or cheapest) plan in its search
+// space, scores it with the analytic estimator, and records why candidates were rejected.
+// docs/planner.md.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/plan.hpp"
+#include "core/scenario.hpp"
+#include "sim/estimator.hpp"
+
+namespace hetplan::planner {
+
+enum class Mode { single_island, resource_pool, task_level };
+std::string_view to_string(Mode mode);
+
+struct SearchOptions {
+  std::vector<int> micro_batches = {1, 2, 4};  // and the workload's own
+  std::vector<Recompute> recomputes = {Recompute::none, Recompute::selective, Recompute::full};
+  std::vector<int> zero_stages = {0, 1};  // and the workload's own
+  std::vector<int> virtual_stages = {1, 2};  // 1: 1F1B; more: interleaved with that many chunks
+  // Task-level: enumerate every ordered island subset and every (tp, stages) per island, and
+  // prune nothing. Exponential; for checking the real search on small cases.
+  bool exhaustive = false;
+  std::size_t top = 10;
+  sim::EstimateOptions estimate;
+};
+
+// A constraint pass: what it rejected and a few examples of why.
+struct PassReport {
+  std::string name;
+  std::size_t rejected = 0;
+  std::vector<std::string> examples;  // the first few distinct reasons
+  double seconds = 0;                 // time spent in it (not part of deterministic output)
+};
+
+struct RankedPlan {
+  Mode mode = Mode::single_island;
+  Plan plan;               // resource pool: empty (see jobs)
+  sim::Estimate estimate;  // of plan, exactly what `hetplan eval` computes
+  double tokens_per_s = 0;
+  int chips = 0;
+  int software_stacks = 0;
+  std::optional<double> cost_per_million_tokens;
+  std::vector<std::string> islands;  // in pipeline order
+  std::vector<std::string> notes;
+  std::vector<RankedPlan> jobs;  // resource pool: one single-island job per island that has one
+};
+
+struct IslandBaseline {
+  std::string island;
+  std::optional<RankedPlan> best;  // the island alone; empty when it cannot train the job
+  std::string why_not;
+};
+
+struct SearchResult {
+  Objective objective = Objective::throughput;
+  // Best first by the objective: the best plan of each shape (mode, islands, tp, dp) in the
+  // top, the best of each mode, and the resource pool (whose tokens/s add up separate jobs).
+  std::vector<RankedPlan> ranked;
+  std::vector<IslandBaseline> islands;
+  std::optional<RankedPlan> resource_pool;
+  std::optional<RankedPlan> task_level;
+  std::vector<PassReport> passes;
+  std::size_t evaluations = 0;  // plans scored (layer split + assembly)
+  std::size_t pruned = 0;       // candidates a bound proved could not beat the best
+  std::size_t settings = 0;     // (dtype, micro-batch, recompute, ZeRO, schedule, dp) tried
+};
+
+// The best plan for one job (single-island or task-level), or null when there is none.
+const RankedPlan* best_job(const SearchResult& result);
+
+SearchResult search_plans(const Scenario& scenario, const SearchOptions& options = {});
+
+// Sentences explaining the result: why the best plan beats the runner-up and each
+// single-island baseline, and the three-state comparison.
+std::vector<std::string> explain(const SearchResult& result);
+
+}  // namespace hetplan::planner
