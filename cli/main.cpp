@@ -61,7 +61,7 @@ int run_validate(const std::string& folder, const std::string& profiles, bool js
 }
 
 int run_plan(const std::string& scenario_path, std::size_t top, bool json,
-             const std::string& out_dir) {
+             const std::string& out_dir, bool timings) {
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
   hetplan::planner::SearchOptions options;
   options.top = top;
@@ -105,6 +105,17 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
   } else {
     std::cout << hetplan::cli::search_text(result, scenario);
   }
+  if (timings) {
+    // On stderr: timings differ from run to run, the report does not.
+    double total = 0;
+    for (const auto& phase : result.phases) total += phase.seconds;
+    for (const auto& phase : result.phases) {
+      std::fprintf(stderr, "%-18s %9.3f s %10zu plans scored\n", phase.name.c_str(),
+                   phase.seconds, phase.evaluations);
+    }
+    std::fprintf(stderr, "%-18s %9.3f s %10zu plans scored, %zu pruned\n", "total", total,
+                 result.evaluations, result.pruned);
+  }
   return 0;
 }
 
@@ -143,6 +154,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   plan->add_flag("--json", json, "Print JSON instead of a table");
   plan->add_option("--out", out_dir, "Write each ranked plan as a plan file into this folder");
+  bool timings = false;
+  plan->add_flag("--timings", timings, "Print the time of each search phase on stderr");
 
   try {
     app.parse(argc, argv);
@@ -154,7 +167,7 @@ int main(int argc, char** argv) {
     if (*eval) return run_eval(scenario_path, plan_path, json);
     if (*check) return run_check(files);
     if (*validate) return run_validate(folder, profiles, json);
-    if (*plan) return run_plan(plan_scenario, top, json, out_dir);
+    if (*plan) return run_plan(plan_scenario, top, json, out_dir, timings);
   } catch (const hetplan::InputError& error) {
     std::cout.flush();
     std::cerr << "error: " << error.what() << "\n";

@@ -2,16 +2,19 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <tuple>
 
 #include "models/transformer_ops.hpp"
 #include "planner/layer_split.hpp"
+#include "planner/score.hpp"
 
 namespace hetplan::planner {
 namespace {
@@ -48,6 +51,27 @@ struct Setting {
   sim::StepSettings step;
 };
 
+// Where a search spends its time (docs/planner.md#benchmarks).
+enum Phase { kPhaseKernels, kPhaseSingle, kPhaseTaskSeeds, kPhaseTaskBound, kPhaseRanking, kPhaseCount };
+constexpr const char* kPhaseNames[kPhaseCount] = {"kernels", "single-island", "task-level seeds",
+                                                  "task-level bound", "ranking"};
+
+class PhaseClock {
+ public:
+  explicit PhaseClock(PhaseReport& report)
+      : report_(report), start_(std::chrono::steady_clock::now()) {}
+  ~PhaseClock() {
+    report_.seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  PhaseClock(const PhaseClock&) = delete;
+  PhaseClock& operator=(const PhaseClock&) = delete;
+
+ private:
+  PhaseReport& report_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 struct StageSpec {
   int island = 0;
   int tp = 1;
@@ -57,6 +81,7 @@ struct StageSpec {
 struct Found {
   Mode mode = Mode::single_island;
   double score = kInf;  // lower is better: step time, or cost per million tokens
+  double step_s = 0;
   Setting setting;
   std::vector<StageSpec> stages;
 };
@@ -78,6 +103,7 @@ struct Option {
   double per_layer = 0;
   int max_stages = 0;
   int layers_per_stage = 0;  // memory cap of a middle stage, generous
+  int most_layers = 0;       // no stage of this option holds more, wherever it sits
 };
 
 struct IslandInfo {
@@ -105,6 +131,7 @@ class Searcher {
         options_(options),
         layers_(model_.layers) {
     for (int i = 0; i < kPassCount; ++i) passes_[i].name = kPassNames[i];
+    for (int i = 0; i < kPhaseCount; ++i) phases_[i].name = kPhaseNames[i];
     single_best_.resize(cluster_.islands.size());
   }
 
@@ -122,12 +149,13 @@ class Searcher {
   void search_setting(const Setting& setting, const std::vector<IslandInfo>& islands);
   void search_task_level(const Setting& setting, const std::vector<IslandInfo>& islands,
                          const std::vector<Option>& options);
-  void try_config(const Setting& setting, const std::vector<IslandInfo>& islands,
-                  const std::vector<std::pair<const Option*, int>>& config);
-  void evaluate(Mode mode, const Setting& setting, const std::vector<int>& order,
+  double try_config(const Setting& setting, const std::vector<IslandInfo>& islands,
+                    const std::vector<std::pair<const Option*, int>>& config);
+  double evaluate(Mode mode, const Setting& setting, const std::vector<int>& order,
                 const std::vector<std::pair<const Option*, int>>& parts);
   double rate(const std::vector<StageSpec>& stages, int dp) const;  // currency per second
   double score(double step_s, double money_rate) const;
+  double step_for(double score, double money_rate) const;  // the inverse of score
   RankedPlan rank(const Found& found, const std::vector<IslandInfo>& islands) const;
   Plan to_plan(const Found& found) const;
 
@@ -137,6 +165,8 @@ class Searcher {
   const SearchOptions& options_;
   const int layers_;
   PassReport passes_[kPassCount];
+  PhaseReport phases_[kPhaseCount];
+  Phase phase_ = kPhaseKernels;  // whose evaluations count now
   std::map<Shape, Found> best_by_shape_;
   std::vector<Found> single_best_;  // per island
   Found task_best_;
@@ -251,7 +281,14 @@ double Searcher::score(double step_s, double money_rate) const {
   return money_rate * step_s / tokens * 1e6;
 }
 
-void Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<int>& order,
+double Searcher::step_for(double value, double money_rate) const {
+  if (scenario_.objective == Objective::throughput || !std::isfinite(value)) return value;
+  if (money_rate <= 0) return kInf;
+  const TrainingSettings& t = scenario_.workload.training;
+  return value * static_cast<double>(t.global_batch) * t.seq_len / 1e6 / money_rate;
+}
+
+double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<int>& order,
                         const std::vector<std::pair<const Option*, int>>& parts) {
   // parts[k]: the option and stage count of island order[k].
   const int v = setting.virtual_stages;
@@ -268,109 +305,50 @@ void Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<int
   if (v > 1 && m % p != 0) {
     reject(kStructure, "interleaving needs the micro-batch count (" + std::to_string(m) +
                            ") to be a multiple of the stages (" + std::to_string(p) + ")");
-    return;
+    return kInf;
   }
   if (p * v > layers_) {
     reject(kStructure, std::to_string(p) + " stages of " + std::to_string(v) +
                            " chunks need more layers than the model's " + std::to_string(layers_));
-    return;
+    return kInf;
   }
 
-  SplitProblem problem;
-  problem.layers = layers_;
-  problem.granularity = v;
-  problem.micro_batches = m;
-  problem.virtual_stages = v;
-  problem.stages.resize(static_cast<std::size_t>(p));
-  double inverse_sum = 0, fixed_sum = 0, floor_tau = 0, min_layer = kInf;
-  for (int j = 0; j < p; ++j) {
-    const sim::StageKernel& k = *kernels[static_cast<std::size_t>(j)];
-    SplitStage& s = problem.stages[static_cast<std::size_t>(j)];
-    s.per_layer_s = k.layers_time(1);
-    if (j == 0) s.fixed_s += k.embedding_forward_s + k.embedding_backward_s + k.boundary_tp_s;
-    if (j == p - 1) s.fixed_s += k.head_forward_s + k.head_backward_s + k.boundary_tp_s;
-    if (j + 1 < p) {
-      const sim::Boundary boundary = sim::stage_boundary(
-          cluster_, model_, setting.step, k, *kernels[static_cast<std::size_t>(j + 1)]);
-      s.fixed_s += boundary.time_s;
-      problem.stages[static_cast<std::size_t>(j + 1)].fixed_s += boundary.time_s;
-    }
-  }
-  for (const auto& s : problem.stages) {
-    inverse_sum += 1.0 / s.per_layer_s;
-    fixed_sum += s.fixed_s;
-    floor_tau = std::max(floor_tau, s.fixed_s + v * s.per_layer_s);
-    min_layer = std::min(min_layer, s.per_layer_s);
-  }
   const double money = rate(stages, setting.dp);
+  double cutoff = kInf;
   if (!options_.exhaustive) {
-    // A bound no split can beat: the bottleneck is at least the fluid balance of the layers
-    // and at least any stage's one-chunk time; the stage times sum to at least every layer
-    // on the fastest stage plus the fixed parts.
-    const double tau = std::max(layers_ / inverse_sum, floor_tau);
-    const double bound = (m - 1.0 / v) * tau + (layers_ * min_layer + fixed_sum) / v;
     const double incumbent = mode == Mode::task_level
                                  ? task_best_.score
                                  : single_best_[static_cast<std::size_t>(order.front())].score;
-    if (score(bound, money) >= incumbent) {
-      ++pruned_;
-      return;
-    }
+    cutoff = step_for(incumbent, money);
   }
-
-  // Memory caps: a stage's memory grows linearly with its layers.
-  for (int j = 0; j < p; ++j) {
-    const sim::StageKernel& k = *kernels[static_cast<std::size_t>(j)];
-    const double one = sim::slot_memory(model_, setting.step, k, v, j, p, m).total();
-    const double two = sim::slot_memory(model_, setting.step, k, 2 * v, j, p, m).total();
-    const double capacity = *k.memory_capacity;
-    int cap = 0;
-    if (one <= capacity) {
-      const double slope = two - one;
-      cap = slope > 0 ? v * (1 + static_cast<int>(std::floor((capacity - one) / slope + 1e-9)))
-                      : layers_;
-      cap = std::min(cap, layers_);
-      // Guard the linear step against rounding at the edge.
-      while (cap > v && sim::slot_memory(model_, setting.step, k, cap, j, p, m).total() > capacity)
-        cap -= v;
-    }
-    if (cap < v) {
-      reject(kMemory, "stage " + std::to_string(j) + " on " + k.island->name + " (tp " +
-                          std::to_string(k.tp) + ", dp " + std::to_string(k.dp) +
-                          ") does not fit even " + std::to_string(v) + " layer(s)");
-      return;
-    }
-    problem.stages[static_cast<std::size_t>(j)].max_layers = cap;
+  const PipelineScore scored =
+      score_pipeline(cluster_, model_, setting.step, m, kernels, slots_, scratch_, cutoff);
+  if (scored.status == ScoreStatus::cut_off) {
+    ++pruned_;
+    return kInf;
   }
-  const auto split = solve_split(problem);
-  if (!split) {
+  if (scored.status == ScoreStatus::stage_too_small) {
+    const sim::StageKernel& k = *kernels[static_cast<std::size_t>(scored.stage)];
+    reject(kMemory, "stage " + std::to_string(scored.stage) + " on " + k.island->name + " (tp " +
+                        std::to_string(k.tp) + ", dp " + std::to_string(k.dp) +
+                        ") does not fit even " + std::to_string(v) + " layer(s)");
+    return kInf;
+  }
+  if (scored.status == ScoreStatus::layers_do_not_fit) {
     reject(kMemory, std::to_string(p) + " stages cannot hold the model's " +
                         std::to_string(layers_) + " layers within memory");
-    return;
+    return kInf;
   }
-
-  slots_.clear();
-  int first = 0;
-  for (int j = 0; j < p; ++j) {
-    const int n = split->layers[static_cast<std::size_t>(j)];
-    slots_.push_back({kernels[static_cast<std::size_t>(j)], first, n});
-    stages[static_cast<std::size_t>(j)].layers = n;
-    first += n;
-  }
-  scratch_.feasible = true;
-  scratch_.reasons.clear();
-  scratch_.assumptions.clear();
-  scratch_.chips = 0;
-  scratch_.optimizer_s = 0;
-  scratch_.exposed = {};
-  sim::assemble_estimate(cluster_, model_, setting.step, slots_, scratch_);
+  for (int j = 0; j < p; ++j)
+    stages[static_cast<std::size_t>(j)].layers = slots_[static_cast<std::size_t>(j)].num_layers;
   ++evaluations_;
+  ++phases_[phase_].evaluations;
   if (!scratch_.feasible) {
     reject(kMemory, scratch_.reasons.front());
-    return;
+    return kInf;
   }
   const double value = score(scratch_.step_time_s, money);
-  Found found{mode, value, setting, std::move(stages)};
+  Found found{mode, value, scratch_.step_time_s, setting, std::move(stages)};
   Found& incumbent = mode == Mode::task_level
                          ? task_best_
                          : single_best_[static_cast<std::size_t>(order.front())];
@@ -386,9 +364,10 @@ void Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<int
   }
   auto [it, inserted] = best_by_shape_.try_emplace(std::move(shape), found);
   if (!inserted && value < it->second.score) it->second = std::move(found);
+  return value;
 }
 
-void Searcher::try_config(const Setting& setting, const std::vector<IslandInfo>& islands,
+double Searcher::try_config(const Setting& setting, const std::vector<IslandInfo>& islands,
                           const std::vector<std::pair<const Option*, int>>& config) {
   // config: (option, stages) per participating island, in island index order.
   std::vector<std::size_t> order(config.size());
@@ -409,6 +388,7 @@ void Searcher::try_config(const Setting& setting, const std::vector<IslandInfo>&
     orders.push_back(order);
     orders.emplace_back(order.rbegin(), order.rend());
   }
+  double best = kInf;
   for (const auto& candidate : orders) {
     const IslandInfo& head = islands[static_cast<std::size_t>(config[candidate.front()].first->island)];
     const IslandInfo& tail = islands[static_cast<std::size_t>(config[candidate.back()].first->island)];
@@ -437,8 +417,9 @@ void Searcher::try_config(const Setting& setting, const std::vector<IslandInfo>&
       island_order.push_back(config[k].first->island);
       parts.push_back(config[k]);
     }
-    evaluate(Mode::task_level, setting, island_order, parts);
+    best = std::min(best, evaluate(Mode::task_level, setting, island_order, parts));
   }
+  return best;
 }
 
 void Searcher::search_task_level(const Setting& setting, const std::vector<IslandInfo>& islands,
@@ -450,40 +431,28 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     if (!by_island[i].empty()) present.push_back(static_cast<int>(i));
   if (present.size() < 2) return;
 
-  std::set<std::vector<std::tuple<int, int, int>>> seen;  // (island, tp, stages)
-  auto submit = [&](std::vector<std::pair<const Option*, int>> config) {
+  using Config = std::vector<std::pair<const Option*, int>>;  // by island index
+  std::map<std::vector<std::tuple<int, int, int>>, double> seen;  // (island, tp, stages) -> score
+  auto submit = [&](Config config) {
+    std::sort(config.begin(), config.end(),
+              [](const auto& a, const auto& b) { return a.first->island < b.first->island; });
     std::vector<std::tuple<int, int, int>> key;
     for (const auto& [option, count] : config) key.emplace_back(option->island, option->tp, count);
-    if (!seen.insert(key).second) return;
-    try_config(setting, islands, config);
+    const auto known = seen.find(key);
+    if (known != seen.end()) return known->second;
+    const double value = config.size() >= 2 ? try_config(setting, islands, config) : kInf;
+    seen.emplace(std::move(key), value);
+    return value;
   };
-
-  if (options_.exhaustive) {
-    // Every island either sits out or takes one (tp, stages).
-    std::vector<std::pair<const Option*, int>> config;
-    std::function<void(std::size_t)> walk = [&](std::size_t k) {
-      if (k == present.size()) {
-        if (config.size() >= 2) submit(config);
-        return;
-      }
-      walk(k + 1);
-      for (const Option* option : by_island[static_cast<std::size_t>(present[k])]) {
-        for (int s = 1; s <= option->max_stages; ++s) {
-          config.emplace_back(option, s);
-          walk(k + 1);
-          config.pop_back();
-        }
-      }
-    };
-    walk(0);
-    return;
-  }
 
   // Decomposed: for each candidate bottleneck tau, every island on its own picks the tp that
   // holds the most layers within tau, and the layers go to the fastest islands first. That
   // names, for each tau, which islands join, with which tp and how many stages; the layer
   // split and the estimate then price each such configuration exactly, in every island order.
   const int v = setting.virtual_stages;
+  std::vector<Config> seeds;
+  phase_ = kPhaseTaskSeeds;
+  std::optional<PhaseClock> clock(phases_[kPhaseTaskSeeds]);
   std::vector<double> taus;
   for (const auto& option : options) {
     for (int n = v; n <= std::min(option.layers_per_stage, layers_); n += v)
@@ -522,15 +491,250 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
       widest.emplace_back(pick.option, pick.option->max_stages);
     }
     if (left > 0 || fewest.size() < 2) continue;
-    auto by_index = [](const auto& a, const auto& b) { return a.first->island < b.first->island; };
-    std::sort(fewest.begin(), fewest.end(), by_index);
-    std::sort(widest.begin(), widest.end(), by_index);
-    submit(fewest);
-    submit(widest);
+    seeds.push_back(std::move(fewest));
+    seeds.push_back(std::move(widest));
   }
+  // Every island joining, with its fastest option: one stage each, and all it can hold.
+  Config thin, wide;
+  for (int i : present) {
+    const Option* fastest = by_island[static_cast<std::size_t>(i)].front();
+    for (const Option* option : by_island[static_cast<std::size_t>(i)])
+      if (option->per_layer < fastest->per_layer) fastest = option;
+    thin.emplace_back(fastest, 1);
+    wide.emplace_back(fastest, fastest->max_stages);
+  }
+  seeds.push_back(thin);
+  seeds.push_back(wide);
+
+  std::vector<std::pair<double, Config>> scored;
+  for (const auto& seed : seeds) scored.emplace_back(submit(seed), seed);
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+
+  // Local search from the best seeds: one stage more or less on one island, another tp on one
+  // island, an island joining with one stage or leaving; move while it improves.
+  constexpr std::size_t kClimbs = 3;
+  // A seed may be infeasible as it stands (interleaving needs the stage count to divide the
+  // micro-batches); a climb from it takes the first feasible neighbour.
+  for (std::size_t c = 0; c < scored.size() && c < kClimbs; ++c) {
+    Config current = scored[c].second;
+    double value = scored[c].first;
+    for (bool moved = true; moved;) {
+      moved = false;
+      std::vector<Config> neighbours;
+      for (std::size_t k = 0; k < current.size(); ++k) {
+        const auto [option, count] = current[k];
+        if (count < option->max_stages) {
+          neighbours.push_back(current);
+          ++neighbours.back()[k].second;
+        }
+        if (count > 1) {
+          neighbours.push_back(current);
+          --neighbours.back()[k].second;
+        }
+        if (current.size() > 2) {
+          neighbours.push_back(current);
+          neighbours.back().erase(neighbours.back().begin() + static_cast<long>(k));
+        }
+        for (const Option* other : by_island[static_cast<std::size_t>(option->island)]) {
+          if (other == option) continue;
+          const int scaled = std::max(1, count * option->tp / other->tp);
+          neighbours.push_back(current);
+          neighbours.back()[k] = {other, std::min(scaled, other->max_stages)};
+        }
+      }
+      for (int i : present) {
+        const bool in = std::any_of(current.begin(), current.end(),
+                                    [&](const auto& part) { return part.first->island == i; });
+        if (in) continue;
+        for (const Option* option : by_island[static_cast<std::size_t>(i)]) {
+          neighbours.push_back(current);
+          neighbours.back().emplace_back(option, 1);
+        }
+      }
+      for (auto& neighbour : neighbours) {
+        const double candidate = submit(neighbour);
+        if (candidate < value) {
+          value = candidate;
+          current = std::move(neighbour);
+          moved = true;
+        }
+      }
+    }
+  }
+  // Branch and bound over the islands: each sits out or takes one (tp, stages). The bound
+  // below holds for every completion of a partial configuration, so pruning by it never loses
+  // the best plan; the heuristic passes first only give it a good incumbent to prune against.
+  // With options.exhaustive nothing is pruned (for tests).
+  const int m = setting.micro_batches;
+  const double slope = m - 1.0 / setting.virtual_stages;
+  std::vector<int> walk_order = present;
+  // Per island, the most a stage can add to the layer throughput (1 / per-layer time) and the
+  // most stages it can hold, over its options; together an upper bound on what it adds.
+  std::vector<double> rate(islands.size(), 0.0);
+  std::vector<int> room(islands.size(), 0);
+  double fastest_layer = kInf;
+  double least_embedding = kInf, least_head = kInf;  // some stage holds each
+  for (const auto& option : options) {
+    const sim::StageKernel& k = *option.kernel;
+    least_embedding = std::min(least_embedding,
+                               k.embedding_forward_s + k.embedding_backward_s + k.boundary_tp_s);
+    least_head = std::min(least_head, k.head_forward_s + k.head_backward_s + k.boundary_tp_s);
+    const auto i = static_cast<std::size_t>(option.island);
+    rate[i] = std::max(rate[i], 1.0 / option.per_layer);
+    room[i] = std::max(room[i], option.max_stages);
+    fastest_layer = std::min(fastest_layer, option.per_layer);
+  }
+  std::stable_sort(walk_order.begin(), walk_order.end(), [&](int x, int y) {
+    return rate[static_cast<std::size_t>(x)] * room[static_cast<std::size_t>(x)] >
+           rate[static_cast<std::size_t>(y)] * room[static_cast<std::size_t>(y)];
+  });
+  // The islands still to decide at each depth, fastest stages first.
+  std::vector<std::vector<int>> rest(walk_order.size() + 1);
+  for (std::size_t r = 0; r < walk_order.size(); ++r) {
+    rest[r].assign(walk_order.begin() + static_cast<long>(r), walk_order.end());
+    std::stable_sort(rest[r].begin(), rest[r].end(), [&](int x, int y) {
+      return rate[static_cast<std::size_t>(x)] > rate[static_cast<std::size_t>(y)];
+    });
+  }
+  const int stage_budget = layers_ / v;  // every stage holds at least v layers
+  // The most layer throughput the undecided islands can add with the stages left.
+  auto rest_capacity = [&](std::size_t r, int stages) {
+    double total = 0;
+    int left = stage_budget - stages;
+    for (int i : rest[r]) {
+      if (left <= 0) break;
+      const int take = std::min(left, room[static_cast<std::size_t>(i)]);
+      total += take * rate[static_cast<std::size_t>(i)];
+      left -= take;
+    }
+    return total;
+  };
+  Config partial;
+  auto money_of = [&](const Config& config) {
+    if (scenario_.objective != Objective::cost) return 0.0;
+    std::vector<StageSpec> priced;
+    for (const auto& [option, count] : config) priced.push_back({option->island, option->tp, 0});
+    return this->rate(priced, setting.dp);
+  };
+  // The bound splits in two: a bottleneck part that falls as stages are added and a stage-sum
+  // part that grows with them. capacity: sum over chosen stages of 1 / per-layer time;
+  // chunk_sum and chunk_max: the sum and the largest v x per-layer time over chosen stages.
+  auto bottleneck_part = [&](std::size_t r, double capacity, double chunk_max, int stages) {
+    return slope * std::max(layers_ / (capacity + rest_capacity(r, stages)), chunk_max);
+  };
+  auto sum_part = [&](double chunk_sum, int stages) {
+    return (chunk_sum + std::max(0, layers_ - stages * v) * fastest_layer + least_embedding +
+            least_head) /
+           v;
+  };
+  // A tighter bound for a whole configuration, with each stage's memory cap: the bottleneck is
+  // at least the water level at which the stages, each filled up to its cap, hold every layer;
+  // the stage times sum to at least the cheapest way to place the layers under the caps.
+  auto capped_bound = [&](const Config& config) {
+    struct Group {
+      double per_layer;
+      int count;
+      int cap;  // layers per stage
+    };
+    std::vector<Group> groups;
+    long held = 0;
+    double chunk_max = 0;
+    for (const auto& [option, count] : config) {
+      groups.push_back({option->per_layer, count, option->most_layers});
+      held += static_cast<long>(count) * option->most_layers;
+      chunk_max = std::max(chunk_max, v * option->per_layer);
+    }
+    if (held < layers_) return kInf;
+    // Water level: f(tau) = sum count x min(cap, tau / per_layer) reaches the layer count.
+    std::sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) {
+      return a.cap * a.per_layer < b.cap * b.per_layer;
+    });
+    double flowing = 0;  // sum of count / per_layer over groups not yet at their cap
+    for (const auto& g : groups) flowing += g.count / g.per_layer;
+    double full = 0;  // layers in groups at their cap
+    double tau = 0;
+    for (const auto& g : groups) {
+      const double level = g.cap * g.per_layer;
+      if (full + level * flowing >= layers_) break;
+      full += static_cast<double>(g.count) * g.cap;
+      flowing -= g.count / g.per_layer;
+      tau = level;
+    }
+    if (flowing > 0) tau = std::max(tau, (layers_ - full) / flowing);
+    // Least stage-time sum: v layers on every stage, the rest on the fastest stages first.
+    std::sort(groups.begin(), groups.end(),
+              [](const Group& a, const Group& b) { return a.per_layer < b.per_layer; });
+    double sum = 0;
+    long left = layers_;
+    for (const auto& g : groups) {
+      sum += static_cast<double>(g.count) * v * g.per_layer;
+      left -= static_cast<long>(g.count) * v;
+    }
+    for (const auto& g : groups) {
+      if (left <= 0) break;
+      const long take = std::min<long>(left, static_cast<long>(g.count) * (g.cap - v));
+      sum += take * g.per_layer;
+      left -= take;
+    }
+    return slope * std::max(tau, chunk_max) + (sum + least_embedding + least_head) / v;
+  };
+  std::function<void(std::size_t, double, double, double, int)> walk =
+      [&](std::size_t r, double capacity, double chunk_sum, double chunk_max, int stages) {
+        if (stages > stage_budget) return;
+        if (!options_.exhaustive && task_best_.score < kInf) {
+          const double bound =
+              bottleneck_part(r, capacity, chunk_max, stages) + sum_part(chunk_sum, stages);
+          if (score(bound, money_of(partial)) >= task_best_.score) {
+            ++pruned_;
+            return;
+          }
+        }
+        if (r == walk_order.size()) {
+          if (partial.size() < 2) return;
+          if (!options_.exhaustive && task_best_.score < kInf &&
+              score(capped_bound(partial), money_of(partial)) >= task_best_.score) {
+            ++pruned_;
+            return;
+          }
+          submit(partial);
+          return;
+        }
+        walk(r + 1, capacity, chunk_sum, chunk_max, stages);
+        for (const Option* option : by_island[static_cast<std::size_t>(walk_order[r])]) {
+          const double chunk = v * option->per_layer;
+          for (int count = std::min(option->max_stages, stage_budget - stages); count >= 1;
+               --count) {
+            if (!options_.exhaustive && task_best_.score < kInf) {
+              // Fewer stages of this option only raise the bottleneck part, and the stage-sum
+              // part is at least its value with one stage: once that is too much, stop.
+              partial.emplace_back(option, count);
+              const double floor =
+                  bottleneck_part(r + 1, capacity + count / option->per_layer,
+                                  std::max(chunk_max, chunk), stages + count) +
+                  sum_part(chunk_sum + chunk, stages + 1);
+              const bool hopeless = score(floor, money_of(partial)) >= task_best_.score;
+              partial.pop_back();
+              if (hopeless) {
+                ++pruned_;
+                break;
+              }
+            }
+            partial.emplace_back(option, count);
+            walk(r + 1, capacity + count / option->per_layer, chunk_sum + count * chunk,
+                 std::max(chunk_max, chunk), stages + count);
+            partial.pop_back();
+          }
+        }
+      };
+  clock.reset();
+  phase_ = kPhaseTaskBound;
+  PhaseClock bound_clock(phases_[kPhaseTaskBound]);
+  walk(0, 0.0, 0.0, 0.0, 0);
 }
 
 void Searcher::search_setting(const Setting& setting, const std::vector<IslandInfo>& islands) {
+  std::optional<PhaseClock> clock(phases_[kPhaseKernels]);
   // Kernels for every eligible (island, tp) under this setting.
   std::vector<sim::StageKernel> kernels;
   kernels.reserve(64);
@@ -573,12 +777,31 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
           break;
         option.layers_per_stage = n;
       }
+      // The least memory a stage can need: no embedding or head, the fewest micro-batches in
+      // flight any pipeline of two or more stages has (the last stage's).
+      models::StageShape least;
+      least.tp = tp;
+      least.dp = setting.dp;
+      least.pipeline_stages = 2;
+      least.stage_index = 1;
+      least.virtual_stages = v;
+      least.micro_batches = setting.micro_batches;
+      least.micro_batch = setting.micro_batch;
+      least.recompute = setting.recompute;
+      least.zero_stage = setting.zero_stage;
+      for (int n = v; n <= layers_; n += v) {
+        least.num_layers = n;
+        if (models::stage_memory(model_, setting.step.training, least).total() > capacity) break;
+        option.most_layers = n;
+      }
       options.push_back(option);
     }
   }
   // kernels must not move from here on: options point into it.
   for (std::size_t o = 0; o < options.size(); ++o) options[o].kernel = &kernels[o];
 
+  clock.emplace(phases_[kPhaseSingle]);
+  phase_ = kPhaseSingle;
   // Each island alone.
   for (const Option& option : options) {
     for (int s = 1; s <= option.max_stages; ++s) {
@@ -586,6 +809,7 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
       evaluate(Mode::single_island, setting, {option.island}, {{&option, s}});
     }
   }
+  clock.reset();
   search_task_level(setting, islands, options);
 }
 
@@ -626,6 +850,7 @@ RankedPlan Searcher::rank(const Found& found, const std::vector<IslandInfo>& isl
   out.estimate = sim::estimate_step(cluster_, scenario_.workload, out.plan, options_.estimate);
   out.tokens_per_s = out.estimate.tokens_per_s;
   out.chips = out.estimate.chips;
+  out.search_step_s = found.step_s;
   std::set<std::string> stacks;
   for (const auto& stage : out.plan.stages) {
     if (out.islands.empty() || out.islands.back() != stage.island) out.islands.push_back(stage.island);
@@ -720,6 +945,8 @@ SearchResult Searcher::run() {
     }
   }
 
+  std::optional<PhaseClock> ranking_clock(phases_[kPhaseRanking]);
+  phase_ = kPhaseRanking;
   // Baselines, the pool, the best task-level plan and the ranking, priced by the estimator
   // exactly as `hetplan eval` would.
   for (std::size_t i = 0; i < cluster_.islands.size(); ++i) {
@@ -798,7 +1025,9 @@ SearchResult Searcher::run() {
                      return a.tokens_per_s > b.tokens_per_s;
                    });
 
+  ranking_clock.reset();
   for (const auto& pass : passes_) result.passes.push_back(pass);
+  for (const auto& phase : phases_) result.phases.push_back(phase);
   result.evaluations = evaluations_;
   result.pruned = pruned_;
   result.settings = settings_;

@@ -36,13 +36,21 @@ struct PassReport {
   std::string name;
   std::size_t rejected = 0;
   std::vector<std::string> examples;  // the first few distinct reasons
-  double seconds = 0;                 // time spent in it (not part of deterministic output)
+};
+
+// A phase of the search: how long it took and how many plans it scored. Timings differ from
+// run to run; the front ends print them only on request.
+struct PhaseReport {
+  std::string name;
+  std::size_t evaluations = 0;
+  double seconds = 0;
 };
 
 struct RankedPlan {
   Mode mode = Mode::single_island;
   Plan plan;               // resource pool: empty (see jobs)
   sim::Estimate estimate;  // of plan, exactly what `hetplan eval` computes
+  double search_step_s = 0;  // the step time the search scored it with (same model, cached)
   double tokens_per_s = 0;
   int chips = 0;
   int software_stacks = 0;
@@ -67,6 +75,7 @@ struct SearchResult {
   std::optional<RankedPlan> resource_pool;
   std::optional<RankedPlan> task_level;
   std::vector<PassReport> passes;
+  std::vector<PhaseReport> phases;
   std::size_t evaluations = 0;  // plans scored (layer split + assembly)
   std::size_t pruned = 0;       // candidates a bound proved could not beat the best
   std::size_t settings = 0;     // (dtype, micro-batch, recompute, ZeRO, schedule, dp) tried

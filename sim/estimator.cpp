@@ -282,6 +282,13 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
   const int v = settings.virtual_stages;
   const int dp = slots.front().kernel->dp;
   const int m = std::max(1, training.global_batch / (dp * micro_batch));
+  // Start from a clean estimate (the planner reuses one for many plans).
+  out.feasible = true;
+  out.reasons.clear();
+  out.assumptions.clear();
+  out.chips = 0;
+  out.optimizer_s = 0;
+  out.exposed = {};
   out.micro_batch = micro_batch;
   out.micro_batches = m;
   out.stages.clear();
@@ -457,10 +464,8 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
   const int micro_batch = settings.micro_batch;
   const int p = static_cast<int>(plan.stages.size());
   const int dp = plan.stages.front().dp;
-  auto reject = [&](std::string reason) {
-    out.feasible = false;
-    out.reasons.push_back(std::move(reason));
-  };
+  std::vector<std::string> structure;  // reasons found before the assembly
+  auto reject = [&](std::string reason) { structure.push_back(std::move(reason)); };
 
   // Structure: one data-parallel degree, a whole number of micro-batches.
   for (const auto& stage : plan.stages) {
@@ -508,6 +513,10 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
     slots.push_back({&*found, stage.first_layer, stage.num_layers});
   }
   assemble_estimate(cluster, workload.model, settings, slots, out);
+  if (!structure.empty()) {
+    out.feasible = false;
+    out.reasons.insert(out.reasons.begin(), structure.begin(), structure.end());
+  }
   return out;
 }
 

@@ -152,8 +152,8 @@ struct Boundary {
 Boundary stage_boundary(const Cluster& cluster, const ModelShape& model,
                         const StepSettings& settings, const StageKernel& a, const StageKernel& b);
 
-// The estimate of a step from its stages' kernels. The caller has checked the plan's structure
-// (one dp, whole micro-batches, island capacity); estimate_step does.
+// The estimate of a step from its stages' kernels, written over `out`. The caller has checked
+// the plan's structure (one dp, whole micro-batches, island capacity); estimate_step does.
 void assemble_estimate(const Cluster& cluster, const ModelShape& model,
                        const StepSettings& settings, const std::vector<StageSlot>& slots,
                        Estimate& out);

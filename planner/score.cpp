@@ -1,0 +1,87 @@
+#include "planner/score.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "planner/layer_split.hpp"
+
+namespace hetplan::planner {
+
+PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
+                             const sim::StepSettings& settings, int micro_batches,
+                             const std::vector<const sim::StageKernel*>& kernels,
+                             std::vector<sim::StageSlot>& slots, sim::Estimate& estimate,
+                             double cutoff_s) {
+  const int v = settings.virtual_stages;
+  const int m = micro_batches;
+  const int p = static_cast<int>(kernels.size());
+  const int layers = model.layers;
+  SplitProblem problem;
+  problem.layers = layers;
+  problem.granularity = v;
+  problem.micro_batches = m;
+  problem.virtual_stages = v;
+  problem.stages.resize(static_cast<std::size_t>(p));
+  for (int j = 0; j < p; ++j) {
+    const sim::StageKernel& k = *kernels[static_cast<std::size_t>(j)];
+    SplitStage& s = problem.stages[static_cast<std::size_t>(j)];
+    s.per_layer_s = k.layers_time(1);
+    if (j == 0) s.fixed_s += k.embedding_forward_s + k.embedding_backward_s + k.boundary_tp_s;
+    if (j == p - 1) s.fixed_s += k.head_forward_s + k.head_backward_s + k.boundary_tp_s;
+    if (j + 1 < p) {
+      const sim::Boundary boundary =
+          sim::stage_boundary(cluster, model, settings, k, *kernels[static_cast<std::size_t>(j + 1)]);
+      s.fixed_s += boundary.time_s;
+      problem.stages[static_cast<std::size_t>(j + 1)].fixed_s += boundary.time_s;
+    }
+  }
+  if (std::isfinite(cutoff_s)) {
+    // No split beats this: the bottleneck is at least the fluid balance of the layers and at
+    // least any stage's time with one chunk; the stage times sum to at least their fixed
+    // parts plus every layer on the fastest stage.
+    double inverse_sum = 0, fixed_sum = 0, floor_tau = 0, fastest = problem.stages[0].per_layer_s;
+    for (const auto& s : problem.stages) {
+      inverse_sum += 1.0 / s.per_layer_s;
+      fixed_sum += s.fixed_s;
+      floor_tau = std::max(floor_tau, s.fixed_s + v * s.per_layer_s);
+      fastest = std::min(fastest, s.per_layer_s);
+    }
+    const double tau = std::max(layers / inverse_sum, floor_tau);
+    const double bound = (m - 1.0 / v) * tau + (layers * fastest + fixed_sum) / v;
+    if (bound >= cutoff_s) return {ScoreStatus::cut_off, -1};
+  }
+  for (int j = 0; j < p; ++j) {
+    const sim::StageKernel& k = *kernels[static_cast<std::size_t>(j)];
+    SplitStage& s = problem.stages[static_cast<std::size_t>(j)];
+    // Memory cap: a stage's memory grows linearly with its layers.
+    const double one = sim::slot_memory(model, settings, k, v, j, p, m).total();
+    const double two = sim::slot_memory(model, settings, k, 2 * v, j, p, m).total();
+    const double capacity = k.memory_capacity.value_or(0.0);
+    int cap = 0;
+    if (one <= capacity) {
+      const double slope = two - one;
+      cap = slope > 0 ? v * (1 + static_cast<int>(std::floor((capacity - one) / slope + 1e-9)))
+                      : layers;
+      cap = std::min(cap, layers / v * v);
+      // Guard the linear step against rounding at the edge.
+      while (cap > v && sim::slot_memory(model, settings, k, cap, j, p, m).total() > capacity)
+        cap -= v;
+    }
+    if (cap < v) return {ScoreStatus::stage_too_small, j};
+    s.max_layers = cap;
+  }
+  const auto split = solve_split(problem);
+  if (!split) return {ScoreStatus::layers_do_not_fit, -1};
+
+  slots.clear();
+  int first = 0;
+  for (int j = 0; j < p; ++j) {
+    const int n = split->layers[static_cast<std::size_t>(j)];
+    slots.push_back({kernels[static_cast<std::size_t>(j)], first, n});
+    first += n;
+  }
+  sim::assemble_estimate(cluster, model, settings, slots, estimate);
+  return {};
+}
+
+}  // namespace hetplan::planner

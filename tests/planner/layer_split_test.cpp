@@ -1,0 +1,119 @@
+// The layer split against brute force: every composition of the layers on small problems.
+#include "planner/layer_split.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <limits>
+#include <random>
+
+namespace hetplan::planner {
+namespace {
+
+// The best pipeline time over every split that gives each stage at least one unit and respects
+// the caps; infinity when there is none.
+double brute_force(const SplitProblem& problem) {
+  const int g = problem.granularity;
+  std::vector<int> layers(problem.stages.size());
+  double best = std::numeric_limits<double>::infinity();
+  std::function<void(std::size_t, int)> walk = [&](std::size_t j, int left) {
+    if (j + 1 == problem.stages.size()) {
+      if (left < g || left > problem.stages[j].max_layers) return;
+      layers[j] = left;
+      best = std::min(best, pipeline_time(problem, layers));
+      return;
+    }
+    for (int n = g; n <= std::min(left, problem.stages[j].max_layers); n += g) {
+      layers[j] = n;
+      walk(j + 1, left - n);
+    }
+  };
+  if (problem.layers % g == 0) walk(0, problem.layers);
+  return best;
+}
+
+SplitProblem random_problem(std::mt19937& rng) {
+  std::uniform_int_distribution<int> stages(1, 5), granularity(1, 2), micro(1, 12), vpp(1, 3);
+  std::uniform_real_distribution<double> per_layer(0.5, 4.0), fixed(0.0, 3.0);
+  std::uniform_int_distribution<int> coin(0, 3);
+  SplitProblem problem;
+  problem.granularity = granularity(rng);
+  const int p = stages(rng);
+  problem.layers = problem.granularity * std::uniform_int_distribution<int>(p, 14)(rng);
+  problem.micro_batches = micro(rng);
+  problem.virtual_stages = vpp(rng);
+  for (int j = 0; j < p; ++j) {
+    SplitStage s;
+    // A few repeated speeds, as stages of one island share theirs.
+    s.per_layer_s = coin(rng) == 0 ? 1.0 : per_layer(rng);
+    s.fixed_s = coin(rng) == 0 ? 0.0 : fixed(rng);
+    s.max_layers = coin(rng) == 0 ? problem.layers
+                                  : std::uniform_int_distribution<int>(0, problem.layers)(rng);
+    problem.stages.push_back(s);
+  }
+  return problem;
+}
+
+TEST(LayerSplit, MatchesBruteForceOnRandomSmallProblems) {
+  std::mt19937 rng(20261129);
+  int solved = 0, infeasible = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    const SplitProblem problem = random_problem(rng);
+    const double expected = brute_force(problem);
+    const auto split = solve_split(problem);
+    if (!std::isfinite(expected)) {
+      EXPECT_FALSE(split) << "trial " << trial;
+      ++infeasible;
+      continue;
+    }
+    ASSERT_TRUE(split) << "trial " << trial;
+    ++solved;
+    EXPECT_NEAR(split->pipeline_s, expected, 1e-9 * expected) << "trial " << trial;
+    int total = 0;
+    for (std::size_t j = 0; j < split->layers.size(); ++j) {
+      EXPECT_GE(split->layers[j], problem.granularity);
+      EXPECT_LE(split->layers[j], problem.stages[j].max_layers);
+      EXPECT_EQ(split->layers[j] % problem.granularity, 0);
+      total += split->layers[j];
+    }
+    EXPECT_EQ(total, problem.layers);
+  }
+  // Both kinds of case were exercised.
+  EXPECT_GT(solved, 1000);
+  EXPECT_GT(infeasible, 100);
+}
+
+TEST(LayerSplit, SlowStagesGetFewerLayers) {
+  SplitProblem problem;
+  problem.layers = 12;
+  problem.micro_batches = 8;
+  problem.stages = {{1.0, 0.0, 12}, {2.0, 0.0, 12}, {1.0, 0.0, 12}};
+  const auto split = solve_split(problem);
+  ASSERT_TRUE(split);
+  EXPECT_EQ(split->layers, (std::vector<int>{5, 2, 5}));
+}
+
+TEST(LayerSplit, MemoryCapMovesLayersElsewhere) {
+  SplitProblem problem;
+  problem.layers = 12;
+  problem.micro_batches = 8;
+  problem.stages = {{1.0, 0.0, 3}, {1.0, 0.0, 12}};
+  const auto split = solve_split(problem);
+  ASSERT_TRUE(split);
+  EXPECT_EQ(split->layers, (std::vector<int>{3, 9}));
+}
+
+TEST(LayerSplit, TooFewLayersOrTooLittleMemoryHasNoSplit) {
+  SplitProblem problem;
+  problem.layers = 2;
+  problem.stages = {{1.0, 0.0, 4}, {1.0, 0.0, 4}, {1.0, 0.0, 4}};
+  EXPECT_FALSE(solve_split(problem));
+  problem.layers = 13;
+  EXPECT_FALSE(solve_split(problem));
+  problem.layers = 6;
+  problem.granularity = 4;
+  EXPECT_FALSE(solve_split(problem));  // 6 is not a multiple of the chunk size
+}
+
+}  // namespace
+}  // namespace hetplan::planner

@@ -1,0 +1,456 @@
+// Plan search on small clusters built in code from the bundled chip profiles: the pruned search
+// against exhaustive enumeration, each constraint pass, when mixing pays and when it does not,
+// prices, and determinism.
+#include "planner/search.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "formats/loaders.hpp"
+
+namespace hetplan::planner {
+namespace {
+
+ChipProfile chip(const std::string& id) {
+  return formats::load_chip(std::string(HETPLAN_SOURCE_DIR) + "/profiles/" + id + ".yaml");
+}
+
+Workload small_model(int layers = 8) {
+  Workload w;
+  w.name = "small";
+  w.model.model_type = "llama";
+  w.model.layers = layers;
+  w.model.hidden = 2048;
+  w.model.heads = 16;
+  w.model.kv_heads = 16;
+  w.model.ffn = 5632;
+  w.model.vocab = 32000;
+  w.model.activation = Activation::swiglu;
+  w.model.norm = Norm::rmsnorm;
+  w.model.linear_bias = false;
+  w.training.seq_len = 2048;
+  w.training.global_batch = 16;
+  w.training.micro_batch = 1;
+  w.training.dtype = DType::bf16;
+  w.training.optimizer = Optimizer::adamw;
+  return w;
+}
+
+// A scenario under construction: islands of chips from the bundled profiles on one fabric.
+struct Builder {
+  Scenario s;
+  Builder() {
+    s.name = "test";
+    s.cluster.name = "test";
+    s.cluster.fabric.zones = {"a", "b"};
+    s.cluster.fabric.zone_links.push_back({"a", "b", 400e9, 2e-6});
+    s.cluster.fabric.switch_latency = 600e-9;
+    s.workload = small_model();
+  }
+  Island& add(const std::string& name, const ChipProfile& profile, int nodes, int chips_per_node,
+              const std::string& zone = "a") {
+    auto found = std::find_if(s.cluster.chips.begin(), s.cluster.chips.end(),
+                              [&](const ChipProfile& c) { return c.id == profile.id; });
+    std::size_t index = static_cast<std::size_t>(found - s.cluster.chips.begin());
+    if (found == s.cluster.chips.end()) s.cluster.chips.push_back(profile);
+    Island island;
+    island.name = name;
+    island.chip = index;
+    island.nodes = nodes;
+    island.chips_per_node = chips_per_node;
+    island.nic_count = profile.nic_count.value_or(4);
+    island.nic_speed = profile.nic_speed.value_or(25e9);
+    island.runtime = profile.runtime;
+    island.zone = zone;
+    island.nodes_per_leaf = 16;
+    s.cluster.islands.push_back(island);
+    return s.cluster.islands.back();
+  }
+};
+
+SearchOptions narrow() {
+  SearchOptions options;
+  options.micro_batches = {1};
+  options.recomputes = {Recompute::none};
+  options.zero_stages = {0};
+  options.virtual_stages = {1, 2};
+  return options;
+}
+
+const PassReport& pass(const SearchResult& result, const std::string& name) {
+  for (const auto& p : result.passes)
+    if (p.name == name) return p;
+  throw std::runtime_error("no pass " + name);
+}
+
+bool mentions(const PassReport& report, const std::string& text) {
+  return std::any_of(report.examples.begin(), report.examples.end(),
+                     [&](const std::string& e) { return e.find(text) != std::string::npos; });
+}
+
+bool uses_island(const RankedPlan& plan, const std::string& island) {
+  if (plan.mode == Mode::resource_pool) {
+    return std::any_of(plan.jobs.begin(), plan.jobs.end(),
+                       [&](const RankedPlan& job) { return uses_island(job, island); });
+  }
+  return std::find(plan.islands.begin(), plan.islands.end(), island) != plan.islands.end();
+}
+
+// --- the pruned, decomposed search finds what exhaustive enumeration finds ---------------
+
+void expect_same_best(const Scenario& scenario, const std::string& label,
+                      const SearchOptions& options = narrow()) {
+  SearchOptions fast = options;
+  SearchOptions full = options;
+  full.exhaustive = true;
+  const SearchResult a = search_plans(scenario, fast);
+  const SearchResult b = search_plans(scenario, full);
+  ASSERT_EQ(a.task_level.has_value(), b.task_level.has_value()) << label;
+  if (b.task_level) {
+    EXPECT_NEAR(a.task_level->estimate.step_time_s, b.task_level->estimate.step_time_s,
+                1e-9 * b.task_level->estimate.step_time_s)
+        << label << ": search found " << a.task_level->plan.name << ", exhaustive "
+        << b.task_level->plan.name;
+  }
+  ASSERT_EQ(a.islands.size(), b.islands.size());
+  for (std::size_t i = 0; i < a.islands.size(); ++i) {
+    ASSERT_EQ(a.islands[i].best.has_value(), b.islands[i].best.has_value()) << label;
+    if (b.islands[i].best) {
+      EXPECT_NEAR(a.islands[i].best->estimate.step_time_s, b.islands[i].best->estimate.step_time_s,
+                  1e-9 * b.islands[i].best->estimate.step_time_s)
+          << label << " island " << a.islands[i].island;
+    }
+  }
+  EXPECT_LT(a.evaluations, b.evaluations) << label;
+}
+
+TEST(PlanSearch, PruningNeverDiscardsTheBestPlanOnSmallCases) {
+  const ChipProfile a100 = chip("nvidia-a100-sxm4-80gb");
+  const ChipProfile h100 = chip("nvidia-h100-sxm5-80gb");
+  const ChipProfile ascend = chip("ascend-910b");
+  const ChipProfile mlu = chip("cambricon-mlu370-x8");
+  {
+    Builder b;
+    b.add("a100", a100, 1, 4);
+    b.add("h100", h100, 1, 4);
+    expect_same_best(b.s, "a100+h100");
+  }
+  {
+    Builder b;
+    b.add("a100", a100, 2, 2);
+    b.add("ascend", ascend, 1, 4, "b");
+    expect_same_best(b.s, "a100+ascend across zones");
+  }
+  {
+    Builder b;
+    b.add("h100", h100, 1, 2);
+    b.add("mlu", mlu, 1, 4);
+    b.add("a100", a100, 1, 2, "b");
+    expect_same_best(b.s, "three islands");
+  }
+  {
+    // Memory pressure: a deeper model so that caps bind.
+    Builder b;
+    b.s.workload = small_model(24);
+    b.s.workload.model.hidden = 4096;
+    b.s.workload.model.heads = 32;
+    b.s.workload.model.kv_heads = 32;
+    b.s.workload.model.ffn = 11008;
+    b.add("mlu", mlu, 1, 4);
+    b.add("ascend", ascend, 1, 4);
+    expect_same_best(b.s, "memory-bound");
+  }
+}
+
+TEST(PlanSearch, PruningNeverDiscardsTheBestPlanOnRandomSmallClusters) {
+  const std::vector<ChipProfile> chips = {
+      chip("nvidia-a100-sxm4-80gb"), chip("nvidia-h100-sxm5-80gb"), chip("ascend-910b"),
+      chip("cambricon-mlu370-x8"), chip("hygon-k100-ai")};
+  std::mt19937 rng(7);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  SearchOptions options = narrow();
+  options.micro_batches = {1, 2};
+  options.recomputes = {Recompute::none, Recompute::full};
+  for (int trial = 0; trial < 40; ++trial) {
+    Builder b;
+    if (pick(0, 2) == 0) b.s.cluster.fabric.zone_links.clear();
+    b.s.workload = small_model(pick(2, 4) * 4);
+    const int width = pick(0, 2);
+    b.s.workload.model.hidden = 1024 << width;
+    b.s.workload.model.heads = 8 << width;
+    b.s.workload.model.kv_heads = 8 << width;
+    b.s.workload.model.ffn = 2816 << width;
+    b.s.workload.training.global_batch = 8 << pick(0, 2);
+    const int count = pick(2, 3);
+    for (int i = 0; i < count; ++i) {
+      const int chips_per_node = count == 3 ? 2 << pick(0, 1) : 2 << pick(0, 2);
+      b.add("island" + std::to_string(i), chips[static_cast<std::size_t>(pick(0, 4))],
+            pick(1, 3), chips_per_node, pick(0, 1) ? "a" : "b");
+    }
+    expect_same_best(b.s, "trial " + std::to_string(trial), options);
+  }
+}
+
+TEST(PlanSearch, RankedFiguresAreWhatTheEstimatorComputes) {
+  Builder b;
+  b.add("a100", chip("nvidia-a100-sxm4-80gb"), 1, 8);
+  b.add("h100", chip("nvidia-h100-sxm5-80gb"), 1, 8);
+  const SearchResult result = search_plans(b.s, narrow());
+  ASSERT_FALSE(result.ranked.empty());
+  for (const auto& ranked : result.ranked) {
+    if (ranked.mode == Mode::resource_pool) continue;
+    EXPECT_TRUE(ranked.estimate.feasible) << ranked.plan.name;
+    EXPECT_DOUBLE_EQ(ranked.search_step_s, ranked.estimate.step_time_s) << ranked.plan.name;
+  }
+}
+
+// --- constraint passes ------------------------------------------------------------------
+
+TEST(PlanSearch, InferenceOnlyChipsNeverTrain) {
+  Builder b;
+  b.add("gpu", chip("nvidia-a100-sxm4-80gb"), 1, 8);
+  b.add("infer", chip("ascend-310p"), 4, 8);
+  const SearchResult result = search_plans(b.s, narrow());
+  EXPECT_EQ(pass(result, "inference-only").rejected, 1u);
+  EXPECT_TRUE(mentions(pass(result, "inference-only"), "island infer"));
+  for (const auto& ranked : result.ranked) EXPECT_FALSE(uses_island(ranked, "infer"));
+  EXPECT_FALSE(result.islands[1].best);
+  EXPECT_NE(result.islands[1].why_not.find("inference-only"), std::string::npos);
+}
+
+TEST(PlanSearch, AnIslandOnAnotherVendorsStackIsRejected) {
+  Builder b;
+  b.add("gpu", chip("nvidia-a100-sxm4-80gb"), 1, 8);
+  Island& odd = b.add("odd", chip("nvidia-h100-sxm5-80gb"), 1, 8);
+  odd.runtime = {"CANN", "8.0"};
+  const SearchResult result = search_plans(b.s, narrow());
+  EXPECT_EQ(pass(result, "software-stack").rejected, 1u);
+  EXPECT_TRUE(mentions(pass(result, "software-stack"), "runs CANN but nvidia-h100-sxm5-80gb"));
+  for (const auto& ranked : result.ranked) EXPECT_FALSE(uses_island(ranked, "odd"));
+}
+
+TEST(PlanSearch, AnIslandWithoutBf16ForcesFp16OrSitsOut) {
+  Builder b;
+  ChipProfile no_bf16 = chip("nvidia-a100-sxm4-80gb");
+  no_bf16.id = "no-bf16";
+  no_bf16.peak_flops.erase(DType::bf16);
+  b.add("gpu", chip("nvidia-h100-sxm5-80gb"), 1, 8);
+  b.add("old", no_bf16, 1, 8);
+  const SearchResult result = search_plans(b.s, narrow());
+  EXPECT_GE(pass(result, "dtype").rejected, 1u);
+  EXPECT_TRUE(mentions(pass(result, "dtype"), "no-bf16 does not support bf16"));
+  // Alone it can still train, in fp16 with loss scaling, and the plan says so.
+  ASSERT_TRUE(result.islands[1].best);
+  const RankedPlan& alone = *result.islands[1].best;
+  ASSERT_TRUE(alone.plan.dtype);
+  EXPECT_EQ(*alone.plan.dtype, DType::fp16);
+  ASSERT_FALSE(alone.notes.empty());
+  EXPECT_NE(alone.notes.front().find("fp16 with loss scaling"), std::string::npos);
+  // Any plan that uses it trains in fp16.
+  for (const auto& ranked : result.ranked) {
+    if (ranked.mode != Mode::resource_pool && uses_island(ranked, "old")) {
+      ASSERT_TRUE(ranked.plan.dtype) << ranked.plan.name;
+      EXPECT_EQ(*ranked.plan.dtype, DType::fp16);
+    }
+  }
+}
+
+TEST(PlanSearch, UnknownMemoryCapacityLeavesTheIslandOut) {
+  Builder b;
+  ChipProfile unknown = chip("nvidia-h100-sxm5-80gb");
+  unknown.id = "unknown-memory";
+  unknown.memory_capacity.reset();
+  b.add("gpu", chip("nvidia-a100-sxm4-80gb"), 1, 8);
+  b.add("mystery", unknown, 1, 8);
+  const SearchResult result = search_plans(b.s, narrow());
+  EXPECT_EQ(pass(result, "unknown-figures").rejected, 1u);
+  EXPECT_TRUE(mentions(pass(result, "unknown-figures"), "memory capacity of unknown-memory"));
+  for (const auto& ranked : result.ranked) EXPECT_FALSE(uses_island(ranked, "mystery"));
+}
+
+TEST(PlanSearch, AMissingKeyOperatorMeansMixingCannotPay) {
+  Builder b;
+  ChipProfile no_flash = chip("nvidia-h100-sxm5-80gb");
+  no_flash.id = "no-flash";
+  no_flash.op_coverage[OpClass::flash_attention] = {Support::missing, 1.0};
+  b.add("gpu", chip("nvidia-a100-sxm4-80gb"), 1, 8);
+  b.add("fast-but-incomplete", no_flash, 4, 8);
+  const SearchResult result = search_plans(b.s, narrow());
+  EXPECT_EQ(pass(result, "operator-coverage").rejected, 1u);
+  EXPECT_TRUE(mentions(pass(result, "operator-coverage"), "lacks operator class flash_attention"));
+  const RankedPlan* best = best_job(result);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->mode, Mode::single_island);
+  EXPECT_EQ(best->islands, std::vector<std::string>{"gpu"});
+  EXPECT_FALSE(result.task_level);
+}
+
+TEST(PlanSearch, AnIslandThatCannotHoldTheHeadIsNeverLast) {
+  Builder b;
+  ChipProfile no_loss = chip("nvidia-a100-sxm4-80gb");
+  no_loss.id = "no-cross-entropy";
+  no_loss.op_coverage[OpClass::cross_entropy] = {Support::missing, 1.0};
+  b.add("gpu", chip("nvidia-a100-sxm4-80gb"), 1, 8);
+  b.add("partial", no_loss, 1, 8);
+  const SearchResult result = search_plans(b.s, narrow());
+  EXPECT_GT(pass(result, "operator-coverage").rejected, 0u);
+  EXPECT_TRUE(mentions(pass(result, "operator-coverage"), "partial cannot hold the output head"));
+  EXPECT_FALSE(result.islands[1].best);  // alone it would have to hold the head
+  ASSERT_TRUE(result.task_level);
+  EXPECT_EQ(result.task_level->islands.back(), "gpu");
+}
+
+TEST(PlanSearch, PlansFitTheFreeNodesAtOnce) {
+  Builder b;
+  Island& busy = b.add("busy", chip("nvidia-a100-sxm4-80gb"), 4, 8);
+  busy.free_nodes = 1;
+  Island& full = b.add("full", chip("nvidia-h100-sxm5-80gb"), 2, 8);
+  full.free_nodes = 0;
+  const SearchResult result = search_plans(b.s, narrow());
+  EXPECT_GE(pass(result, "gang").rejected, 2u);
+  EXPECT_TRUE(mentions(pass(result, "gang"), "island full: no free nodes"));
+  EXPECT_TRUE(mentions(pass(result, "gang"), "island busy: 16 chips for one stage, 8 free"));
+  for (const auto& ranked : result.ranked) {
+    EXPECT_LE(ranked.chips, 8) << ranked.plan.name;
+    EXPECT_FALSE(uses_island(ranked, "full"));
+  }
+}
+
+TEST(PlanSearch, AModelTooBigForAnIslandIsRejectedForMemory) {
+  Builder b;
+  b.s.workload = small_model(32);
+  b.s.workload.model.hidden = 8192;
+  b.s.workload.model.heads = 64;
+  b.s.workload.model.kv_heads = 8;
+  b.s.workload.model.ffn = 28672;
+  b.add("small", chip("cambricon-mlu370-x8"), 1, 4);
+  const SearchResult result = search_plans(b.s, narrow());
+  EXPECT_GT(pass(result, "memory").rejected, 0u);
+  EXPECT_FALSE(result.islands[0].best);
+  EXPECT_NE(result.islands[0].why_not.find("fits the model in memory"), std::string::npos);
+  EXPECT_EQ(best_job(result), nullptr);
+}
+
+TEST(PlanSearch, UnlinkedZonesNeverShareAPipeline) {
+  Builder b;
+  b.s.cluster.fabric.zone_links.clear();
+  b.add("east", chip("nvidia-a100-sxm4-80gb"), 1, 8, "a");
+  b.add("west", chip("nvidia-a100-sxm4-80gb"), 1, 8, "b");
+  const SearchResult result = search_plans(b.s, narrow());
+  EXPECT_GT(pass(result, "zone-reachability").rejected, 0u);
+  EXPECT_TRUE(mentions(pass(result, "zone-reachability"), "zones a and b have no link"));
+  EXPECT_FALSE(result.task_level);
+  ASSERT_TRUE(result.resource_pool);  // separate jobs need no link
+}
+
+TEST(PlanSearch, TensorParallelDegreesMustDivideTheHeads) {
+  Builder b;
+  b.s.workload.model.heads = 12;
+  b.s.workload.model.kv_heads = 12;
+  b.s.workload.model.hidden = 1536;
+  b.add("gpu", chip("nvidia-a100-sxm4-80gb"), 1, 8);
+  const SearchResult result = search_plans(b.s, narrow());
+  EXPECT_TRUE(mentions(pass(result, "structure"), "tp 8 does not divide the 12 attention heads"));
+  for (const auto& ranked : result.ranked)
+    for (const auto& stage : ranked.plan.stages) EXPECT_NE(stage.tp, 8);
+}
+
+// --- when mixing pays -------------------------------------------------------------------
+
+TEST(PlanSearch, ASlowSmallIslandOnlyAddsBubble) {
+  Builder b;
+  b.s.workload = small_model(16);
+  b.s.workload.training.global_batch = 64;
+  b.add("h100", chip("nvidia-h100-sxm5-80gb"), 2, 8);
+  b.add("slow", chip("ascend-910"), 1, 2);
+  const SearchResult result = search_plans(b.s, narrow());
+  const RankedPlan* best = best_job(result);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->mode, Mode::single_island) << best->plan.name;
+  EXPECT_EQ(best->islands, std::vector<std::string>{"h100"});
+  ASSERT_TRUE(result.task_level);  // it exists, and is slower
+  EXPECT_LT(result.task_level->tokens_per_s, best->tokens_per_s);
+}
+
+TEST(PlanSearch, TwoBalancedIslandsTrainFasterTogether) {
+  Builder b;
+  b.s.workload = small_model(16);
+  b.s.workload.training.global_batch = 64;
+  b.add("left", chip("nvidia-a100-sxm4-80gb"), 1, 8);
+  b.add("right", chip("nvidia-h100-sxm5-80gb"), 1, 8, "b");
+  const SearchResult result = search_plans(b.s, narrow());
+  const RankedPlan* best = best_job(result);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->mode, Mode::task_level) << best->plan.name;
+  EXPECT_EQ(best->islands.size(), 2u);
+  for (const auto& baseline : result.islands) {
+    ASSERT_TRUE(baseline.best);
+    EXPECT_GT(best->tokens_per_s, baseline.best->tokens_per_s) << baseline.island;
+  }
+  // The faster chips take more layers.
+  int on_h100 = 0, on_a100 = 0;
+  for (const auto& stage : best->plan.stages)
+    (stage.island == "right" ? on_h100 : on_a100) += stage.num_layers;
+  EXPECT_GT(on_h100 * 1.0 / std::max(1, on_a100), 1.0) << best->plan.name;
+}
+
+// --- prices -------------------------------------------------------------------------------
+
+TEST(PlanSearch, CostCountsChipHoursPowerAndExtraSoftwareStacks) {
+  Builder b;
+  b.add("gpu", chip("nvidia-a100-sxm4-80gb"), 1, 8);
+  b.add("npu", chip("ascend-910b"), 1, 8, "b");
+  Prices prices;
+  prices.currency = "USD";
+  prices.islands["gpu"].chip_hour = 2.0 / 3600;
+  prices.islands["npu"].chip_hour = 1.0 / 3600;
+  prices.energy_per_kwh = 0.1;
+  prices.stack_upkeep_hour = 50.0 / 3600;
+  b.s.prices = prices;
+  b.s.objective = Objective::cost;
+  const SearchResult result = search_plans(b.s, narrow());
+  const double tokens = 16.0 * 2048;
+  ASSERT_TRUE(result.islands[0].best);
+  const RankedPlan& gpu = *result.islands[0].best;
+  const double a100_watts = 400;
+  const double gpu_rate = gpu.chips * (2.0 / 3600 + a100_watts * 0.1 / 3.6e6);
+  ASSERT_TRUE(gpu.cost_per_million_tokens);
+  EXPECT_NEAR(*gpu.cost_per_million_tokens, gpu_rate * gpu.estimate.step_time_s / tokens * 1e6,
+              1e-9);
+  ASSERT_TRUE(result.task_level);
+  const RankedPlan& mix = *result.task_level;
+  EXPECT_EQ(mix.software_stacks, 2);
+  double rate = 50.0 / 3600;  // one extra stack
+  for (const auto& stage : mix.plan.stages) {
+    const ChipProfile& c = stage.island == "gpu" ? b.s.cluster.chips[0] : b.s.cluster.chips[1];
+    const double price = stage.island == "gpu" ? 2.0 / 3600 : 1.0 / 3600;
+    rate += stage.tp * stage.dp * (price + c.tdp.value_or(0) * 0.1 / 3.6e6);
+  }
+  ASSERT_TRUE(mix.cost_per_million_tokens);
+  EXPECT_NEAR(*mix.cost_per_million_tokens, rate * mix.estimate.step_time_s / tokens * 1e6,
+              1e-9 * *mix.cost_per_million_tokens);
+  // Ranked by cost.
+  for (std::size_t k = 1; k < result.ranked.size(); ++k) {
+    EXPECT_LE(result.ranked[k - 1].cost_per_million_tokens.value_or(1e300),
+              result.ranked[k].cost_per_million_tokens.value_or(1e300));
+  }
+}
+
+TEST(PlanSearch, SameInputsSamePlans) {
+  Builder b;
+  b.add("a100", chip("nvidia-a100-sxm4-80gb"), 2, 8);
+  b.add("mlu", chip("cambricon-mlu370-x8"), 2, 8, "b");
+  const SearchResult x = search_plans(b.s);
+  const SearchResult y = search_plans(b.s);
+  ASSERT_EQ(x.ranked.size(), y.ranked.size());
+  for (std::size_t k = 0; k < x.ranked.size(); ++k) {
+    EXPECT_EQ(x.ranked[k].plan.name, y.ranked[k].plan.name);
+    EXPECT_EQ(x.ranked[k].tokens_per_s, y.ranked[k].tokens_per_s);
+  }
+  EXPECT_EQ(x.evaluations, y.evaluations);
+}
+
+}  // namespace
+}  // namespace hetplan::planner
