@@ -1,0 +1,78 @@
+// Plan search speed: pipelines scored per second (the exact layer split and the estimate, as
+// the search does for every plan it scores), and whole searches of the default scenario and of
+// six chip types x 1,024 chips. Each search reports its phases as counters (seconds, plans).
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <tuple>
+
+#include "formats/loaders.hpp"
+#include "planner/score.hpp"
+#include "planner/search.hpp"
+
+namespace {
+
+hetplan::Scenario load(const char* name) {
+  return hetplan::formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/" + name);
+}
+
+// The default scenario's reference plan, eight stages on three chip types, with its kernels
+// built once as the search caches them.
+void BM_ScorePipeline(benchmark::State& state) {
+  const auto scenario = load("default.yaml");
+  const hetplan::Plan& plan = *scenario.reference_plan;
+  const auto settings = hetplan::sim::step_settings(scenario.workload, plan);
+  const int dp = plan.stages.front().dp;
+  const int micro_batches = settings.training.global_batch / (dp * settings.micro_batch);
+  std::map<std::tuple<std::string, int>, hetplan::sim::StageKernel> cache;
+  std::vector<const hetplan::sim::StageKernel*> kernels;
+  for (const auto& stage : plan.stages) {
+    auto key = std::make_tuple(stage.island, stage.tp);
+    auto found = cache.find(key);
+    if (found == cache.end()) {
+      found = cache
+                  .emplace(key, hetplan::sim::make_stage_kernel(
+                                    scenario.cluster, scenario.workload.model, settings,
+                                    *scenario.cluster.find_island(stage.island), stage.tp, dp))
+                  .first;
+    }
+    kernels.push_back(&found->second);
+  }
+  std::vector<hetplan::sim::StageSlot> slots;
+  hetplan::sim::Estimate estimate;
+  for (auto _ : state) {
+    const auto score = hetplan::planner::score_pipeline(scenario.cluster, scenario.workload.model,
+                                                        settings, micro_batches, kernels, slots,
+                                                        estimate);
+    benchmark::DoNotOptimize(score.status);
+    benchmark::DoNotOptimize(estimate.step_time_s);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ScorePipeline);
+
+void search(benchmark::State& state, const char* scenario_name) {
+  const auto scenario = load(scenario_name);
+  hetplan::planner::SearchResult result;
+  for (auto _ : state) {
+    result = hetplan::planner::search_plans(scenario);
+    benchmark::DoNotOptimize(result.evaluations);
+  }
+  state.counters["plans_scored"] = static_cast<double>(result.evaluations);
+  state.counters["pruned"] = static_cast<double>(result.pruned);
+  for (const auto& phase : result.phases) {
+    state.counters[phase.name + "_s"] = phase.seconds;
+  }
+}
+
+void BM_SearchDefaultScenario(benchmark::State& state) {
+  search(state, "default.yaml");
+}
+BENCHMARK(BM_SearchDefaultScenario)->Unit(benchmark::kMillisecond);
+
+void BM_SearchSixChipTypesOf1024(benchmark::State& state) {
+  search(state, "six-vendors.yaml");
+}
+BENCHMARK(BM_SearchSixChipTypesOf1024)->Unit(benchmark::kSecond)->Iterations(1);
+
+}  // namespace
