@@ -15,12 +15,6 @@ std::string fixed(double value, int precision) {
   return buffer;
 }
 
-double round6(double value) {
-  if (value == 0 || !std::isfinite(value)) return 0;
-  const double scale =
-      std::pow(10.0, 5 - static_cast<int>(std::floor(std::log10(std::fabs(value)))));
-  return std::round(value * scale) / scale;
-}
 
 // The least free memory of any stage, in bytes (negative: over capacity).
 double headroom(const sim::Estimate& e) {

@@ -16,8 +16,8 @@ std::string gib(double bytes) {
   return fixed(bytes / (1ull << 30), 1) + " GiB";
 }
 
-// Rounds to 6 significant digits so that JSON output does not depend on the last bits of
-// floating-point arithmetic across compilers.
+}  // namespace
+
 double round6(double value) {
   if (value == 0 || !std::isfinite(value)) return 0;
   const double scale =
@@ -25,7 +25,6 @@ double round6(double value) {
   return std::round(value * scale) / scale;
 }
 
-}  // namespace
 
 std::string estimate_text(const sim::Estimate& e, const Plan& plan) {
   std::string out;

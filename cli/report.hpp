@@ -9,6 +9,10 @@
 
 namespace hetplan::cli {
 
+// Rounds to 6 significant digits so that JSON output does not depend on the last bits of
+// floating-point arithmetic across compilers.
+double round6(double value);
+
 std::string estimate_text(const sim::Estimate& estimate, const Plan& plan);
 nlohmann::ordered_json estimate_json(const sim::Estimate& estimate, const Plan& plan);
 
