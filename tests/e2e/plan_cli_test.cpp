@@ -1,0 +1,295 @@
+// Runs `hetplan plan` on the bundled default scenario, as a user would, and checks the tool
+// against itself: the ranking against its own order, the written plan files against
+// `hetplan eval`, one run against the next. No expected figures are written down here.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;
+};
+
+// Runs hetplan in the source folder. By default stdout and stderr are captured together;
+// `redirect` replaces that (" 2>/dev/null" captures stdout alone).
+CliRun hetplan(const std::string& args, const std::string& redirect = " 2>&1") {
+  const std::string command =
+      std::string("cd ") + HETPLAN_SOURCE_DIR + " && " + HETPLAN_BINARY + " " + args + redirect;
+  CliRun run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return run;
+  std::array<char, 4096> buffer{};
+  std::size_t n = 0;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+// A fresh folder under /tmp, removed with everything in it when the test ends.
+class TempFolder {
+ public:
+  TempFolder() {
+    std::string pattern = "/tmp/hetplan-plan-cli-XXXXXX";
+    if (mkdtemp(pattern.data())) path_ = pattern;
+  }
+  ~TempFolder() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::size_t count_lines(const std::string& text) {
+  std::size_t lines = 0;
+  for (const char c : text) lines += c == '\n';
+  return lines;
+}
+
+// Every plan --out writes, keyed by (rank, plan name): a ranked non-pool entry, or one job of
+// a ranked resource pool (written with the pool's rank). Plan names alone can repeat across
+// ranks (the same pipeline shape on fewer chips), so the rank is part of the key.
+using PlanKey = std::pair<int, std::string>;
+std::map<PlanKey, nlohmann::json> plans_to_write(const nlohmann::json& search) {
+  std::map<PlanKey, nlohmann::json> plans;
+  int rank = 0;
+  for (const auto& entry : search.at("ranked")) {
+    ++rank;
+    if (entry.at("mode") == "resource-pool") {
+      for (const auto& job : entry.at("jobs")) plans[{rank, job.at("name").get<std::string>()}] = job;
+    } else {
+      plans[{rank, entry.at("name").get<std::string>()}] = entry;
+    }
+  }
+  return plans;
+}
+
+// "NN-<name>.yaml" -> (NN, name); rank 0 when the name has another form.
+PlanKey parse_plan_file_name(const std::string& file) {
+  const std::size_t dash = file.find('-');
+  const std::string suffix = ".yaml";
+  if (dash == std::string::npos || dash < 2 || file.size() <= dash + 1 + suffix.size() ||
+      file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    return {0, file};
+  }
+  for (std::size_t i = 0; i < dash; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(file[i]))) return {0, file};
+  }
+  return {std::stoi(file.substr(0, dash)),
+          file.substr(dash + 1, file.size() - dash - 1 - suffix.size())};
+}
+
+TEST(PlanCli, DefaultScenarioShowsAllThreeModesAndEverySection) {
+  const CliRun run = hetplan("plan");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  for (const char* mode : {"single-island", "resource-pool", "task-level"}) {
+    // A row of the ranked table: the mode column, then the plan, after the rank.
+    bool row = false;
+    std::istringstream lines(run.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty() && std::isdigit(static_cast<unsigned char>(line[0])) &&
+          line.find(std::string(" ") + mode + " ") != std::string::npos) {
+        row = true;
+      }
+    }
+    EXPECT_TRUE(row) << "no ranked row of mode " << mode << " in:\n" << run.out;
+  }
+  for (const char* section : {"\nthree states\n", "\nrejected candidates by pass\n", "\nwhy\n"}) {
+    EXPECT_NE(run.out.find(section), std::string::npos) << section << "in:\n" << run.out;
+  }
+}
+
+TEST(PlanCli, JsonRanksFeasiblePlansOfEveryModeByThroughput) {
+  const CliRun run = hetplan("plan --json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const auto j = nlohmann::json::parse(run.out);  // throws, and fails the test, if not JSON
+  for (const char* key :
+       {"scenario", "objective", "search", "ranked", "three_states", "rejected", "explanation"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  ASSERT_EQ(j.at("objective"), "throughput");
+  const auto& ranked = j.at("ranked");
+  ASSERT_TRUE(ranked.is_array());
+  ASSERT_FALSE(ranked.empty());
+
+  std::set<std::string> modes;
+  for (std::size_t k = 0; k < ranked.size(); ++k) {
+    const auto& entry = ranked[k];
+    const std::string mode = entry.at("mode");
+    modes.insert(mode);
+    EXPECT_GT(entry.at("tokens_per_s").get<double>(), 0.0) << "rank " << k + 1;
+    if (mode == "resource-pool") {
+      EXPECT_FALSE(entry.at("jobs").empty()) << "rank " << k + 1;
+    } else {
+      EXPECT_TRUE(entry.at("name").is_string()) << "rank " << k + 1;
+      EXPECT_EQ(entry.at("estimate").at("feasible"), true) << "rank " << k + 1 << " " << entry;
+    }
+    if (k > 0) {
+      EXPECT_GE(ranked[k - 1].at("tokens_per_s").get<double>(),
+                entry.at("tokens_per_s").get<double>())
+          << "rank " << k << " before rank " << k + 1;
+    }
+  }
+  for (const char* mode : {"single-island", "resource-pool", "task-level"}) {
+    EXPECT_EQ(modes.count(mode), 1u) << mode;
+  }
+
+  const auto& rejected = j.at("rejected");
+  const std::vector<std::string> passes = {
+      "inference-only", "software-stack",    "dtype",  "unknown-figures", "operator-coverage",
+      "gang",           "structure",         "memory", "zone-reachability"};
+  EXPECT_EQ(rejected.size(), passes.size()) << rejected;
+  for (const auto& pass : passes) {
+    ASSERT_TRUE(rejected.contains(pass)) << pass;
+    EXPECT_TRUE(rejected.at(pass).at("count").is_number_unsigned()) << pass;
+    EXPECT_TRUE(rejected.at(pass).at("examples").is_array()) << pass;
+  }
+}
+
+TEST(PlanCli, WrittenPlansReevaluateToTheRankedFigures) {
+  const TempFolder folder;
+  ASSERT_FALSE(folder.path().empty());
+  const CliRun run = hetplan("plan --top 5 --json --out " + folder.path(), " 2>/dev/null");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const auto search = nlohmann::json::parse(run.out);
+  auto expected = plans_to_write(search);
+  ASSERT_FALSE(expected.empty());
+
+  std::vector<std::string> files;
+  for (const auto& item : std::filesystem::directory_iterator(folder.path())) {
+    files.push_back(item.path().filename().string());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) {
+    const PlanKey key = parse_plan_file_name(file);
+    const auto found = expected.find(key);
+    if (found == expected.end()) {
+      ADD_FAILURE() << file << " matches no ranked plan (or was written twice)";
+      continue;
+    }
+    const nlohmann::json ranked = found->second;
+    expected.erase(found);
+    const std::string path = folder.path() + "/" + file;
+    EXPECT_EQ(read_text(path).rfind("# Rank " + std::to_string(key.first) + " ", 0), 0u) << file;
+
+    const CliRun eval = hetplan("eval scenarios/default.yaml --plan " + path + " --json");
+    ASSERT_EQ(eval.exit_code, 0) << file << "\n" << eval.out;
+    const auto estimate = nlohmann::json::parse(eval.out);
+    EXPECT_EQ(estimate.at("plan"), key.second) << file;
+    EXPECT_EQ(estimate.at("step_time_s"), ranked.at("estimate").at("step_time_s")) << file;
+    EXPECT_EQ(estimate.at("tokens_per_s"), ranked.at("estimate").at("tokens_per_s")) << file;
+    EXPECT_EQ(estimate.at("tokens_per_s"), ranked.at("tokens_per_s")) << file;
+    EXPECT_EQ(estimate.at("feasible"), true) << file;
+  }
+  for (const auto& [key, plan] : expected) {
+    ADD_FAILURE() << "no file for rank " << key.first << " plan " << key.second;
+  }
+}
+
+TEST(PlanCli, SameInputsGiveByteIdenticalJsonAndText) {
+  const CliRun json_a = hetplan("plan --json");
+  const CliRun json_b = hetplan("plan --json");
+  ASSERT_EQ(json_a.exit_code, 0) << json_a.out;
+  EXPECT_EQ(json_a.out, json_b.out);
+  const CliRun text_a = hetplan("plan");
+  const CliRun text_b = hetplan("plan");
+  ASSERT_EQ(text_a.exit_code, 0) << text_a.out;
+  EXPECT_EQ(text_a.out, text_b.out);
+}
+
+TEST(PlanCli, MissingScenarioIsOneErrorLineNamingTheFile) {
+  const CliRun run = hetplan("plan no/such/file.yaml");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(count_lines(run.out), 1u) << run.out;
+  EXPECT_EQ(run.out.rfind("error: ", 0), 0u) << run.out;
+  EXPECT_NE(run.out.find("no/such/file.yaml"), std::string::npos) << run.out;
+}
+
+TEST(PlanCli, TopZeroIsAnInputError) {
+  const CliRun run = hetplan("plan --top 0");
+  EXPECT_EQ(run.exit_code, 2) << run.out;
+}
+
+TEST(PlanCli, OutFolderThatCannotBeCreatedIsAnInputError) {
+  for (const char* out : {"/proc/forbidden", "/dev/null/plans"}) {
+    const CliRun run = hetplan(std::string("plan --out ") + out);
+    EXPECT_EQ(run.exit_code, 2) << out << "\n" << run.out;
+    EXPECT_EQ(count_lines(run.out), 1u) << run.out;
+    EXPECT_EQ(run.out.rfind("error: ", 0), 0u) << run.out;
+    EXPECT_NE(run.out.find("--out"), std::string::npos) << run.out;
+    std::error_code ignored;
+    EXPECT_FALSE(std::filesystem::exists(out, ignored)) << out;
+  }
+}
+
+TEST(PlanCli, OutReplacesAnOlderFileOfTheSameNameWhole) {
+  const CliRun listing = hetplan("plan --top 1 --json", " 2>/dev/null");
+  ASSERT_EQ(listing.exit_code, 0) << listing.out;
+  const auto plans = plans_to_write(nlohmann::json::parse(listing.out));
+  ASSERT_FALSE(plans.empty());
+  const auto& [key, ranked] = *plans.begin();
+  char prefix[32];
+  std::snprintf(prefix, sizeof prefix, "%02d-", key.first);
+
+  const TempFolder folder;
+  ASSERT_FALSE(folder.path().empty());
+  const std::string path = folder.path() + "/" + prefix + key.second + ".yaml";
+  {
+    // Longer than any plan file, so a write that does not truncate leaves junk behind.
+    std::ofstream junk(path, std::ios::binary);
+    for (int i = 0; i < 4000; ++i) junk << "JUNK: not a plan, written before hetplan ran\n";
+  }
+  const CliRun run = hetplan("plan --top 1 --out " + folder.path());
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+
+  const std::string text = read_text(path);
+  EXPECT_EQ(text.rfind("# Rank", 0), 0u) << text.substr(0, 200);
+  EXPECT_EQ(text.find("JUNK"), std::string::npos) << "older content left in " << path;
+  const CliRun eval = hetplan("eval scenarios/default.yaml --plan " + path + " --json");
+  ASSERT_EQ(eval.exit_code, 0) << eval.out;
+  const auto estimate = nlohmann::json::parse(eval.out);
+  EXPECT_EQ(estimate.at("plan"), key.second);
+  EXPECT_EQ(estimate.at("step_time_s"), ranked.at("estimate").at("step_time_s"));
+}
+
+TEST(PlanCli, TimingsGoToStderrOnly) {
+  const CliRun plain = hetplan("plan", " 2>/dev/null");
+  const CliRun timed = hetplan("plan --timings", " 2>/dev/null");
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  ASSERT_EQ(timed.exit_code, 0) << timed.out;
+  EXPECT_EQ(timed.out, plain.out);
+  // And the timings do exist, on stderr.
+  const CliRun stderr_only = hetplan("plan --timings", " 2>&1 >/dev/null");
+  ASSERT_EQ(stderr_only.exit_code, 0) << stderr_only.out;
+  EXPECT_NE(stderr_only.out.find("total"), std::string::npos) << stderr_only.out;
+}
+
+}  // namespace
