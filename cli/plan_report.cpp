@@ -62,12 +62,12 @@ std::string row(std::size_t rank, const planner::RankedPlan& r, bool priced) {
   const std::string name =
       r.mode == planner::Mode::resource_pool ? "pool: " + join(r.islands, " + ") : r.plan.name;
   if (r.mode == planner::Mode::resource_pool) {
-    std::snprintf(line, sizeof line, "%-4zu %-13s %-44s %6d %8s %10.0f %6s %7s %8s %8s", rank,
+    std::snprintf(line, sizeof line, "%-4zu %-13s %-60s %6d %8s %10.0f %6s %7s %8s %8s", rank,
                   std::string(to_string(r.mode)).c_str(), name.c_str(), r.chips, "-",
                   r.tokens_per_s, "-", "-", "-", "-");
   } else {
     const sim::Estimate& e = r.estimate;
-    std::snprintf(line, sizeof line, "%-4zu %-13s %-44s %6d %8.2f %10.0f %5.1f%% %6.1f%% %8.2f %8.1f",
+    std::snprintf(line, sizeof line, "%-4zu %-13s %-60s %6d %8.2f %10.0f %5.1f%% %6.1f%% %8.2f %8.1f",
                   rank, std::string(to_string(r.mode)).c_str(), name.c_str(), r.chips,
                   e.step_time_s, r.tokens_per_s, 100 * e.mfu, 100 * e.bubble_fraction,
                   e.exposed.total(), headroom(e) / (1ull << 30));
@@ -89,7 +89,7 @@ std::string search_text(const planner::SearchResult& result, const Scenario& sce
   out += "searched " + std::to_string(result.settings) + " settings, scored " +
          std::to_string(result.evaluations) + " plans, " + std::to_string(result.pruned) +
          " more pruned by a bound\n\n";
-  out += "rank mode          plan                                          chips   step s   tokens/s    MFU  bubble  comm s  free GiB";
+  out += "rank mode          plan                                                          chips   step s   tokens/s    MFU  bubble  comm s  free GiB";
   if (priced) out += "  cost/Mtok " + scenario.prices->currency;
   out += "\n";
   for (std::size_t k = 0; k < result.ranked.size(); ++k) out += row(k + 1, result.ranked[k], priced);

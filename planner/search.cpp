@@ -674,7 +674,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     for (const auto& g : groups) {
       if (left <= 0) break;
       const long take = std::min<long>(left, static_cast<long>(g.count) * (g.cap - v));
-      sum += take * g.per_layer;
+      sum += static_cast<double>(take) * g.per_layer;
       left -= take;
     }
     return slope * std::max(tau, chunk_max) + (sum + least_embedding + least_head) / v;
@@ -816,11 +816,15 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
 Plan Searcher::to_plan(const Found& found) const {
   const Setting& s = found.setting;
   Plan plan;
+  // Unique among ranked plans: the islands in order with their tp, the stages, the dp.
   std::string name = found.mode == Mode::task_level ? "mix" : "solo";
-  std::vector<int> order;
-  for (const auto& stage : found.stages)
-    if (order.empty() || order.back() != stage.island) order.push_back(stage.island);
-  for (int i : order) name += "-" + cluster_.islands[static_cast<std::size_t>(i)].name;
+  int previous = -1;
+  for (const auto& stage : found.stages) {
+    if (stage.island == previous) continue;
+    previous = stage.island;
+    name += "-" + cluster_.islands[static_cast<std::size_t>(stage.island)].name + "-tp" +
+            std::to_string(stage.tp);
+  }
   name += "-pp" + std::to_string(found.stages.size()) + "-dp" + std::to_string(s.dp);
   plan.name = name;
   plan.micro_batch = s.micro_batch;
