@@ -308,8 +308,10 @@ double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<i
     return kInf;
   }
   if (p * v > layers_) {
-    reject(kStructure, std::to_string(p) + " stages of " + std::to_string(v) +
-                           " chunks need more layers than the model's " + std::to_string(layers_));
+    reject(kStructure, "a pipeline of " + std::to_string(p) + " stages with " +
+                           std::to_string(v) + " chunk(s) each needs at least " +
+                           std::to_string(p * v) + " layers; the model has " +
+                           std::to_string(layers_));
     return kInf;
   }
 
@@ -335,7 +337,7 @@ double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<i
     return kInf;
   }
   if (scored.status == ScoreStatus::layers_do_not_fit) {
-    reject(kMemory, std::to_string(p) + " stages cannot hold the model's " +
+    reject(kMemory, "a pipeline of " + std::to_string(p) + " stage(s) cannot hold the model's " +
                         std::to_string(layers_) + " layers within memory");
     return kInf;
   }
