@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/calibration.hpp"
 #include "core/chip.hpp"
 #include "core/cluster.hpp"
 #include "core/plan.hpp"
@@ -19,10 +20,12 @@ inline constexpr std::string_view kClusterSchema = "hetplan/cluster/v1";
 inline constexpr std::string_view kWorkloadSchema = "hetplan/workload/v1";
 inline constexpr std::string_view kScenarioSchema = "hetplan/scenario/v1";
 inline constexpr std::string_view kPlanSchema = "hetplan/plan/v1";
+inline constexpr std::string_view kCalibrationBundleSchema = "hetplan/calibration-bundle/v1";
 
 // From text (file_name is used in messages and to resolve relative paths).
 ChipProfile parse_chip(const std::string& text, const std::string& file_name);
 Plan parse_plan(const std::string& text, const std::string& file_name);
+CalibrationBundle parse_calibration_bundle(const std::string& text, const std::string& file_name);
 // A Hugging Face config.json (or any YAML/JSON mapping in that shape).
 ModelShape parse_hf_config(const std::string& text, const std::string& file_name);
 
@@ -33,6 +36,7 @@ Cluster load_cluster(const std::string& path);
 Workload load_workload(const std::string& path);
 Plan load_plan(const std::string& path);
 Scenario load_scenario(const std::string& path);
+CalibrationBundle load_calibration_bundle(const std::string& path);
 
 // Checks a plan against the cluster and workload it is meant for: islands exist, layer ranges
 // cover the model in order, each a multiple of the virtual stages. Throws InputError at the plan's

@@ -306,7 +306,6 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
   };
 
   const double e = bytes_per_element(training.dtype);
-  const double tokens = static_cast<double>(micro_batch) * training.seq_len;
   double peak_sum = 0;
   for (int i = 0; i < p; ++i) {
     const StageSlot& slot = slots[static_cast<std::size_t>(i)];

@@ -1,0 +1,134 @@
+// Calibration recovers known parameters from synthetic microbenchmarks with noise.
+#include "validation/calibrate.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "formats/loaders.hpp"
+
+namespace hetplan::validation {
+namespace {
+
+// Multiplicative noise of about +-`spread`, seeded.
+struct Noise {
+  std::mt19937 rng{20261129};
+  double spread;
+  explicit Noise(double s) : spread(s) {}
+  double operator()() { return 1.0 + std::uniform_real_distribution<double>(-spread, spread)(rng); }
+};
+
+std::vector<GemmSample> synthetic_gemms(double rate, double half_dim, Noise& noise) {
+  std::vector<GemmSample> out;
+  for (double m : {64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0}) {
+    for (double k : {128.0, 1024.0, 4096.0}) {
+      GemmSample s;
+      s.m = m;
+      s.n = m;
+      s.k = k;
+      auto g = [&](double x) { return x / (x + half_dim); };
+      s.seconds = 2 * s.m * s.n * s.k / (rate * g(s.m) * g(s.n) * g(s.k)) * noise();
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+TEST(Calibrate, GemmCurveIsRecoveredFromNoisySamples) {
+  Noise noise(0.03);
+  const GemmFit fit = fit_gemm(synthetic_gemms(4.5e14, 180.0, noise));
+  EXPECT_NEAR(fit.rate, 4.5e14, 0.03 * 4.5e14);
+  EXPECT_NEAR(fit.half_dim, 180.0, 0.15 * 180.0);
+  EXPECT_EQ(fit.quality.points, 18);
+  EXPECT_LT(fit.quality.rms_relative_error, 0.03);
+  EXPECT_GT(fit.quality.rms_relative_error, 0.0);
+}
+
+TEST(Calibrate, BandwidthIsRecoveredFromNoisySamples) {
+  Noise noise(0.05);
+  std::vector<ElementwiseSample> samples;
+  for (const char* op : {"add", "gelu", "softmax", "rmsnorm"}) {
+    for (double elements : {1e6, 4e6, 1.6e7}) {
+      ElementwiseSample s;
+      s.op = op;
+      s.elements = elements;
+      s.seconds = elementwise_bytes(s) / 1.2e12 * noise();
+      samples.push_back(s);
+    }
+  }
+  const BandwidthFit fit = fit_elementwise_bandwidth(samples);
+  EXPECT_NEAR(fit.bandwidth, 1.2e12, 0.03 * 1.2e12);
+}
+
+TEST(Calibrate, CollectiveLatencyAndBandwidthAreRecovered) {
+  Noise noise(0.04);
+  std::vector<CollectiveSample> samples;
+  const int ranks = 8;
+  for (double bytes = 1024; bytes <= 1 << 28; bytes *= 4) {
+    CollectiveSample s;
+    s.collective = "all_reduce";
+    s.ranks = ranks;
+    s.bytes = bytes;
+    s.seconds = (2.0 * (ranks - 1) * 12e-6 + 2.0 * (ranks - 1) / ranks * bytes / 180e9) * noise();
+    samples.push_back(s);
+  }
+  const CollectiveFit fit = fit_collective(samples);
+  EXPECT_NEAR(fit.latency, 12e-6, 0.1 * 12e-6);
+  EXPECT_NEAR(fit.bus_bandwidth, 180e9, 0.05 * 180e9);
+}
+
+TEST(Calibrate, FusedAttentionRateIsRecovered) {
+  Noise noise(0.03);
+  std::vector<AttentionSample> samples;
+  for (int seq : {512, 1024, 2048, 4096, 8192}) {
+    AttentionSample s;
+    s.batch = 2;
+    s.heads = 16;
+    s.seq = seq;
+    s.head_dim = 128;
+    s.causal = true;
+    s.kernel = "sdpa";
+    const double flops = 0.5 * 4.0 * 2 * 16 * double(seq) * seq * 128;
+    const double rate = 6e14 * seq / (seq + 512.0);
+    s.forward_s = flops / rate * noise();
+    s.backward_s = 2.5 * flops / rate * noise();
+    samples.push_back(s);
+  }
+  const AttentionFit fit = fit_attention(samples, 512.0);
+  EXPECT_NEAR(fit.rate, 6e14, 0.03 * 6e14);
+}
+
+TEST(Calibrate, NewProfileVersionCitesTheBundleAndKeepsTheBase) {
+  const ChipProfile base =
+      formats::load_chip(std::string(HETPLAN_SOURCE_DIR) + "/profiles/nvidia-h100-sxm5-80gb.yaml");
+  CalibrationBundle bundle;
+  bundle.file = "h100.json";
+  bundle.probe_version = "1";
+  bundle.started = "2026-11-29T20:00:00Z";
+  bundle.host = {"node1", "cuda", "NVIDIA H100", "2.4", "nccl", 8, 1, {"CUDA", "12.4"}};
+  Noise noise(0.02);
+  const double peak = *base.peak(DType::bf16);
+  bundle.gemm = synthetic_gemms(0.7 * peak, 150.0, noise);
+  for (auto& s : bundle.gemm) s.dtype = DType::bf16;
+  bundle.operators.push_back({OpClass::dropout, Support::missing, "synthetic"});
+  const Calibration result = calibrate(base, {bundle}, "cal1");
+  const ChipProfile& p = result.profile;
+  EXPECT_EQ(p.id, base.id + ".cal1");
+  EXPECT_TRUE(p.efficiency.calibrated);
+  ASSERT_TRUE(p.efficiency.gemm_max);
+  EXPECT_NEAR(*p.efficiency.gemm_max, 0.7, 0.03);
+  ASSERT_TRUE(p.efficiency.gemm_half_dim);
+  EXPECT_NEAR(*p.efficiency.gemm_half_dim, 150.0, 25.0);
+  EXPECT_EQ(*p.peak(DType::bf16), peak);  // a known peak is kept
+  EXPECT_EQ(p.coverage(OpClass::dropout).support, Support::missing);
+  const std::string& source = p.cited_by.at("efficiency.gemm.max");
+  ASSERT_TRUE(p.sources.contains(source));
+  EXPECT_NE(p.sources.at(source).find("h100.json (probe 1, started 2026-11-29T20:00:00Z"),
+            std::string::npos);
+  // What was not measured stays as it was.
+  EXPECT_EQ(p.efficiency.attention_max, base.efficiency.attention_max);
+  EXPECT_EQ(p.memory_capacity, base.memory_capacity);
+}
+
+}  // namespace
+}  // namespace hetplan::validation

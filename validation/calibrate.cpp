@@ -1,0 +1,447 @@
+#include "validation/calibrate.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "models/collectives.hpp"
+#include "models/compute.hpp"
+#include "models/transformer_ops.hpp"
+#include "sim/estimator.hpp"
+
+namespace hetplan::validation {
+namespace {
+
+std::string number(double value) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.4g", value);
+  return text;
+}
+
+FitQuality quality(std::string what, const std::vector<double>& model,
+                   const std::vector<double>& measured) {
+  FitQuality q;
+  q.what = std::move(what);
+  q.points = static_cast<int>(measured.size());
+  double sum = 0;
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    const double error = (model[i] - measured[i]) / measured[i];
+    sum += error * error;
+    q.max_relative_error = std::max(q.max_relative_error, std::abs(error));
+  }
+  if (!measured.empty()) q.rms_relative_error = std::sqrt(sum / static_cast<double>(measured.size()));
+  return q;
+}
+
+double gemm_shape_factor(const GemmSample& s, double half_dim) {
+  auto g = [&](double x) { return x / (x + half_dim); };
+  return g(s.m) * g(s.n) * g(s.k);
+}
+
+// For a fixed half-dimension the best rate in log space is a mean: log R = mean(log(F / (t g))).
+double gemm_rate_for(const std::vector<GemmSample>& samples, double half_dim, double* residual) {
+  Eigen::VectorXd logs(static_cast<Eigen::Index>(samples.size()));
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const GemmSample& s = samples[i];
+    logs[static_cast<Eigen::Index>(i)] =
+        std::log(2.0 * s.m * s.n * s.k / (s.seconds * gemm_shape_factor(s, half_dim)));
+  }
+  const double mean = logs.mean();
+  if (residual) *residual = (logs.array() - mean).square().sum();
+  return std::exp(mean);
+}
+
+int ring_steps(const std::string& collective, int ranks) {
+  return collective == "all_reduce" ? 2 * (ranks - 1) : ranks - 1;
+}
+
+models::Collective collective_kind(const std::string& name) {
+  if (name == "all_reduce") return models::Collective::all_reduce;
+  if (name == "all_gather") return models::Collective::all_gather;
+  if (name == "reduce_scatter") return models::Collective::reduce_scatter;
+  return models::Collective::broadcast;
+}
+
+}  // namespace
+
+GemmFit fit_gemm(const std::vector<GemmSample>& samples) {
+  GemmFit fit;
+  if (samples.empty()) return fit;
+  // The residual in log space is smooth and unimodal in log h in practice: a coarse scan over
+  // 1..8192 then golden-section refinement.
+  auto residual_at = [&](double log_h) {
+    double r = 0;
+    gemm_rate_for(samples, std::exp(log_h), &r);
+    return r;
+  };
+  double best_log = 0, best = residual_at(0);
+  for (double log_h = 0; log_h <= std::log(8192.0); log_h += 0.05) {
+    const double r = residual_at(log_h);
+    if (r < best) {
+      best = r;
+      best_log = log_h;
+    }
+  }
+  double lo = best_log - 0.05, hi = best_log + 0.05;
+  const double phi = (std::sqrt(5.0) - 1) / 2;
+  for (int i = 0; i < 60; ++i) {
+    const double a = hi - phi * (hi - lo), b = lo + phi * (hi - lo);
+    (residual_at(a) < residual_at(b) ? hi : lo) = residual_at(a) < residual_at(b) ? b : a;
+  }
+  fit.half_dim = std::exp((lo + hi) / 2);
+  fit.rate = gemm_rate_for(samples, fit.half_dim, nullptr);
+  std::vector<double> model, measured;
+  for (const auto& s : samples) {
+    model.push_back(2.0 * s.m * s.n * s.k / (fit.rate * gemm_shape_factor(s, fit.half_dim)));
+    measured.push_back(s.seconds);
+  }
+  fit.quality = quality("gemm " + std::string(to_string(samples.front().dtype)), model, measured);
+  fit.quality.parameters = {"rate " + number(fit.rate) + " FLOP/s", "half_dim " + number(fit.half_dim)};
+  return fit;
+}
+
+double elementwise_bytes(const ElementwiseSample& s) {
+  // Inputs and outputs, each read or written once: binary ops read two and write one.
+  const double tensors = (s.op == "add" || s.op == "mul") ? 3.0 : 2.0;
+  return tensors * s.elements * bytes_per_element(s.dtype);
+}
+
+namespace {
+
+// t = bytes / B: least squares on relative error, 1/B = sum(b/t) / sum((b/t)^2).
+BandwidthFit fit_bandwidth(const std::vector<double>& bytes, const std::vector<double>& seconds,
+                           std::string what) {
+  BandwidthFit fit;
+  if (bytes.empty()) return fit;
+  Eigen::VectorXd x(static_cast<Eigen::Index>(bytes.size()));
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    x[static_cast<Eigen::Index>(i)] = bytes[i] / seconds[i];
+  const double inverse = x.sum() / x.squaredNorm();
+  fit.bandwidth = 1.0 / inverse;
+  std::vector<double> model;
+  for (double b : bytes) model.push_back(b / fit.bandwidth);
+  fit.quality = quality(std::move(what), model, seconds);
+  fit.quality.parameters = {"bandwidth " + number(fit.bandwidth) + " B/s"};
+  return fit;
+}
+
+}  // namespace
+
+BandwidthFit fit_elementwise_bandwidth(const std::vector<ElementwiseSample>& samples) {
+  std::vector<double> bytes, seconds;
+  for (const auto& s : samples) {
+    bytes.push_back(elementwise_bytes(s));
+    seconds.push_back(s.seconds);
+  }
+  return fit_bandwidth(bytes, seconds, "element-wise kernels");
+}
+
+BandwidthFit fit_stream_bandwidth(const std::vector<MemorySample>& samples) {
+  std::vector<double> bytes, seconds;
+  for (const auto& s : samples) {
+    bytes.push_back(s.bytes);
+    seconds.push_back(s.seconds);
+  }
+  return fit_bandwidth(bytes, seconds, "stream kernels");
+}
+
+AttentionFit fit_attention(const std::vector<AttentionSample>& samples, double half_seq) {
+  AttentionFit fit;
+  if (samples.empty()) return fit;
+  // Forward FLOPs as the compute model counts them (causal halves the work), backward 2.5x.
+  auto flops = [](const AttentionSample& s) {
+    return (s.causal ? 0.5 : 1.0) * 4.0 * s.batch * s.heads * static_cast<double>(s.seq) * s.seq *
+           s.head_dim;
+  };
+  std::vector<double> x;
+  for (const auto& s : samples) {
+    const double shape = s.seq / (s.seq + half_seq);
+    x.push_back(flops(s) / (s.forward_s * shape));
+    x.push_back(2.5 * flops(s) / (s.backward_s * shape));
+  }
+  // Rate in log space: the geometric mean.
+  double log_sum = 0;
+  for (double v : x) log_sum += std::log(v);
+  fit.rate = std::exp(log_sum / static_cast<double>(x.size()));
+  std::vector<double> model, measured;
+  for (const auto& s : samples) {
+    const double rate = fit.rate * s.seq / (s.seq + half_seq);
+    model.push_back(flops(s) / rate);
+    measured.push_back(s.forward_s);
+    model.push_back(2.5 * flops(s) / rate);
+    measured.push_back(s.backward_s);
+  }
+  fit.quality = quality("fused attention " + std::string(to_string(samples.front().dtype)), model,
+                        measured);
+  fit.quality.parameters = {"rate " + number(fit.rate) + " FLOP/s"};
+  return fit;
+}
+
+CollectiveFit fit_collective(const std::vector<CollectiveSample>& samples) {
+  CollectiveFit fit;
+  if (samples.empty()) return fit;
+  fit.collective = samples.front().collective;
+  fit.ranks = samples.front().ranks;
+  const int n = fit.ranks;
+  const double steps = ring_steps(fit.collective, n);
+  const double factor = models::bus_factor(collective_kind(fit.collective), n);
+  // Relative least squares: rows (steps / t, factor bytes / t) . (latency, 1/busbw) = 1.
+  const auto rows = static_cast<Eigen::Index>(samples.size());
+  Eigen::MatrixXd a(rows, 2);
+  Eigen::VectorXd b = Eigen::VectorXd::Ones(rows);
+  for (Eigen::Index i = 0; i < rows; ++i) {
+    const auto& s = samples[static_cast<std::size_t>(i)];
+    a(i, 0) = steps / s.seconds;
+    a(i, 1) = factor * s.bytes / s.seconds;
+  }
+  Eigen::Vector2d x = a.colPivHouseholderQr().solve(b);
+  // A negative term means the data cannot tell it apart from zero: refit without it.
+  if (x[0] < 0) {
+    x[0] = 0;
+    x[1] = a.col(1).dot(b) / a.col(1).squaredNorm();
+  } else if (x[1] <= 0) {
+    x[1] = 1e-30;
+    x[0] = a.col(0).dot(b) / a.col(0).squaredNorm();
+  }
+  fit.latency = x[0];
+  fit.bus_bandwidth = 1.0 / x[1];
+  std::vector<double> model, measured;
+  for (const auto& s : samples) {
+    model.push_back(steps * fit.latency + factor * s.bytes / fit.bus_bandwidth);
+    measured.push_back(s.seconds);
+  }
+  fit.quality = quality(fit.collective + " over " + std::to_string(n) + " ranks", model, measured);
+  fit.quality.parameters = {"latency " + number(fit.latency) + " s/step",
+                            "bus bandwidth " + number(fit.bus_bandwidth) + " B/s"};
+  return fit;
+}
+
+Calibration calibrate(const ChipProfile& base, const std::vector<CalibrationBundle>& bundles,
+                      const std::string& label) {
+  Calibration out;
+  ChipProfile& p = out.profile;
+  p = base;
+  p.id = base.id + "." + label;
+  p.efficiency.calibrated = true;
+
+  // Provenance: one source for everything fitted here.
+  std::string citation = "hetplan calibrate, fitted by least squares to calibration bundle(s)";
+  for (const auto& bundle : bundles) {
+    citation += " " + bundle.file + " (probe " + bundle.probe_version + ", started " +
+                bundle.started + ", host " + bundle.host.hostname + ", " + bundle.host.device +
+                ", " + bundle.host.runtime.name + " " + bundle.host.runtime.version + ", torch " +
+                bundle.host.torch + ")";
+  }
+  const std::string source = "calibration-" + label;
+  p.sources[source] = citation;
+  auto cite = [&](const std::string& path) { p.cited_by[path] = source; };
+  if (!bundles.empty()) {
+    p.runtime = bundles.front().host.runtime;
+    p.framework_adapter = {"PyTorch", bundles.front().host.torch};
+  }
+
+  // Gather the samples of all bundles.
+  std::map<DType, std::vector<GemmSample>> gemm;
+  std::vector<MemorySample> stream;
+  std::map<DType, std::vector<ElementwiseSample>> elementwise;
+  std::map<DType, std::vector<AttentionSample>> fused;
+  std::map<std::pair<std::string, int>, std::vector<CollectiveSample>> collectives;
+  std::map<OpClass, Support> coverage;
+  for (const auto& bundle : bundles) {
+    for (const auto& s : bundle.gemm) gemm[s.dtype].push_back(s);
+    stream.insert(stream.end(), bundle.memory.begin(), bundle.memory.end());
+    for (const auto& s : bundle.elementwise) elementwise[s.dtype].push_back(s);
+    for (const auto& s : bundle.attention)
+      if (s.kernel == "sdpa") fused[s.dtype].push_back(s);
+    for (const auto& s : bundle.collectives) collectives[{s.collective, s.ranks}].push_back(s);
+    for (const auto& s : bundle.operators) {
+      // The worst status any bundle saw.
+      auto [it, inserted] = coverage.try_emplace(s.op, s.status);
+      if (!inserted && static_cast<int>(s.status) > static_cast<int>(it->second)) it->second = s.status;
+    }
+  }
+
+  // Compute: per dtype, the GEMM curve. Where the base profile knows the peak, efficiency is
+  // rate / peak; where it does not, the fitted rate stands in for the peak (efficiency 1) and the
+  // note says so: MFU is then against the best measured rate.
+  std::optional<double> reference_rate;  // the training dtype's best GEMM rate, for the others
+  for (auto& [dtype, samples] : gemm) {
+    const GemmFit fit = fit_gemm(samples);
+    out.fits.push_back(fit.quality);
+    const std::string name(to_string(dtype));
+    auto& peak = p.peak_flops[dtype];
+    if (!peak) {
+      peak = fit.rate;
+      out.notes.push_back(name + " peak unknown: set to the best fitted GEMM rate " +
+                          number(fit.rate) + " FLOP/s");
+    }
+    cite("compute.peak." + name);
+    if (!reference_rate || dtype == DType::bf16) {
+      reference_rate = fit.rate;
+      p.efficiency.gemm_max = std::min(1.0, fit.rate / *peak);
+      if (fit.rate > *peak)
+        out.notes.push_back(name + " GEMMs ran faster than the profile's peak: efficiency capped at 1");
+      p.efficiency.gemm_half_dim = fit.half_dim;
+      cite("efficiency.gemm.max");
+      cite("efficiency.gemm.half_dim");
+    }
+  }
+
+  // Memory: the stream kernels give the bandwidth where the profile has none; the element-wise
+  // kernels give the efficiency the compute model applies to memory-bound operators.
+  if (!stream.empty() && !p.memory_bandwidth) {
+    const BandwidthFit fit = fit_stream_bandwidth(stream);
+    out.fits.push_back(fit.quality);
+    p.memory_bandwidth = fit.bandwidth;
+    cite("memory.bandwidth");
+    out.notes.push_back("memory bandwidth unknown: set to the stream kernels' " +
+                        number(fit.bandwidth) + " B/s");
+  }
+  std::vector<ElementwiseSample> memory_bound;
+  for (auto& [dtype, samples] : elementwise)
+    memory_bound.insert(memory_bound.end(), samples.begin(), samples.end());
+  if (!memory_bound.empty() && p.memory_bandwidth) {
+    const BandwidthFit fit = fit_elementwise_bandwidth(memory_bound);
+    out.fits.push_back(fit.quality);
+    p.efficiency.memory = std::min(1.0, fit.bandwidth / *p.memory_bandwidth);
+    if (fit.bandwidth > *p.memory_bandwidth)
+      out.notes.push_back("element-wise kernels beat the memory bandwidth (caches): efficiency capped at 1");
+    cite("efficiency.memory");
+  }
+
+  // Fused attention: efficiency against the training dtype's peak.
+  for (auto& [dtype, samples] : fused) {
+    const auto peak = p.peak(dtype);
+    if (!peak) continue;
+    const AttentionFit fit = fit_attention(samples, 512.0);
+    out.fits.push_back(fit.quality);
+    p.efficiency.attention_max = std::min(1.0, fit.rate / *peak);
+    cite("efficiency.attention.max");
+  }
+
+  // Operator coverage as measured.
+  for (const auto& [op, status] : coverage) {
+    if (status == p.default_support) {
+      p.op_coverage.erase(op);
+    } else {
+      OpCoverage c;
+      c.support = status;
+      const auto known = base.op_coverage.find(op);
+      c.slowdown = known != base.op_coverage.end() ? known->second.slowdown : 1.0;
+      p.op_coverage[op] = c;
+    }
+  }
+
+  // Collectives inside one node: the alpha-beta fit of the largest group, all-reduce first.
+  std::optional<CollectiveFit> intra;
+  for (auto& [key, samples] : collectives) {
+    const CollectiveFit fit = fit_collective(samples);
+    out.fits.push_back(fit.quality);
+    if (key.first == "all_reduce" && (!intra || fit.ranks > intra->ranks)) intra = fit;
+  }
+  if (intra) {
+    if (!p.intra_node.bandwidth) {
+      p.intra_node.bandwidth = intra->bus_bandwidth;
+      cite("node.intra_node.bandwidth");
+      out.notes.push_back("intra-node bandwidth unknown: set to the all-reduce bus bandwidth " +
+                          number(intra->bus_bandwidth) + " B/s");
+    }
+    p.efficiency.intra_bus_efficiency = intra->bus_bandwidth / *p.intra_node.bandwidth;
+    p.efficiency.intra_latency = intra->latency;
+    cite("efficiency.intra_node_collectives.bus_efficiency");
+    cite("efficiency.intra_node_collectives.latency");
+  }
+  return out;
+}
+
+namespace {
+
+std::string describe(const ModelShape& model, int micro_batch, int seq, DType dtype) {
+  return std::to_string(model.layers) + " layers, hidden " + std::to_string(model.hidden) +
+         ", micro-batch " + std::to_string(micro_batch) + " x " + std::to_string(seq) + ", " +
+         std::string(to_string(dtype));
+}
+
+// One chip of `profile` alone, as a cluster.
+Cluster single_chip(const ChipProfile& profile) {
+  Cluster cluster;
+  cluster.name = "probe-host";
+  cluster.chips.push_back(profile);
+  Island island;
+  island.name = "host";
+  island.chip = 0;
+  island.nodes = 1;
+  island.chips_per_node = 1;
+  island.nic_count = 1;
+  island.nic_speed = 1e9;
+  island.runtime = profile.runtime;
+  island.nodes_per_leaf = 1;
+  cluster.islands.push_back(island);
+  return cluster;
+}
+
+Workload workload_for(const ModelShape& model, int micro_batch, int seq, DType dtype,
+                      const ChipProfile& profile) {
+  Workload w;
+  w.name = "probe-step";
+  w.model = model;
+  w.training.seq_len = seq;
+  w.training.global_batch = micro_batch;
+  w.training.micro_batch = micro_batch;
+  w.training.dtype = dtype;
+  w.training.fp32_grad_accumulation = dtype != DType::fp32;
+  w.training.optimizer = Optimizer::adamw;
+  w.training.flash_attention =
+      profile.coverage(OpClass::flash_attention).support != Support::missing;
+  return w;
+}
+
+}  // namespace
+
+std::vector<StepCheck> check_bundle(const ChipProfile& profile, const CalibrationBundle& bundle) {
+  std::vector<StepCheck> out;
+  const Cluster cluster = single_chip(profile);
+  for (const auto& step : bundle.steps) {
+    StepCheck check;
+    check.what = "training step: " + describe(step.model, step.micro_batch, step.seq, step.dtype);
+    check.measured_s = step.seconds;
+    const Workload w = workload_for(step.model, step.micro_batch, step.seq, step.dtype, profile);
+    Plan plan;
+    plan.name = "probe-step";
+    plan.stages.push_back({"host", 0, step.model.layers, 1, 1, {}, {}});
+    const sim::Estimate e = sim::estimate_step(cluster, w, plan);
+    check.predicted_s = e.step_time_s;
+    check.feasible = e.feasible;
+    check.reasons = e.reasons;
+    check.error = (check.predicted_s - check.measured_s) / check.measured_s;
+    out.push_back(std::move(check));
+  }
+  for (const auto& layer : bundle.layers) {
+    ModelShape model = layer.model;
+    model.layers = 1;
+    const Workload w = workload_for(model, layer.micro_batch, layer.seq, layer.dtype, profile);
+    const auto resolved = models::resolve_rates(profile, layer.dtype);
+    if (!resolved.rates) continue;
+    const models::LayerSlice slice{layer.micro_batch, layer.seq, 1, false,
+                                   w.training.flash_attention, layer.dtype};
+    double forward = 0, backward = 0;
+    for (const auto& op : models::layer_ops(model, slice)) {
+      forward += models::forward_time(op, *resolved.rates);
+      backward += models::backward_time(op, *resolved.rates);
+    }
+    const std::string what = "layer: hidden " + std::to_string(model.hidden) + ", micro-batch " +
+                             std::to_string(layer.micro_batch) + " x " +
+                             std::to_string(layer.seq) + ", " +
+                             std::string(to_string(layer.dtype));
+    out.push_back({what + " forward", layer.forward_s, forward,
+                   (forward - layer.forward_s) / layer.forward_s, true, {}});
+    out.push_back({what + " backward", layer.backward_s, backward,
+                   (backward - layer.backward_s) / layer.backward_s, true, {}});
+  }
+  return out;
+}
+
+}  // namespace hetplan::validation
