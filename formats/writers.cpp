@@ -1,13 +1,30 @@
 #include "formats/writers.hpp"
 
+#include <unistd.h>
+
+#include <array>
+#include <cctype>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <optional>
+#include <set>
+#include <span>
 #include <sstream>
 #include <stdexcept>
-#include <unistd.h>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/units.hpp"
+#include "formats/loaders.hpp"
 
 namespace hetplan::formats {
 
@@ -28,6 +45,533 @@ std::string plan_yaml(const Plan& plan, const std::string& comment) {
     out << "  - {island: " << stage.island << ", first_layer: " << stage.first_layer
         << ", num_layers: " << stage.num_layers << ", tp: " << stage.tp << ", dp: " << stage.dp
         << "}\n";
+  }
+  return out.str();
+}
+
+namespace {
+
+// ---- chip_yaml ---------------------------------------------------------------------------------
+
+[[noreturn]] void chip_fail(const ChipProfile& chip, const std::string& path,
+                            const std::string& message) {
+  throw std::invalid_argument("chip_yaml: " + chip.id + ": " + path + ": " + message);
+}
+
+// The shortest decimal that from_chars reads back to exactly `value`.
+std::string shortest_decimal(double value) {
+  std::array<char, 64> buffer{};
+  const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+  return std::string(buffer.data(), result.ptr);
+}
+
+// Significant digits of a decimal as to_chars writes it ("0.0830" -> 3, "1e+15" -> 1).
+std::size_t significant_digits(const std::string& text) {
+  std::string digits;
+  for (char c : text) {
+    if (c == 'e' || c == 'E') break;
+    if (c >= '0' && c <= '9') digits += c;
+  }
+  const auto first = digits.find_first_not_of('0');
+  if (first == std::string::npos) return 1;
+  const auto last = digits.find_last_not_of('0');
+  return last - first + 1;
+}
+
+// "<number> <unit>" that parse_quantity reads back to exactly `value`, in the unit (from
+// `units`, in order of preference) that needs the fewest significant digits; then the one whose
+// number lies in [1, 10000); then the earlier unit. `units` ends with the base unit (factor 1),
+// which always round-trips.
+std::string exact_quantity(double value, Dimension dimension,
+                           std::span<const std::string_view> units) {
+  std::string best;
+  std::tuple<std::size_t, int, std::size_t> best_score{};
+  std::size_t index = 0;
+  for (std::string_view unit : units) {
+    const std::string symbol(unit);
+    const auto factor = parse_quantity("1 " + symbol, dimension);
+    if (!factor || *factor <= 0.0) continue;
+    const double scaled = value / *factor;
+    for (double number : {scaled, std::nextafter(scaled, std::numeric_limits<double>::infinity()),
+                          std::nextafter(scaled, 0.0)}) {
+      if (!std::isfinite(number) || number < 0.0) continue;
+      const std::string text = shortest_decimal(number) + " " + symbol;
+      const auto back = parse_quantity(text, dimension);
+      if (!back || *back != value) continue;
+      const int magnitude = (number == 0.0 || (number >= 1.0 && number < 10000.0)) ? 0 : 1;
+      const std::tuple score{significant_digits(shortest_decimal(number)), magnitude, index};
+      if (best.empty() || score < best_score) {
+        best = text;
+        best_score = score;
+      }
+    }
+    ++index;
+  }
+  return best;
+}
+
+// A YAML string: plain when that is unambiguous (also inside a flow mapping), otherwise
+// double-quoted with escapes.
+std::string yaml_string(const std::string& text) {
+  bool plain =
+      !text.empty() && std::isalpha(static_cast<unsigned char>(text.front())) && text.back() != ' ';
+  for (char c : text) {
+    const bool allowed = std::isalnum(static_cast<unsigned char>(c)) || c == ' ' || c == '.' ||
+                         c == '_' || c == '-' || c == '/' || c == '(' || c == ')' || c == '+';
+    if (!allowed || (c & 0x80) != 0) plain = false;
+  }
+  if (plain) {
+    std::string lower;
+    for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (const char* word :
+         {"true", "false", "yes", "no", "on", "off", "y", "n", "null", "unknown", "nan", "inf"}) {
+      if (lower == word) plain = false;
+    }
+  }
+  if (plain) return text;
+  std::string out = "\"";
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// One key of the document being written: a scalar leaf (a cited number or a plain value) or a
+// mapping. `scope` mappings are those where the format allows a `source:` key.
+struct YamlNode {
+  std::string key;
+  std::string path;  // the loader's dotted path of this key
+  // Leaf:
+  std::string text;        // the scalar as written (a number, `unknown`, a choice)
+  std::string own_source;  // written as {value: text, source: own_source}
+  // A leaf written plain, or an operator class entry: the source it must inherit (or, for an
+  // entry, carry). Empty when it needs none.
+  std::string needs;
+  bool is_number = false;  // a cited number (known or `unknown`)
+  // Mapping:
+  bool is_map = false;
+  bool scope = false;
+  bool flow = false;
+  std::vector<YamlNode> children;
+
+  // The `source:` line of a block mapping goes before its first number or mapping.
+  bool cited() const { return is_number || is_map; }
+};
+
+YamlNode map_node(std::string key, std::string path, bool scope, bool flow) {
+  YamlNode node;
+  node.key = std::move(key);
+  node.path = std::move(path);
+  node.is_map = true;
+  node.scope = scope;
+  node.flow = flow;
+  return node;
+}
+
+YamlNode leaf_node(std::string key, std::string path, std::string text) {
+  YamlNode node;
+  node.key = std::move(key);
+  node.path = std::move(path);
+  node.text = std::move(text);
+  return node;
+}
+
+// Builds the cited-number leaves from the profile, in the form its cited_by paths call for, and
+// remembers which cited_by entries it used.
+class ChipTree {
+ public:
+  explicit ChipTree(const ChipProfile& chip) : chip_(chip) {}
+
+  // A cited number: `unknown` when absent; otherwise the form follows cited_by.
+  YamlNode number(YamlNode& parent, std::string key, const std::optional<std::string>& text) {
+    const std::string path = parent.path + "." + key;
+    YamlNode leaf = leaf_node(std::move(key), path, text.value_or("unknown"));
+    leaf.is_number = true;
+    if (!text) return leaf;
+    const auto plain = chip_.cited_by.find(path);
+    const auto mapped = chip_.cited_by.find(path + ".value");
+    const bool has_plain = plain != chip_.cited_by.end();
+    const bool has_mapped = mapped != chip_.cited_by.end();
+    if (has_plain && has_mapped) {
+      chip_fail(
+          chip_, path,
+          "cited_by names it both as \"" + path + "\" and as \"" + path + ".value\"; keep one");
+    }
+    if (!has_plain && !has_mapped) {
+      chip_fail(chip_, path,
+                "has a value but no source (set cited_by[\"" + path + "\"] to inherit one, or " +
+                    "cited_by[\"" + path + ".value\"] for its own)");
+    }
+    if (has_mapped) {
+      leaf.own_source = checked_source(path, mapped->second);
+      used_.insert(mapped->first);
+    } else {
+      leaf.needs = checked_source(path, plain->second);
+      used_.insert(plain->first);
+    }
+    return leaf;
+  }
+
+  // Whether cited_by names the number at `path` (in either form).
+  bool cites(const std::string& path) const {
+    return chip_.cited_by.contains(path) || chip_.cited_by.contains(path + ".value");
+  }
+
+  // The source an operator class entry must carry or inherit.
+  std::string entry_source(const std::string& path) {
+    const auto it = chip_.cited_by.find(path);
+    if (it == chip_.cited_by.end()) {
+      chip_fail(chip_, path, "an operator class entry needs a source (cited_by[\"" + path + "\"])");
+    }
+    used_.insert(it->first);
+    return checked_source(path, it->second);
+  }
+
+  // Fails on cited_by entries for nothing that is written (they would not read back).
+  void check_all_used() const {
+    for (const auto& [path, source] : chip_.cited_by) {
+      if (!used_.contains(path)) {
+        chip_fail(chip_, path,
+                  "cited_by names it (source \"" + source +
+                      "\") but the profile states no such number (unknown, or not a cited path)");
+      }
+    }
+  }
+
+ private:
+  std::string checked_source(const std::string& path, const std::string& source) const {
+    if (!chip_.sources.contains(source)) {
+      chip_fail(chip_, path, "cites \"" + source + "\", which is not listed in sources");
+    }
+    return source;
+  }
+
+  const ChipProfile& chip_;
+  std::set<std::string> used_;
+};
+
+// The source the plain leaves directly in `map` (and, for an operator class entry, the entry
+// itself) need; they must agree.
+std::string direct_requirement(const ChipProfile& chip, const YamlNode& map) {
+  std::string required = map.needs;
+  std::string first = map.path;
+  for (const auto& child : map.children) {
+    if (child.is_map || child.needs.empty()) continue;
+    if (required.empty()) {
+      required = child.needs;
+      first = child.path;
+    } else if (child.needs != required) {
+      chip_fail(chip, child.path,
+                "cites \"" + child.needs + "\" while " + first + " (in the same mapping) cites \"" +
+                    required + "\"; write one of them with its own source (cited_by[\"<path>" +
+                    ".value\"])");
+    }
+  }
+  if (!required.empty() && !map.scope) {
+    chip_fail(chip, map.path, "cannot carry a source");
+  }
+  return required;
+}
+
+// The source a mapping should state: its direct requirement, else the first one found below.
+std::string preferred_source(const ChipProfile& chip, const YamlNode& map) {
+  if (map.scope) {
+    std::string direct = direct_requirement(chip, map);
+    if (!direct.empty()) return direct;
+  }
+  for (const auto& child : map.children) {
+    if (!child.is_map) continue;
+    std::string below = preferred_source(chip, child);
+    if (!below.empty()) return below;
+  }
+  return {};
+}
+
+std::string leaf_text(const YamlNode& leaf) {
+  if (leaf.own_source.empty()) return leaf.text;
+  return "{value: " + leaf.text + ", source: " + leaf.own_source + "}";
+}
+
+std::string flow_map(const ChipProfile& chip, const YamlNode& map, const std::string& inherited);
+
+// The source line a mapping states, and the source its children inherit.
+std::pair<std::string, std::string> resolve_source(const ChipProfile& chip, const YamlNode& map,
+                                                   const std::string& inherited) {
+  if (!map.scope) return {"", inherited};
+  const std::string wanted = preferred_source(chip, map);
+  if (wanted.empty()) return {"", inherited};
+  return {wanted == inherited ? "" : wanted, wanted};
+}
+
+std::string child_text(const ChipProfile& chip, const YamlNode& child,
+                       const std::string& inherited) {
+  return child.is_map ? flow_map(chip, child, inherited) : leaf_text(child);
+}
+
+std::string flow_map(const ChipProfile& chip, const YamlNode& map, const std::string& inherited) {
+  const auto [stated, effective] = resolve_source(chip, map, inherited);
+  std::string out = "{";
+  for (const auto& child : map.children) {
+    if (out.size() > 1) out += ", ";
+    out += child.key + ": " + child_text(chip, child, effective);
+  }
+  if (!stated.empty()) out += std::string(out.size() > 1 ? ", " : "") + "source: " + stated;
+  return out + "}";
+}
+
+void block_map(std::ostream& out, const ChipProfile& chip, const YamlNode& map,
+               const std::string& inherited, int indent) {
+  const auto [stated, effective] = resolve_source(chip, map, inherited);
+  const std::string pad(static_cast<std::size_t>(indent), ' ');
+  bool source_written = stated.empty();
+  for (const auto& child : map.children) {
+    if (!source_written && child.cited()) {
+      out << pad << "source: " << stated << "\n";
+      source_written = true;
+    }
+    if (child.is_map && !child.flow && !child.children.empty()) {
+      out << pad << child.key << ":\n";
+      block_map(out, chip, child, effective, indent + 2);
+    } else {
+      out << pad << child.key << ": " << child_text(chip, child, effective) << "\n";
+    }
+  }
+  if (!source_written) out << pad << "source: " << stated << "\n";
+}
+
+std::string plain_number(const ChipProfile& chip, const std::string& path, double value, double min,
+                         double max) {
+  if (!std::isfinite(value) || value < min || value > max || std::signbit(value)) {
+    chip_fail(chip, path,
+              "expected a number from " + shortest_decimal(min) + " to " + shortest_decimal(max) +
+                  ", got " + shortest_decimal(value));
+  }
+  return shortest_decimal(value);
+}
+
+std::optional<std::string> quantity_text(const ChipProfile& chip, const std::string& path,
+                                         const std::optional<double>& value, Dimension dimension,
+                                         std::span<const std::string_view> units) {
+  if (!value) return std::nullopt;
+  if (!std::isfinite(*value) || *value < 0.0 || std::signbit(*value)) {
+    chip_fail(chip, path, "expected a finite, non-negative value, got " + shortest_decimal(*value));
+  }
+  return exact_quantity(*value, dimension, units);
+}
+
+std::optional<std::string> count_text(const ChipProfile& chip, const std::string& path,
+                                      const std::optional<int>& value, int min, int max) {
+  if (!value) return std::nullopt;
+  if (*value < min || *value > max) {
+    chip_fail(chip, path,
+              "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) +
+                  ", got " + std::to_string(*value));
+  }
+  return std::to_string(*value);
+}
+
+std::optional<std::string> number_text(const ChipProfile& chip, const std::string& path,
+                                       const std::optional<double>& value, double min, double max) {
+  if (!value) return std::nullopt;
+  return plain_number(chip, path, *value, min, max);
+}
+
+constexpr std::array<std::string_view, 4> kFlopUnits{"TFLOPS", "PFLOPS", "GFLOPS", "FLOPS"};
+constexpr std::array<std::string_view, 9> kByteUnits{"GiB", "GB",  "TiB", "TB", "MiB",
+                                                     "MB",  "KiB", "KB",  "B"};
+constexpr std::array<std::string_view, 10> kLinkUnits{"GB/s", "TB/s", "MB/s", "GiB/s", "MiB/s",
+                                                      "KB/s", "Gbps", "Tbps", "Mbps",  "B/s"};
+constexpr std::array<std::string_view, 9> kNicUnits{"Gbps", "Tbps", "Mbps", "Kbps", "GB/s",
+                                                    "TB/s", "MB/s", "KB/s", "B/s"};
+constexpr std::array<std::string_view, 2> kPowerUnits{"W", "kW"};
+constexpr std::array<std::string_view, 4> kTimeUnits{"us", "ns", "ms", "s"};
+
+}  // namespace
+
+std::string chip_yaml(const ChipProfile& chip, const std::string& comment) {
+  ChipTree tree(chip);
+  const auto quantity = [&](YamlNode& parent, const std::string& key,
+                            const std::optional<double>& value, Dimension dimension,
+                            std::span<const std::string_view> units) {
+    parent.children.push_back(tree.number(
+        parent, key, quantity_text(chip, parent.path + "." + key, value, dimension, units)));
+  };
+  const auto number = [&](YamlNode& parent, const std::string& key,
+                          const std::optional<double>& value, double min, double max) {
+    parent.children.push_back(
+        tree.number(parent, key, number_text(chip, parent.path + "." + key, value, min, max)));
+  };
+  const auto count = [&](YamlNode& parent, const std::string& key, const std::optional<int>& value,
+                         int min, int max) {
+    parent.children.push_back(
+        tree.number(parent, key, count_text(chip, parent.path + "." + key, value, min, max)));
+  };
+
+  if (chip.sources.empty()) chip_fail(chip, "sources", "expected at least one source");
+  for (const auto& [id, citation] : chip.sources) {
+    if (id.empty() ||
+        id.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_.") != std::string::npos) {
+      chip_fail(chip, "sources." + id, "expected a source id of [a-z0-9._-]");
+    }
+    if (citation.size() < 8) chip_fail(chip, "sources." + id, "expected a citation of 8+ chars");
+  }
+  if (chip.peak_flops.empty()) chip_fail(chip, "compute.peak", "expected at least one dtype");
+
+  // compute
+  YamlNode compute = map_node("compute", "compute", true, false);
+  YamlNode peak = map_node("peak", "compute.peak", true, false);
+  for (const auto& [dtype, value] : chip.peak_flops) {
+    quantity(peak, std::string(to_string(dtype)), value, Dimension::flop_rate, kFlopUnits);
+  }
+  compute.children.push_back(std::move(peak));
+
+  // memory
+  YamlNode memory = map_node("memory", "memory", true, false);
+  quantity(memory, "capacity", chip.memory_capacity, Dimension::bytes, kByteUnits);
+  quantity(memory, "bandwidth", chip.memory_bandwidth, Dimension::bandwidth, kLinkUnits);
+
+  // node
+  YamlNode node = map_node("node", "node", true, false);
+  count(node, "chips_per_node", chip.chips_per_node, 1, 1024);
+  YamlNode intra = map_node("intra_node", "node.intra_node", true, false);
+  intra.children.push_back(
+      leaf_node("kind", "node.intra_node.kind", std::string(to_string(chip.intra_node.kind))));
+  intra.children.push_back(leaf_node("topology", "node.intra_node.topology",
+                                     std::string(to_string(chip.intra_node.topology))));
+  {
+    // `unknown` reads back as 1, without a cited_by entry.
+    const std::string path = "node.intra_node.group_size";
+    std::optional<int> group = chip.intra_node.group_size;
+    if (!tree.cites(path)) {
+      if (chip.intra_node.group_size != 1) {
+        chip_fail(chip, path, "has a value other than 1 but no source");
+      }
+      group.reset();
+    }
+    count(intra, "group_size", group, 1, 1024);
+  }
+  quantity(intra, "bandwidth", chip.intra_node.bandwidth, Dimension::bandwidth, kLinkUnits);
+  if (chip.intra_node.cross_group_bandwidth) {
+    quantity(intra, "cross_group_bandwidth", chip.intra_node.cross_group_bandwidth,
+             Dimension::bandwidth, kLinkUnits);
+  }
+  node.children.push_back(std::move(intra));
+  YamlNode nics = map_node("nics", "node.nics", true, true);
+  count(nics, "count", chip.nic_count, 0, 64);
+  quantity(nics, "speed", chip.nic_speed, Dimension::bandwidth, kNicUnits);
+  node.children.push_back(std::move(nics));
+
+  // power
+  YamlNode power = map_node("power", "power", true, false);
+  quantity(power, "tdp", chip.tdp, Dimension::power, kPowerUnits);
+
+  // operators
+  YamlNode operators = map_node("operators", "operators", true, false);
+  operators.children.push_back(
+      leaf_node("default", "operators.default", std::string(to_string(chip.default_support))));
+  YamlNode classes = map_node("classes", "operators.classes", false, false);
+  for (const auto& [op, coverage] : chip.op_coverage) {
+    const std::string path = "operators.classes." + std::string(to_string(op));
+    YamlNode entry = map_node(std::string(to_string(op)), path, true, true);
+    entry.needs = tree.entry_source(path);
+    entry.children.push_back(
+        leaf_node("support", path + ".support", std::string(to_string(coverage.support))));
+    if (coverage.support == Support::fallback) {
+      std::optional<double> slowdown = coverage.slowdown;
+      if (!tree.cites(path + ".slowdown")) {
+        // `unknown` reads back as 1.0, without a cited_by entry.
+        if (coverage.slowdown != 1.0) {
+          chip_fail(chip, path + ".slowdown", "has a value other than 1 but no source");
+        }
+        slowdown.reset();
+      }
+      number(entry, "slowdown", slowdown, 1.0, 1000.0);
+    } else if (coverage.slowdown != 1.0) {
+      chip_fail(chip, path + ".slowdown", "expected 1 unless support is fallback");
+    }
+    classes.children.push_back(std::move(entry));
+  }
+  operators.children.push_back(std::move(classes));
+
+  // efficiency
+  const EfficiencyModel& model = chip.efficiency;
+  YamlNode efficiency = map_node("efficiency", "efficiency", true, false);
+  efficiency.children.push_back(
+      leaf_node("calibrated", "efficiency.calibrated", model.calibrated ? "true" : "false"));
+  YamlNode gemm = map_node("gemm", "efficiency.gemm", true, true);
+  number(gemm, "max", model.gemm_max, 0.01, 1.0);
+  if (model.gemm_half_dim) number(gemm, "half_dim", model.gemm_half_dim, 0.0, 65536.0);
+  efficiency.children.push_back(std::move(gemm));
+  if (model.attention_max) {
+    YamlNode attention = map_node("attention", "efficiency.attention", true, true);
+    number(attention, "max", model.attention_max, 0.01, 1.0);
+    efficiency.children.push_back(std::move(attention));
+  }
+  number(efficiency, "memory", model.memory, 0.01, 1.0);
+  const auto collectives = [&](const std::string& key, const std::optional<double>& bus,
+                               const std::optional<double>& latency) {
+    YamlNode map = map_node(key, "efficiency." + key, true, true);
+    number(map, "bus_efficiency", bus, 0.01, 1.5);
+    if (latency) quantity(map, "latency", latency, Dimension::duration, kTimeUnits);
+    efficiency.children.push_back(std::move(map));
+  };
+  collectives("intra_node_collectives", model.intra_bus_efficiency, model.intra_latency);
+  collectives("network_collectives", model.network_bus_efficiency, model.network_latency);
+
+  tree.check_all_used();
+
+  std::ostringstream out;
+  std::istringstream lines(comment);
+  for (std::string line; std::getline(lines, line);) {
+    out << (line.empty() ? "#" : "# " + line) << "\n";
+  }
+  out << "schema: " << kChipSchema << "\n";
+  out << "id: " << chip.id << "\n";
+  out << "vendor: " << yaml_string(chip.vendor) << "\n";
+  out << "model: " << yaml_string(chip.model) << "\n";
+  out << "family: " << chip.family << "\n";
+  out << "role: " << to_string(chip.role) << "\n";
+  out << "sources:\n";
+  for (const auto& [id, citation] : chip.sources) {
+    std::string quoted = yaml_string(citation);
+    if (quoted.front() != '"') quoted = "\"" + quoted + "\"";
+    out << "  " << id << ": " << quoted << "\n";
+  }
+  out << "software:\n";
+  for (const auto& [key, component] :
+       {std::pair<const char*, const SoftwareComponent*>{"runtime", &chip.runtime},
+        {"framework_adapter", &chip.framework_adapter},
+        {"collective_library", &chip.collective_library}}) {
+    std::string version = yaml_string(component->version);
+    if (version.front() != '"') version = "\"" + version + "\"";
+    out << "  " << key << ": {name: " << yaml_string(component->name) << ", version: " << version
+        << "}\n";
+  }
+  for (const YamlNode* section : {&compute, &memory, &node, &power, &operators, &efficiency}) {
+    if (section->children.empty()) {
+      out << section->key << ": {}\n";
+      continue;
+    }
+    out << section->key << ":\n";
+    block_map(out, chip, *section, "", 2);
   }
   return out.str();
 }
