@@ -1,11 +1,13 @@
 // hetplan: the command-line front end. Parses arguments, calls the libraries, prints. Input
 // errors print one line and exit with code 2.
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/calibration_report.hpp"
 #include "cli/plan_report.hpp"
 #include "cli/report.hpp"
 #include "core/error.hpp"
@@ -13,6 +15,7 @@
 #include "formats/writers.hpp"
 #include "planner/search.hpp"
 #include "sim/estimator.hpp"
+#include "validation/calibrate.hpp"
 #include "validation/published_runs.hpp"
 
 namespace {
@@ -119,6 +122,81 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
   return 0;
 }
 
+// A label for a calibrated profile version: "cal-" and the first bundle's date.
+std::string default_label(const std::vector<hetplan::CalibrationBundle>& bundles) {
+  std::string date;
+  for (char c : bundles.front().started.substr(0, 10))
+    if (std::isdigit(static_cast<unsigned char>(c))) date += c;
+  return "cal-" + (date.empty() ? std::string("undated") : date);
+}
+
+int run_calibrate(const std::string& profile_path, const std::vector<std::string>& bundle_paths,
+                  std::string label, std::string out_path, bool json) {
+  const hetplan::ChipProfile base = hetplan::formats::load_chip(profile_path);
+  std::vector<hetplan::CalibrationBundle> bundles;
+  for (const auto& path : bundle_paths)
+    bundles.push_back(hetplan::formats::load_calibration_bundle(path));
+  if (label.empty()) label = default_label(bundles);
+  if (label.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._-") != std::string::npos) {
+    throw hetplan::InputError({"calibrate", 0, 0}, "--label",
+                              "expected lower-case letters, digits, '.', '_' or '-', got \"" +
+                                  label + "\"");
+  }
+  const auto calibration = hetplan::validation::calibrate(base, bundles, label);
+  std::vector<hetplan::validation::StepCheck> checks;
+  for (const auto& bundle : bundles) {
+    auto more = hetplan::validation::check_bundle(calibration.profile, bundle);
+    checks.insert(checks.end(), more.begin(), more.end());
+  }
+  // A new file next to the base profile, never the base itself.
+  if (out_path.empty()) {
+    out_path = (std::filesystem::path(profile_path).parent_path() /
+                (calibration.profile.id + ".yaml"))
+                   .string();
+  }
+  std::error_code same;
+  if (std::filesystem::equivalent(out_path, profile_path, same)) {
+    throw hetplan::InputError({out_path, 0, 0}, "--out",
+                              "expected a new file; a calibration never edits its base profile");
+  }
+  std::string comment = "Calibrated version of " + base.id + " (" + profile_path +
+                        ") written by `hetplan calibrate` from:";
+  for (const auto& path : bundle_paths) comment += "\n  " + path;
+  try {
+    hetplan::formats::write_file_atomically(
+        out_path, hetplan::formats::chip_yaml(calibration.profile, comment));
+  } catch (const std::runtime_error& failure) {
+    throw hetplan::InputError({out_path, 0, 0}, "--out", failure.what());
+  }
+  if (json) {
+    auto j = hetplan::cli::calibration_json(calibration, checks);
+    j["written"] = out_path;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "calibrated " << base.id << " -> " << calibration.profile.id << ", written to "
+              << out_path << "\n";
+    std::cout << hetplan::cli::fits_text(calibration);
+    if (!checks.empty()) std::cout << hetplan::cli::checks_text(checks);
+  }
+  return 0;
+}
+
+int run_validate_bundle(const std::string& profile_path, const std::string& bundle_path,
+                        bool json) {
+  const hetplan::ChipProfile profile = hetplan::formats::load_chip(profile_path);
+  const auto bundle = hetplan::formats::load_calibration_bundle(bundle_path);
+  const auto checks = hetplan::validation::check_bundle(profile, bundle);
+  if (json) {
+    hetplan::validation::Calibration none;
+    none.profile = profile;
+    std::cout << hetplan::cli::calibration_json(none, checks).dump(2) << "\n";
+  } else {
+    std::cout << "profile " << profile.id << " against " << bundle_path << "\n";
+    std::cout << hetplan::cli::checks_text(checks);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -141,7 +219,13 @@ int main(int argc, char** argv) {
   std::string folder, profiles = "profiles";
   auto* validate = app.add_subcommand(
       "validate", "Predict published training runs and report the error of each prediction");
-  validate->add_option("--published", folder, "Folder of published-run files (*.yaml)")->required();
+  std::string check_profile, check_bundle;
+  auto* published = validate->add_option("--published", folder,
+                                         "Folder of published-run files (*.yaml)");
+  auto* bundle_option = validate->add_option(
+      "--bundle", check_bundle, "A calibration bundle whose measured layers and steps to predict");
+  validate->add_option("--profile", check_profile, "The chip profile to predict them with (with --bundle)");
+  published->excludes(bundle_option);
   validate->add_option("--profiles", profiles, "Folder of chip profiles")->capture_default_str();
   validate->add_flag("--json", json, "Print JSON instead of a table");
 
@@ -157,6 +241,17 @@ int main(int argc, char** argv) {
   bool timings = false;
   plan->add_flag("--timings", timings, "Print the time of each search phase on stderr");
 
+  std::string base_profile, label, calibrated_out;
+  std::vector<std::string> bundle_paths;
+  auto* calibrate = app.add_subcommand(
+      "calibrate", "Fit a chip profile to calibration bundles; write it as a new profile version");
+  calibrate->add_option("profile", base_profile, "The chip profile to start from")->required();
+  calibrate->add_option("--from", bundle_paths, "Calibration bundles (from the probe)")->required();
+  calibrate->add_option("--label", label, "Version label (default: cal-<date of the first bundle>)");
+  calibrate->add_option("--out", calibrated_out,
+                        "Where to write the new profile (default: next to the base, named by id)");
+  calibrate->add_flag("--json", json, "Print JSON instead of a table");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -166,7 +261,21 @@ int main(int argc, char** argv) {
   try {
     if (*eval) return run_eval(scenario_path, plan_path, json);
     if (*check) return run_check(files);
-    if (*validate) return run_validate(folder, profiles, json);
+    if (*validate) {
+      if (!check_bundle.empty()) {
+        if (check_profile.empty()) {
+          throw hetplan::InputError({check_bundle, 0, 0}, "--profile",
+                                    "expected --profile PROFILE with --bundle");
+        }
+        return run_validate_bundle(check_profile, check_bundle, json);
+      }
+      if (folder.empty()) {
+        throw hetplan::InputError({"validate", 0, 0}, "--published",
+                                  "expected --published DIR or --bundle BUNDLE --profile PROFILE");
+      }
+      return run_validate(folder, profiles, json);
+    }
+    if (*calibrate) return run_calibrate(base_profile, bundle_paths, label, calibrated_out, json);
     if (*plan) return run_plan(plan_scenario, top, json, out_dir, timings);
   } catch (const hetplan::InputError& error) {
     std::cout.flush();

@@ -16,6 +16,7 @@ namespace hetplan {
 
 struct GemmSample {
   DType dtype = DType::fp32;
+  std::string layout = "nn";  // nt: forward x W^T; nn: input gradient; tn: weight gradient
   double m = 0, n = 0, k = 0;
   double seconds = 0;
 };

@@ -100,6 +100,10 @@ CalibrationBundle parse_calibration_bundle(const std::string& text, const std::s
     MapReader map(element);
     GemmSample s;
     s.dtype = read_dtype(map.required("dtype"));
+    if (auto layout = map.optional("layout")) {
+      layout->as_choice({"nn", "nt", "tn"});
+      s.layout = layout->as_string();
+    }
     s.m = static_cast<double>(map.required("m").as_int(1, 1 << 24));
     s.n = static_cast<double>(map.required("n").as_int(1, 1 << 24));
     s.k = static_cast<double>(map.required("k").as_int(1, 1 << 24));

@@ -35,6 +35,7 @@ ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype,
   rates.memory_bandwidth = *chip.memory_bandwidth;
   rates.gemm_max = pick(eff.gemm_max, defaults.gemm_max, "GEMM efficiency");
   rates.gemm_half_dim = eff.gemm_half_dim.value_or(defaults.gemm_half_dim);
+  rates.gemm_backward_max = eff.gemm_backward_max.value_or(rates.gemm_max);
   rates.attention_max = eff.attention_max
                             ? *eff.attention_max
                             : pick(std::nullopt, rates.gemm_max * defaults.attention_to_gemm,
@@ -54,10 +55,15 @@ double gemm_efficiency(const GemmShape& shape, const ChipRates& rates) {
 
 namespace {
 
-double compute_rate(const Op& op, const ChipRates& rates) {
+double compute_rate(const Op& op, const ChipRates& rates, bool backward) {
   switch (op.op_class) {
-    case OpClass::gemm:
-      return rates.peak_flops * gemm_efficiency(op.gemm, rates);
+    case OpClass::gemm: {
+      const double rate = rates.peak_flops * gemm_efficiency(op.gemm, rates);
+      // Backward GEMMs run in other layouts (g W and g^T x against the forward's x W^T); some
+      // libraries run those at a different speed.
+      return backward && rates.gemm_backward_max > 0 ? rate * rates.gemm_backward_max / rates.gemm_max
+                                                     : rate;
+    }
     case OpClass::flash_attention: {
       const double seq = op.gemm.m;
       return rates.peak_flops * rates.attention_max * seq / (seq + rates.attention_half_seq);
@@ -67,8 +73,8 @@ double compute_rate(const Op& op, const ChipRates& rates) {
   }
 }
 
-double roofline(double flops, double bytes, const Op& op, const ChipRates& rates) {
-  const double compute = flops > 0 ? flops / compute_rate(op, rates) : 0.0;
+double roofline(double flops, double bytes, const Op& op, const ChipRates& rates, bool backward) {
+  const double compute = flops > 0 ? flops / compute_rate(op, rates, backward) : 0.0;
   const double memory = bytes / (rates.memory_bandwidth * rates.memory_efficiency);
   const double slowdown = rates.coverage[static_cast<std::size_t>(op.op_class)].slowdown;
   return std::max(compute, memory) * slowdown;
@@ -77,12 +83,12 @@ double roofline(double flops, double bytes, const Op& op, const ChipRates& rates
 }  // namespace
 
 double forward_time(const Op& op, const ChipRates& rates) {
-  return roofline(op.flops, op.bytes, op, rates);
+  return roofline(op.flops, op.bytes, op, rates, false);
 }
 
 double backward_time(const Op& op, const ChipRates& rates) {
   return roofline(op.flops * op.backward_flops_factor, op.bytes * op.backward_bytes_factor, op,
-                  rates);
+                  rates, true);
 }
 
 }  // namespace hetplan::models

@@ -30,6 +30,7 @@ struct ChipRates {
   double memory_bandwidth = 0;  // B/s
   double gemm_max = 0;
   double gemm_half_dim = 0;
+  double gemm_backward_max = 0;  // backward GEMMs; 0 (or gemm_max): as fast as forward
   double attention_max = 0;
   double attention_half_seq = 0;
   double memory_efficiency = 0;

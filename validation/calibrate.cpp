@@ -237,7 +237,12 @@ Calibration calibrate(const ChipProfile& base, const std::vector<CalibrationBund
   }
   const std::string source = "calibration-" + label;
   p.sources[source] = citation;
-  auto cite = [&](const std::string& path) { p.cited_by[path] = source; };
+  // Each fitted number cites the calibration itself, in the {value, source} form, so that it
+  // never shares a section source with the numbers it sits beside.
+  auto cite = [&](const std::string& path) {
+    p.cited_by.erase(path);
+    p.cited_by[path + ".value"] = source;
+  };
   if (!bundles.empty()) {
     p.runtime = bundles.front().host.runtime;
     p.framework_adapter = {"PyTorch", bundles.front().host.torch};
@@ -264,29 +269,74 @@ Calibration calibrate(const ChipProfile& base, const std::vector<CalibrationBund
     }
   }
 
-  // Compute: per dtype, the GEMM curve. Where the base profile knows the peak, efficiency is
-  // rate / peak; where it does not, the fitted rate stands in for the peak (efficiency 1) and the
-  // note says so: MFU is then against the best measured rate.
-  std::optional<double> reference_rate;  // the training dtype's best GEMM rate, for the others
-  for (auto& [dtype, samples] : gemm) {
-    const GemmFit fit = fit_gemm(samples);
+  // Compute. One efficiency curve serves every dtype of a chip, so it is fitted for one
+  // reference dtype — the dtype of the bundles' training steps, else bf16, else the first —
+  // from the forward layout (x W^T, "nt"), with the backward layouts' best rate beside it.
+  // Where the profile knows a peak, efficiency is rate / peak; where it does not, the best
+  // fitted rate stands in for the peak (MFU is then against the best measured rate).
+  std::optional<DType> reference;
+  for (const auto& bundle : bundles)
+    if (!bundle.steps.empty() && gemm.contains(bundle.steps.front().dtype))
+      reference = bundle.steps.front().dtype;
+  if (!reference && gemm.contains(DType::bf16)) reference = DType::bf16;
+  if (!reference && !gemm.empty()) reference = gemm.begin()->first;
+  if (reference) {
+    std::vector<GemmSample> forward, backward;
+    for (const auto& s : gemm[*reference])
+      (s.layout == "nn" || s.layout == "tn" ? backward : forward).push_back(s);
+    if (forward.empty()) std::swap(forward, backward);
+    const std::string name(to_string(*reference));
+    const GemmFit fit = fit_gemm(forward);
     out.fits.push_back(fit.quality);
-    const std::string name(to_string(dtype));
-    auto& peak = p.peak_flops[dtype];
-    if (!peak) {
-      peak = fit.rate;
-      out.notes.push_back(name + " peak unknown: set to the best fitted GEMM rate " +
-                          number(fit.rate) + " FLOP/s");
+    out.fits.back().what += forward.size() < gemm[*reference].size() ? " forward (nt)" : "";
+    double backward_rate = fit.rate;
+    if (!backward.empty()) {
+      GemmFit back = fit_gemm(backward);  // for its quality; the rate is refitted at h below
+      backward_rate = gemm_rate_for(backward, fit.half_dim, nullptr);
+      std::vector<double> model, measured;
+      for (const auto& s : backward) {
+        model.push_back(2.0 * s.m * s.n * s.k / (backward_rate * gemm_shape_factor(s, fit.half_dim)));
+        measured.push_back(s.seconds);
+      }
+      back.quality = quality("gemm " + name + " backward (nn, tn)", model, measured);
+      back.quality.parameters = {"rate " + number(backward_rate) + " FLOP/s at half_dim " +
+                                 number(fit.half_dim)};
+      out.fits.push_back(back.quality);
     }
-    cite("compute.peak." + name);
-    if (!reference_rate || dtype == DType::bf16) {
-      reference_rate = fit.rate;
-      p.efficiency.gemm_max = std::min(1.0, fit.rate / *peak);
-      if (fit.rate > *peak)
-        out.notes.push_back(name + " GEMMs ran faster than the profile's peak: efficiency capped at 1");
-      p.efficiency.gemm_half_dim = fit.half_dim;
-      cite("efficiency.gemm.max");
-      cite("efficiency.gemm.half_dim");
+    auto& peak = p.peak_flops[*reference];
+    if (!peak) {
+      peak = std::max(fit.rate, backward_rate);
+      cite("compute.peak." + name);
+      out.notes.push_back(name + " peak unknown: set to the best fitted GEMM rate " +
+                          number(*peak) + " FLOP/s");
+    }
+    p.efficiency.gemm_max = std::min(1.0, fit.rate / *peak);
+    p.efficiency.gemm_half_dim = fit.half_dim;
+    cite("efficiency.gemm.max");
+    cite("efficiency.gemm.half_dim");
+    if (!backward.empty()) {
+      p.efficiency.gemm_backward_max = std::min(1.0, backward_rate / *peak);
+      cite("efficiency.gemm.backward_max");
+    }
+    if (std::max(fit.rate, backward_rate) > *peak)
+      out.notes.push_back(name + " GEMMs ran faster than the profile's peak: efficiency capped at 1");
+    // Other dtypes share the curve: their own fit tells how fast, and an unknown peak is set so
+    // that the shared efficiency gives that rate.
+    for (auto& [dtype, samples] : gemm) {
+      if (dtype == *reference) continue;
+      std::vector<GemmSample> nt;
+      for (const auto& s : samples)
+        if (s.layout != "nn" && s.layout != "tn") nt.push_back(s);
+      const GemmFit other = fit_gemm(nt.empty() ? samples : nt);
+      out.fits.push_back(other.quality);
+      auto& other_peak = p.peak_flops[dtype];
+      if (!other_peak) {
+        other_peak = other.rate / *p.efficiency.gemm_max;
+        cite("compute.peak." + std::string(to_string(dtype)));
+        out.notes.push_back(std::string(to_string(dtype)) + " peak unknown: set to " +
+                            number(*other_peak) + " FLOP/s so that the " + name +
+                            " efficiency curve gives its fitted rate");
+      }
     }
   }
 
@@ -324,9 +374,12 @@ Calibration calibrate(const ChipProfile& base, const std::vector<CalibrationBund
 
   // Operator coverage as measured.
   for (const auto& [op, status] : coverage) {
+    const std::string path = "operators.classes." + std::string(to_string(op));
     if (status == p.default_support) {
       p.op_coverage.erase(op);
+      p.cited_by.erase(path);
     } else {
+      p.cited_by[path] = source;
       OpCoverage c;
       c.support = status;
       const auto known = base.op_coverage.find(op);

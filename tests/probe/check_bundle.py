@@ -203,9 +203,11 @@ def check(bundle, args):
     gemm = c.lst(root.get("gemm"), "gemm")
     for i, e in enumerate(gemm):
         p = f"gemm[{i}]"
-        e = c.obj(e, p, ("dtype", "m", "n", "k", "seconds"))
+        e = c.obj(e, p, ("dtype", "layout", "m", "n", "k", "seconds"))
         if e is not None:
             dtype_of(e, p)
+            if e.get("layout") not in ("nn", "nt", "tn"):
+                c.fail(f"{p}.layout", f"expected nn, nt or tn, got {e.get('layout')!r}")
             for key in ("m", "n", "k"):
                 c.integer(e, key, p)
             c.seconds(e, "seconds", p)

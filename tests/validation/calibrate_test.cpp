@@ -6,6 +6,7 @@
 #include <random>
 
 #include "formats/loaders.hpp"
+#include "formats/writers.hpp"
 
 namespace hetplan::validation {
 namespace {
@@ -121,13 +122,18 @@ TEST(Calibrate, NewProfileVersionCitesTheBundleAndKeepsTheBase) {
   EXPECT_NEAR(*p.efficiency.gemm_half_dim, 150.0, 25.0);
   EXPECT_EQ(*p.peak(DType::bf16), peak);  // a known peak is kept
   EXPECT_EQ(p.coverage(OpClass::dropout).support, Support::missing);
-  const std::string& source = p.cited_by.at("efficiency.gemm.max");
+  const std::string& source = p.cited_by.at("efficiency.gemm.max.value");
   ASSERT_TRUE(p.sources.contains(source));
   EXPECT_NE(p.sources.at(source).find("h100.json (probe 1, started 2026-11-29T20:00:00Z"),
             std::string::npos);
   // What was not measured stays as it was.
   EXPECT_EQ(p.efficiency.attention_max, base.efficiency.attention_max);
   EXPECT_EQ(p.memory_capacity, base.memory_capacity);
+  // It writes and reads back as a profile.
+  const ChipProfile again = formats::parse_chip(formats::chip_yaml(p), "calibrated.yaml");
+  EXPECT_EQ(again.id, p.id);
+  EXPECT_EQ(again.efficiency.gemm_max, p.efficiency.gemm_max);
+  EXPECT_EQ(again.cited_by, p.cited_by);
 }
 
 }  // namespace

@@ -552,20 +552,35 @@ class Probe:
                 if index >= GEMM_ALWAYS and rate is not None and flops / rate > self.point_cap():
                     left_out.append(f"{m}x{n}x{k}")
                     continue
-                try:
-                    a = self.randn(m, k, dtype=dtype)
-                    b = self.randn(k, n, dtype=dtype)
-                    c = torch.empty(m, n, device=self.backend.device, dtype=a.dtype)
-                    seconds = self.timer.measure(lambda: torch.mm(a, b, out=c), self.budget())
-                except Exception as exc:
-                    self.skip(f"gemm:{dtype}:{m}x{n}x{k}", first_line(exc))
-                    continue
-                finally:
-                    a = b = c = None
-                rate = max(rate or 0.0, flops / seconds)
-                out.append({"dtype": dtype, "m": m, "n": n, "k": k, "seconds": seconds})
-                log(f"gemm {dtype} m={m} n={n} k={k}: {fmt_seconds(seconds)} "
-                    f"({flops / seconds / 1e12:.3f} TFLOP/s)")
+                # Each shape in the three layouts a linear layer runs in training: forward
+                # y = x W^T ("nt"), the input gradient g W ("nn") and the weight gradient
+                # g^T x ("tn"). Some libraries are much slower in one of them.
+                for layout in ("nt", "nn", "tn"):
+                    try:
+                        if layout == "nt":
+                            a = self.randn(m, k, dtype=dtype)
+                            b = self.randn(n, k, dtype=dtype)
+                            fn = lambda: torch.nn.functional.linear(a, b)
+                        elif layout == "nn":
+                            a = self.randn(m, k, dtype=dtype)
+                            b = self.randn(k, n, dtype=dtype)
+                            c = torch.empty(m, n, device=self.backend.device, dtype=a.dtype)
+                            fn = lambda: torch.mm(a, b, out=c)
+                        else:
+                            a = self.randn(k, m, dtype=dtype)
+                            b = self.randn(k, n, dtype=dtype)
+                            fn = lambda: torch.mm(a.t(), b)
+                        seconds = self.timer.measure(fn, self.budget())
+                    except Exception as exc:
+                        self.skip(f"gemm:{dtype}:{layout}:{m}x{n}x{k}", first_line(exc))
+                        continue
+                    finally:
+                        a = b = c = fn = None
+                    rate = max(rate or 0.0, flops / seconds)
+                    out.append({"dtype": dtype, "layout": layout, "m": m, "n": n, "k": k,
+                                "seconds": seconds})
+                    log(f"gemm {dtype} {layout} m={m} n={n} k={k}: {fmt_seconds(seconds)} "
+                        f"({flops / seconds / 1e12:.3f} TFLOP/s)")
             if left_out:
                 self.skip(f"gemm:{dtype}",
                           f"{len(left_out)} larger shapes not measured ({', '.join(left_out)}): "
