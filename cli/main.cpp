@@ -125,6 +125,7 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
 // A label for a calibrated profile version: "cal-" and the first bundle's date.
 std::string default_label(const std::vector<hetplan::CalibrationBundle>& bundles) {
   std::string date;
+  if (bundles.front().started.empty()) return "cal-imported";
   for (char c : bundles.front().started.substr(0, 10))
     if (std::isdigit(static_cast<unsigned char>(c))) date += c;
   return "cal-" + (date.empty() ? std::string("undated") : date);
@@ -134,8 +135,16 @@ int run_calibrate(const std::string& profile_path, const std::vector<std::string
                   std::string label, std::string out_path, bool json) {
   const hetplan::ChipProfile base = hetplan::formats::load_chip(profile_path);
   std::vector<hetplan::CalibrationBundle> bundles;
-  for (const auto& path : bundle_paths)
-    bundles.push_back(hetplan::formats::load_calibration_bundle(path));
+  for (const auto& path : bundle_paths) {
+    // A probe bundle, or a collective benchmark log (nccl-tests, rccl-tests, hccl_test).
+    const std::string text = hetplan::formats::read_text_file(path);
+    if (text.find("hetplan/calibration-bundle/") != std::string::npos) {
+      bundles.push_back(hetplan::formats::parse_calibration_bundle(text, path));
+    } else {
+      bundles.push_back(hetplan::validation::collectives_bundle(
+          hetplan::importers::import_collective_log(path), path));
+    }
+  }
   if (label.empty()) label = default_label(bundles);
   if (label.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._-") != std::string::npos) {
     throw hetplan::InputError({"calibrate", 0, 0}, "--label",
@@ -246,7 +255,10 @@ int main(int argc, char** argv) {
   auto* calibrate = app.add_subcommand(
       "calibrate", "Fit a chip profile to calibration bundles; write it as a new profile version");
   calibrate->add_option("profile", base_profile, "The chip profile to start from")->required();
-  calibrate->add_option("--from", bundle_paths, "Calibration bundles (from the probe)")->required();
+  calibrate->add_option("--from", bundle_paths,
+                        "Calibration bundles (from the probe), or nccl-tests / rccl-tests / "
+                        "hccl_test logs")
+      ->required();
   calibrate->add_option("--label", label, "Version label (default: cal-<date of the first bundle>)");
   calibrate->add_option("--out", calibrated_out,
                         "Where to write the new profile (default: next to the base, named by id)");

@@ -29,6 +29,9 @@ CalibrationBundle parse_calibration_bundle(const std::string& text, const std::s
 // A Hugging Face config.json (or any YAML/JSON mapping in that shape).
 ModelShape parse_hf_config(const std::string& text, const std::string& file_name);
 
+// A whole input file (size-limited). Throws InputError naming the file when it cannot be read.
+std::string read_text_file(const std::string& path);
+
 // From files.
 ChipProfile load_chip(const std::string& path);
 // Loads the cluster and every chip profile its islands name (from its `profiles:` folders).

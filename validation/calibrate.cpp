@@ -219,6 +219,33 @@ CollectiveFit fit_collective(const std::vector<CollectiveSample>& samples) {
   return fit;
 }
 
+CalibrationBundle collectives_bundle(const std::vector<importers::CollectiveSweep>& sweeps,
+                                     const std::string& file) {
+  CalibrationBundle bundle;
+  bundle.file = file;
+  bundle.probe_version = "imported";
+  for (const auto& sweep : sweeps) {
+    if (bundle.host.device.empty() && !sweep.devices.empty()) bundle.host.device = sweep.devices.front();
+    bundle.probe_version = sweep.tool + " " + sweep.version;
+    const bool known = sweep.collective == "all_reduce" || sweep.collective == "all_gather" ||
+                       sweep.collective == "reduce_scatter" || sweep.collective == "broadcast";
+    if (!known || sweep.ranks < 2) {
+      bundle.skipped.push_back(sweep.tool + " " + (sweep.collective.empty() ? "?" : sweep.collective) +
+                               " at line " + std::to_string(sweep.location.line) + ": " +
+                               (known ? "the rank count is not in the log"
+                                      : "not a collective the model prices"));
+      continue;
+    }
+    for (const auto& point : sweep.points) {
+      const auto seconds = point.out_of_place_time_s ? point.out_of_place_time_s : point.in_place_time_s;
+      if (!seconds || *seconds <= 0 || point.bytes <= 0) continue;
+      if (point.check_passed && !*point.check_passed) continue;  // wrong results are no timing
+      bundle.collectives.push_back({sweep.collective, sweep.ranks, point.bytes, *seconds});
+    }
+  }
+  return bundle;
+}
+
 Calibration calibrate(const ChipProfile& base, const std::vector<CalibrationBundle>& bundles,
                       const std::string& label) {
   Calibration out;
@@ -247,6 +274,9 @@ Calibration calibrate(const ChipProfile& base, const std::vector<CalibrationBund
     p.runtime = bundles.front().host.runtime;
     p.framework_adapter = {"PyTorch", bundles.front().host.torch};
   }
+
+  for (const auto& bundle : bundles)
+    for (const auto& skipped : bundle.skipped) out.notes.push_back(bundle.file + ": skipped " + skipped);
 
   // Gather the samples of all bundles.
   std::map<DType, std::vector<GemmSample>> gemm;
@@ -388,12 +418,28 @@ Calibration calibrate(const ChipProfile& base, const std::vector<CalibrationBund
     }
   }
 
-  // Collectives inside one node: the alpha-beta fit of the largest group, all-reduce first.
-  std::optional<CollectiveFit> intra;
+  // Collectives: the all-reduce fits of the largest group inside one node (ranks up to the
+  // chips per node) and of the largest across nodes.
+  std::optional<CollectiveFit> intra, network;
+  const int per_node = p.chips_per_node.value_or(1);
   for (auto& [key, samples] : collectives) {
     const CollectiveFit fit = fit_collective(samples);
     out.fits.push_back(fit.quality);
-    if (key.first == "all_reduce" && (!intra || fit.ranks > intra->ranks)) intra = fit;
+    if (key.first != "all_reduce") continue;
+    auto& level = fit.ranks <= per_node ? intra : network;
+    if (!level || fit.ranks > level->ranks) level = fit;
+  }
+  if (network) {
+    if (p.nic_count && p.nic_speed) {
+      const double per_chip = *p.nic_count * *p.nic_speed / per_node;
+      p.efficiency.network_bus_efficiency = std::min(1.5, network->bus_bandwidth / per_chip);
+      p.efficiency.network_latency = network->latency;
+      cite("efficiency.network_collectives.bus_efficiency");
+      cite("efficiency.network_collectives.latency");
+    } else {
+      out.notes.push_back("all-reduce across nodes measured, but the profile's NICs are unknown: "
+                          "network efficiency not set");
+    }
   }
   if (intra) {
     if (!p.intra_node.bandwidth) {

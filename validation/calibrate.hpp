@@ -9,6 +9,7 @@
 
 #include "core/calibration.hpp"
 #include "core/chip.hpp"
+#include "importers/collective_logs.hpp"
 
 namespace hetplan::validation {
 
@@ -48,7 +49,8 @@ struct AttentionFit {
 };
 AttentionFit fit_attention(const std::vector<AttentionSample>& samples, double half_seq);
 
-// A collective's alpha-beta model, in nccl-tests' terms: t = steps x latency + bytes x
+// A collective's alpha-beta model, in nccl-tests' terms (all-reduce, all-gather, reduce-scatter,
+// broadcast): t = steps x latency + bytes x
 // bus_factor / bus_bandwidth, with the ring's 2(n-1) steps for all-reduce and n-1 otherwise.
 struct CollectiveFit {
   std::string collective;
@@ -58,6 +60,12 @@ struct CollectiveFit {
   FitQuality quality;
 };
 CollectiveFit fit_collective(const std::vector<CollectiveSample>& samples);
+
+// A bundle holding only collectives, from imported nccl-tests / rccl-tests / hccl_test sweeps
+// (importers/collective_logs.hpp): the out-of-place time of every point of every sweep whose
+// collective and rank count are known. `skipped` says which sweeps were left out and why.
+CalibrationBundle collectives_bundle(const std::vector<importers::CollectiveSweep>& sweeps,
+                                     const std::string& file);
 
 struct Calibration {
   ChipProfile profile;  // the new version

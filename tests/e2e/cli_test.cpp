@@ -8,27 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/e2e/cli_run.hpp"
+
 namespace {
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out;
-};
-
-// Runs hetplan in the source folder with stdout and stderr captured together.
-CliRun hetplan(const std::string& args) {
-  const std::string command =
-      std::string("cd ") + HETPLAN_SOURCE_DIR + " && " + HETPLAN_BINARY + " " + args + " 2>&1";
-  CliRun run;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return run;
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
+using hetplan::e2e::CliRun;
+using hetplan::e2e::hetplan;
 
 TEST(Cli, EvalOfTheDefaultScenarioPrintsTheEstimate) {
   const CliRun run = hetplan("eval scenarios/default.yaml");
