@@ -17,6 +17,7 @@
 #include "sim/estimator.hpp"
 #include "validation/calibrate.hpp"
 #include "validation/published_runs.hpp"
+#include "validation/rank_agreement.hpp"
 
 namespace {
 
@@ -55,10 +56,25 @@ int run_check(const std::vector<std::string>& files) {
 
 int run_validate(const std::string& folder, const std::string& profiles, bool json) {
   const auto report = hetplan::validation::validate_published_runs(folder, profiles);
+  const auto agreement = hetplan::validation::rank_agreement(report);
   if (json) {
-    std::cout << hetplan::validation::report_json(report).dump(2) << "\n";
+    auto j = hetplan::validation::report_json(report);
+    j["rank_agreement"] = nlohmann::ordered_json::array();
+    for (const auto& g : agreement) {
+      j["rank_agreement"].push_back({{"file", g.file},
+                                     {"metric", g.metric},
+                                     {"cases", g.cases},
+                                     {"kendall_tau", hetplan::cli::round6(g.kendall_tau)},
+                                     {"pairs_agreeing", g.pairs_agreeing},
+                                     {"pairs", g.pairs},
+                                     {"best_agrees", g.best_agrees},
+                                     {"measured_best", g.measured_best},
+                                     {"predicted_best", g.predicted_best}});
+    }
+    std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << hetplan::validation::report_text(report);
+    std::cout << hetplan::validation::report_text(report) << "\n"
+              << hetplan::validation::rank_agreement_text(agreement);
   }
   return 0;
 }

@@ -16,7 +16,8 @@ CheckReport check_file(const std::string& path) {
     std::size_t unknown = 0;
     for (const auto& [dtype, peak] : chip.peak_flops) unknown += peak ? 0 : 1;
     summary << chip.vendor << " " << chip.model << " (" << to_string(chip.role) << "), "
-            << chip.peak_flops.size() << " dtypes, " << chip.cited_by.size()
+            << chip.peak_flops.size() << " dtypes (" << unknown << " with unknown peak), "
+            << chip.cited_by.size()
             << " cited figures from " << chip.sources.size() << " sources"
             << (chip.efficiency.calibrated ? ", calibrated" : ", uncalibrated priors");
     return {"chip", summary.str()};
