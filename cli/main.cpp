@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,7 @@
 #include "planner/search.hpp"
 #include "sim/estimator.hpp"
 #include "validation/calibrate.hpp"
+#include "validation/ladder.hpp"
 #include "validation/published_runs.hpp"
 #include "validation/rank_agreement.hpp"
 
@@ -79,9 +81,51 @@ int run_validate(const std::string& folder, const std::string& profiles, bool js
   return 0;
 }
 
-int run_plan(const std::string& scenario_path, std::size_t top, bool json,
-             const std::string& out_dir, bool timings) {
+// Where the scenario's cluster stands on the validation ladder: records from --records, else
+// from the scenario's validation_records, else none.
+std::optional<hetplan::validation::LadderReport> ladder_of(const hetplan::Scenario& scenario,
+                                                           const std::string& records) {
+  const std::string folder = !records.empty() ? records : scenario.validation_records.value_or("");
+  if (folder.empty()) return std::nullopt;
+  return hetplan::validation::ladder_state(scenario.cluster,
+                                           hetplan::formats::load_validation_records(folder));
+}
+
+int run_ladder(const std::string& scenario_path, const std::string& records, bool json) {
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
+  const auto ladder = ladder_of(scenario, records);
+  if (!ladder) {
+    throw hetplan::InputError({scenario_path, 0, 0}, "validation_records",
+                              "expected --records DIR or a `validation_records:` in the scenario");
+  }
+  if (json) {
+    nlohmann::ordered_json j;
+    j["islands"] = nlohmann::ordered_json::array();
+    for (const auto& s : ladder->islands) {
+      j["islands"].push_back({{"island", s.island},
+                              {"chip", s.chip},
+                              {"runtime", s.runtime.name + " " + s.runtime.version},
+                              {"step", s.level},
+                              {"missing", s.missing},
+                              {"scale_chips", s.scale_chips}});
+    }
+    j["boundaries"] = nlohmann::ordered_json::array();
+    for (const auto& b : ladder->boundaries) {
+      j["boundaries"].push_back(
+          {{"a", b.a}, {"b", b.b}, {"passed", b.passed}, {"evidence", b.evidence}});
+    }
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "validation ladder of " << scenario.cluster.name << "\n"
+              << hetplan::validation::ladder_text(*ladder);
+  }
+  return 0;
+}
+
+int run_plan(const std::string& scenario_path, std::size_t top, bool json,
+             const std::string& out_dir, bool timings, const std::string& records) {
+  const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
+  const auto ladder = ladder_of(scenario, records);
   hetplan::planner::SearchOptions options;
   options.top = top;
   const auto result = hetplan::planner::search_plans(scenario, options);
@@ -120,9 +164,10 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
     }
   }
   if (json) {
-    std::cout << hetplan::cli::search_json(result, scenario).dump(2) << "\n";
+    std::cout << hetplan::cli::search_json(result, scenario, ladder ? &*ladder : nullptr).dump(2)
+              << "\n";
   } else {
-    std::cout << hetplan::cli::search_text(result, scenario);
+    std::cout << hetplan::cli::search_text(result, scenario, ladder ? &*ladder : nullptr);
   }
   if (timings) {
     // On stderr: timings differ from run to run, the report does not.
@@ -229,7 +274,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "hetplan 0.1.0");
 
-  std::string scenario_path, plan_path;
+  std::string scenario_path, plan_path, records;
   bool json = false;
   auto* eval = app.add_subcommand("eval", "Estimate one training step of a plan (analytic model)");
   eval->add_option("scenario", scenario_path, "Scenario file (hetplan/scenario/v1)")->required();
@@ -251,6 +296,14 @@ int main(int argc, char** argv) {
       "--bundle", check_bundle, "A calibration bundle whose measured layers and steps to predict");
   validate->add_option("--profile", check_profile, "The chip profile to predict them with (with --bundle)");
   published->excludes(bundle_option);
+  std::string ladder_scenario;
+  auto* ladder_option = validate->add_option(
+      "--ladder", ladder_scenario,
+      "A scenario: show where its cluster stands on the validation ladder");
+  validate->add_option("--records", records,
+                       "Folder of validation records (with --ladder; default: the scenario's)");
+  ladder_option->excludes(published);
+  ladder_option->excludes(bundle_option);
   validate->add_option("--profiles", profiles, "Folder of chip profiles")->capture_default_str();
   validate->add_flag("--json", json, "Print JSON instead of a table");
 
@@ -265,6 +318,8 @@ int main(int argc, char** argv) {
   plan->add_option("--out", out_dir, "Write each ranked plan as a plan file into this folder");
   bool timings = false;
   plan->add_flag("--timings", timings, "Print the time of each search phase on stderr");
+  plan->add_option("--records", records,
+                   "Folder of validation records (default: the scenario's validation_records)");
 
   std::string base_profile, label, calibrated_out;
   std::vector<std::string> bundle_paths;
@@ -290,6 +345,7 @@ int main(int argc, char** argv) {
     if (*eval) return run_eval(scenario_path, plan_path, json);
     if (*check) return run_check(files);
     if (*validate) {
+      if (!ladder_scenario.empty()) return run_ladder(ladder_scenario, records, json);
       if (!check_bundle.empty()) {
         if (check_profile.empty()) {
           throw hetplan::InputError({check_bundle, 0, 0}, "--profile",
@@ -304,7 +360,7 @@ int main(int argc, char** argv) {
       return run_validate(folder, profiles, json);
     }
     if (*calibrate) return run_calibrate(base_profile, bundle_paths, label, calibrated_out, json);
-    if (*plan) return run_plan(plan_scenario, top, json, out_dir, timings);
+    if (*plan) return run_plan(plan_scenario, top, json, out_dir, timings, records);
   } catch (const hetplan::InputError& error) {
     std::cout.flush();
     std::cerr << "error: " << error.what() << "\n";

@@ -34,7 +34,24 @@ std::string join(const std::vector<std::string>& parts, const char* separator) {
   return out;
 }
 
-nlohmann::ordered_json plan_json(const planner::RankedPlan& r) {
+validation::PlanValidation validation_of(const planner::RankedPlan& r,
+                                        const validation::LadderReport* ladder) {
+  validation::PlanValidation out;
+  if (!ladder) {
+    out.missing.push_back("no validation records (scenario validation_records, or --records)");
+    return out;
+  }
+  if (r.mode != planner::Mode::resource_pool) return validation::plan_validation(*ladder, r.plan);
+  for (const auto& job : r.jobs) {
+    const auto v = validation::plan_validation(*ladder, job.plan);
+    out.missing.insert(out.missing.end(), v.missing.begin(), v.missing.end());
+  }
+  out.validated = out.missing.empty();
+  return out;
+}
+
+nlohmann::ordered_json plan_json(const planner::RankedPlan& r,
+                                 const validation::LadderReport* ladder) {
   nlohmann::ordered_json j;
   j["mode"] = std::string(to_string(r.mode));
   j["islands"] = r.islands;
@@ -46,9 +63,11 @@ nlohmann::ordered_json plan_json(const planner::RankedPlan& r) {
   else
     j["cost_per_million_tokens"] = nullptr;
   j["notes"] = r.notes;
+  const auto validation = validation_of(r, ladder);
+  j["validation"] = {{"validated", validation.validated}, {"missing", validation.missing}};
   if (r.mode == planner::Mode::resource_pool) {
     j["jobs"] = nlohmann::ordered_json::array();
-    for (const auto& job : r.jobs) j["jobs"].push_back(plan_json(job));
+    for (const auto& job : r.jobs) j["jobs"].push_back(plan_json(job, ladder));
     return j;
   }
   j["name"] = r.plan.name;
@@ -57,7 +76,8 @@ nlohmann::ordered_json plan_json(const planner::RankedPlan& r) {
   return j;
 }
 
-std::string row(std::size_t rank, const planner::RankedPlan& r, bool priced) {
+std::string row(std::size_t rank, const planner::RankedPlan& r, bool priced,
+                const validation::LadderReport* ladder) {
   char line[512];
   const std::string name =
       r.mode == planner::Mode::resource_pool ? "pool: " + join(r.islands, " + ") : r.plan.name;
@@ -74,14 +94,19 @@ std::string row(std::size_t rank, const planner::RankedPlan& r, bool priced) {
   }
   std::string out = line;
   if (priced) {
-    out += r.cost_per_million_tokens ? "  " + fixed(*r.cost_per_million_tokens, 3) : "  -";
+    char cost[32];
+    std::snprintf(cost, sizeof cost, "  %9s",
+                  r.cost_per_million_tokens ? fixed(*r.cost_per_million_tokens, 3).c_str() : "-");
+    out += cost;
   }
+  out += validation_of(r, ladder).validated ? "  validated" : "  UNVALIDATED";
   return out + "\n";
 }
 
 }  // namespace
 
-std::string search_text(const planner::SearchResult& result, const Scenario& scenario) {
+std::string search_text(const planner::SearchResult& result, const Scenario& scenario,
+                        const validation::LadderReport* ladder) {
   const bool priced = scenario.prices.has_value();
   std::string out = "scenario " + scenario.name + ": " + scenario.workload.name + " on " +
                     scenario.cluster.name + ", objective " +
@@ -91,8 +116,8 @@ std::string search_text(const planner::SearchResult& result, const Scenario& sce
          " more pruned by a bound\n\n";
   out += "rank mode          plan                                                          chips   step s   tokens/s    MFU  bubble  comm s  free GiB";
   if (priced) out += "  cost/Mtok " + scenario.prices->currency;
-  out += "\n";
-  for (std::size_t k = 0; k < result.ranked.size(); ++k) out += row(k + 1, result.ranked[k], priced);
+  out += "  ladder\n";
+  for (std::size_t k = 0; k < result.ranked.size(); ++k) out += row(k + 1, result.ranked[k], priced, ladder);
   for (const auto& r : result.ranked) {
     for (const auto& note : r.notes)
       out += "  note (" + (r.mode == planner::Mode::resource_pool ? std::string("pool") : r.plan.name) +
@@ -102,13 +127,13 @@ std::string search_text(const planner::SearchResult& result, const Scenario& sce
   out += "\nthree states\n";
   for (const auto& baseline : result.islands) {
     if (baseline.best)
-      out += row(0, *baseline.best, priced).replace(0, 4, "    ");
+      out += row(0, *baseline.best, priced, ladder).replace(0, 4, "    ");
     else
       out += "     single-island " + baseline.island + ": none (" + baseline.why_not + ")\n";
   }
-  if (result.resource_pool) out += row(0, *result.resource_pool, priced).replace(0, 4, "    ");
+  if (result.resource_pool) out += row(0, *result.resource_pool, priced, ladder).replace(0, 4, "    ");
   if (result.task_level)
-    out += row(0, *result.task_level, priced).replace(0, 4, "    ");
+    out += row(0, *result.task_level, priced, ladder).replace(0, 4, "    ");
   else
     out += "     task-level: none\n";
 
@@ -120,12 +145,23 @@ std::string search_text(const planner::SearchResult& result, const Scenario& sce
     if (!pass.examples.empty()) out += "  e.g. " + pass.examples.front();
     out += "\n";
   }
+  out += "\nvalidation ladder\n";
+  if (const planner::RankedPlan* best = planner::best_job(result)) {
+    const auto v = validation_of(*best, ladder);
+    if (v.validated) {
+      out += "  " + best->plan.name + ": every island and boundary it uses has passed its step\n";
+    } else {
+      out += "  " + best->plan.name + " is unvalidated; an export would refuse it:\n";
+      for (const auto& missing : v.missing) out += "    " + missing + "\n";
+    }
+  }
   out += "\nwhy\n";
   for (const auto& sentence : planner::explain(result)) out += "  " + sentence + "\n";
   return out;
 }
 
-nlohmann::ordered_json search_json(const planner::SearchResult& result, const Scenario& scenario) {
+nlohmann::ordered_json search_json(const planner::SearchResult& result, const Scenario& scenario,
+                                   const validation::LadderReport* ladder) {
   nlohmann::ordered_json j;
   j["scenario"] = scenario.name;
   j["objective"] = std::string(to_string(result.objective));
@@ -134,21 +170,21 @@ nlohmann::ordered_json search_json(const planner::SearchResult& result, const Sc
                  {"evaluations", result.evaluations},
                  {"pruned", result.pruned}};
   j["ranked"] = nlohmann::ordered_json::array();
-  for (const auto& r : result.ranked) j["ranked"].push_back(plan_json(r));
+  for (const auto& r : result.ranked) j["ranked"].push_back(plan_json(r, ladder));
   nlohmann::ordered_json states;
   states["islands_alone"] = nlohmann::ordered_json::array();
   for (const auto& baseline : result.islands) {
     nlohmann::ordered_json b;
     b["island"] = baseline.island;
     if (baseline.best)
-      b["best"] = plan_json(*baseline.best);
+      b["best"] = plan_json(*baseline.best, ladder);
     else
       b["why_not"] = baseline.why_not;
     states["islands_alone"].push_back(b);
   }
   states["resource_pool"] =
-      result.resource_pool ? plan_json(*result.resource_pool) : nlohmann::ordered_json();
-  states["task_level"] = result.task_level ? plan_json(*result.task_level) : nlohmann::ordered_json();
+      result.resource_pool ? plan_json(*result.resource_pool, ladder) : nlohmann::ordered_json();
+  states["task_level"] = result.task_level ? plan_json(*result.task_level, ladder) : nlohmann::ordered_json();
   j["three_states"] = states;
   nlohmann::ordered_json rejected = nlohmann::ordered_json::object();
   for (const auto& pass : result.passes) {

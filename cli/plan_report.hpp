@@ -7,10 +7,15 @@
 
 #include "core/scenario.hpp"
 #include "planner/search.hpp"
+#include "validation/ladder.hpp"
 
 namespace hetplan::cli {
 
-std::string search_text(const planner::SearchResult& result, const Scenario& scenario);
-nlohmann::ordered_json search_json(const planner::SearchResult& result, const Scenario& scenario);
+// `ladder`: where the cluster stands on the validation ladder; every plan is marked validated or
+// not by it (with none, nothing is validated).
+std::string search_text(const planner::SearchResult& result, const Scenario& scenario,
+                        const validation::LadderReport* ladder);
+nlohmann::ordered_json search_json(const planner::SearchResult& result, const Scenario& scenario,
+                                   const validation::LadderReport* ladder);
 
 }  // namespace hetplan::cli

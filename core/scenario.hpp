@@ -32,6 +32,7 @@ struct Scenario {
   Objective objective = Objective::throughput;
   std::optional<Prices> prices;
   std::optional<Plan> reference_plan;
+  std::optional<std::string> validation_records;  // a folder of validation records
   SourceLocation location;
 };
 

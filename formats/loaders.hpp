@@ -9,6 +9,7 @@
 #include "core/calibration.hpp"
 #include "core/chip.hpp"
 #include "core/cluster.hpp"
+#include "core/ladder.hpp"
 #include "core/plan.hpp"
 #include "core/scenario.hpp"
 #include "core/workload.hpp"
@@ -21,11 +22,13 @@ inline constexpr std::string_view kWorkloadSchema = "hetplan/workload/v1";
 inline constexpr std::string_view kScenarioSchema = "hetplan/scenario/v1";
 inline constexpr std::string_view kPlanSchema = "hetplan/plan/v1";
 inline constexpr std::string_view kCalibrationBundleSchema = "hetplan/calibration-bundle/v1";
+inline constexpr std::string_view kValidationRecordSchema = "hetplan/validation-record/v1";
 
 // From text (file_name is used in messages and to resolve relative paths).
 ChipProfile parse_chip(const std::string& text, const std::string& file_name);
 Plan parse_plan(const std::string& text, const std::string& file_name);
 CalibrationBundle parse_calibration_bundle(const std::string& text, const std::string& file_name);
+ValidationRecord parse_validation_record(const std::string& text, const std::string& file_name);
 // A Hugging Face config.json (or any YAML/JSON mapping in that shape).
 ModelShape parse_hf_config(const std::string& text, const std::string& file_name);
 
@@ -40,6 +43,8 @@ Workload load_workload(const std::string& path);
 Plan load_plan(const std::string& path);
 Scenario load_scenario(const std::string& path);
 CalibrationBundle load_calibration_bundle(const std::string& path);
+// Every *.yaml validation record in a folder, in file-name order.
+std::vector<ValidationRecord> load_validation_records(const std::string& folder);
 
 // Checks a plan against the cluster and workload it is meant for: islands exist, layer ranges
 // cover the model in order, each a multiple of the virtual stages. Throws InputError at the plan's

@@ -156,6 +156,9 @@ Scenario load_scenario(const std::string& path) {
   if (scenario.objective == Objective::cost && !scenario.prices) {
     root.required("objective").fail("expected prices when the objective is cost");
   }
+  if (auto records = root.optional("validation_records")) {
+    scenario.validation_records = resolve_relative(records->as_string(), path);
+  }
   if (auto plan_field = root.optional("plan")) {
     Plan plan = load_plan(resolve_relative(plan_field->as_string(), path));
     check_plan_references(plan, scenario.cluster, scenario.workload);

@@ -1,0 +1,158 @@
+#include "validation/ladder.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace hetplan::validation {
+namespace {
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// Calibrated versions "<id>.<label>" are the same chip.
+std::string base_chip(const std::string& id) {
+  return id.substr(0, id.find('.'));
+}
+
+bool same_stack(const SoftwareComponent& a, const SoftwareComponent& b) {
+  return lower(a.name) == lower(b.name) && a.version == b.version;
+}
+
+
+// The latest entry of a step (by date; the later record or entry on the same date) decides.
+const LadderEntry* latest(const std::vector<const LadderEntry*>& entries) {
+  const LadderEntry* best = nullptr;
+  for (const LadderEntry* e : entries)
+    if (!best || e->date >= best->date) best = e;
+  return best;
+}
+
+}  // namespace
+
+LadderReport ladder_state(const Cluster& cluster, const std::vector<ValidationRecord>& records) {
+  LadderReport out;
+  for (const auto& island : cluster.islands) {
+    const ChipProfile& chip = cluster.chip_of(island);
+    IslandLadder state;
+    state.island = island.name;
+    state.chip = chip.id;
+    state.runtime = island.runtime;
+    std::map<LadderStep, std::vector<const LadderEntry*>> steps;
+    for (const auto& record : records) {
+      if (base_chip(record.chip) != base_chip(chip.id) || !same_stack(record.runtime, island.runtime))
+        continue;
+      for (const auto& entry : record.entries)
+        if (entry.step != LadderStep::boundary) steps[entry.step].push_back(&entry);
+    }
+    auto passed = [&](LadderStep step) {
+      const LadderEntry* e = latest(steps[step]);
+      return e && e->passed;
+    };
+    auto need = [&](LadderStep step) {
+      const LadderEntry* e = latest(steps[step]);
+      state.missing.push_back(std::string(to_string(step)) +
+                              (e ? " failed on " + e->date : std::string(" has no record")));
+    };
+    if (passed(LadderStep::single_card)) {
+      state.level = 1;
+      if (passed(LadderStep::collectives) && passed(LadderStep::checkpoint)) state.level = 2;
+    }
+    if (!passed(LadderStep::single_card)) need(LadderStep::single_card);
+    if (!passed(LadderStep::collectives)) need(LadderStep::collectives);
+    if (!passed(LadderStep::checkpoint)) need(LadderStep::checkpoint);
+    for (const LadderEntry* e : steps[LadderStep::scale])
+      if (e->passed) state.scale_chips = std::max(state.scale_chips, e->chips);
+    out.islands.push_back(std::move(state));
+  }
+  // Boundaries between islands of different chips or software stacks, from either side.
+  for (std::size_t i = 0; i < cluster.islands.size(); ++i) {
+    for (std::size_t j = i + 1; j < cluster.islands.size(); ++j) {
+      const Island& a = cluster.islands[i];
+      const Island& b = cluster.islands[j];
+      const std::string chip_a = base_chip(cluster.chip_of(a).id);
+      const std::string chip_b = base_chip(cluster.chip_of(b).id);
+      if (chip_a == chip_b && same_stack(a.runtime, b.runtime)) continue;
+      std::vector<const LadderEntry*> entries;
+      for (const auto& record : records) {
+        for (const auto& entry : record.entries) {
+          if (entry.step != LadderStep::boundary) continue;
+          const bool ab = base_chip(record.chip) == chip_a && same_stack(record.runtime, a.runtime) &&
+                          base_chip(entry.with_chip) == chip_b &&
+                          same_stack(entry.with_runtime, b.runtime);
+          const bool ba = base_chip(record.chip) == chip_b && same_stack(record.runtime, b.runtime) &&
+                          base_chip(entry.with_chip) == chip_a &&
+                          same_stack(entry.with_runtime, a.runtime);
+          if (ab || ba) entries.push_back(&entry);
+        }
+      }
+      BoundaryLadder boundary{a.name, b.name, false, ""};
+      if (const LadderEntry* e = latest(entries)) {
+        boundary.passed = e->passed;
+        boundary.evidence = e->evidence;
+      }
+      out.boundaries.push_back(std::move(boundary));
+    }
+  }
+  return out;
+}
+
+std::string ladder_text(const LadderReport& report) {
+  std::string out = "island               chip                        runtime              step  missing\n";
+  for (const auto& s : report.islands) {
+    char line[256];
+    std::snprintf(line, sizeof line, "%-20s %-27s %-20s %4d  ", s.island.c_str(), s.chip.c_str(),
+                  (s.runtime.name + " " + s.runtime.version).c_str(), s.level);
+    out += line;
+    for (std::size_t k = 0; k < s.missing.size(); ++k) out += (k ? ", " : "") + s.missing[k];
+    if (s.missing.empty()) out += "-";
+    if (s.scale_chips > 0) out += "; scale run passed on " + std::to_string(s.scale_chips) + " chips";
+    out += "\n";
+  }
+  out += "cross-island pipeline boundaries (step 3)\n";
+  for (const auto& b : report.boundaries) {
+    out += "  " + b.a + " <-> " + b.b + ": " +
+           (b.passed ? "passed (" + b.evidence + ")" : std::string("not validated")) + "\n";
+  }
+  return out;
+}
+
+PlanValidation plan_validation(const LadderReport& ladder, const Plan& plan) {
+  PlanValidation out;
+  std::map<std::string, int> chips;
+  for (const auto& stage : plan.stages) chips[stage.island] += stage.tp * stage.dp;
+  for (const auto& [island, count] : chips) {
+    const auto state = std::find_if(ladder.islands.begin(), ladder.islands.end(),
+                                    [&](const IslandLadder& s) { return s.island == island; });
+    if (state == ladder.islands.end()) continue;
+    const int needed = count > 1 ? 2 : 1;
+    if (state->level < needed) {
+      std::string what = "island " + island + " (" + state->runtime.name + " " +
+                         state->runtime.version + ") is at step " + std::to_string(state->level) +
+                         " of the " + std::to_string(needed) + " it needs: ";
+      for (std::size_t k = 0; k < state->missing.size(); ++k)
+        what += (k ? ", " : "") + state->missing[k];
+      out.missing.push_back(what);
+    }
+  }
+  std::set<std::pair<std::string, std::string>> seen;
+  for (std::size_t i = 0; i + 1 < plan.stages.size(); ++i) {
+    const std::string& a = plan.stages[i].island;
+    const std::string& b = plan.stages[i + 1].island;
+    if (a == b || !seen.insert(std::minmax(a, b)).second) continue;
+    const auto boundary = std::find_if(
+        ladder.boundaries.begin(), ladder.boundaries.end(), [&](const BoundaryLadder& x) {
+          return (x.a == a && x.b == b) || (x.a == b && x.b == a);
+        });
+    if (boundary != ladder.boundaries.end() && !boundary->passed)
+      out.missing.push_back("boundary " + a + " -> " + b + " has not passed step 3");
+  }
+  out.validated = out.missing.empty();
+  return out;
+}
+
+}  // namespace hetplan::validation
