@@ -1,12 +1,14 @@
 #!/bin/sh
 # Runs every fuzzer for SECONDS each, then merges what it found back into fuzz/corpus/<target>/.
-# Usage: fuzz/run.sh [BUILD_DIR] [SECONDS]   (crashes land in BUILD_DIR/fuzz-artifacts/)
+# Usage: [TARGETS="fuzz_x ..."] fuzz/run.sh [BUILD_DIR] [SECONDS]
+# (crashes land in BUILD_DIR/fuzz-artifacts/)
 set -eu
 build=${1:-build-fuzz}
 seconds=${2:-240}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$build/fuzz-artifacts" "$build/fuzz-logs"
-for target in fuzz_chip fuzz_plan fuzz_hf_config fuzz_check_file; do
+for target in ${TARGETS:-fuzz_chip fuzz_plan fuzz_hf_config fuzz_check_file fuzz_calibration_bundle \
+    fuzz_collective_log fuzz_training_log fuzz_torch_trace}; do
   work="$build/fuzz-work/$target"
   rm -rf "$work" && mkdir -p "$work"
   "$build/fuzz/$target" -max_len=4096 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
