@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <iostream>
@@ -18,6 +19,7 @@
 #include "sim/estimator.hpp"
 #include "validation/calibrate.hpp"
 #include "validation/ladder.hpp"
+#include "validation/microbench.hpp"
 #include "validation/published_runs.hpp"
 #include "validation/rank_agreement.hpp"
 
@@ -56,8 +58,23 @@ int run_check(const std::vector<std::string>& files) {
   return 0;
 }
 
-int run_validate(const std::string& folder, const std::string& profiles, bool json) {
-  const auto report = hetplan::validation::validate_published_runs(folder, profiles);
+int run_validate(const std::string& folder, const std::string& profiles,
+                 const std::string& microbench, bool json) {
+  hetplan::validation::ValidationReport report;
+  if (microbench.empty()) {
+    report = hetplan::validation::validate_published_runs(folder, profiles);
+  } else {
+    // Profiles calibrated from the microbenchmarks only, into a fresh folder.
+    std::string calibrated = (std::filesystem::temp_directory_path() / "hetplan-calibrated-XXXXXX").string();
+    if (!mkdtemp(calibrated.data())) {
+      throw hetplan::InputError({calibrated, 0, 0}, "--microbench",
+                                "expected a temporary folder for the calibrated profiles");
+    }
+    report = hetplan::validation::validate_published_runs_calibrated(folder, profiles, microbench,
+                                                                     calibrated)
+                 .report;
+    std::cerr << "calibrated profiles written to " << calibrated << "\n";
+  }
   const auto agreement = hetplan::validation::rank_agreement(report);
   if (json) {
     auto j = hetplan::validation::report_json(report);
@@ -305,6 +322,10 @@ int main(int argc, char** argv) {
   ladder_option->excludes(published);
   ladder_option->excludes(bundle_option);
   validate->add_option("--profiles", profiles, "Folder of chip profiles")->capture_default_str();
+  std::string microbench;
+  validate->add_option("--microbench", microbench,
+                       "With --published: calibrate the profiles from this folder of "
+                       "microbenchmark tables first");
   validate->add_flag("--json", json, "Print JSON instead of a table");
 
   std::string plan_scenario = HETPLAN_DEFAULT_SCENARIO, out_dir;
@@ -357,7 +378,7 @@ int main(int argc, char** argv) {
         throw hetplan::InputError({"validate", 0, 0}, "--published",
                                   "expected --published DIR or --bundle BUNDLE --profile PROFILE");
       }
-      return run_validate(folder, profiles, json);
+      return run_validate(folder, profiles, microbench, json);
     }
     if (*calibrate) return run_calibrate(base_profile, bundle_paths, label, calibrated_out, json);
     if (*plan) return run_plan(plan_scenario, top, json, out_dir, timings, records);
