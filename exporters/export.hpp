@@ -4,7 +4,9 @@
 #pragma once
 
 #include <map>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/plan.hpp"
@@ -38,5 +40,43 @@ struct ExportedFile {
   std::string name;  // file name, relative to the output folder
   std::string text;
 };
+
+// Thrown when a plan that the validation ladder has not validated is exported without
+// allow_unvalidated; the message names what the ladder lacks.
+struct UnvalidatedPlan : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The validation gate every export passes first: throws UnvalidatedPlan naming the missing
+// items when input.validation.validated is false and input.allow_unvalidated is not set.
+void check_validation_gate(const ExportInput& input);
+
+// Plan JSON (plan_json.cpp): "plan.json", the plan as `hetplan/plan/v1` (every key the plan
+// loader reads, so `hetplan eval --plan plan.json` reads it back) plus an `export` object with
+// provenance: generator, scenario, input hashes, validation and the estimate (six significant
+// digits). Its JSON Schema: docs/schemas/plan-v1.schema.json.
+ExportedFile export_plan_json(const ExportInput& input);
+
+// Lower-case hex SHA-256 of bytes (FIPS 180-4; sha256.cpp).
+std::string sha256_hex(std::string_view data);
+
+// SHA-256 of every input file a scenario was loaded from: the scenario, its cluster, its
+// workload, every chip profile the cluster uses, the reference plan when it has one and every
+// validation record of its validation_records folder when it names one. Keys are
+// paths relative to the scenario file's folder (the scenario itself by its file name), so the
+// hashes do not depend on where the checkout lies. Throws InputError when a file cannot be read.
+// A workload's hf_config file is not included: Workload does not keep its path.
+std::map<std::string, std::string> input_hashes(const Scenario& scenario,
+                                                const std::string& scenario_path);
+
+// Launch arguments (launch.cpp): per island of the plan, in pipeline order, "launch-<island>.sh",
+// a shell-sourceable file setting HETPLAN_* variables with the island's Megatron-LM (NVIDIA,
+// Hygon DCU, Cambricon MLU and others) or MindSpeed-LLM (Ascend) arguments, and comments with the
+// island's stages and ranks.
+std::vector<ExportedFile> export_megatron(const ExportInput& input);
+
+// Node labels (launch.cpp): "labels.sh", one `kubectl label node` command per node each island of
+// the plan needs, with the island's labels, on placeholder node names "<island>-node-NN".
+ExportedFile export_labels(const ExportInput& input);
 
 }  // namespace hetplan::exporters

@@ -1,1 +1,477 @@
-// Placeholder: filled in by the export work.
+// Launch arguments for Megatron-LM / MindSpeed-LLM, one sourceable file per island of a plan, and
+// the `kubectl label` commands for the nodes the plan needs. docs/export.md#launch-arguments,
+// docs/export.md#node-labels.
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "exporters/export.hpp"
+#include "formats/loaders.hpp"
+
+namespace hetplan::exporters {
+namespace {
+
+constexpr std::size_t kCommentWidth = 100;
+
+// The islands of a plan in pipeline order (of their first stage), with what the plan uses there.
+struct IslandPart {
+  const Island* island = nullptr;
+  const ChipProfile* chip = nullptr;
+  std::vector<std::size_t> stages;  // indices into Plan::stages
+  int chips = 0;
+  int nodes = 0;  // nodes the plan needs: its chips over chips_per_node, rounded up
+};
+
+std::vector<IslandPart> island_parts(const Cluster& cluster, const Plan& plan) {
+  std::vector<IslandPart> parts;
+  for (std::size_t i = 0; i < plan.stages.size(); ++i) {
+    const PlanStage& stage = plan.stages[i];
+    auto it = std::find_if(parts.begin(), parts.end(),
+                           [&](const IslandPart& p) { return p.island->name == stage.island; });
+    if (it == parts.end()) {
+      IslandPart part;
+      part.island = cluster.find_island(stage.island);
+      part.chip = &cluster.chip_of(*part.island);
+      parts.push_back(part);
+      it = parts.end() - 1;
+    }
+    it->stages.push_back(i);
+    it->chips += stage.tp * stage.dp;
+  }
+  for (IslandPart& part : parts) {
+    const int per_node = std::max(1, part.island->chips_per_node);
+    part.nodes = (part.chips + per_node - 1) / per_node;
+  }
+  return parts;
+}
+
+// What every launch export checks first: its inputs, the validation gate, and the plan's
+// references to its scenario (an InputError at the plan's field otherwise).
+void check_input(const ExportInput& input, const char* what) {
+  if (!input.scenario || !input.plan) {
+    throw std::invalid_argument(std::string(what) + ": scenario and plan are required");
+  }
+  check_validation_gate(input);
+  formats::check_plan_references(*input.plan, input.scenario->cluster, input.scenario->workload);
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& separator) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
+
+std::string range_text(int first, int count) {
+  return count == 1 ? std::to_string(first)
+                    : std::to_string(first) + "-" + std::to_string(first + count - 1);
+}
+
+// A paragraph as shell comment lines of at most kCommentWidth characters (a longer word gets a
+// line of its own). `indent` follows the "#" on every line.
+std::string comment(const std::string& paragraph, const std::string& indent = " ") {
+  std::istringstream words(paragraph);
+  std::string out;
+  std::string line = "#" + indent;
+  bool empty = true;
+  for (std::string word; words >> word;) {
+    if (!empty && line.size() + 1 + word.size() > kCommentWidth) {
+      out += line + "\n";
+      line = "#" + indent;
+      empty = true;
+    }
+    line += (empty ? "" : " ") + word;
+    empty = false;
+  }
+  return out + line + "\n";
+}
+
+// A word for sh: bare when it holds only characters sh leaves alone, single-quoted otherwise.
+std::string shell_word(const std::string& word) {
+  const bool bare = !word.empty() && word.find_first_not_of(
+                                         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                         "0123456789._/=:@%+,-") == std::string::npos;
+  if (bare) return word;
+  std::string out = "'";
+  for (const char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The banner of a file exported from a plan that is not validated (allow_unvalidated).
+std::string unvalidated_banner(const ExportInput& input) {
+  if (input.validation.validated) return "";
+  std::string out =
+      "# WARNING: NOT VALIDATED. Exported with --allow-unvalidated: the validation ladder has not\n"
+      "# validated this plan. Missing:\n";
+  for (const auto& item : input.validation.missing) out += "#   - " + item + "\n";
+  if (input.validation.missing.empty()) out += "#   (no step named)\n";
+  return out + "#\n";
+}
+
+struct Framework {
+  std::string id;    // HETPLAN_FRAMEWORK
+  std::string name;  // for people
+  bool mindspeed = false;
+  std::string note;
+};
+
+Framework framework_for(const ChipProfile& chip) {
+  if (chip.family == "ascend") {
+    return {"mindspeed-llm", "MindSpeed-LLM", true,
+            "Ascend NPUs (chip family \"ascend\") train with MindSpeed-LLM: Megatron-LM's "
+            "arguments on torch_npu, plus MindSpeed's own (--num-layer-list)."};
+  }
+  if (chip.family == "nvidia") {
+    return {"megatron-lm", "Megatron-LM", false, "NVIDIA GPUs train with upstream Megatron-LM."};
+  }
+  if (chip.family == "dcu") {
+    return {"megatron-lm", "Megatron-LM", false,
+            "Hygon DCUs train with Megatron-LM on ROCm (DTK's PyTorch); the ROCm build takes "
+            "Megatron-LM's arguments."};
+  }
+  if (chip.family == "mlu") {
+    return {"megatron-lm", "Megatron-LM", false,
+            "Cambricon MLUs train with Cambricon's Megatron-LM adaptation (torch_mlu), which "
+            "takes Megatron-LM-style arguments."};
+  }
+  return {"megatron-lm", "Megatron-LM", false,
+          "hetplan knows no training framework for chip family \"" + chip.family +
+              "\": these are Megatron-LM-style arguments; check them against the vendor's "
+              "Megatron-LM adaptation."};
+}
+
+// A shell assignment of a list of arguments, one per line.
+std::string args_assignment(const std::string& variable, const std::vector<std::string>& args) {
+  std::string out = variable + "=\"";
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    out += (i == 0 ? "" : "  ") + args[i] + (i + 1 < args.size() ? " \\\n" : "");
+  }
+  return out + "\"\n";
+}
+
+// The pipeline's layer split as arguments of the framework, or a note saying why it cannot be.
+void split_arguments(const Plan& plan, const ModelShape& model, const Framework& framework,
+                     std::vector<std::string>& args, std::vector<std::string>& notes) {
+  const int pipeline = static_cast<int>(plan.stages.size());
+  std::vector<int> split;
+  std::vector<std::string> words;
+  for (const PlanStage& stage : plan.stages) {
+    split.push_back(stage.num_layers);
+    words.push_back(std::to_string(stage.num_layers));
+  }
+  const std::string split_text = join(words, ",");
+  const bool even = std::all_of(split.begin(), split.end(), [&](int n) { return n == split[0]; });
+
+  if (plan.schedule == Schedule::interleaved) {
+    if (even) {
+      args.push_back("--num-layers-per-virtual-pipeline-stage " +
+                     std::to_string(split[0] / plan.virtual_stages));
+      return;
+    }
+    notes.push_back(
+        "The plan splits the layers unevenly AND interleaves " +
+        std::to_string(plan.virtual_stages) + " model chunks per stage: " + framework.name +
+        " cannot express that with arguments (" +
+        (framework.mindspeed
+             ? "--num-layer-list cannot be combined with --num-layers-per-virtual-pipeline-stage"
+             : "--decoder-first/last-pipeline-num-layers cannot be combined with the "
+               "interleaved schedule") +
+        "). No split or chunk argument is written. The plan's split, stage by stage: " +
+        split_text + " (" + std::to_string(plan.virtual_stages) + " chunks each).");
+    return;
+  }
+  if (even) return;
+  if (framework.mindspeed) {
+    args.push_back("--num-layer-list " + split_text);
+    return;
+  }
+  // Megatron-LM: the first and the last stage may differ from equal middle stages.
+  const bool middle_equal =
+      std::all_of(split.begin() + 1, split.end() - 1, [&](int n) { return n == split[1]; });
+  if (middle_equal) {
+    const int middle = pipeline > 2 ? split[1] : -1;
+    if (split.front() != middle) {
+      args.push_back("--decoder-first-pipeline-num-layers " + std::to_string(split.front()));
+    }
+    if (split.back() != middle) {
+      args.push_back("--decoder-last-pipeline-num-layers " + std::to_string(split.back()));
+    }
+    return;
+  }
+  const std::string fallback = model.layers % pipeline == 0
+                                   ? ", which is not this plan"
+                                   : " and refuses (" + std::to_string(model.layers) +
+                                         " is not a multiple of " + std::to_string(pipeline) + ")";
+  notes.push_back(
+      "Megatron-LM cannot express this plan's layer split. It splits the layers evenly, or sets "
+      "the first and the last stage apart (--decoder-first-pipeline-num-layers, "
+      "--decoder-last-pipeline-num-layers) when all middle stages are equal; here they are not. "
+      "The plan's split, stage by stage: " +
+      split_text + ". No split argument is written: Megatron-LM would split the " +
+      std::to_string(model.layers) + " layers evenly" + fallback +
+      ". Give the framework this split (e.g. a patched get_num_layers_to_build reading "
+      "HETPLAN_LAYER_SPLIT) or choose a plan whose split it can express.");
+}
+
+std::string launch_file(const ExportInput& input, const std::vector<IslandPart>& parts,
+                        const IslandPart& part) {
+  const Scenario& scenario = *input.scenario;
+  const Plan& plan = *input.plan;
+  const ModelShape& model = scenario.workload.model;
+  const sim::StepSettings settings = sim::step_settings(scenario.workload, plan);
+  const TrainingSettings& training = settings.training;
+  const Framework framework = framework_for(*part.chip);
+  const Island& island = *part.island;
+  const int pipeline = static_cast<int>(plan.stages.size());
+  const int tp = plan.stages[part.stages.front()].tp;
+
+  // Ranks stage by stage in pipeline order, tensor-parallel fastest, then data-parallel.
+  std::vector<int> first_rank(plan.stages.size());
+  int world = 0;
+  for (std::size_t i = 0; i < plan.stages.size(); ++i) {
+    first_rank[i] = world;
+    world += plan.stages[i].tp * plan.stages[i].dp;
+  }
+  int job_nodes = 0;
+  for (const IslandPart& other : parts) job_nodes += other.nodes;
+
+  std::vector<std::string> notes;  // comment paragraphs after the stage list
+  std::vector<std::string> parallel;
+  parallel.push_back("--tensor-model-parallel-size " + std::to_string(tp));
+  parallel.push_back("--pipeline-model-parallel-size " + std::to_string(pipeline));
+  split_arguments(plan, model, framework, parallel, notes);
+  parallel.push_back("--micro-batch-size " + std::to_string(settings.micro_batch));
+  parallel.push_back("--global-batch-size " + std::to_string(training.global_batch));
+  parallel.push_back("--seq-length " + std::to_string(training.seq_len));
+  if (training.recompute == Recompute::selective) {
+    parallel.push_back("--recompute-granularity selective");
+  } else if (training.recompute == Recompute::full) {
+    parallel.push_back("--recompute-granularity full");
+    parallel.push_back("--recompute-method uniform");
+    parallel.push_back("--recompute-num-layers 1");
+  }
+  if (training.zero_stage >= 1) parallel.push_back("--use-distributed-optimizer");
+  if (training.zero_stage >= 2) {
+    notes.push_back("The plan uses ZeRO stage " + std::to_string(training.zero_stage) + ": " +
+                    framework.name +
+                    "'s distributed optimizer shards only the optimizer states (stage 1). "
+                    "Sharding gradients and weights as well needs its FSDP options, which depend "
+                    "on the version; without them a stage needs more memory than estimated.");
+  }
+  if (training.sequence_parallel && tp > 1) parallel.push_back("--sequence-parallel");
+  switch (training.dtype) {
+    case DType::bf16:
+      parallel.push_back("--bf16");
+      break;
+    case DType::fp16:
+      parallel.push_back("--fp16");
+      break;
+    case DType::fp8:
+      parallel.push_back("--bf16");
+      parallel.push_back("--fp8-format hybrid");
+      notes.push_back("FP8 training goes through Transformer Engine (--fp8-format); check that " +
+                      framework.name + " on this chip supports it.");
+      break;
+    case DType::fp32:
+    case DType::tf32:
+      notes.push_back("The plan trains in " + std::string(to_string(training.dtype)) +
+                      ": no precision argument (" + framework.name + "'s default).");
+      break;
+  }
+
+  // Tensor parallelism that one job's single --tensor-model-parallel-size cannot carry.
+  for (const std::size_t i : part.stages) {
+    if (plan.stages[i].tp != tp) {
+      notes.push_back("The stages of this island differ in tensor-parallel size; " +
+                      framework.name +
+                      " takes one --tensor-model-parallel-size per job (written: stage " +
+                      std::to_string(part.stages.front()) + "'s, " + std::to_string(tp) + ").");
+      break;
+    }
+  }
+  std::vector<std::string> island_tps;
+  std::vector<std::string> island_names;
+  bool tp_differs = false;
+  for (const IslandPart& other : parts) {
+    const int other_tp = plan.stages[other.stages.front()].tp;
+    tp_differs = tp_differs || other_tp != tp;
+    island_tps.push_back(other.island->name + ": " + std::to_string(other_tp));
+    island_names.push_back(other.island->name);
+  }
+  if (tp_differs) {
+    notes.push_back("The islands differ in tensor-parallel size (" + join(island_tps, ", ") +
+                    "); one Megatron-LM or MindSpeed-LLM job has one, so this needs a framework "
+                    "with heterogeneous tensor parallelism.");
+  }
+  if (parts.size() > 1) {
+    notes.push_back("The pipeline spans " + std::to_string(parts.size()) + " islands (" +
+                    join(island_names, ", ") +
+                    "). Each island launches its own ranks with its own framework; the stage "
+                    "boundaries between islands need pipeline sends and receives that cross "
+                    "vendors. Stock Megatron-LM and MindSpeed-LLM build one torch.distributed "
+                    "world with one backend; hetplan does not check which heterogeneous-training "
+                    "framework you use.");
+  }
+
+  std::vector<std::string> model_args;
+  model_args.push_back("--num-layers " + std::to_string(model.layers));
+  model_args.push_back("--hidden-size " + std::to_string(model.hidden));
+  model_args.push_back("--ffn-hidden-size " + std::to_string(model.ffn));
+  model_args.push_back("--num-attention-heads " + std::to_string(model.heads));
+  if (model.kv_heads != model.heads) {
+    model_args.push_back("--group-query-attention");
+    model_args.push_back("--num-query-groups " + std::to_string(model.kv_heads));
+  }
+  if (model.max_positions > 0) {
+    model_args.push_back("--max-position-embeddings " + std::to_string(model.max_positions));
+  }
+  model_args.push_back(std::string("--position-embedding-type ") +
+                       (model.learned_positions ? "learned_absolute" : "rope"));
+  if (model.norm == Norm::rmsnorm) model_args.push_back("--normalization RMSNorm");
+  if (model.activation == Activation::swiglu) model_args.push_back("--swiglu");
+  if (!model.linear_bias) model_args.push_back("--disable-bias-linear");
+  if (!model.tied_embeddings) model_args.push_back("--untie-embeddings-and-output-weights");
+
+  // Stage lines and the island's rank ranges (consecutive stages hold consecutive ranks).
+  std::string stage_lines;
+  std::vector<std::pair<int, int>> rank_ranges;  // first, last
+  std::vector<std::string> stage_numbers;
+  for (std::size_t k = 0; k < part.stages.size(); ++k) {
+    const std::size_t i = part.stages[k];
+    const PlanStage& s = plan.stages[i];
+    stage_lines += "#   stage " + std::to_string(i) + ": layers " +
+                   range_text(s.first_layer, s.num_layers) + " (" + std::to_string(s.num_layers) +
+                   "), tp " + std::to_string(s.tp) + ", dp " + std::to_string(s.dp) + ", ranks " +
+                   range_text(first_rank[i], s.tp * s.dp) + "\n";
+    stage_numbers.push_back(std::to_string(i));
+    const int last_rank = first_rank[i] + s.tp * s.dp - 1;
+    if (k > 0 && part.stages[k - 1] + 1 == i) {
+      rank_ranges.back().second = last_rank;
+    } else {
+      rank_ranges.emplace_back(first_rank[i], last_rank);
+    }
+  }
+  std::vector<std::string> rank_words;
+  for (const auto& [first, last] : rank_ranges) {
+    rank_words.push_back(range_text(first, last - first + 1));
+  }
+  std::vector<std::string> split_words;
+  for (const PlanStage& s : plan.stages) split_words.push_back(std::to_string(s.num_layers));
+
+  const std::string file = "launch-" + island.name + ".sh";
+  std::string out;
+  out += comment(file + ": launch arguments for island " + island.name + " of plan \"" + plan.name +
+                 "\" (scenario \"" + scenario.name + "\"). Generated by hetplan.");
+  out += "#\n";
+  out += unvalidated_banner(input);
+  out += comment(
+      "Source it in the launch script of each node of the island, then start the "
+      "trainer with one torch.distributed world for the whole job (" +
+      std::to_string(world) + " ranks on " + std::to_string(job_nodes) +
+      " nodes; this island's nodes hold ranks HETPLAN_RANKS):");
+  out += "#   . ./" + file + "\n";
+  out += "#   torchrun --nnodes \"$HETPLAN_JOB_NODES\" --node-rank <this node's> \\\n";
+  out +=
+      "#     --nproc-per-node \"$HETPLAN_CHIPS_PER_NODE\" ... pretrain_gpt.py $HETPLAN_ARGS \\\n";
+  out += "#     <tokenizer, data, optimizer and checkpoint arguments>\n";
+  out += "#\n";
+  out += comment("Framework: " + framework.name + ". " + framework.note);
+  out += "#\n";
+  out += comment("Island " + island.name + ": " + part.chip->vendor + " " + part.chip->model +
+                 " (profile " + part.chip->id + "), " + island.runtime.name + " " +
+                 island.runtime.version + ", " + std::to_string(island.chips_per_node) +
+                 " chips per node. The plan uses " + std::to_string(part.chips) + " chips on " +
+                 std::to_string(part.nodes) + " of its " + std::to_string(island.nodes) +
+                 " nodes, in these stages of the " + std::to_string(pipeline) +
+                 "-stage pipeline (ranks numbered stage by stage in pipeline order, "
+                 "tensor-parallel ranks fastest, then data-parallel: Megatron's default order):");
+  out += stage_lines;
+  out += comment("Data-parallel size " + std::to_string(plan.stages[part.stages.front()].dp) +
+                 " follows from the world size (" + std::to_string(world) +
+                 " = tensor x pipeline x data parallel).");
+  for (const std::string& note : notes) out += "#\n" + comment(note);
+  out += "\n";
+  out += "HETPLAN_ISLAND=" + shell_word(island.name) + "\n";
+  out += "HETPLAN_FRAMEWORK=" + framework.id + "\n";
+  out += "HETPLAN_STAGES=\"" + join(stage_numbers, " ") + "\"\n";
+  out += "HETPLAN_RANKS=\"" + join(rank_words, " ") + "\"\n";
+  out += "HETPLAN_WORLD_SIZE=" + std::to_string(world) + "\n";
+  out += "HETPLAN_NODES=" + std::to_string(part.nodes) + "\n";
+  out += "HETPLAN_JOB_NODES=" + std::to_string(job_nodes) + "\n";
+  out += "HETPLAN_CHIPS_PER_NODE=" + std::to_string(island.chips_per_node) + "\n";
+  out += "HETPLAN_LAYER_SPLIT=\"" + join(split_words, ",") + "\"\n";
+  out += args_assignment("HETPLAN_MODEL_ARGS", model_args);
+  out += args_assignment("HETPLAN_PARALLEL_ARGS", parallel);
+  out += "HETPLAN_ARGS=\"$HETPLAN_MODEL_ARGS $HETPLAN_PARALLEL_ARGS\"\n";
+  return out;
+}
+
+std::string node_name(const IslandPart& part, int number) {
+  const int width = std::max<int>(2, static_cast<int>(std::to_string(part.nodes).size()));
+  std::string digits = std::to_string(number);
+  digits.insert(0, static_cast<std::size_t>(std::max(0, width - static_cast<int>(digits.size()))),
+                '0');
+  return part.island->name + "-node-" + digits;
+}
+
+}  // namespace
+
+std::vector<ExportedFile> export_megatron(const ExportInput& input) {
+  check_input(input, "export_megatron");
+  const std::vector<IslandPart> parts = island_parts(input.scenario->cluster, *input.plan);
+  std::vector<ExportedFile> files;
+  for (const IslandPart& part : parts) {
+    files.push_back({"launch-" + part.island->name + ".sh", launch_file(input, parts, part)});
+  }
+  return files;
+}
+
+ExportedFile export_labels(const ExportInput& input) {
+  check_input(input, "export_labels");
+  const Plan& plan = *input.plan;
+  const std::vector<IslandPart> parts = island_parts(input.scenario->cluster, plan);
+
+  std::string out = "#!/bin/sh\n";
+  out += comment("labels.sh: Kubernetes node labels for plan \"" + plan.name + "\" (scenario \"" +
+                 input.scenario->name + "\"). Generated by hetplan.");
+  out += "#\n";
+  out += unvalidated_banner(input);
+  out += comment(
+      "The cluster file counts nodes but does not name them, so the node names below are "
+      "placeholders, <island>-node-NN. Before running this script, substitute your nodes' names "
+      "(kubectl get nodes), e.g. sed -i 's/ " +
+      node_name(parts.front(), 1) +
+      " / worker-17 /' labels.sh, or label the nodes a selector finds instead, with the loop "
+      "given for each island.");
+  out += "set -e\n";
+  for (const IslandPart& part : parts) {
+    const Island& island = *part.island;
+    std::vector<std::string> labels;
+    for (const auto& [key, value] : island.labels) labels.push_back(shell_word(key + "=" + value));
+    const std::string label_text = join(labels, " ");
+    std::vector<std::string> stage_numbers;
+    for (const std::size_t i : part.stages) stage_numbers.push_back(std::to_string(i));
+
+    out += "\n";
+    out += comment("Island " + island.name + ": " + std::to_string(part.nodes) + " of its " +
+                   std::to_string(island.nodes) + " nodes (" + std::to_string(part.chips) +
+                   " chips; stage" + (part.stages.size() > 1 ? "s " : " ") +
+                   join(stage_numbers, ", ") + ").");
+    if (part.nodes > island.nodes) {
+      out += comment("The plan needs more nodes than the island has: it cannot run as written.");
+    }
+    out += "# By selector:\n";
+    out += "#   kubectl get nodes -l <a selector of your " + island.name +
+           " nodes> -o name | head -n " + std::to_string(part.nodes) + " |\n";
+    out += "#     while read -r node; do kubectl label \"$node\" " + label_text +
+           " --overwrite; done\n";
+    for (int n = 1; n <= part.nodes; ++n) {
+      out += "kubectl label node " + shell_word(node_name(part, n)) + " " + label_text +
+             " --overwrite\n";
+    }
+  }
+  return {"labels.sh", out};
+}
+
+}  // namespace hetplan::exporters

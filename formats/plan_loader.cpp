@@ -53,6 +53,13 @@ Plan read_plan(const Field& root_field) {
     plan.stages.push_back(std::move(stage));
   }
   if (plan.stages.empty()) stages.fail_expected("at least one stage");
+  // Provenance that `hetplan export` writes into plan JSON (docs/export.md#plan-json): not part
+  // of the plan, so only its shape is checked.
+  if (auto provenance = root.optional("export")) {
+    if (!provenance->is_map()) {
+      provenance->fail_expected("a mapping (provenance written by hetplan export)");
+    }
+  }
   root.done();
   return plan;
 }

@@ -1,1 +1,431 @@
+// Launch arguments (Megatron-LM / MindSpeed-LLM) and node labels: the default scenario's
+// reference and top plans, and hand-made plans for the layer splits each framework can and
+// cannot express. The files are sourced by sh to read back what a launch script would see.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "exporters/export.hpp"
+#include "formats/loaders.hpp"
+#include "planner/search.hpp"
+#include "sim/estimator.hpp"
+
+namespace hetplan::exporters {
+namespace {
+
+const std::string kScenarioPath = HETPLAN_SOURCE_DIR "/scenarios/default.yaml";
+
+const Scenario& scenario() {
+  static const Scenario s = formats::load_scenario(kScenarioPath);
+  return s;
+}
+
+const Plan& reference() {
+  return *scenario().reference_plan;
+}
+
+// The default scenario's top searched plans (searched once).
+const std::vector<Plan>& top_plans() {
+  static const std::vector<Plan> plans = [] {
+    planner::SearchOptions options;
+    options.top = 5;
+    std::vector<Plan> out;
+    for (const auto& ranked : planner::search_plans(scenario(), options).ranked) {
+      if (!ranked.plan.stages.empty()) out.push_back(ranked.plan);
+    }
+    return out;
+  }();
+  return plans;
+}
+
+ExportInput input_for(const Plan& plan, bool validated = true) {
+  ExportInput input;
+  input.scenario = &scenario();
+  input.plan = &plan;
+  input.validation.validated = validated;
+  if (!validated)
+    input.validation.missing = {"island mlu370 (Neuware unknown): no single-card step"};
+  return input;
+}
+
+// A plan on one island: stages of the given layer counts, each (tp, dp).
+Plan plan_on(const std::string& island, const std::vector<int>& layers, int tp, int dp,
+             int virtual_stages = 1) {
+  Plan plan;
+  plan.name = "hand-made";
+  plan.schedule = virtual_stages > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
+  plan.virtual_stages = virtual_stages;
+  int first = 0;
+  for (const int n : layers) {
+    plan.stages.push_back({island, first, n, tp, dp, {}, {}});
+    first += n;
+  }
+  return plan;
+}
+
+// A temporary file holding text (removed by the caller).
+std::filesystem::path temp_file(const std::string& text) {
+  static int count = 0;
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() /
+      ("hetplan-launch-test-" + std::to_string(::getpid()) + "-" + std::to_string(++count) + ".sh");
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  return path;
+}
+
+// The words of a variable after sourcing the file in sh (throws when sh fails).
+std::vector<std::string> sourced(const std::string& text, const std::string& variable) {
+  const std::filesystem::path path = temp_file(text);
+  const std::string command =
+      "sh -c '. \"$0\" && printf %s \"$" + variable + "\"' '" + path.string() + "'";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) throw std::runtime_error("popen failed");
+  std::string output;
+  char buffer[4096];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  std::filesystem::remove(path);
+  if (status != 0) throw std::runtime_error("sh failed on:\n" + text);
+  std::istringstream words(output);
+  std::vector<std::string> out;
+  for (std::string word; words >> word;) out.push_back(word);
+  return out;
+}
+
+std::string sourced_text(const std::string& text, const std::string& variable) {
+  std::string out;
+  for (const auto& word : sourced(text, variable)) out += (out.empty() ? "" : " ") + word;
+  return out;
+}
+
+// The file's comments as one line of words, so that phrases can be found wherever lines wrap.
+std::string comments(const std::string& text) {
+  std::istringstream lines(text);
+  std::string out;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind('#', 0) != 0) continue;
+    std::istringstream words(line.substr(1));
+    for (std::string word; words >> word;) out += (out.empty() ? "" : " ") + word;
+  }
+  return out;
+}
+
+bool has_flag(const std::vector<std::string>& args, const std::string& flag) {
+  return std::find(args.begin(), args.end(), flag) != args.end();
+}
+
+// The value after a flag; empty when the flag is absent.
+std::string value_of(const std::vector<std::string>& args, const std::string& flag) {
+  const auto it = std::find(args.begin(), args.end(), flag);
+  return it == args.end() || it + 1 == args.end() ? "" : *(it + 1);
+}
+
+std::string split_of(const Plan& plan) {
+  std::string out;
+  for (const auto& stage : plan.stages) {
+    out += (out.empty() ? "" : ",") + std::to_string(stage.num_layers);
+  }
+  return out;
+}
+
+const ExportedFile& file_named(const std::vector<ExportedFile>& files, const std::string& name) {
+  for (const auto& file : files) {
+    if (file.name == name) return file;
+  }
+  throw std::runtime_error("no file " + name);
+}
+
+TEST(Launch, OneFilePerIslandOfTheReferencePlan) {
+  const auto files = export_megatron(input_for(reference()));
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_EQ(files[0].name, "launch-ascend-910b.sh");
+  EXPECT_EQ(files[1].name, "launch-dcu-k100.sh");
+  EXPECT_EQ(files[2].name, "launch-mlu370.sh");
+
+  struct Expected {
+    std::string framework, stages, ranks, nodes;
+  };
+  const std::vector<Expected> expected = {{"mindspeed-llm", "0 1 2 3 4", "0-159", "20"},
+                                          {"megatron-lm", "5 6", "160-223", "8"},
+                                          {"megatron-lm", "7", "224-255", "4"}};
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string& text = files[i].text;
+    EXPECT_EQ(sourced_text(text, "HETPLAN_FRAMEWORK"), expected[i].framework);
+    EXPECT_EQ(sourced_text(text, "HETPLAN_STAGES"), expected[i].stages);
+    EXPECT_EQ(sourced_text(text, "HETPLAN_RANKS"), expected[i].ranks);
+    EXPECT_EQ(sourced_text(text, "HETPLAN_NODES"), expected[i].nodes);
+    EXPECT_EQ(sourced_text(text, "HETPLAN_WORLD_SIZE"), "256");
+    EXPECT_EQ(sourced_text(text, "HETPLAN_JOB_NODES"), "32");
+    EXPECT_EQ(sourced_text(text, "HETPLAN_CHIPS_PER_NODE"), "8");
+    EXPECT_EQ(sourced_text(text, "HETPLAN_LAYER_SPLIT"), "12,12,12,12,12,7,7,6");
+
+    // The workload: LLaMA-2-70B, seq 4096, global batch 512, selective recompute, ZeRO 1,
+    // sequence parallel, bf16; the plan: micro-batch 1, tp 8, 8 stages.
+    const auto args = sourced(text, "HETPLAN_ARGS");
+    EXPECT_EQ(value_of(args, "--tensor-model-parallel-size"), "8");
+    EXPECT_EQ(value_of(args, "--pipeline-model-parallel-size"), "8");
+    EXPECT_EQ(value_of(args, "--micro-batch-size"), "1");
+    EXPECT_EQ(value_of(args, "--global-batch-size"), "512");
+    EXPECT_EQ(value_of(args, "--seq-length"), "4096");
+    EXPECT_EQ(value_of(args, "--recompute-granularity"), "selective");
+    EXPECT_FALSE(has_flag(args, "--recompute-method"));
+    EXPECT_TRUE(has_flag(args, "--use-distributed-optimizer"));
+    EXPECT_TRUE(has_flag(args, "--sequence-parallel"));
+    EXPECT_TRUE(has_flag(args, "--bf16"));
+    EXPECT_FALSE(has_flag(args, "--fp16"));
+    EXPECT_FALSE(has_flag(args, "--num-layers-per-virtual-pipeline-stage"));
+    EXPECT_EQ(value_of(args, "--num-layers"), "80");
+    EXPECT_EQ(value_of(args, "--hidden-size"), "8192");
+    EXPECT_EQ(value_of(args, "--ffn-hidden-size"), "28672");
+    EXPECT_EQ(value_of(args, "--num-attention-heads"), "64");
+    EXPECT_TRUE(has_flag(args, "--group-query-attention"));
+    EXPECT_EQ(value_of(args, "--num-query-groups"), "8");
+    EXPECT_TRUE(has_flag(args, "--swiglu"));
+    EXPECT_EQ(value_of(args, "--normalization"), "RMSNorm");
+
+    // Comments: the island's stages and ranks; the pipeline crosses islands.
+    EXPECT_NE(comments(text).find("The pipeline spans 3 islands (ascend-910b, dcu-k100, mlu370)"),
+              std::string::npos);
+    EXPECT_EQ(text.find("NOT VALIDATED"), std::string::npos);
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind('#', 0) == 0) EXPECT_LE(line.size(), 100u) << line;
+    }
+  }
+  EXPECT_NE(files[0].text.find("#   stage 0: layers 0-11 (12), tp 8, dp 4, ranks 0-31\n"),
+            std::string::npos);
+  EXPECT_NE(files[1].text.find("#   stage 6: layers 67-73 (7), tp 8, dp 4, ranks 192-223\n"),
+            std::string::npos);
+  EXPECT_NE(comments(files[2].text).find("Cambricon's Megatron-LM adaptation"), std::string::npos);
+  EXPECT_NE(comments(files[1].text).find("Megatron-LM on ROCm"), std::string::npos);
+}
+
+TEST(Launch, MindSpeedNumLayerListIsThePlansSplit) {
+  const auto files = export_megatron(input_for(reference()));
+  const auto args = sourced(files[0].text, "HETPLAN_PARALLEL_ARGS");
+  EXPECT_EQ(value_of(args, "--num-layer-list"), "12,12,12,12,12,7,7,6");
+  EXPECT_EQ(value_of(args, "--num-layer-list"), split_of(reference()));
+
+  // An uneven split on Ascend alone, and an even one (no list then).
+  const Plan uneven = plan_on("ascend-910b", {21, 20, 20, 19}, 8, 2);
+  const auto uneven_args =
+      sourced(export_megatron(input_for(uneven))[0].text, "HETPLAN_PARALLEL_ARGS");
+  EXPECT_EQ(value_of(uneven_args, "--num-layer-list"), split_of(uneven));
+  const Plan even = plan_on("ascend-910b", {20, 20, 20, 20}, 8, 2);
+  const auto even_args = sourced(export_megatron(input_for(even))[0].text, "HETPLAN_PARALLEL_ARGS");
+  EXPECT_FALSE(has_flag(even_args, "--num-layer-list"));
+}
+
+TEST(Launch, MegatronCannotExpressTheReferenceSplit) {
+  const auto files = export_megatron(input_for(reference()));
+  for (const auto* name : {"launch-dcu-k100.sh", "launch-mlu370.sh"}) {
+    const std::string& text = file_named(files, name).text;
+    EXPECT_NE(comments(text).find("Megatron-LM cannot express this plan's layer split."),
+              std::string::npos)
+        << name;
+    EXPECT_NE(comments(text).find("The plan's split, stage by stage: 12,12,12,12,12,7,7,6."),
+              std::string::npos)
+        << text;
+    EXPECT_NE(
+        comments(text).find("Megatron-LM would split the 80 layers evenly, which is not this plan"),
+        std::string::npos);
+    const auto args = sourced(text, "HETPLAN_PARALLEL_ARGS");
+    EXPECT_FALSE(has_flag(args, "--decoder-first-pipeline-num-layers"));
+    EXPECT_FALSE(has_flag(args, "--decoder-last-pipeline-num-layers"));
+    EXPECT_FALSE(has_flag(args, "--num-layer-list"));
+  }
+}
+
+TEST(Launch, MegatronFirstAndLastStagesApart) {
+  struct Case {
+    std::vector<int> layers;
+    std::string first, last;
+  };
+  const std::vector<Case> cases = {
+      {{9, 10, 10, 10, 10, 10, 10, 11}, "9", "11"},
+      {{3, 11, 11, 11, 11, 11, 11, 11}, "3", ""},
+      {{11, 11, 11, 11, 11, 11, 11, 3}, "", "3"},
+      {{30, 50}, "30", "50"},
+      {{20, 30, 30}, "20", ""},
+  };
+  for (const Case& c : cases) {
+    const Plan plan = plan_on("dcu-k100", c.layers, 8, 1);
+    const std::string text = export_megatron(input_for(plan))[0].text;
+    const auto args = sourced(text, "HETPLAN_PARALLEL_ARGS");
+    EXPECT_EQ(value_of(args, "--decoder-first-pipeline-num-layers"), c.first) << split_of(plan);
+    EXPECT_EQ(value_of(args, "--decoder-last-pipeline-num-layers"), c.last) << split_of(plan);
+    EXPECT_EQ(text.find("cannot express"), std::string::npos) << text;
+  }
+  // Unequal middle stages: not expressible, and an even split is not a whole number here.
+  const Plan uneven = plan_on("dcu-k100", {12, 11, 13, 11, 11, 11, 11}, 8, 1);
+  const std::string text = export_megatron(input_for(uneven))[0].text;
+  EXPECT_NE(comments(text).find("The plan's split, stage by stage: 12,11,13,11,11,11,11."),
+            std::string::npos);
+  EXPECT_NE(comments(text).find(
+                "would split the 80 layers evenly and refuses (80 is not a multiple of 7)"),
+            std::string::npos)
+      << text;
+}
+
+TEST(Launch, InterleavedSchedules) {
+  const Plan even = plan_on("dcu-k100", {20, 20, 20, 20}, 8, 2, 2);
+  const auto args = sourced(export_megatron(input_for(even))[0].text, "HETPLAN_PARALLEL_ARGS");
+  EXPECT_EQ(value_of(args, "--num-layers-per-virtual-pipeline-stage"), "10");
+
+  for (const auto* island : {"dcu-k100", "ascend-910b"}) {
+    const Plan uneven = plan_on(island, {22, 20, 20, 18}, 8, 2, 2);
+    const std::string text = export_megatron(input_for(uneven))[0].text;
+    const auto uneven_args = sourced(text, "HETPLAN_PARALLEL_ARGS");
+    EXPECT_FALSE(has_flag(uneven_args, "--num-layers-per-virtual-pipeline-stage"));
+    EXPECT_FALSE(has_flag(uneven_args, "--num-layer-list"));
+    EXPECT_FALSE(has_flag(uneven_args, "--decoder-first-pipeline-num-layers"));
+    EXPECT_NE(
+        comments(text).find("The plan splits the layers unevenly AND interleaves 2 model chunks"),
+        std::string::npos)
+        << text;
+    EXPECT_NE(comments(text).find("split, stage by stage: 22,20,20,18 (2 chunks each)."),
+              std::string::npos);
+  }
+}
+
+TEST(Launch, OverridesBecomeFlags) {
+  Plan plan = plan_on("dcu-k100", {20, 20, 20, 20}, 1, 2);
+  plan.recompute = Recompute::full;
+  plan.dtype = DType::fp16;
+  plan.zero_stage = 0;
+  plan.micro_batch = 2;
+  const std::string text = export_megatron(input_for(plan))[0].text;
+  const auto args = sourced(text, "HETPLAN_PARALLEL_ARGS");
+  EXPECT_EQ(value_of(args, "--recompute-granularity"), "full");
+  EXPECT_EQ(value_of(args, "--recompute-method"), "uniform");
+  EXPECT_EQ(value_of(args, "--recompute-num-layers"), "1");
+  EXPECT_TRUE(has_flag(args, "--fp16"));
+  EXPECT_FALSE(has_flag(args, "--bf16"));
+  EXPECT_FALSE(has_flag(args, "--use-distributed-optimizer"));
+  EXPECT_FALSE(has_flag(args, "--sequence-parallel"));  // tp 1: nothing to split
+  EXPECT_EQ(value_of(args, "--micro-batch-size"), "2");
+  EXPECT_EQ(text.find("spans"), std::string::npos);  // one island
+
+  plan.zero_stage = 3;
+  const std::string zero3 = export_megatron(input_for(plan))[0].text;
+  EXPECT_TRUE(has_flag(sourced(zero3, "HETPLAN_PARALLEL_ARGS"), "--use-distributed-optimizer"));
+  EXPECT_NE(comments(zero3).find("The plan uses ZeRO stage 3"), std::string::npos);
+}
+
+TEST(Launch, TopPlansSourceCleanly) {
+  ASSERT_FALSE(top_plans().empty());
+  for (const Plan& plan : top_plans()) {
+    const auto files = export_megatron(input_for(plan));
+    std::size_t stages = 0;
+    for (const auto& file : files) {
+      const auto args = sourced(file.text, "HETPLAN_ARGS");
+      EXPECT_EQ(value_of(args, "--pipeline-model-parallel-size"),
+                std::to_string(plan.stages.size()));
+      stages += sourced(file.text, "HETPLAN_STAGES").size();
+      const bool ascend = file.name == "launch-ascend-910b.sh";
+      const bool even = std::all_of(plan.stages.begin(), plan.stages.end(), [&](const auto& s) {
+        return s.num_layers == plan.stages[0].num_layers;
+      });
+      if (ascend && !even && plan.schedule == Schedule::one_f_one_b) {
+        EXPECT_EQ(value_of(args, "--num-layer-list"), split_of(plan));
+      }
+    }
+    EXPECT_EQ(stages, plan.stages.size());
+  }
+}
+
+TEST(Launch, Deterministic) {
+  const auto a = export_megatron(input_for(reference()));
+  const auto b = export_megatron(input_for(reference()));
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].text, b[i].text);
+}
+
+TEST(Labels, OneCommandPerNodeThePlanNeeds) {
+  const ExportedFile file = export_labels(input_for(reference()));
+  EXPECT_EQ(file.name, "labels.sh");
+  EXPECT_EQ(file.text.rfind("#!/bin/sh\n", 0), 0u);
+  EXPECT_NE(comments(file.text).find("does not name them"), std::string::npos);
+
+  // ascend-910b: 5 stages x 32 chips = 20 nodes of 8; dcu-k100: 8 nodes; mlu370: 4 nodes.
+  const std::vector<std::pair<std::string, int>> expected = {
+      {"ascend-910b", 20}, {"dcu-k100", 8}, {"mlu370", 4}};
+  std::istringstream lines(file.text);
+  std::map<std::string, int> commands;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("kubectl label node ", 0) != 0) continue;
+    std::istringstream words(line);
+    std::vector<std::string> w;
+    for (std::string word; words >> word;) w.push_back(word);
+    ASSERT_GE(w.size(), 5u);
+    EXPECT_EQ(w.back(), "--overwrite");
+    const std::string node = w[3];
+    const std::string island = node.substr(0, node.rfind("-node-"));
+    const Island* found = scenario().cluster.find_island(island);
+    ASSERT_NE(found, nullptr) << line;
+    std::vector<std::string> labels(w.begin() + 4, w.end() - 1);
+    std::vector<std::string> want;
+    for (const auto& [key, value] : found->labels) want.push_back(key + "=" + value);
+    EXPECT_EQ(labels, want) << line;
+    ++commands[island];
+    char number[8];
+    std::snprintf(number, sizeof number, "%02d", commands[island]);
+    EXPECT_EQ(node, island + "-node-" + number);
+  }
+  for (const auto& [island, nodes] : expected) EXPECT_EQ(commands[island], nodes) << island;
+  EXPECT_NE(file.text.find("accelerator.vendor=huawei"), std::string::npos) << file.text;
+
+  // The script is valid sh.
+  const std::filesystem::path path = temp_file(file.text);
+  EXPECT_EQ(std::system(("sh -n '" + path.string() + "'").c_str()), 0);
+  std::filesystem::remove(path);
+}
+
+TEST(Gate, LaunchAndLabelsRefuseAnUnvalidatedPlan) {
+  const ExportInput input = input_for(reference(), false);
+  EXPECT_THROW(export_megatron(input), UnvalidatedPlan);
+  EXPECT_THROW(export_labels(input), UnvalidatedPlan);
+  try {
+    export_labels(input);
+  } catch (const UnvalidatedPlan& error) {
+    EXPECT_NE(
+        std::string(error.what()).find("island mlu370 (Neuware unknown): no single-card step"),
+        std::string::npos);
+  }
+}
+
+TEST(Gate, AllowUnvalidatedWritesAWarningAtTheTop) {
+  ExportInput input = input_for(reference(), false);
+  input.allow_unvalidated = true;
+  const std::string banner =
+      "# WARNING: NOT VALIDATED. Exported with --allow-unvalidated: the validation ladder has not\n"
+      "# validated this plan. Missing:\n"
+      "#   - island mlu370 (Neuware unknown): no single-card step\n";
+  for (const auto& file : export_megatron(input)) {
+    EXPECT_NE(file.text.find(banner), std::string::npos) << file.text;
+    EXPECT_LT(file.text.find(banner), file.text.find("HETPLAN_"));
+  }
+  const std::string labels = export_labels(input).text;
+  EXPECT_NE(labels.find(banner), std::string::npos);
+  EXPECT_LT(labels.find(banner), labels.find("kubectl label node"));
+}
+
+TEST(Launch, PlanThatDoesNotFitTheScenarioIsAnInputError) {
+  const Plan plan = plan_on("tpu-v5", {80}, 8, 1);
+  EXPECT_THROW(export_megatron(input_for(plan)), InputError);
+  EXPECT_THROW(export_labels(input_for(plan)), InputError);
+}
+
+}  // namespace
+}  // namespace hetplan::exporters
