@@ -41,6 +41,14 @@ struct ExportedFile {
   std::string text;
 };
 
+// Volcano (volcano.cpp): one Volcano Job (batch.volcano.sh/v1alpha1) running the plan as a gang,
+// "volcano-<job name>.yaml": a task per pipeline stage on its island's nodes, the rank layout in
+// HETPLAN_* variables (docs/export.md, "Volcano"). Passes check_validation_gate first (throws
+// UnvalidatedPlan) and check_plan_references (InputError); throws std::invalid_argument for a
+// plan it cannot express (no stages, a chip family without a device resource name, an island
+// label Kubernetes refuses, a tensor-parallel group that spans nodes unevenly).
+std::vector<ExportedFile> export_volcano(const ExportInput& input);
+
 // Thrown when a plan that the validation ladder has not validated is exported without
 // allow_unvalidated; the message names what the ladder lacks.
 struct UnvalidatedPlan : std::runtime_error {
