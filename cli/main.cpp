@@ -14,7 +14,9 @@
 #include "cli/report.hpp"
 #include "core/error.hpp"
 #include "formats/loaders.hpp"
+#include "exporters/export.hpp"
 #include "formats/writers.hpp"
+#include "importers/k8s_inventory.hpp"
 #include "planner/search.hpp"
 #include "sim/estimator.hpp"
 #include "validation/calibrate.hpp"
@@ -284,6 +286,118 @@ int run_validate_bundle(const std::string& profile_path, const std::string& bund
   return 0;
 }
 
+int run_inventory_import(const std::string& nodes_path, const std::string& name,
+                         const std::string& profiles_folder, const std::string& out_path) {
+  const auto inventory = hetplan::importers::import_kubectl_nodes(nodes_path);
+  std::vector<hetplan::ChipProfile> profiles;
+  for (const auto& island : inventory.islands) {
+    const auto path = std::filesystem::path(profiles_folder) / (island.chip_id + ".yaml");
+    std::error_code missing;
+    if (island.chip_id != "unknown" && std::filesystem::exists(path, missing))
+      profiles.push_back(hetplan::formats::load_chip(path.string()));
+  }
+  // The file names its profiles folder relative to where the cluster file goes.
+  std::string written_profiles = profiles_folder;
+  if (!out_path.empty()) {
+    const auto base = std::filesystem::absolute(out_path).parent_path();
+    written_profiles =
+        std::filesystem::absolute(profiles_folder).lexically_relative(base).generic_string();
+  }
+  const std::string text =
+      hetplan::importers::cluster_yaml(inventory, name, written_profiles, profiles);
+  if (out_path.empty()) {
+    std::cout << text;
+    return 0;
+  }
+  try {
+    const auto folder = std::filesystem::absolute(out_path).parent_path();
+    std::error_code error;
+    std::filesystem::create_directories(folder, error);
+    hetplan::formats::write_file_atomically(out_path, text);
+  } catch (const std::runtime_error& failure) {
+    throw hetplan::InputError({out_path, 0, 0}, "--out", failure.what());
+  }
+  std::cout << "wrote " << out_path << ": " << inventory.islands.size()
+            << " islands; check it with `hetplan check " << out_path
+            << "` after answering the questions at its top\n";
+  return 0;
+}
+
+// Refusals by the validation gate exit with this code (bad input exits with 2).
+constexpr int kRefusedExit = 3;
+
+int run_export(const std::string& plan_path, const std::string& scenario_path,
+               const std::string& target, const std::string& out_dir, bool allow_unvalidated,
+               const std::string& records, const std::string& image,
+               const std::vector<std::string>& resources) {
+  const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
+  const hetplan::Plan plan = hetplan::formats::load_plan(plan_path);
+  hetplan::formats::check_plan_references(plan, scenario.cluster, scenario.workload);
+  const auto estimate = hetplan::sim::estimate_step(scenario.cluster, scenario.workload, plan);
+  if (!estimate.feasible) {
+    throw hetplan::InputError({plan_path, 0, 0}, "plan",
+                              "expected a plan that can run; the estimator says: " +
+                                  estimate.reasons.front());
+  }
+  const auto ladder = ladder_of(scenario, records);
+  hetplan::exporters::ExportInput input;
+  input.scenario = &scenario;
+  input.plan = &plan;
+  input.estimate = &estimate;
+  if (ladder) {
+    input.validation = hetplan::validation::plan_validation(*ladder, plan);
+  } else {
+    input.validation.missing.push_back(
+        "no validation records (scenario validation_records, or --records)");
+  }
+  input.allow_unvalidated = allow_unvalidated;
+  input.inputs = hetplan::exporters::input_hashes(scenario, scenario_path);
+  input.inputs[std::filesystem::path(plan_path).filename().string()] =
+      hetplan::exporters::sha256_hex(hetplan::formats::read_text_file(plan_path));
+  if (!image.empty()) input.image = image;
+  for (const auto& resource : resources) {
+    // FAMILY=RESOURCE, e.g. ascend=huawei.com/Ascend910 or nvidia=nvidia.com/gpu.
+    const auto eq = resource.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == resource.size()) {
+      throw hetplan::InputError({"export", 0, 0}, "--resource",
+                                "expected FAMILY=RESOURCE such as dcu=hygon.com/dcu, got \"" +
+                                    resource + "\"");
+    }
+    input.resources.device[resource.substr(0, eq)] = resource.substr(eq + 1);
+  }
+  std::vector<hetplan::exporters::ExportedFile> files;
+  try {
+    if (target == "volcano") files = hetplan::exporters::export_volcano(input);
+    if (target == "json") files = {hetplan::exporters::export_plan_json(input)};
+    if (target == "megatron") files = hetplan::exporters::export_megatron(input);
+    if (target == "labels") files = {hetplan::exporters::export_labels(input)};
+  } catch (const hetplan::exporters::UnvalidatedPlan& refused) {
+    std::cerr << "refused: " << refused.what() << "\n";
+    return kRefusedExit;
+  } catch (const std::invalid_argument& cannot) {
+    throw hetplan::InputError({plan_path, 0, 0}, "plan", cannot.what());
+  }
+  std::error_code error;
+  std::filesystem::create_directories(out_dir, error);
+  if (error) {
+    throw hetplan::InputError({out_dir, 0, 0}, "--out",
+                              "expected a folder hetplan can create, got " + error.message());
+  }
+  for (const auto& file : files) {
+    const std::string path = (std::filesystem::path(out_dir) / file.name).string();
+    try {
+      hetplan::formats::write_file_atomically(path, file.text);
+    } catch (const std::runtime_error& failure) {
+      throw hetplan::InputError({path, 0, 0}, "--out", failure.what());
+    }
+    std::cout << "wrote " << path << "\n";
+  }
+  if (!input.validation.validated) {
+    std::cout << "note: exported unvalidated, as asked; every file says so\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -342,6 +456,39 @@ int main(int argc, char** argv) {
   plan->add_option("--records", records,
                    "Folder of validation records (default: the scenario's validation_records)");
 
+  std::string export_plan, export_scenario = HETPLAN_DEFAULT_SCENARIO, export_target,
+      export_out = ".", image;
+  std::vector<std::string> resource_overrides;
+  bool allow_unvalidated = false;
+  auto* exporting = app.add_subcommand(
+      "export", "Write a plan for the scheduler: Volcano Job, plan JSON, launch arguments, labels");
+  exporting->add_option("plan", export_plan, "Plan file (YAML or the exported JSON)")->required();
+  exporting->add_option("--scenario", export_scenario,
+                        "The scenario the plan is for (default: the bundled default)");
+  exporting->add_option("--to", export_target, "What to write")
+      ->required()
+      ->check(CLI::IsMember({"volcano", "json", "megatron", "labels"}));
+  exporting->add_option("--out", export_out, "Folder to write into")->capture_default_str();
+  exporting->add_flag("--allow-unvalidated", allow_unvalidated,
+                      "Export a plan the validation ladder has not validated, stamped as such");
+  exporting->add_option("--records", records,
+                        "Folder of validation records (default: the scenario's)");
+  exporting->add_option("--image", image, "Container image of the training job (volcano)");
+  exporting->add_option("--resource", resource_overrides,
+                        "Device resource per chip family, FAMILY=RESOURCE (e.g. for HAMi)");
+
+  std::string nodes_path, inventory_name = "imported", inventory_profiles = HETPLAN_PROFILES_DIR,
+      inventory_out;
+  auto* inventory = app.add_subcommand("inventory", "Build a cluster file from Kubernetes");
+  auto* import_nodes = inventory->add_subcommand(
+      "import", "Turn `kubectl get nodes -o json` into a cluster file, asking for the wiring");
+  inventory->require_subcommand(1);
+  import_nodes->add_option("nodes", nodes_path, "The output of kubectl get nodes -o json")
+      ->required();
+  import_nodes->add_option("--name", inventory_name, "The cluster's name")->capture_default_str();
+  import_nodes->add_option("--profiles", inventory_profiles, "Chip profile folder");
+  import_nodes->add_option("--out", inventory_out, "Cluster file to write (default: stdout)");
+
   std::string base_profile, label, calibrated_out;
   std::vector<std::string> bundle_paths;
   auto* calibrate = app.add_subcommand(
@@ -379,6 +526,13 @@ int main(int argc, char** argv) {
                                   "expected --published DIR or --bundle BUNDLE --profile PROFILE");
       }
       return run_validate(folder, profiles, microbench, json);
+    }
+    if (*import_nodes) {
+      return run_inventory_import(nodes_path, inventory_name, inventory_profiles, inventory_out);
+    }
+    if (*exporting) {
+      return run_export(export_plan, export_scenario, export_target, export_out,
+                        allow_unvalidated, records, image, resource_overrides);
     }
     if (*calibrate) return run_calibrate(base_profile, bundle_paths, label, calibrated_out, json);
     if (*plan) return run_plan(plan_scenario, top, json, out_dir, timings, records);

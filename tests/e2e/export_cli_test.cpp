@@ -1,0 +1,76 @@
+// hetplan export and hetplan inventory import, run as a user would.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "tests/e2e/cli_run.hpp"
+
+namespace {
+
+using hetplan::e2e::hetplan;
+using hetplan::e2e::read_text;
+using hetplan::e2e::TempFolder;
+
+TEST(ExportCli, RefusesAnUnvalidatedPlanAndWritesNothing) {
+  TempFolder folder;
+  const auto run = hetplan("export plans/default-reference.yaml --to volcano --out " +
+                           folder.path() + "/out");
+  EXPECT_EQ(run.exit_code, 3) << run.out;
+  EXPECT_EQ(run.out.rfind("refused: plan \"default-reference\" is not validated", 0), 0u) << run.out;
+  EXPECT_FALSE(std::filesystem::exists(folder.path() + "/out"));
+}
+
+TEST(ExportCli, ExportsEveryKindWhenAllowedAndStampsIt) {
+  TempFolder folder;
+  for (const char* kind : {"volcano", "json", "megatron", "labels"}) {
+    const auto run = hetplan(std::string("export plans/default-reference.yaml --allow-unvalidated --to ") +
+                             kind + " --out " + folder.path());
+    ASSERT_EQ(run.exit_code, 0) << kind << ": " << run.out;
+  }
+  EXPECT_NE(read_text(folder.path() + "/volcano-default-reference.yaml").find("hetplan.io/unvalidated"),
+            std::string::npos);
+  const auto j = nlohmann::json::parse(read_text(folder.path() + "/plan.json"));
+  EXPECT_FALSE(j["export"]["validation"]["validated"].get<bool>());
+  EXPECT_TRUE(std::filesystem::exists(folder.path() + "/launch-ascend-910b.sh"));
+  EXPECT_TRUE(std::filesystem::exists(folder.path() + "/labels.sh"));
+  // The plan JSON goes back into eval unchanged, to the same figures.
+  const auto from_json = hetplan("eval scenarios/default.yaml --json --plan " + folder.path() + "/plan.json");
+  const auto from_yaml = hetplan("eval scenarios/default.yaml --json --plan plans/default-reference.yaml");
+  ASSERT_EQ(from_json.exit_code, 0) << from_json.out;
+  EXPECT_EQ(nlohmann::json::parse(from_json.out)["step_time_s"],
+            nlohmann::json::parse(from_yaml.out)["step_time_s"]);
+}
+
+TEST(ExportCli, ValidatedByRecordsExportsWithoutTheFlag) {
+  // The test records validate the 910B island: a plan on it alone exports.
+  TempFolder folder;
+  const auto plan = hetplan("plan --top 3 --records tests/e2e/data/records --out " + folder.path() + "/plans");
+  ASSERT_EQ(plan.exit_code, 0) << plan.out;
+  std::string solo;
+  for (const auto& entry : std::filesystem::directory_iterator(folder.path() + "/plans"))
+    if (entry.path().filename().string().find("solo-ascend-910b") != std::string::npos)
+      solo = entry.path().string();
+  ASSERT_FALSE(solo.empty());
+  const auto run = hetplan("export " + solo + " --records tests/e2e/data/records --to json --out " +
+                           folder.path());
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const auto j = nlohmann::json::parse(read_text(folder.path() + "/plan.json"));
+  EXPECT_TRUE(j["export"]["validation"]["validated"].get<bool>());
+}
+
+TEST(InventoryCli, KubectlNodesBecomeAClusterThatCheckAccepts) {
+  TempFolder folder;
+  const std::string out = folder.path() + "/site/lab.yaml";
+  const auto run = hetplan("inventory import tests/importers/data/kubectl-get-nodes-ascend-dcu-mlu.json "
+                           "--name lab --out " + out);
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const auto check = hetplan("check " + out);
+  ASSERT_EQ(check.exit_code, 0) << check.out;
+  EXPECT_NE(check.out.find("lab: 3 islands"), std::string::npos) << check.out;
+  const auto bad = hetplan("inventory import README.md");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_EQ(bad.out.rfind("error: README.md", 0), 0u) << bad.out;
+}
+
+}  // namespace
