@@ -1,5 +1,5 @@
 // Volcano Jobs: the default scenario's top plans exported and checked against the Job CRD's
-// openAPIV3Schema (/work/shared/schemas/volcano, with valijson) plus what the API server and
+// openAPIV3Schema (tests/exporters/data, a copy of the Volcano CRD; with valijson) plus what the API server and
 // Volcano's admission check beyond it; the gang size, node selection, device resources, rank
 // layout, names, quoting, the validation gate and byte-identical output.
 #include <gtest/gtest.h>
@@ -36,7 +36,7 @@ namespace {
 using nlohmann::json;
 
 const std::string kScenarioPath = HETPLAN_SOURCE_DIR "/scenarios/default.yaml";
-const std::string kJobCrd = HETPLAN_SHARED_DIR "/schemas/volcano/batch.volcano.sh_jobs.yaml";
+const std::string kJobCrd = HETPLAN_SOURCE_DIR "/tests/exporters/data/batch.volcano.sh_jobs.yaml";
 
 struct Planned {
   Plan plan;

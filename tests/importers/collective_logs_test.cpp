@@ -1,5 +1,5 @@
 // Collective-benchmark importers on real tool output (tests/importers/data, copied byte for byte
-// from public repositories; see /work/shared/data/tool-outputs/README.md) and on malformed
+// from public repositories; see ../shared/data/tool-outputs/README.md) and on malformed
 // variants (tests/importers/data/bad). The expected values are read straight from the fixture
 // text: these are parser checks, not model expectations.
 #include "importers/collective_logs.hpp"

@@ -1,6 +1,6 @@
 // PyTorch profiler (Kineto) trace importer on real exports (tests/importers/data, copied byte for
 // byte from HolisticTraceAnalysis' test data, gunzipped; see
-// /work/shared/data/tool-outputs/README.md) and on malformed variants
+// ../shared/data/tool-outputs/README.md) and on malformed variants
 // (tests/importers/data/bad/trace-*, cut from the MI250 export). Expected values are read straight
 // from the fixtures: these are parser checks.
 #include "importers/torch_trace.hpp"

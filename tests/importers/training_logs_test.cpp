@@ -1,5 +1,5 @@
 // Training-log importer on real logs (tests/importers/data, copied byte for byte from public
-// repositories; see /work/shared/data/tool-outputs/README.md) and on malformed variants
+// repositories; see ../shared/data/tool-outputs/README.md) and on malformed variants
 // (tests/importers/data/bad/training-*). Expected values are read straight from the fixture text:
 // these are parser checks, not model expectations.
 #include "importers/training_logs.hpp"
