@@ -1,0 +1,752 @@
+#include "extender/extender.hpp"
+
+#include <httplib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <new>
+#include <thread>
+
+namespace hetplan::extender {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kMaxDepth = 64;           // nesting levels a request may have
+constexpr std::size_t kMaxQuoted = 64;  // characters of a found value quoted in a message
+constexpr int kMaxThreads = 256;
+constexpr std::size_t kQueuedPerThread = 16;  // connections waiting for a worker, per worker
+constexpr int kBacklog = 128;                 // connections waiting in the kernel to be accepted
+
+// ---- JSON helpers -------------------------------------------------------------------------
+
+std::string in_quotes(std::string_view text) {
+  std::string out = "\"";
+  if (text.size() > kMaxQuoted) {
+    out += text.substr(0, kMaxQuoted);
+    out += "...";
+  } else {
+    out += text;
+  }
+  out += '"';
+  return out;
+}
+
+// How a found value is named in messages: `"text"`, `5`, `null`, `an object`, `an array`.
+std::string describe(const json& value) {
+  switch (value.type()) {
+    case json::value_t::string:
+      return in_quotes(value.get_ref<const std::string&>());
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::discarded:
+      return "nothing";
+    default:
+      return value.dump();
+  }
+}
+
+// The member `key` of an object, matched exactly and then, as Go's encoding/json does,
+// case-insensitively; nullptr when absent or null.
+const json* member(const json& object, std::string_view key) {
+  if (!object.is_object()) return nullptr;
+  auto exact = object.find(key);
+  if (exact != object.end()) return exact->is_null() ? nullptr : &*exact;
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    const std::string& name = it.key();
+    if (name.size() != key.size()) continue;
+    bool same = true;
+    for (std::size_t i = 0; i < name.size() && same; ++i) {
+      same = std::tolower(static_cast<unsigned char>(name[i])) ==
+             std::tolower(static_cast<unsigned char>(key[i]));
+    }
+    if (same) return it->is_null() ? nullptr : &*it;
+  }
+  return nullptr;
+}
+
+// Errors in a request: "filter request: Nodes.items[2].metadata.name: expected ..., got ...".
+struct Request {
+  std::string_view verb;  // "filter", "prioritize", or a file name for node lists
+
+  [[noreturn]] void fail(const std::string& field, const std::string& expected,
+                         const json* found) const {
+    const std::string got = found ? describe(*found) : std::string("nothing");
+    throw InputError({std::string(verb), 0, 0}, field, "expected " + expected + ", got " + got);
+  }
+};
+
+std::string at(const std::string& path, std::size_t index) {
+  return path + "[" + std::to_string(index) + "]";
+}
+
+// Depth of nesting, checked before parsing (deep documents would exhaust the stack of the code
+// that walks them). Strings are skipped, escapes included.
+bool nesting_within(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
+// The labels of a v1.Node (metadata.labels); path names the node in messages.
+NodeLabels node_labels(const json& node, const std::string& path, const Request& request) {
+  NodeLabels labels;
+  const json* metadata = member(node, "metadata");
+  const json* found = metadata ? member(*metadata, "labels") : nullptr;
+  if (!found) return labels;
+  if (!found->is_object()) request.fail(path + ".metadata.labels", "an object", found);
+  for (auto it = found->begin(); it != found->end(); ++it) {
+    if (!it->is_string()) {
+      request.fail(path + ".metadata.labels." + it.key(), "a string", &*it);
+    }
+    labels.emplace(it.key(), it->get<std::string>());
+  }
+  return labels;
+}
+
+std::string node_name(const json& node, const std::string& path, const Request& request) {
+  if (!node.is_object()) request.fail(path, "a v1.Node object", &node);
+  const json* metadata = member(node, "metadata");
+  if (!metadata || !metadata->is_object()) {
+    request.fail(path + ".metadata", "an object", metadata);
+  }
+  const json* name = member(*metadata, "name");
+  if (!name || !name->is_string() || name->get_ref<const std::string&>().empty()) {
+    request.fail(path + ".metadata.name", "a node name", name);
+  }
+  return name->get<std::string>();
+}
+
+// ---- The pod's stage group ----------------------------------------------------------------
+
+// A string value of the pod: metadata.labels[key], else metadata.annotations[key], else the
+// value of env `env` in the first container.
+std::optional<std::string> pod_value(const json& pod, std::string_view key, std::string_view env,
+                                     const Request& request) {
+  const json* metadata = member(pod, "metadata");
+  for (std::string_view where : {"labels", "annotations"}) {
+    const json* map = metadata ? member(*metadata, where) : nullptr;
+    const json* value = map ? member(*map, key) : nullptr;
+    if (!value) continue;
+    if (!value->is_string()) {
+      request.fail("Pod.metadata." + std::string(where) + "." + std::string(key), "a string",
+                   value);
+    }
+    return value->get<std::string>();
+  }
+  const json* spec = member(pod, "spec");
+  const json* containers = spec ? member(*spec, "containers") : nullptr;
+  if (!containers || !containers->is_array() || containers->empty()) return std::nullopt;
+  const json* vars = member((*containers)[0], "env");
+  if (!vars || !vars->is_array()) return std::nullopt;
+  for (std::size_t i = 0; i < vars->size(); ++i) {
+    const json& var = (*vars)[i];
+    const json* name = member(var, "name");
+    if (!name || !name->is_string() || name->get_ref<const std::string&>() != env) continue;
+    const json* value = member(var, "value");
+    if (!value) continue;  // valueFrom: not resolvable here
+    if (!value->is_string()) {
+      request.fail(at("Pod.spec.containers[0].env", i) + ".value", "a string", value);
+    }
+    return value->get<std::string>();
+  }
+  return std::nullopt;
+}
+
+// The pod's group: none (not a plan pod), a group, or a reason that fails every node.
+struct PodGroup {
+  bool named = false;
+  const StageGroup* group = nullptr;
+  std::string error;
+};
+
+PodGroup pod_group(const StageTable& table, const json& pod, const Request& request) {
+  const auto island = pod_value(pod, kIslandKey, kIslandEnv, request);
+  const auto stage = pod_value(pod, kStageKey, kStageEnv, request);
+  PodGroup result;
+  if (!island && !stage) return result;
+  result.named = true;
+  if (!stage) {
+    result.error = "pod names " + std::string(kIslandKey) + " " + in_quotes(*island) + " but no " +
+                   std::string(kStageKey);
+    return result;
+  }
+  if (!island) {
+    result.error = "pod names " + std::string(kStageKey) + " " + in_quotes(*stage) + " but no " +
+                   std::string(kIslandKey);
+    return result;
+  }
+  int index = -1;
+  const char* end = stage->data() + stage->size();
+  const auto [ptr, ec] = std::from_chars(stage->data(), end, index);
+  if (ec != std::errc() || ptr != end || index < 0 ||
+      static_cast<std::size_t>(index) >= table.groups.size()) {
+    result.error = "pod's " + std::string(kStageKey) + " " + in_quotes(*stage) +
+                   " is not a stage of plan " + table.plan + " (0 to " +
+                   std::to_string(static_cast<long>(table.groups.size()) - 1) + ")";
+    return result;
+  }
+  const StageGroup& group = table.groups[static_cast<std::size_t>(index)];
+  if (group.island != *island) {
+    result.error = "pod's " + std::string(kIslandKey) + " " + in_quotes(*island) +
+                   " does not run stage " + std::to_string(index) + " of plan " + table.plan +
+                   " (" + group.island + " does)";
+    return result;
+  }
+  result.group = &group;
+  return result;
+}
+
+// The first group label a node lacks or has another value of; nullopt when all match.
+std::optional<std::string> mismatch(const StageGroup& group, const NodeLabels& labels) {
+  for (const auto& [name, wanted] : group.labels) {
+    const auto found = labels.find(name);
+    if (found != labels.end() && found->second == wanted) continue;
+    return "node label " + name + ": wanted " + in_quotes(wanted) + ", found " +
+           (found == labels.end() ? std::string("none") : in_quotes(found->second));
+  }
+  return std::nullopt;
+}
+
+// ---- ExtenderArgs -------------------------------------------------------------------------
+
+struct Candidate {
+  std::string name;
+  const json* node = nullptr;        // the full Node, when the scheduler sent it
+  std::optional<NodeLabels> labels;  // nullopt: a name the cache does not know
+};
+
+struct Args {
+  const json* pod = nullptr;
+  const json* nodes = nullptr;  // the NodeList, when sent in full
+  std::vector<Candidate> candidates;
+};
+
+Args read_args(const json& args, NodeCache& cache, const Request& request) {
+  if (!args.is_object()) request.fail("", "ExtenderArgs (a JSON object)", &args);
+  Args out;
+  out.pod = member(args, "Pod");
+  if (!out.pod || !out.pod->is_object()) request.fail("Pod", "a v1.Pod object", out.pod);
+  out.nodes = member(args, "Nodes");
+  if (out.nodes) {
+    if (!out.nodes->is_object()) request.fail("Nodes", "a v1.NodeList object", out.nodes);
+    const json* items = member(*out.nodes, "items");
+    if (items && !items->is_array()) request.fail("Nodes.items", "an array", items);
+    if (!items) return out;
+    out.candidates.reserve(items->size());
+    for (std::size_t i = 0; i < items->size(); ++i) {
+      const json& node = (*items)[i];
+      const std::string path = at("Nodes.items", i);
+      Candidate candidate;
+      candidate.name = node_name(node, path, request);
+      candidate.node = &node;
+      candidate.labels = node_labels(node, path, request);
+      out.candidates.push_back(std::move(candidate));
+    }
+    // Remember what was seen, for later requests that send names only.
+    for (const Candidate& candidate : out.candidates) cache.put(candidate.name, *candidate.labels);
+    return out;
+  }
+  const json* names = member(args, "NodeNames");
+  if (!names) request.fail("Nodes", "a v1.NodeList object or NodeNames", nullptr);
+  if (!names->is_array()) request.fail("NodeNames", "an array of node names", names);
+  out.candidates.reserve(names->size());
+  for (std::size_t i = 0; i < names->size(); ++i) {
+    const json& name = (*names)[i];
+    if (!name.is_string()) request.fail(at("NodeNames", i), "a node name", &name);
+    Candidate candidate;
+    candidate.name = name.get<std::string>();
+    candidate.labels = cache.get(candidate.name);
+    out.candidates.push_back(std::move(candidate));
+  }
+  return out;
+}
+
+// Why a candidate cannot run the pod; nullopt when it can.
+std::optional<std::string> failure(const PodGroup& group, const Candidate& candidate) {
+  if (!group.named) return std::nullopt;
+  if (!group.error.empty()) return group.error;
+  if (!candidate.labels) return std::string(kUnknownNodeReason);
+  return mismatch(*group.group, *candidate.labels);
+}
+
+// ---- The bounded worker pool --------------------------------------------------------------
+
+// httplib's own pool queues connections without bound. This one has `threads` workers and lets
+// at most `max_queued` accepted connections wait; beyond that the accepting thread waits, and
+// further clients wait in the kernel's listen backlog.
+class BoundedPool : public httplib::TaskQueue {
+ public:
+  BoundedPool(std::size_t threads, std::size_t max_queued) : max_queued_(max_queued) {
+    workers_.reserve(threads);
+    for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
+  }
+  ~BoundedPool() override { shutdown(); }
+  BoundedPool(const BoundedPool&) = delete;
+  BoundedPool& operator=(const BoundedPool&) = delete;
+
+  void enqueue(std::function<void()> job) override {
+    std::unique_lock lock(mutex_);
+    room_.wait(lock, [&] { return jobs_.size() < max_queued_ || stopping_; });
+    jobs_.push_back(std::move(job));
+    work_.notify_one();
+  }
+
+  void shutdown() override {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_ && workers_.empty()) return;
+      stopping_ = true;
+    }
+    work_.notify_all();
+    room_.notify_all();
+    for (auto& worker : workers_) worker.join();
+    workers_.clear();
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock lock(mutex_);
+        work_.wait(lock, [&] { return !jobs_.empty() || stopping_; });
+        if (jobs_.empty()) return;  // stopping, and every accepted connection served
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      room_.notify_one();
+      job();
+    }
+  }
+
+  std::size_t max_queued_;
+  std::mutex mutex_;
+  std::condition_variable work_;
+  std::condition_variable room_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> workers_;
+  bool stopping_ = false;
+};
+
+std::string regex_escaped(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '.') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+void check_config(const ExtenderConfig& config) {
+  const SourceLocation where{"extender", 0, 0};
+  if (config.threads < 1 || config.threads > kMaxThreads) {
+    throw InputError(where, "threads",
+                     "expected an integer from 1 to " + std::to_string(kMaxThreads) + ", got " +
+                         std::to_string(config.threads));
+  }
+  if (config.max_body < 1024) {
+    throw InputError(where, "max_body",
+                     "expected at least 1024 bytes, got " + std::to_string(config.max_body));
+  }
+  const std::string& prefix = config.prefix;
+  const bool chars_ok = std::all_of(prefix.begin(), prefix.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '-' || c == '_' ||
+           c == '.';
+  });
+  if (!chars_ok || (!prefix.empty() && (prefix.front() != '/' || prefix.back() == '/'))) {
+    throw InputError(where, "prefix",
+                     "expected a URL path such as \"/hetplan\" (letters, digits, '/', '-', '_', "
+                     "'.'; starting with '/', not ending with it), got " +
+                         in_quotes(prefix));
+  }
+}
+
+std::string error_body(const std::string& message) {
+  json body = {{"Error", message}};
+  return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+// ---- StageTable ---------------------------------------------------------------------------
+
+StageTable stage_table(const Cluster& cluster, const Plan& plan) {
+  StageTable table;
+  table.plan = plan.name;
+  table.groups.reserve(plan.stages.size());
+  for (std::size_t i = 0; i < plan.stages.size(); ++i) {
+    const PlanStage& stage = plan.stages[i];
+    const Island* island = cluster.find_island(stage.island);
+    if (!island) {
+      throw InputError(
+          stage.island_location, at("stages", i) + ".island",
+          "expected an island of cluster " + cluster.name + ", got " + in_quotes(stage.island));
+    }
+    StageGroup group;
+    group.stage = static_cast<int>(i);
+    group.island = island->name;
+    for (std::string_view name : kGroupLabels) {
+      const auto found = island->labels.find(std::string(name));
+      if (found != island->labels.end()) group.labels.emplace_back(found->first, found->second);
+    }
+    group.nodes_per_leaf = island->nodes_per_leaf;
+    table.groups.push_back(std::move(group));
+  }
+  return table;
+}
+
+// ---- NodeCache ----------------------------------------------------------------------------
+
+bool NodeCache::put(const std::string& name, NodeLabels labels) {
+  std::lock_guard lock(mutex_);
+  auto found = nodes_.find(name);
+  if (found != nodes_.end()) {
+    found->second = std::move(labels);
+    return true;
+  }
+  if (nodes_.size() >= max_nodes_) return false;
+  nodes_.emplace(name, std::move(labels));
+  return true;
+}
+
+std::optional<NodeLabels> NodeCache::get(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  auto found = nodes_.find(name);
+  if (found == nodes_.end()) return std::nullopt;
+  return found->second;
+}
+
+std::size_t NodeCache::size() const {
+  std::lock_guard lock(mutex_);
+  return nodes_.size();
+}
+
+std::size_t NodeCache::add_node_list(const json& list, const SourceLocation& where) {
+  const Request request{where.file};
+  if (!list.is_object()) request.fail("", "a v1 NodeList (kubectl get nodes -o json)", &list);
+  const json* items = member(list, "items");
+  if (!items || !items->is_array()) request.fail("items", "an array of nodes", items);
+  std::vector<std::pair<std::string, NodeLabels>> nodes;
+  nodes.reserve(items->size());
+  for (std::size_t i = 0; i < items->size(); ++i) {
+    const std::string path = at("items", i);
+    std::string name = node_name((*items)[i], path, request);
+    nodes.emplace_back(std::move(name), node_labels((*items)[i], path, request));
+  }
+  std::size_t added = 0;
+  for (auto& [name, labels] : nodes) added += put(name, std::move(labels)) ? 1 : 0;
+  return added;
+}
+
+json parse_json(const std::string& text, const std::string& file_name) {
+  if (!nesting_within(text, kMaxDepth)) {
+    throw InputError({file_name, 0, 0}, "",
+                     "expected JSON nested at most " + std::to_string(kMaxDepth) +
+                         " levels deep, got deeper nesting");
+  }
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& error) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 2: ..." without the tag.
+    std::string what = error.what();
+    const auto tag_end = what.find("] ");
+    if (tag_end != std::string::npos) what.erase(0, tag_end + 2);
+    throw InputError({file_name, 0, 0}, "", "expected JSON, got a " + what);
+  }
+}
+
+// ---- filter and prioritize ----------------------------------------------------------------
+
+json filter(const StageTable& table, NodeCache& cache, const json& args) {
+  const Request request{"filter request"};
+  const Args in = read_args(args, cache, request);
+  const PodGroup group = pod_group(table, *in.pod, request);
+
+  json failed = json::object();
+  std::vector<const Candidate*> passed;
+  passed.reserve(in.candidates.size());
+  for (const Candidate& candidate : in.candidates) {
+    if (auto reason = failure(group, candidate)) {
+      failed[candidate.name] = std::move(*reason);
+    } else {
+      passed.push_back(&candidate);
+    }
+  }
+
+  json result = json::object();
+  if (in.nodes) {
+    json nodes = json::object();
+    for (auto it = in.nodes->begin(); it != in.nodes->end(); ++it) {
+      if (it.key() != "items") nodes[it.key()] = *it;
+    }
+    json items = json::array();
+    for (const Candidate* candidate : passed) items.push_back(*candidate->node);
+    nodes["items"] = std::move(items);
+    result["Nodes"] = std::move(nodes);
+    result["NodeNames"] = nullptr;
+  } else {
+    json names = json::array();
+    for (const Candidate* candidate : passed) names.push_back(candidate->name);
+    result["Nodes"] = nullptr;
+    result["NodeNames"] = std::move(names);
+  }
+  result["FailedNodes"] = json::object();
+  result["FailedAndUnresolvableNodes"] = std::move(failed);
+  result["Error"] = "";
+  return result;
+}
+
+json prioritize(const StageTable& table, NodeCache& cache, const json& args) {
+  const Request request{"prioritize request"};
+  const Args in = read_args(args, cache, request);
+  const PodGroup group = pod_group(table, *in.pod, request);
+
+  // Matching candidates per leaf; the leaf most of them share wins (ties: the smaller name).
+  std::vector<bool> matches(in.candidates.size(), false);
+  std::vector<std::string> leaves(in.candidates.size());
+  std::map<std::string, int> per_leaf;
+  for (std::size_t i = 0; i < in.candidates.size(); ++i) {
+    const Candidate& candidate = in.candidates[i];
+    if (!group.group || failure(group, candidate)) continue;
+    matches[i] = true;
+    const auto leaf = candidate.labels->find(table.leaf_label);
+    if (leaf == candidate.labels->end() || leaf->second.empty()) continue;
+    leaves[i] = leaf->second;
+    ++per_leaf[leaves[i]];
+  }
+  std::string best;
+  int best_count = 0;
+  for (const auto& [leaf, count] : per_leaf) {
+    if (count > best_count) {
+      best = leaf;
+      best_count = count;
+    }
+  }
+
+  json result = json::array();
+  for (std::size_t i = 0; i < in.candidates.size(); ++i) {
+    int score = 0;
+    if (matches[i]) {
+      if (leaves[i].empty()) {
+        score = 1;
+      } else if (leaves[i] == best) {
+        score = kMaxScore;
+      } else {
+        const long size = std::max(group.group->nodes_per_leaf, 1);
+        score = 1 + static_cast<int>(std::min(8L, 8L * per_leaf[leaves[i]] / size));
+      }
+    }
+    result.push_back({{"Host", in.candidates[i].name}, {"Score", score}});
+  }
+  return result;
+}
+
+// ---- Server -------------------------------------------------------------------------------
+
+struct Server::Impl {
+  StageTable table;
+  ExtenderConfig config;
+  NodeCache cache;
+  httplib::Server http;
+  std::atomic<bool> stop_requested{false};
+  std::atomic<bool> listening{false};
+  socket_t listen_socket = -1;      // the socket httplib bound, once `bound`
+  bool bound = false;               // by bind_any_port() or listen()
+  std::atomic<bool> served{false};  // httplib's accept loop was entered (it closes the socket)
+
+  // After httplib bound a socket (or failed to).
+  void on_bind(bool ok) {
+    bound = ok;
+    if (!ok) {
+      listen_socket = -1;  // httplib closed the sockets it tried
+      return;
+    }
+    // httplib listens with a backlog of 5: concurrent connects beyond it were seen to fail with
+    // read errors at the client. Listening again on the bound socket raises the backlog.
+    ::listen(listen_socket, kBacklog);
+  }
+
+  void serve(const httplib::Request& req, httplib::Response& res, bool is_filter) {
+    try {
+      const json args = parse_json(req.body, is_filter ? "filter request" : "prioritize request");
+      const json result = is_filter ? filter(table, cache, args) : prioritize(table, cache, args);
+      res.status = 200;
+      res.set_content(result.dump(-1, ' ', false, json::error_handler_t::replace),
+                      "application/json");
+    } catch (const InputError& error) {
+      res.status = 400;
+      res.set_content(error_body(error.what()), "application/json");
+    } catch (const std::bad_alloc&) {
+      res.status = 503;
+      res.set_content(error_body("out of memory"), "application/json");
+    } catch (const std::exception& error) {
+      res.status = 500;
+      res.set_content(error_body(std::string("internal error: ") + error.what()),
+                      "application/json");
+    }
+  }
+
+  void routes() {
+    const std::size_t threads = static_cast<std::size_t>(config.threads);
+    http.new_task_queue = [threads] {
+      return new BoundedPool(threads, threads * kQueuedPerThread);
+    };
+    http.set_payload_max_length(config.max_body);
+    http.set_tcp_nodelay(true);
+    // httplib's default sets SO_REUSEPORT, which lets a second server bind the same port and
+    // silently share its connections; SO_REUSEADDR alone makes that bind fail.
+    http.set_socket_options([this](socket_t sock) {
+      listen_socket = sock;  // the last socket offered is the one bound
+      int yes = 1;
+      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
+    http.set_keep_alive_max_count(100);
+    http.set_keep_alive_timeout(1);  // s; also bounds how long stop() waits for idle connections
+    http.set_read_timeout(5);
+    http.set_write_timeout(5);
+
+    const std::string base = regex_escaped(config.prefix);
+    for (const bool is_filter : {true, false}) {
+      const std::string path = base + (is_filter ? "/filter" : "/prioritize");
+      http.Post(path, [this, is_filter](const httplib::Request& req, httplib::Response& res) {
+        serve(req, res, is_filter);
+      });
+      const auto not_allowed = [](const httplib::Request& req, httplib::Response& res) {
+        res.status = 405;
+        res.set_header("Allow", "POST");
+        res.set_content(error_body("method " + req.method + " not allowed: use POST"),
+                        "application/json");
+      };
+      http.Get(path, not_allowed);
+      http.Put(path, not_allowed);
+      http.Patch(path, not_allowed);
+      http.Delete(path, not_allowed);
+      http.Options(path, not_allowed);
+    }
+    // httplib caps bodies with a Content-Length (413, the body is read and dropped) but reads
+    // chunked bodies, and bodies without a length until the client closes, whole into memory:
+    // refuse those before a byte of the body is read.
+    http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+      const bool has_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
+                            req.method == "DELETE" || req.method == "PRI";
+      if (!has_body) return httplib::Server::HandlerResponse::Unhandled;
+      if (req.has_header("Transfer-Encoding")) {
+        res.status = 411;
+        res.set_content(error_body("chunked request bodies are not accepted: send Content-Length"),
+                        "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      if (!req.has_header("Content-Length")) {
+        res.status = 411;
+        res.set_content(error_body("a request needs a Content-Length"), "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    // Errors httplib answers itself (404 no route, 413 too large, 400 bad request line) get a
+    // JSON body too; responses that already have one keep it.
+    http.set_error_handler(httplib::Server::HandlerWithResponse(
+        [](const httplib::Request& req, httplib::Response& res) {
+          if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+          std::string message;
+          switch (res.status) {
+            case 404:
+              message = "no such endpoint: " + req.method + " " + req.path;
+              break;
+            case 413:
+              message = "request body too large";
+              break;
+            default:
+              message = "HTTP status " + std::to_string(res.status);
+          }
+          res.set_content(error_body(message), "application/json");
+          return httplib::Server::HandlerResponse::Handled;
+        }));
+    http.set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {
+          res.status = 500;
+          res.set_content(error_body("internal error"), "application/json");
+        });
+  }
+};
+
+Server::Server(StageTable table, ExtenderConfig config) : impl_(std::make_unique<Impl>()) {
+  check_config(config);
+  impl_->table = std::move(table);
+  impl_->config = std::move(config);
+  impl_->routes();
+}
+
+Server::~Server() {
+  stop();
+  // httplib closes its socket only when its accept loop ends; one that never ran leaves it open.
+  if (impl_->bound && !impl_->served) ::close(impl_->listen_socket);
+}
+
+bool Server::listen(const std::string& host, int port) {
+  impl_->on_bind(impl_->http.bind_to_port(host, port));
+  if (!impl_->bound) return false;
+  listen_after_bind();
+  return true;
+}
+
+int Server::bind_any_port(const std::string& host) {
+  const int port = impl_->http.bind_to_any_port(host);
+  impl_->on_bind(port > 0);
+  return port > 0 ? port : -1;
+}
+
+void Server::listen_after_bind() {
+  // stop() and this function each set their flag before reading the other's, so a stop() that
+  // comes before httplib starts running is never lost.
+  impl_->listening = true;
+  if (!impl_->stop_requested) {
+    impl_->served = true;
+    impl_->http.listen_after_bind();
+  }
+  impl_->listening = false;
+}
+
+void Server::stop() {
+  impl_->stop_requested = true;
+  // httplib's stop() does nothing until its accept loop runs: wait for it if it is starting.
+  while (impl_->listening && !impl_->http.is_running()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  impl_->http.stop();
+}
+
+NodeCache& Server::node_cache() {
+  return impl_->cache;
+}
+
+}  // namespace hetplan::extender

@@ -1,0 +1,850 @@
+// The scheduler extender: the stage table of the default plan, filter and prioritize on
+// ExtenderArgs as kube-scheduler sends them (full Nodes, and NodeNames with the node cache), the
+// HTTP server on loopback, malformed requests, and a load test from a second process.
+#include "extender/extender.hpp"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "formats/loaders.hpp"
+
+namespace hetplan::extender {
+namespace {
+
+using nlohmann::json;
+
+const std::string kSourceDir = HETPLAN_SOURCE_DIR;
+
+const Scenario& default_scenario() {
+  static const Scenario scenario = formats::load_scenario(kSourceDir + "/scenarios/default.yaml");
+  return scenario;
+}
+
+const Plan& reference_plan() {
+  static const Plan plan = formats::load_plan(kSourceDir + "/plans/default-reference.yaml");
+  return plan;
+}
+
+StageTable default_table() {
+  return stage_table(default_scenario().cluster, reference_plan());
+}
+
+// ---- ExtenderArgs as kube-scheduler marshals them ----------------------------------------
+
+// A v1.Node as the API server returns it (trimmed of managedFields), with the given labels.
+json node(const std::string& name, const std::map<std::string, std::string>& labels) {
+  json node = json::parse(R"({
+    "metadata": {
+      "name": "",
+      "uid": "7c6f6d0e-4b8a-4a53-9d65-0b2d1a3c9e11",
+      "resourceVersion": "123456",
+      "creationTimestamp": "2025-01-10T08:00:00Z",
+      "labels": {},
+      "annotations": {"node.alpha.kubernetes.io/ttl": "0"}
+    },
+    "spec": {"podCIDR": "10.244.3.0/24"},
+    "status": {
+      "capacity": {"cpu": "192", "memory": "2113451700Ki", "pods": "110"},
+      "allocatable": {"cpu": "190", "memory": "2100000000Ki", "pods": "110"},
+      "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+      "nodeInfo": {"kubeletVersion": "v1.30.4", "containerRuntimeVersion": "containerd://1.7.20",
+                   "architecture": "arm64", "operatingSystem": "linux"}
+    }
+  })");
+  node["metadata"]["name"] = name;
+  node["metadata"]["labels"]["kubernetes.io/hostname"] = name;
+  for (const auto& [key, value] : labels) node["metadata"]["labels"][key] = value;
+  return node;
+}
+
+// Every node of the default cluster: "<island>-<i>", the island's labels and its leaf
+// ("<island>-leaf-<i / nodes_per_leaf>").
+std::vector<json> cluster_nodes() {
+  std::vector<json> nodes;
+  for (const Island& island : default_scenario().cluster.islands) {
+    for (int i = 0; i < island.nodes; ++i) {
+      auto labels = island.labels;
+      labels[std::string(kLeafLabel)] =
+          island.name + "-leaf-" + std::to_string(i / island.nodes_per_leaf);
+      nodes.push_back(node(island.name + "-" + std::to_string(i), labels));
+    }
+  }
+  return nodes;
+}
+
+enum class Via { labels, annotations, env };
+
+// A pending pod of a Volcano Job's task, naming its stage group `via` labels, annotations or env;
+// an empty island and stage name no group.
+json pod(const std::string& island, const std::string& stage, Via via = Via::labels) {
+  json pod = json::parse(R"({
+    "metadata": {
+      "name": "llama-70b-stage-0-0",
+      "namespace": "training",
+      "uid": "0d4f3a52-1e0f-4c55-8d7b-3f4e0a1b2c3d",
+      "labels": {"volcano.sh/job-name": "llama-70b"},
+      "annotations": {"scheduling.k8s.io/group-name": "llama-70b", "hetplan.io/plan": "default-reference"},
+      "ownerReferences": [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                           "name": "llama-70b", "uid": "5b1c", "controller": true}]
+    },
+    "spec": {
+      "containers": [{
+        "name": "trainer",
+        "image": "hetplan/trainer:latest",
+        "env": [{"name": "MASTER_PORT", "value": "29500"},
+                {"name": "NODE_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}}],
+        "resources": {"limits": {"huawei.com/Ascend910": "8"}, "requests": {"huawei.com/Ascend910": "8"}}
+      }],
+      "schedulerName": "hetplan-scheduler",
+      "restartPolicy": "OnFailure"
+    },
+    "status": {"phase": "Pending", "qosClass": "BestEffort"}
+  })");
+  auto put = [&](std::string_view key, std::string_view env, const std::string& value) {
+    if (value.empty()) return;
+    switch (via) {
+      case Via::labels:
+        pod["metadata"]["labels"][std::string(key)] = value;
+        break;
+      case Via::annotations:
+        pod["metadata"]["annotations"][std::string(key)] = value;
+        break;
+      case Via::env:
+        pod["spec"]["containers"][0]["env"].push_back({{"name", env}, {"value", value}});
+        break;
+    }
+  };
+  put(kIslandKey, kIslandEnv, island);
+  put(kStageKey, kStageEnv, stage);
+  return pod;
+}
+
+json full_args(const json& pod, const std::vector<json>& nodes) {
+  return {{"Pod", pod},
+          {"Nodes",
+           {{"kind", "NodeList"},
+            {"apiVersion", "v1"},
+            {"metadata", json::object()},
+            {"items", nodes}}},
+          {"NodeNames", nullptr}};
+}
+
+json name_args(const json& pod, const std::vector<std::string>& names) {
+  return {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", names}};
+}
+
+std::vector<std::string> names_of(const json& items) {
+  std::vector<std::string> names;
+  for (const json& item : items) names.push_back(item["metadata"]["name"].get<std::string>());
+  return names;
+}
+
+std::vector<std::string> island_node_names(const std::string& island, int count) {
+  std::vector<std::string> names;
+  for (int i = 0; i < count; ++i) names.push_back(island + "-" + std::to_string(i));
+  return names;
+}
+
+template <typename Call>
+std::string input_error_of(Call&& call) {
+  try {
+    call();
+  } catch (const InputError& error) {
+    return error.what();
+  } catch (const std::exception& error) {
+    return std::string("<not an InputError: ") + error.what() + ">";
+  }
+  return "<no error>";
+}
+
+// ---- The stage table ----------------------------------------------------------------------
+
+TEST(ExtenderStageTable, OneGroupPerStageWithTheIslandLabels) {
+  const StageTable table = default_table();
+  EXPECT_EQ(table.plan, "default-reference");
+  EXPECT_EQ(table.leaf_label, "hetplan.io/leaf");
+  ASSERT_EQ(table.groups.size(), 8u);
+  const StageGroup& first = table.groups[0];
+  EXPECT_EQ(first.stage, 0);
+  EXPECT_EQ(first.island, "ascend-910b");
+  EXPECT_EQ(first.nodes_per_leaf, 16);
+  using Labels = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(first.labels, (Labels{{"accelerator.vendor", "huawei"},
+                                  {"accelerator.model", "ascend-910b"},
+                                  {"runtime.version", "cann-8.0.0"},
+                                  {"fabric.zone", "zone-a"}}));
+  EXPECT_EQ(table.groups[5].island, "dcu-k100");
+  EXPECT_EQ(table.groups[5].stage, 5);
+  EXPECT_EQ(table.groups[5].labels, (Labels{{"accelerator.vendor", "hygon"},
+                                            {"accelerator.model", "hygon-k100-ai"},
+                                            {"runtime.version", "dtk-24.04"},
+                                            {"fabric.zone", "zone-b"}}));
+  EXPECT_EQ(table.groups[7].island, "mlu370");
+}
+
+TEST(ExtenderStageTable, AStageOnAnUnknownIslandIsAnInputError) {
+  Plan plan = reference_plan();
+  plan.stages[2].island = "tpu-v5";
+  EXPECT_EQ(input_error_of([&] { (void)stage_table(default_scenario().cluster, plan); }),
+            kSourceDir +
+                "/plans/default-reference.yaml:11:14: stages[2].island: "
+                "expected an island of cluster mixed-roce-64, got \"tpu-v5\"");
+}
+
+// ---- filter -------------------------------------------------------------------------------
+
+TEST(ExtenderFilter, FullNodesKeepOnlyTheGroupsIsland) {
+  const StageTable table = default_table();
+  NodeCache cache;
+  const json result = filter(table, cache, full_args(pod("dcu-k100", "5"), cluster_nodes()));
+
+  EXPECT_EQ(names_of(result["Nodes"]["items"]), island_node_names("dcu-k100", 16));
+  EXPECT_EQ(result["Nodes"]["kind"], "NodeList");  // the rest of the list is kept
+  EXPECT_TRUE(result["NodeNames"].is_null());
+  EXPECT_EQ(result["FailedNodes"], json::object());
+  EXPECT_EQ(result["Error"], "");
+  const json& failed = result["FailedAndUnresolvableNodes"];
+  EXPECT_EQ(failed.size(), 48u);
+  EXPECT_EQ(failed["ascend-910b-0"],
+            "node label accelerator.vendor: wanted \"hygon\", found \"huawei\"");
+  EXPECT_EQ(failed["mlu370-15"],
+            "node label accelerator.vendor: wanted \"hygon\", found \"cambricon\"");
+  // Full nodes fill the cache for later requests that send names only.
+  EXPECT_EQ(cache.size(), 64u);
+}
+
+TEST(ExtenderFilter, TheReasonNamesTheFirstLabelThatDiffers) {
+  const StageTable table = default_table();
+  NodeCache cache;
+  auto labels = default_scenario().cluster.islands[0].labels;  // ascend-910b
+  auto old_model = labels;
+  old_model["accelerator.model"] = "ascend-910";
+  auto old_runtime = labels;
+  old_runtime["runtime.version"] = "cann-7.0.0";
+  auto no_zone = labels;
+  no_zone.erase("fabric.zone");
+  const json result =
+      filter(table, cache,
+             full_args(pod("ascend-910b", "0"), {node("a", labels), node("b", old_model),
+                                                 node("c", old_runtime), node("d", no_zone)}));
+  EXPECT_EQ(names_of(result["Nodes"]["items"]), std::vector<std::string>{"a"});
+  EXPECT_EQ(
+      result["FailedAndUnresolvableNodes"],
+      json({{"b", "node label accelerator.model: wanted \"ascend-910b\", found \"ascend-910\""},
+            {"c", "node label runtime.version: wanted \"cann-8.0.0\", found \"cann-7.0.0\""},
+            {"d", "node label fabric.zone: wanted \"zone-a\", found none"}}));
+}
+
+TEST(ExtenderFilter, APodWithoutAGroupPassesEveryNode) {
+  const StageTable table = default_table();
+  NodeCache cache;
+  const auto nodes = cluster_nodes();
+  const json result = filter(table, cache, full_args(pod("", ""), nodes));
+  EXPECT_EQ(result["Nodes"]["items"].size(), 64u);
+  EXPECT_EQ(result["FailedAndUnresolvableNodes"], json::object());
+}
+
+TEST(ExtenderFilter, TheGroupMayComeFromAnnotationsOrTheFirstContainersEnv) {
+  const StageTable table = default_table();
+  NodeCache cache;
+  for (Via via : {Via::labels, Via::annotations, Via::env}) {
+    const json result = filter(table, cache, full_args(pod("mlu370", "7", via), cluster_nodes()));
+    EXPECT_EQ(names_of(result["Nodes"]["items"]), island_node_names("mlu370", 16));
+  }
+}
+
+TEST(ExtenderFilter, APodNamingABadGroupFailsEveryNodeWithTheReason) {
+  const StageTable table = default_table();
+  NodeCache cache;
+  const auto reason_for = [&](const json& a_pod) {
+    const json result = filter(table, cache, full_args(a_pod, cluster_nodes()));
+    EXPECT_TRUE(result["Nodes"]["items"].empty());
+    EXPECT_EQ(result["FailedAndUnresolvableNodes"].size(), 64u);
+    return result["FailedAndUnresolvableNodes"]["dcu-k100-0"].get<std::string>();
+  };
+  EXPECT_EQ(reason_for(pod("dcu-k100", "8")),
+            "pod's hetplan.io/stage \"8\" is not a stage of plan default-reference (0 to 7)");
+  EXPECT_EQ(reason_for(pod("dcu-k100", "five")),
+            "pod's hetplan.io/stage \"five\" is not a stage of plan default-reference (0 to 7)");
+  EXPECT_EQ(reason_for(pod("dcu-k100", "-1")),
+            "pod's hetplan.io/stage \"-1\" is not a stage of plan default-reference (0 to 7)");
+  EXPECT_EQ(reason_for(pod("dcu-k100", "0")),
+            "pod's hetplan.io/island \"dcu-k100\" does not run stage 0 of plan "
+            "default-reference (ascend-910b does)");
+  EXPECT_EQ(reason_for(pod("dcu-k100", "")),
+            "pod names hetplan.io/island \"dcu-k100\" but no hetplan.io/stage");
+  EXPECT_EQ(reason_for(pod("", "5")), "pod names hetplan.io/stage \"5\" but no hetplan.io/island");
+}
+
+TEST(ExtenderFilter, NodeNamesUseTheCacheAndUnknownNamesFail) {
+  const StageTable table = default_table();
+  NodeCache cache;
+  // A nodes file as `kubectl get nodes -o json` writes it.
+  const json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", cluster_nodes()}};
+  EXPECT_EQ(cache.add_node_list(list, {"nodes.json", 0, 0}), 64u);
+
+  const json result = filter(table, cache,
+                             name_args(pod("ascend-910b", "3"), {"dcu-k100-1", "ascend-910b-4",
+                                                                 "gone-node", "ascend-910b-31"}));
+  EXPECT_TRUE(result["Nodes"].is_null());
+  EXPECT_EQ(result["NodeNames"], json::array({"ascend-910b-4", "ascend-910b-31"}));
+  EXPECT_EQ(
+      result["FailedAndUnresolvableNodes"],
+      json({{"dcu-k100-1", "node label accelerator.vendor: wanted \"huawei\", found \"hygon\""},
+            {"gone-node", "unknown node: not in the extender's cache"}}));
+  EXPECT_EQ(std::string(kUnknownNodeReason), "unknown node: not in the extender's cache");
+
+  // A pod without a group passes even unknown names.
+  const json plain = filter(table, cache, name_args(pod("", ""), {"gone-node"}));
+  EXPECT_EQ(plain["NodeNames"], json::array({"gone-node"}));
+}
+
+TEST(ExtenderFilter, ArgumentsThatAreNotExtenderArgsAreInputErrors) {
+  const StageTable table = default_table();
+  NodeCache cache;
+  const auto error_of = [&](const json& args) {
+    return input_error_of([&] { (void)filter(table, cache, args); });
+  };
+  EXPECT_EQ(error_of(json::array()),
+            "filter request: expected ExtenderArgs (a JSON object), got an array");
+  EXPECT_EQ(error_of({{"Nodes", nullptr}}),
+            "filter request: Pod: expected a v1.Pod object, got nothing");
+  EXPECT_EQ(error_of({{"Pod", "p"}}), "filter request: Pod: expected a v1.Pod object, got \"p\"");
+  EXPECT_EQ(error_of({{"Pod", pod("", "")}, {"Nodes", nullptr}, {"NodeNames", nullptr}}),
+            "filter request: Nodes: expected a v1.NodeList object or NodeNames, got nothing");
+  EXPECT_EQ(error_of({{"Pod", pod("", "")}, {"Nodes", {{"items", 3}}}}),
+            "filter request: Nodes.items: expected an array, got 3");
+  json unnamed = full_args(pod("", ""), cluster_nodes());
+  unnamed["Nodes"]["items"][1]["metadata"]["name"] = 5;
+  EXPECT_EQ(error_of(unnamed),
+            "filter request: Nodes.items[1].metadata.name: expected a node name, got 5");
+  json bad_label = full_args(pod("", ""), cluster_nodes());
+  bad_label["Nodes"]["items"][2]["metadata"]["labels"]["fabric.zone"] = true;
+  EXPECT_EQ(error_of(bad_label),
+            "filter request: Nodes.items[2].metadata.labels.fabric.zone: expected a string, got "
+            "true");
+  EXPECT_EQ(error_of(name_args(pod("", ""), {})), "<no error>");  // no candidates is fine
+  EXPECT_EQ(error_of({{"Pod", pod("", "")}, {"NodeNames", {"a", 7}}}),
+            "filter request: NodeNames[1]: expected a node name, got 7");
+  json numeric_stage = full_args(pod("", ""), {});
+  numeric_stage["Pod"]["metadata"]["labels"]["hetplan.io/stage"] = 5;
+  EXPECT_EQ(error_of(numeric_stage),
+            "filter request: Pod.metadata.labels.hetplan.io/stage: expected a string, got 5");
+  // Go's encoding/json matches member names case-insensitively; so does the extender.
+  EXPECT_EQ(error_of({{"pod", pod("", "")}, {"nodeNames", json::array()}}), "<no error>");
+}
+
+// ---- prioritize ---------------------------------------------------------------------------
+
+std::map<std::string, int> scores_of(const json& list) {
+  std::map<std::string, int> scores;
+  for (const json& entry : list) scores[entry["Host"].get<std::string>()] = entry["Score"];
+  return scores;
+}
+
+TEST(ExtenderPrioritize, TheLeafMostCandidatesShareScoresHighest) {
+  const StageTable table = default_table();
+  NodeCache cache;
+  auto dcu = default_scenario().cluster.islands[1].labels;
+  ASSERT_EQ(dcu.at("accelerator.vendor"), "hygon");
+  auto on_leaf = [&](const std::string& leaf) {
+    auto labels = dcu;
+    labels["hetplan.io/leaf"] = leaf;
+    return labels;
+  };
+  std::vector<json> nodes;
+  for (int i = 0; i < 3; ++i) nodes.push_back(node("a" + std::to_string(i), on_leaf("leaf-a")));
+  for (int i = 0; i < 5; ++i) nodes.push_back(node("b" + std::to_string(i), on_leaf("leaf-b")));
+  nodes.push_back(node("unlabelled", dcu));
+  nodes.push_back(node("ascend", default_scenario().cluster.islands[0].labels));
+
+  const json result = prioritize(table, cache, full_args(pod("dcu-k100", "6"), nodes));
+  ASSERT_TRUE(result.is_array());
+  ASSERT_EQ(result.size(), nodes.size());
+  EXPECT_EQ(result[0], json({{"Host", "a0"}, {"Score", 2}}));  // in the order sent
+  EXPECT_EQ(scores_of(result), (std::map<std::string, int>{{"a0", 2},
+                                                           {"a1", 2},
+                                                           {"a2", 2},  // 1 + 8 * 3 / 16
+                                                           {"b0", 10},
+                                                           {"b1", 10},
+                                                           {"b2", 10},
+                                                           {"b3", 10},
+                                                           {"b4", 10},
+                                                           {"unlabelled", 1},
+                                                           {"ascend", 0}}));
+}
+
+TEST(ExtenderPrioritize, TiesGoToTheSmallerLeafName) {
+  const StageTable table = default_table();
+  NodeCache cache;
+  const json result = prioritize(table, cache, full_args(pod("ascend-910b", "1"), cluster_nodes()));
+  const auto scores = scores_of(result);
+  // Both ascend leaves hold 16 candidates; leaf-0 wins, leaf-1 gets 1 + 8 * 16 / 16.
+  EXPECT_EQ(scores.at("ascend-910b-0"), 10);
+  EXPECT_EQ(scores.at("ascend-910b-15"), 10);
+  EXPECT_EQ(scores.at("ascend-910b-16"), 9);
+  EXPECT_EQ(scores.at("dcu-k100-0"), 0);
+  EXPECT_EQ(scores.at("mlu370-0"), 0);
+}
+
+TEST(ExtenderPrioritize, NodeNamesWorkFromTheCacheAndPodsWithoutAGroupScoreZero) {
+  const StageTable table = default_table();
+  NodeCache cache;
+  (void)filter(table, cache, full_args(pod("", ""), cluster_nodes()));  // fills the cache
+  const json named = prioritize(
+      table, cache, name_args(pod("mlu370", "7", Via::env), {"mlu370-3", "gone", "ascend-910b-0"}));
+  EXPECT_EQ(named, json::parse(R"([{"Host": "mlu370-3", "Score": 10}, {"Host": "gone", "Score": 0},
+                                   {"Host": "ascend-910b-0", "Score": 0}])"));
+  const json plain = prioritize(table, cache, name_args(pod("", ""), {"mlu370-3", "gone"}));
+  EXPECT_EQ(plain,
+            json::parse(R"([{"Host": "mlu370-3", "Score": 0}, {"Host": "gone", "Score": 0}])"));
+}
+
+// ---- Node cache, JSON limits, config --------------------------------------------------------
+
+TEST(ExtenderNodeCache, IsBoundedButUpdatesKnownNodes) {
+  NodeCache cache(2);
+  EXPECT_TRUE(cache.put("a", {{"x", "1"}}));
+  EXPECT_TRUE(cache.put("b", {}));
+  EXPECT_FALSE(cache.put("c", {}));
+  EXPECT_TRUE(cache.put("a", {{"x", "2"}}));
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.get("a")->at("x"), "2");
+  EXPECT_FALSE(cache.get("c").has_value());
+}
+
+TEST(ExtenderNodeCache, ANodeListWithABadItemAddsNothing) {
+  NodeCache cache;
+  json list = {{"items", cluster_nodes()}};
+  list["items"][3].erase("metadata");
+  EXPECT_EQ(input_error_of([&] {
+              (void)cache.add_node_list(list, {"nodes.json", 0, 0});
+            }),
+            "nodes.json: items[3].metadata: expected an object, got nothing");
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_EQ(input_error_of([&] {
+              (void)cache.add_node_list(json::object(), {"nodes.json", 0, 0});
+            }),
+            "nodes.json: items: expected an array of nodes, got nothing");
+}
+
+TEST(ExtenderJson, SyntaxErrorsAndDeepNestingAreInputErrors) {
+  EXPECT_EQ(input_error_of([] { (void)parse_json("{\"Pod\": ", "nodes.json"); }),
+            "nodes.json: expected JSON, got a parse error at line 1, column 9: syntax error while "
+            "parsing value - unexpected end of input; expected '[', '{', or a literal");
+  const std::string deep = std::string(65, '[') + std::string(65, ']');
+  EXPECT_EQ(input_error_of([&] { (void)parse_json(deep, "nodes.json"); }),
+            "nodes.json: expected JSON nested at most 64 levels deep, got deeper nesting");
+  const std::string ok = std::string(64, '[') + std::string(64, ']');
+  EXPECT_NO_THROW((void)parse_json(ok, "nodes.json"));
+  // Brackets inside strings do not count.
+  EXPECT_NO_THROW((void)parse_json("[\"" + std::string(100, '[') + "\\\"\"]", "nodes.json"));
+}
+
+TEST(ExtenderServer, BadConfigsAreInputErrors) {
+  EXPECT_EQ(input_error_of([] {
+              Server server(default_table(), {"/hetplan", 8 << 20, 0});
+            }),
+            "extender: threads: expected an integer from 1 to 256, got 0");
+  EXPECT_EQ(input_error_of([] {
+              Server server(default_table(), {"hetplan", 8 << 20, 4});
+            }),
+            "extender: prefix: expected a URL path such as \"/hetplan\" (letters, digits, '/', "
+            "'-', '_', '.'; starting with '/', not ending with it), got \"hetplan\"");
+  EXPECT_EQ(input_error_of([] {
+              Server server(default_table(), {"/hetplan", 100, 4});
+            }),
+            "extender: max_body: expected at least 1024 bytes, got 100");
+}
+
+// ---- HTTP on loopback ---------------------------------------------------------------------
+
+// A server on a free loopback port, served from a thread, stopped and joined at the end.
+class Running {
+ public:
+  explicit Running(ExtenderConfig config = {}) : server_(default_table(), std::move(config)) {
+    port_ = server_.bind_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~Running() {
+    server_.stop();
+    thread_.join();
+  }
+  Running(const Running&) = delete;
+  Running& operator=(const Running&) = delete;
+
+  int port() const { return port_; }
+  Server& server() { return server_; }
+  httplib::Client client() const {
+    httplib::Client client("127.0.0.1", port_);
+    client.set_connection_timeout(5);
+    client.set_read_timeout(10);
+    return client;
+  }
+
+ private:
+  Server server_;
+  int port_ = -1;
+  std::thread thread_;
+};
+
+TEST(ExtenderHttp, FilterAndPrioritizeOverLoopback) {
+  Running running;
+  ASSERT_GT(running.port(), 0);
+  auto client = running.client();
+  const StageTable table = default_table();
+  NodeCache cache;
+
+  const json args = full_args(pod("dcu-k100", "5"), cluster_nodes());
+  auto filtered = client.Post("/hetplan/filter", args.dump(), "application/json");
+  ASSERT_TRUE(filtered) << httplib::to_string(filtered.error());
+  EXPECT_EQ(filtered->status, 200);
+  EXPECT_EQ(filtered->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(json::parse(filtered->body), filter(table, cache, args));
+
+  // The full nodes filled the server's cache: a nodeCacheCapable request now resolves names.
+  EXPECT_EQ(running.server().node_cache().size(), 64u);
+  const json by_name = name_args(pod("dcu-k100", "5", Via::annotations),
+                                 {"dcu-k100-0", "dcu-k100-15", "mlu370-0", "elsewhere"});
+  auto prioritized = client.Post("/hetplan/prioritize", by_name.dump(), "application/json");
+  ASSERT_TRUE(prioritized);
+  EXPECT_EQ(prioritized->status, 200);
+  EXPECT_EQ(
+      json::parse(prioritized->body),
+      json::parse(R"([{"Host": "dcu-k100-0", "Score": 10}, {"Host": "dcu-k100-15", "Score": 10},
+                            {"Host": "mlu370-0", "Score": 0}, {"Host": "elsewhere", "Score": 0}])"));
+  auto names_filtered = client.Post("/hetplan/filter", by_name.dump(), "application/json");
+  ASSERT_TRUE(names_filtered);
+  EXPECT_EQ(json::parse(names_filtered->body)["NodeNames"],
+            json::array({"dcu-k100-0", "dcu-k100-15"}));
+}
+
+TEST(ExtenderHttp, ANodesFileFillsTheCacheBeforeListening) {
+  Server server(default_table(), {});
+  const json list =
+      parse_json(json({{"kind", "List"}, {"items", cluster_nodes()}}).dump(2), "nodes.json");
+  EXPECT_EQ(server.node_cache().add_node_list(list, {"nodes.json", 0, 0}), 64u);
+  EXPECT_EQ(server.node_cache().get("mlu370-9")->at("accelerator.vendor"), "cambricon");
+}
+
+json error_json(const httplib::Result& result) {
+  EXPECT_EQ(result->get_header_value("Content-Type"), "application/json");
+  return json::parse(result->body);
+}
+
+TEST(ExtenderHttp, MalformedRequestsGetA4xxWithAJsonBodyAndTheServerGoesOn) {
+  Running running({"/hetplan", 1 << 20, 2});
+  auto client = running.client();
+
+  auto bad_json = client.Post("/hetplan/filter", "{\"Pod\": {", "application/json");
+  ASSERT_TRUE(bad_json);
+  EXPECT_EQ(bad_json->status, 400);
+  EXPECT_EQ(error_json(bad_json)["Error"],
+            "filter request: expected JSON, got a parse error at line 1, column 10: syntax error "
+            "while parsing object key - unexpected end of input; expected string literal");
+
+  auto not_args = client.Post("/hetplan/prioritize", "{\"Pod\": 1}", "application/json");
+  ASSERT_TRUE(not_args);
+  EXPECT_EQ(not_args->status, 400);
+  EXPECT_EQ(error_json(not_args)["Error"],
+            "prioritize request: Pod: expected a v1.Pod object, got 1");
+
+  auto deep = client.Post("/hetplan/filter", std::string(100000, '['), "application/json");
+  ASSERT_TRUE(deep);
+  EXPECT_EQ(deep->status, 400);
+  EXPECT_EQ(error_json(deep)["Error"],
+            "filter request: expected JSON nested at most 64 levels deep, got deeper nesting");
+
+  auto too_big =
+      client.Post("/hetplan/filter", std::string((1 << 20) + 1, ' '), "application/json");
+  ASSERT_TRUE(too_big);
+  EXPECT_EQ(too_big->status, 413);
+  EXPECT_EQ(error_json(too_big)["Error"], "request body too large");
+
+  auto wrong_path = client.Post("/hetplan/bind", "{}", "application/json");
+  ASSERT_TRUE(wrong_path);
+  EXPECT_EQ(wrong_path->status, 404);
+  EXPECT_EQ(error_json(wrong_path)["Error"], "no such endpoint: POST /hetplan/bind");
+
+  auto wrong_method = client.Get("/hetplan/filter");
+  ASSERT_TRUE(wrong_method);
+  EXPECT_EQ(wrong_method->status, 405);
+  EXPECT_EQ(wrong_method->get_header_value("Allow"), "POST");
+  EXPECT_EQ(error_json(wrong_method)["Error"], "method GET not allowed: use POST");
+
+  // Still serving.
+  auto fine =
+      client.Post("/hetplan/filter", name_args(pod("", ""), {"x"}).dump(), "application/json");
+  ASSERT_TRUE(fine);
+  EXPECT_EQ(fine->status, 200);
+}
+
+// Sends raw bytes and returns the status line of the first answer ("" when none comes within
+// 5 s): the answer comes at once when the server does not wait for a body.
+std::string status_line_for(int port, const std::string& request) {
+  const int sock = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval timeout{5, 0};
+  setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  std::string answer;
+  if (connect(sock, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0 &&
+      send(sock, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+    char buffer[1024];
+    const ssize_t got = recv(sock, buffer, sizeof buffer, 0);
+    if (got > 0) answer.assign(buffer, static_cast<std::size_t>(got));
+  }
+  close(sock);
+  return answer.substr(0, answer.find("\r\n"));
+}
+
+// httplib would read chunked bodies, and bodies without a length, whole before any limit applies.
+TEST(ExtenderHttp, BodiesWithoutALengthAreRefusedBeforeTheyAreRead) {
+  Running running;
+  // Headers only: a server that waited for the body would answer nothing within the timeout.
+  EXPECT_EQ(status_line_for(running.port(),
+                            "POST /hetplan/filter HTTP/1.1\r\nHost: x\r\n"
+                            "Transfer-Encoding: chunked\r\n\r\n"),
+            "HTTP/1.1 411 Length Required");
+  EXPECT_EQ(status_line_for(running.port(), "POST /hetplan/filter HTTP/1.1\r\nHost: x\r\n\r\n"),
+            "HTTP/1.1 411 Length Required");
+  EXPECT_EQ(status_line_for(running.port(), "HELLO\r\n\r\n"), "HTTP/1.1 400 Bad Request");
+}
+
+TEST(ExtenderHttp, AnotherPrefixMovesTheEndpoints) {
+  Running running({"/ext/v1.0", 8 << 20, 1});
+  auto client = running.client();
+  const std::string body = name_args(pod("", ""), {"n"}).dump();
+  auto moved = client.Post("/ext/v1.0/prioritize", body, "application/json");
+  ASSERT_TRUE(moved);
+  EXPECT_EQ(moved->status, 200);
+  auto dot_is_literal = client.Post("/ext/v1x0/prioritize", body, "application/json");
+  ASSERT_TRUE(dot_is_literal);
+  EXPECT_EQ(dot_is_literal->status, 404);
+}
+
+std::size_t open_files() {
+  std::size_t count = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    ++count;
+  }
+  return count;
+}
+
+TEST(ExtenderHttp, StopEndsListeningWhenCalledBeforeItStarts) {
+  const std::size_t files = open_files();
+  for (int i = 0; i < 20; ++i) {
+    Server server(default_table(), {});
+    ASSERT_GT(server.bind_any_port("127.0.0.1"), 0);
+    std::thread thread([&] { server.listen_after_bind(); });
+    server.stop();  // races with the thread starting to listen; must not hang
+    thread.join();
+    server.stop();  // twice is fine
+  }
+  {
+    Server never_listened(default_table(), {});
+    never_listened.stop();
+    Server bound_only(default_table(), {});
+    EXPECT_GT(bound_only.bind_any_port("127.0.0.1"), 0);
+  }
+  EXPECT_EQ(open_files(), files) << "a listening socket was left open";
+}
+
+TEST(ExtenderHttp, MoreClientsThanWorkersAreAllServed) {
+  Running running({"/hetplan", 8 << 20, 1});  // one worker, at most 16 connections queued
+  const std::string body = full_args(pod("mlu370", "7"), cluster_nodes()).dump();
+  std::atomic<int> served{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 24; ++c) {
+    clients.emplace_back([&] {
+      httplib::Client client("127.0.0.1", running.port());
+      client.set_read_timeout(30);
+      for (int i = 0; i < 10; ++i) {
+        auto result = client.Post("/hetplan/filter", body, "application/json");
+        if (result && result->status == 200) {
+          ++served;
+        } else {
+          ADD_FAILURE() << (result ? "status " + std::to_string(result->status)
+                                   : httplib::to_string(result.error()));
+        }
+      }
+    });
+  }
+  for (auto& client : clients) client.join();
+  EXPECT_EQ(served, 240);
+}
+
+TEST(ExtenderHttp, StopReturnsWhileAClientKeepsItsConnectionOpen) {
+  auto running = std::make_unique<Running>();
+  auto client = running->client();
+  client.set_keep_alive(true);
+  auto result =
+      client.Post("/hetplan/filter", name_args(pod("", ""), {"n"}).dump(), "application/json");
+  ASSERT_TRUE(result);
+  const auto start = std::chrono::steady_clock::now();
+  running.reset();  // stop() and join while the connection is still open
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+}
+
+TEST(ExtenderHttp, ListenFailsOnAPortInUse) {
+  Running running;
+  Server second(default_table(), {});
+  EXPECT_FALSE(second.listen("127.0.0.1", running.port()));
+}
+
+// ---- Load from a second process -------------------------------------------------------------
+
+long rss_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+bool read_all(int fd, void* data, std::size_t size, int timeout_ms) {
+  auto* out = static_cast<char*>(data);
+  while (size > 0) {
+    pollfd ready{fd, POLLIN, 0};
+    if (poll(&ready, 1, timeout_ms) <= 0) return false;
+    const ssize_t got = read(fd, out, size);
+    if (got <= 0) return false;
+    out += got;
+    size -= static_cast<std::size_t>(got);
+  }
+  return true;
+}
+
+struct LoadResult {
+  long requests = 0;
+  long errors = 0;
+  double seconds = 0.0;
+};
+
+// The child: warm up, tell the parent, wait for its go, then send `count` requests alternating
+// filter (full nodes) and prioritize (node names), and report. Exits without returning.
+[[noreturn]] void load_child(int port, int to_parent, int from_parent,
+                             const std::string& filter_body, const std::string& prioritize_body,
+                             long warm_up, long count) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_keep_alive(true);
+  client.set_tcp_nodelay(true);
+  client.set_connection_timeout(5);
+  client.set_read_timeout(10);
+  auto send = [&](long i) {
+    const bool is_filter = i % 2 == 0;
+    auto result = client.Post(is_filter ? "/hetplan/filter" : "/hetplan/prioritize",
+                              is_filter ? filter_body : prioritize_body, "application/json");
+    return result && result->status == 200 &&
+           result->body.find(is_filter ? "\"FailedAndUnresolvableNodes\"" : "\"Host\"") !=
+               std::string::npos;
+  };
+  LoadResult report;
+  for (long i = 0; i < warm_up; ++i) report.errors += send(i) ? 0 : 1;
+  char signal = 'w';
+  if (write(to_parent, &signal, 1) != 1 || !read_all(from_parent, &signal, 1, 60000)) _exit(3);
+  const auto start = std::chrono::steady_clock::now();
+  for (long i = 0; i < count; ++i) report.errors += send(i) ? 0 : 1;
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.requests = count;
+  const bool written = write(to_parent, &report, sizeof report) == sizeof report;
+  _exit(written ? 0 : 4);
+}
+
+TEST(ExtenderLoad, TenThousandRequestsFromASecondProcessWithoutErrorsOrGrowth) {
+  constexpr long kWarmUp = 500;
+  constexpr long kRequests = 10000;
+  const std::string filter_body = full_args(pod("dcu-k100", "5"), cluster_nodes()).dump();
+  std::vector<std::string> names;
+  for (const json& node : cluster_nodes()) names.push_back(node["metadata"]["name"]);
+  const std::string prioritize_body = name_args(pod("ascend-910b", "2"), names).dump();
+
+  Server server(default_table(), {});
+  const int port = server.bind_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  const long rss_start = rss_kib();
+
+  int up[2];    // child -> parent
+  int down[2];  // parent -> child
+  ASSERT_EQ(pipe(up), 0);
+  ASSERT_EQ(pipe(down), 0);
+  // Fork before the server starts its threads: the child is then a one-thread copy.
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(up[0]);
+    close(down[1]);
+    load_child(port, up[1], down[0], filter_body, prioritize_body, kWarmUp, kRequests);
+  }
+  close(up[1]);
+  close(down[0]);
+  std::thread serving([&] { server.listen_after_bind(); });
+
+  char signal = 0;
+  const bool warmed = read_all(up[0], &signal, 1, 120000) && signal == 'w';
+  const long rss_warm = rss_kib();
+  LoadResult report;
+  bool reported = false;
+  if (warmed) {
+    signal = 'g';
+    reported = write(down[1], &signal, 1) == 1 && read_all(up[0], &report, sizeof report, 240000);
+  }
+  const long rss_end = rss_kib();
+  if (!reported) kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  server.stop();
+  serving.join();
+  close(up[0]);
+  close(down[1]);
+
+  ASSERT_TRUE(warmed) << "the child did not finish its warm-up";
+  ASSERT_TRUE(reported) << "the child did not report";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  EXPECT_EQ(report.requests, kRequests);
+  EXPECT_EQ(report.errors, 0);
+  const double rate = static_cast<double>(report.requests) / report.seconds;
+  std::printf(
+      "extender load: %ld requests (filter %zu B of 64 full nodes / prioritize %zu B of 64 "
+      "names, alternating) in %.2f s: %.0f requests/s, %ld errors\n",
+      report.requests, filter_body.size(), prioritize_body.size(), report.seconds, rate,
+      report.errors);
+  std::printf(
+      "extender load: server VmRSS %ld KiB at start, %ld KiB after %ld warm-up requests, "
+      "%ld KiB after %ld more (growth %ld KiB)\n",
+      rss_start, rss_warm, kWarmUp, rss_end, kRequests, rss_end - rss_warm);
+  RecordProperty("requests_per_second", static_cast<int>(rate));
+  RecordProperty("rss_growth_kib", static_cast<int>(rss_end - rss_warm));
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed memory in quarantine: VmRSS grows without a leak.
+  std::printf("extender load: VmRSS growth not checked under AddressSanitizer\n");
+#else
+  EXPECT_LT(rss_end - rss_warm, 10 * 1024) << "VmRSS grew by more than 10 MiB";
+#endif
+}
+
+}  // namespace
+}  // namespace hetplan::extender
