@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "formats/loaders.hpp"
 #include "exporters/export.hpp"
+#include "extender/extender.hpp"
 #include "formats/writers.hpp"
 #include "importers/k8s_inventory.hpp"
 #include "planner/search.hpp"
@@ -323,6 +324,53 @@ int run_inventory_import(const std::string& nodes_path, const std::string& name,
   return 0;
 }
 
+int run_extender(const std::string& plan_path, const std::string& scenario_path,
+                 const std::string& listen, const std::string& nodes_path) {
+  const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
+  const hetplan::Plan plan = hetplan::formats::load_plan(plan_path);
+  hetplan::formats::check_plan_references(plan, scenario.cluster, scenario.workload);
+  const auto colon = listen.rfind(':');
+  int port = -1;
+  if (colon != std::string::npos && colon > 0) {
+    const std::string digits = listen.substr(colon + 1);
+    if (!digits.empty() && digits.size() <= 5 &&
+        digits.find_first_not_of("0123456789") == std::string::npos)
+      port = std::stoi(digits);
+  }
+  if (port < 0 || port > 65535) {
+    throw hetplan::InputError({"extender", 0, 0}, "--listen",
+                              "expected HOST:PORT such as 127.0.0.1:8888, got \"" + listen + "\"");
+  }
+  const std::string host = listen.substr(0, colon);
+  hetplan::extender::Server server(hetplan::extender::stage_table(scenario.cluster, plan), {});
+  if (!nodes_path.empty()) {
+    const auto nodes = hetplan::extender::parse_json(
+        hetplan::formats::read_text_file(nodes_path), nodes_path);
+    server.node_cache().add_node_list(nodes, {nodes_path, 0, 0});
+  }
+  // Port 0: any free port, printed so that a caller can find it.
+  if (port == 0) {
+    const int bound = server.bind_any_port(host);
+    if (bound < 0) {
+      throw hetplan::InputError({"extender", 0, 0}, "--listen",
+                                "expected an address this machine can listen on, got \"" +
+                                    listen + "\"");
+    }
+    std::cout << "serving plan " << plan.name << " on " << host << ":" << bound << "\n"
+              << std::flush;
+    server.listen_after_bind();
+    return 0;
+  }
+  std::cout << "serving plan " << plan.name << " on " << host << ":" << port << "\n"
+            << std::flush;
+  if (!server.listen(host, port)) {
+    throw hetplan::InputError({"extender", 0, 0}, "--listen",
+                              "expected an address this machine can listen on, got \"" + listen +
+                                  "\"");
+  }
+  return 0;
+}
+
 // Refusals by the validation gate exit with this code (bad input exits with 2).
 constexpr int kRefusedExit = 3;
 
@@ -489,6 +537,19 @@ int main(int argc, char** argv) {
   import_nodes->add_option("--profiles", inventory_profiles, "Chip profile folder");
   import_nodes->add_option("--out", inventory_out, "Cluster file to write (default: stdout)");
 
+  std::string extender_plan, extender_scenario = HETPLAN_DEFAULT_SCENARIO, extender_listen,
+      extender_nodes;
+  auto* extender = app.add_subcommand(
+      "extender", "Serve kube-scheduler's extender protocol (filter, prioritize) for a plan");
+  extender->add_option("--plan", extender_plan, "The plan whose stage groups to place")
+      ->required();
+  extender->add_option("--scenario", extender_scenario,
+                       "The scenario the plan is for (default: the bundled default)");
+  extender->add_option("--listen", extender_listen, "HOST:PORT (port 0: any free port)")
+      ->required();
+  extender->add_option("--nodes", extender_nodes,
+                       "kubectl get nodes -o json, to fill the node cache (nodeCacheCapable)");
+
   std::string base_profile, label, calibrated_out;
   std::vector<std::string> bundle_paths;
   auto* calibrate = app.add_subcommand(
@@ -526,6 +587,9 @@ int main(int argc, char** argv) {
                                   "expected --published DIR or --bundle BUNDLE --profile PROFILE");
       }
       return run_validate(folder, profiles, microbench, json);
+    }
+    if (*extender) {
+      return run_extender(extender_plan, extender_scenario, extender_listen, extender_nodes);
     }
     if (*import_nodes) {
       return run_inventory_import(nodes_path, inventory_name, inventory_profiles, inventory_out);
