@@ -1,5 +1,7 @@
 #include "formats/document.hpp"
 
+#include "core/input_file.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -11,24 +13,6 @@ namespace {
 
 constexpr std::size_t kMaxDocumentBytes = 16u << 20;
 constexpr int kMaxNesting = 64;
-
-std::string quoted(std::string_view text) {
-  constexpr std::size_t kMaxShown = 40;
-  std::string out = "\"";
-  for (char c : text.substr(0, kMaxShown)) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  if (text.size() > kMaxShown) out += "...";
-  out += '"';
-  return out;
-}
 
 // Estimates how deeply the text nests (flow brackets, block indentation, "- - -" runs) so that
 // hostile input cannot exhaust the stack inside the recursive YAML parser.
@@ -134,20 +118,7 @@ YAML::Node parse_document(const std::string& text, const std::string& file_name)
 }
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError({path, 0, 0}, "", "cannot open the file for reading");
-  in.seekg(0, std::ios::end);
-  const auto size = in.tellg();
-  if (size < 0) throw InputError({path, 0, 0}, "", "cannot read the file");
-  if (static_cast<std::size_t>(size) > kMaxDocumentBytes) {
-    throw InputError({path, 0, 0}, "",
-                     "expected a file of at most 16 MiB, got " + std::to_string(size) + " bytes");
-  }
-  in.seekg(0, std::ios::beg);
-  std::string text(static_cast<std::size_t>(size), '\0');
-  in.read(text.data(), size);
-  if (!in) throw InputError({path, 0, 0}, "", "cannot read the file");
-  return text;
+  return read_input_file(path, kMaxDocumentBytes);
 }
 
 Field::Field(YAML::Node node, std::string path, std::shared_ptr<const std::string> file)
@@ -180,7 +151,7 @@ std::string Field::describe() const {
   if (!node_.IsDefined() || node_.IsNull()) return "nothing";
   if (node_.IsMap()) return "a mapping";
   if (node_.IsSequence()) return "a list";
-  return quoted(node_.Scalar());
+  return hetplan::quoted(node_.Scalar());
 }
 
 std::string Field::as_string() const {

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <unordered_set>
 #include <utility>
 
+#include "core/input_file.hpp"
 #include "core/units.hpp"
 
 namespace hetplan::importers {
@@ -24,24 +24,6 @@ const double kGigabytePerSecond = si_factor("1 GB/s", Dimension::bandwidth);
 
 // ---------------------------------------------------------------------------------------------
 // Text helpers
-
-std::string quoted(std::string_view text) {
-  constexpr std::size_t kMaxShown = 40;
-  std::string out = "\"";
-  for (char c : text.substr(0, kMaxShown)) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  if (text.size() > kMaxShown) out += "...";
-  out += '"';
-  return out;
-}
 
 bool is_blank(char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
@@ -437,7 +419,7 @@ class NcclTextParser {
       fail(line.number, header_column, "table",
            "expected a header with size, count, type, and one or two groups of time, algbw and "
            "busbw columns, got " +
-               quoted(body));
+               hetplan::quoted(body));
     }
     const bool distinct_groups =
         pending_groups_.size() != 2 || pending_groups_[0] != pending_groups_[1];
@@ -498,7 +480,7 @@ class NcclTextParser {
       const bool in_place = group == "in_place.";
       auto bad = [&](std::string_view expected) {
         fail(line.number, token.column, field_name(sweep.collective, group + column.name),
-             "expected " + std::string(expected) + ", got " + quoted(token.text));
+             "expected " + std::string(expected) + ", got " + hetplan::quoted(token.text));
       };
       switch (column.kind) {
         case Kind::size: {
@@ -697,7 +679,7 @@ class JsonParser {
       std::string key = parse_string();
       if (!seen.insert(key).second) {
         throw InputError({file_, key_line, key_column}, "",
-                         "expected unique keys, got " + quoted(key) + " twice");
+                         "expected unique keys, got " + hetplan::quoted(key) + " twice");
       }
       skip_space();
       if (!at(':')) fail("expected ':' after the key, got " + describe_here());
@@ -964,7 +946,7 @@ class NcclJsonReader {
       case Json::Kind::number:
         return value.text;
       case Json::Kind::string:
-        return quoted(value.text);
+        return hetplan::quoted(value.text);
       case Json::Kind::array:
         return "a list";
       case Json::Kind::object:
@@ -1253,11 +1235,11 @@ class HcclParser {
         fail(line.number, column_in(line.text, cell.empty() ? rest : cell), "table",
              "expected a column data_size(Bytes):, aveg_time(us):, avg_time(us):, "
              "alg_bandwidth(GB/s): or check_result:, got " +
-                 quoted(cell));
+                 hetplan::quoted(cell));
       }
       if (duplicate) {
         fail(line.number, column_in(line.text, cell), "table",
-             "expected each column once, got " + quoted(cell) + " twice");
+             "expected each column once, got " + hetplan::quoted(cell) + " twice");
       }
       columns.push_back(std::move(column));
       if (bar == std::string_view::npos) break;
@@ -1266,7 +1248,7 @@ class HcclParser {
     if (!has_size || !has_time || !has_algbw) {
       fail(line.number, column_in(line.text, trim(line.text)), "table",
            "expected data_size(Bytes):, aveg_time(us): and alg_bandwidth(GB/s): columns, got " +
-               quoted(trim(line.text)));
+               hetplan::quoted(trim(line.text)));
     }
     CollectiveSweep sweep;
     sweep.tool = "hccl_test";
@@ -1315,7 +1297,7 @@ class HcclParser {
       const int column = column_in(line.text, cell);
       auto bad = [&](std::string_view expected) {
         fail(line.number, column, field_name(sweep.collective, columns_[i].name),
-             "expected " + std::string(expected) + ", got " + quoted(cell));
+             "expected " + std::string(expected) + ", got " + hetplan::quoted(cell));
       };
       switch (columns_[i].kind) {
         case Kind::size: {
@@ -1422,19 +1404,7 @@ std::optional<CollectiveLogFormat> sniff_collective_log(std::string_view text) {
 }
 
 std::vector<CollectiveSweep> import_collective_log(const std::string& path, const LogHints& hints) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError({path, 0, 0}, "", "cannot open the file for reading");
-  in.seekg(0, std::ios::end);
-  const auto size = in.tellg();
-  if (size < 0) throw InputError({path, 0, 0}, "", "cannot read the file");
-  if (static_cast<std::uint64_t>(size) > kMaxFileBytes) {
-    throw InputError({path, 0, 0}, "",
-                     "expected a file of at most 64 MiB, got " + std::to_string(size) + " bytes");
-  }
-  in.seekg(0, std::ios::beg);
-  std::string text(static_cast<std::size_t>(size), '\0');
-  in.read(text.data(), size);
-  if (!in) throw InputError({path, 0, 0}, "", "cannot read the file");
+  const std::string text = read_input_file(path, kMaxFileBytes);
 
   const auto format = sniff_collective_log(text);
   if (!format) {

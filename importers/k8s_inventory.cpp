@@ -5,7 +5,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -14,6 +13,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "core/input_file.hpp"
 #include "core/units.hpp"
 
 namespace hetplan::importers {
@@ -32,24 +32,6 @@ constexpr int kAssumedChipsPerNode = 8;
 
 // ---------------------------------------------------------------------------------------------
 // Text helpers
-
-std::string quoted_text(std::string_view text) {
-  constexpr std::size_t kMaxShown = 40;
-  std::string out = "\"";
-  for (char c : text.substr(0, kMaxShown)) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  if (text.size() > kMaxShown) out += "...";
-  out += '"';
-  return out;
-}
 
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
@@ -243,7 +225,7 @@ class JsonParser {
       std::string key = parse_string();
       if (!seen.insert(key).second) {
         throw InputError({file_, key_line, key_column}, "",
-                         "expected unique keys, got " + quoted_text(key) + " twice");
+                         "expected unique keys, got " + hetplan::quoted(key) + " twice");
       }
       skip_space();
       if (!at(':')) fail("expected ':' after the key, got " + describe_here());
@@ -823,7 +805,7 @@ class NodeListReader {
       if (!names.insert(node.name).second) {
         const Json& name = *item.find("metadata")->find("name");
         throw InputError(at(name), path + ".metadata.name",
-                         "expected unique node names, got " + quoted_text(node.name) + " twice");
+                         "expected unique node names, got " + hetplan::quoted(node.name) + " twice");
       }
       nodes.push_back(std::move(node));
     }
@@ -842,7 +824,7 @@ class NodeListReader {
       case Json::Kind::number:
         return value.text;
       case Json::Kind::string:
-        return quoted_text(value.text);
+        return hetplan::quoted(value.text);
       case Json::Kind::array:
         return "a list";
       case Json::Kind::object:
@@ -1523,19 +1505,7 @@ Inventory parse_kubectl_nodes(const std::string& text, const std::string& file_n
 }
 
 Inventory import_kubectl_nodes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError({path, 0, 0}, "", "cannot open the file for reading");
-  in.seekg(0, std::ios::end);
-  const auto size = in.tellg();
-  if (size < 0) throw InputError({path, 0, 0}, "", "cannot read the file");
-  if (static_cast<std::uint64_t>(size) > kMaxFileBytes) {
-    throw InputError({path, 0, 0}, "",
-                     "expected a file of at most 64 MiB, got " + std::to_string(size) + " bytes");
-  }
-  in.seekg(0, std::ios::beg);
-  std::string text(static_cast<std::size_t>(size), '\0');
-  in.read(text.data(), size);
-  if (!in) throw InputError({path, 0, 0}, "", "cannot read the file");
+  const std::string text = read_input_file(path, kMaxFileBytes);
   return parse_kubectl_nodes(text, path);
 }
 
@@ -1618,7 +1588,7 @@ std::string cluster_yaml(const Inventory& inventory, const std::string& cluster_
   if (!name_ok) {
     throw InputError(
         {"--name", 0, 0}, "",
-        "expected a cluster name of [a-z0-9][a-z0-9._-]*, got " + quoted_text(cluster_name));
+        "expected a cluster name of [a-z0-9][a-z0-9._-]*, got " + hetplan::quoted(cluster_name));
   }
   std::map<std::string, const ChipProfile*> by_id;
   for (const ChipProfile& profile : profiles) by_id.emplace(profile.id, &profile);

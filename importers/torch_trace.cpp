@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstddef>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -12,6 +11,8 @@
 #include <system_error>
 #include <unordered_map>
 #include <utility>
+
+#include "core/input_file.hpp"
 
 namespace hetplan::importers {
 namespace {
@@ -22,24 +23,6 @@ constexpr std::size_t kMaxTraceBytes = std::size_t{256} << 20;
 constexpr std::size_t kMaxNesting = 64;
 constexpr double kSecondsPerMicrosecond = 1e-6;
 
-std::string in_quotes(std::string_view text) {
-  constexpr std::size_t kMaxShown = 40;
-  std::string out = "\"";
-  for (char c : text.substr(0, kMaxShown)) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  if (text.size() > kMaxShown) out += "...";
-  out += '"';
-  return out;
-}
-
 // A short rendering of a JSON value for "got ..." in messages.
 std::string describe(const json& value) {
   switch (value.type()) {
@@ -48,7 +31,7 @@ std::string describe(const json& value) {
     case json::value_t::array:
       return "an array";
     case json::value_t::string:
-      return in_quotes(value.get_ref<const std::string&>());
+      return hetplan::quoted(value.get_ref<const std::string&>());
     case json::value_t::null:
       return "null";
     default: {
@@ -424,14 +407,14 @@ class TraceReader {
       while (end < text_.size() && text_[end] != '"' && text_[end] != '\n') {
         end += text_[end] == '\\' ? 2 : 1;
       }
-      return in_quotes(text_.substr(offset + 1, end - offset - 1));
+      return hetplan::quoted(text_.substr(offset + 1, end - offset - 1));
     } else {
       while (end < text_.size() &&
              std::string_view(" \t\r\n{}[]:,\"").find(text_[end]) == std::string_view::npos) {
         ++end;
       }
     }
-    return in_quotes(text_.substr(offset, end - offset));
+    return hetplan::quoted(text_.substr(offset, end - offset));
   }
 
   // From nlohmann's "[json.exception.parse_error.101] parse error at line 3, column 5: syntax
@@ -720,23 +703,7 @@ TorchTrace parse_torch_trace(const std::string& text, const std::string& file_na
 }
 
 TorchTrace import_torch_trace(const std::string& path) {
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) {
-    throw InputError({path, 0, 0}, "", "cannot open the file for reading");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError({path, 0, 0}, "", "cannot open the file for reading");
-  in.seekg(0, std::ios::end);
-  const auto size = in.tellg();
-  if (size < 0) throw InputError({path, 0, 0}, "", "cannot read the file");
-  if (static_cast<std::size_t>(size) > kMaxTraceBytes) {
-    throw InputError({path, 0, 0}, "",
-                     "expected a trace of at most 256 MiB, got " + std::to_string(size) + " bytes");
-  }
-  in.seekg(0, std::ios::beg);
-  std::string text(static_cast<std::size_t>(size), '\0');
-  in.read(text.data(), size);
-  if (!in) throw InputError({path, 0, 0}, "", "cannot read the file");
+  const std::string text = read_input_file(path, kMaxTraceBytes, "a trace");
   return parse_torch_trace(text, path);
 }
 

@@ -5,11 +5,12 @@
 #include <cmath>
 #include <cstddef>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <string_view>
 #include <system_error>
 #include <utility>
+
+#include "core/input_file.hpp"
 
 namespace hetplan::importers {
 namespace {
@@ -19,24 +20,6 @@ constexpr double kSecondsPerMillisecond = 1e-3;
 constexpr double kFlopPerSecondPerTflops = 1e12;
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr long long kMaxInt = std::numeric_limits<int>::max();
-
-std::string in_quotes(std::string_view text) {
-  constexpr std::size_t kMaxShown = 40;
-  std::string out = "\"";
-  for (char c : text.substr(0, kMaxShown)) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  if (text.size() > kMaxShown) out += "...";
-  out += '"';
-  return out;
-}
 
 bool is_space(char c) {
   return c == ' ' || c == '\t' || c == '\r';
@@ -201,7 +184,7 @@ class LogParser {
           const auto number = to_integer(value);
           if (!number || *number < 1 || *number > kMaxInt) {
             fail(line.number, value_at, std::string(label),
-                 "expected a positive whole number, got " + in_quotes(value));
+                 "expected a positive whole number, got " + hetplan::quoted(value));
           }
           *target = static_cast<int>(*number);
         }
@@ -250,7 +233,7 @@ class LogParser {
         *total > kMaxInt) {
       fail(
           line.number, at, "iteration",
-          "expected \"<iteration>/<total iterations>\" in whole numbers, got " + in_quotes(header));
+          "expected \"<iteration>/<total iterations>\" in whole numbers, got " + hetplan::quoted(header));
     }
     it.iteration = static_cast<int>(*iteration);
     it.total_iterations = static_cast<int>(*total);
@@ -300,7 +283,7 @@ class LogParser {
           const long long batch = count(value, kMaxInt);
           if (batch < 1)
             fail(line.number, value_at, label,
-                 "expected a positive whole number, got " + in_quotes(value.text));
+                 "expected a positive whole number, got " + hetplan::quoted(value.text));
           it.global_batch = static_cast<int>(batch);
         } else if (label == "lm loss" || label == "loss") {
           it.loss = any_number(value);
@@ -343,7 +326,7 @@ class LogParser {
     const auto number = to_number(value.text);
     if (!number || !std::isfinite(*number) || *number < 0) {
       fail(value.line.number, value.offset, value.label,
-           "expected a non-negative number, got " + in_quotes(value.text));
+           "expected a non-negative number, got " + hetplan::quoted(value.text));
     }
     return *number;
   }
@@ -352,7 +335,7 @@ class LogParser {
     const auto number = to_number(value.text);
     if (!number)
       fail(value.line.number, value.offset, value.label,
-           "expected a number, got " + in_quotes(value.text));
+           "expected a number, got " + hetplan::quoted(value.text));
     return *number;
   }
 
@@ -361,7 +344,7 @@ class LogParser {
     if (!number || *number < 0 || *number > max) {
       fail(value.line.number, value.offset, value.label,
            "expected a whole number from 0 to " + std::to_string(max) + ", got " +
-               in_quotes(value.text));
+               hetplan::quoted(value.text));
     }
     return *number;
   }
@@ -374,7 +357,7 @@ class LogParser {
     if (!number || *number < 1 || *number > kMaxInt) {
       const Position& where = argument_columns_.at(name);
       fail(where.line_number, where.offset, "arguments." + name,
-           "expected a positive whole number or None, got " + in_quotes(found->second));
+           "expected a positive whole number or None, got " + hetplan::quoted(found->second));
     }
     return static_cast<int>(*number);
   }
@@ -450,24 +433,7 @@ TrainingLog parse_training_log(const std::string& text, const std::string& file_
 }
 
 TrainingLog import_training_log(const std::string& path) {
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) {
-    throw InputError({path, 0, 0}, "", "cannot open the file for reading");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError({path, 0, 0}, "", "cannot open the file for reading");
-  in.seekg(0, std::ios::end);
-  const auto size = in.tellg();
-  if (size < 0) throw InputError({path, 0, 0}, "", "cannot read the file");
-  if (static_cast<std::size_t>(size) > kMaxLogBytes) {
-    throw InputError(
-        {path, 0, 0}, "",
-        "expected a training log of at most 64 MiB, got " + std::to_string(size) + " bytes");
-  }
-  in.seekg(0, std::ios::beg);
-  std::string text(static_cast<std::size_t>(size), '\0');
-  in.read(text.data(), size);
-  if (!in) throw InputError({path, 0, 0}, "", "cannot read the file");
+  const std::string text = read_input_file(path, kMaxLogBytes, "a training log");
   return parse_training_log(text, path);
 }
 

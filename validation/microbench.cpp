@@ -10,6 +10,7 @@
 #include <regex>
 #include <set>
 
+#include "core/input_file.hpp"
 #include "core/units.hpp"
 #include "formats/loaders.hpp"
 #include "formats/writers.hpp"
@@ -28,14 +29,6 @@ const double kTerabytePerSecond = si_factor("1 TB/s", Dimension::bandwidth);
 const double kGigabytePerSecond = si_factor("1 GB/s", Dimension::bandwidth);
 const double kMicrosecond = si_factor("1 us", Dimension::duration);
 const double kMegabyte = si_factor("1 MB", Dimension::bytes);
-
-std::string in_quotes(std::string_view text) {
-  constexpr std::size_t kMaxShown = 40;
-  std::string out = "\"";
-  out += text.substr(0, kMaxShown);
-  if (text.size() > kMaxShown) out += "...";
-  return out + "\"";
-}
 
 std::string file_name(const std::string& path) {
   return std::filesystem::path(path).filename().string();
@@ -204,7 +197,7 @@ const std::string& CsvTable::text(const CsvRow& row, std::string_view column) co
   const auto it = std::find(header.begin(), header.end(), column);
   if (it == header.end()) {
     throw InputError({file, header_line, 1}, "",
-                     "expected a column named " + in_quotes(column) + " in the header");
+                     "expected a column named " + hetplan::quoted(column) + " in the header");
   }
   return row.cells[static_cast<std::size_t>(it - header.begin())];
 }
@@ -219,7 +212,7 @@ void CsvTable::fail(const CsvRow& row, std::string_view column, const std::strin
 double CsvTable::number(const CsvRow& row, std::string_view column) const {
   const std::string& cell = text(row, column);
   const auto value = parse_number(cell);
-  if (!value) fail(row, column, "expected a number, got " + in_quotes(cell));
+  if (!value) fail(row, column, "expected a number, got " + hetplan::quoted(cell));
   return *value;
 }
 
@@ -272,7 +265,7 @@ CsvTable parse_microbench_csv(const std::string& text, const std::string& file) 
         if (name.empty())
           throw InputError({file, line_no, column}, "", "expected a column name, got an empty one");
         if (!seen.insert(name).second)
-          throw InputError({file, line_no, column}, "", "duplicate column name " + in_quotes(name));
+          throw InputError({file, line_no, column}, "", "duplicate column name " + hetplan::quoted(name));
         table.header.push_back(name);
       }
       table.header_line = line_no;
@@ -318,13 +311,13 @@ MicrobenchRows read_mamf_matmul(const std::string& path, const std::string& acce
     if (table.text(row, "accelerator") != accelerator) continue;
     const auto dtype = dtype_named(table.text(row, "dtype"));
     if (!dtype) {
-      skips.add(row.line, "dtype " + in_quotes(table.text(row, "dtype")) + " not modelled");
+      skips.add(row.line, "dtype " + hetplan::quoted(table.text(row, "dtype")) + " not modelled");
       continue;
     }
     const auto shape = parse_shape(table.text(row, "best_shape_MxNxK"));
     if (!shape) {
       table.fail(row, "best_shape_MxNxK",
-                 "expected MxNxK, got " + in_quotes(table.text(row, "best_shape_MxNxK")));
+                 "expected MxNxK, got " + hetplan::quoted(table.text(row, "best_shape_MxNxK")));
     }
     // mamf-finder's layout changed across versions and the table does not say which ran.
     out.gemm.push_back(gemm_from_tflops(*dtype, "unstated", (*shape)[0], (*shape)[1], (*shape)[2],
@@ -369,7 +362,7 @@ MicrobenchRows read_azure_benchmarking_guide(const std::string& path, const std:
                                                                         {"Dot", {"dot", 2}}};
   auto expect_unit = [&](const CsvRow& row, const std::string& unit) {
     if (table.text(row, "unit") != unit)
-      table.fail(row, "unit", "expected " + unit + ", got " + in_quotes(table.text(row, "unit")));
+      table.fail(row, "unit", "expected " + unit + ", got " + hetplan::quoted(table.text(row, "unit")));
   };
   for (const auto& row : table.rows) {
     if (table.text(row, "gpu") != gpu) continue;
@@ -379,9 +372,9 @@ MicrobenchRows read_azure_benchmarking_guide(const std::string& path, const std:
       const auto dtype = dtype_named(kind.substr(std::string("gemm_cublaslt_").size()));
       std::smatch match;
       if (!dtype)
-        table.fail(row, "kind", "expected gemm_cublaslt_fp16 or _fp8, got " + in_quotes(kind));
+        table.fail(row, "kind", "expected gemm_cublaslt_fp16 or _fp8, got " + hetplan::quoted(kind));
       if (!std::regex_match(param, match, gemm_param))
-        table.fail(row, "param", "expected \"m=M n=N k=K\", got " + in_quotes(param));
+        table.fail(row, "param", "expected \"m=M n=N k=K\", got " + hetplan::quoted(param));
       expect_unit(row, "TFLOPS");
       out.gemm.push_back(gemm_from_tflops(*dtype, "unstated", std::stod(match[1]),
                                           std::stod(match[2]), std::stod(match[3]),
@@ -389,7 +382,7 @@ MicrobenchRows read_azure_benchmarking_guide(const std::string& path, const std:
     } else if (kind == "hbm_babelstream") {
       const auto it = stream.find(param);
       if (it == stream.end())
-        table.fail(row, "param", "expected Copy, Mul, Add, Triad or Dot, got " + in_quotes(param));
+        table.fail(row, "param", "expected Copy, Mul, Add, Triad or Dot, got " + hetplan::quoted(param));
       expect_unit(row, "TB/s");
       MemorySample s;
       s.kernel = it->second.first;
@@ -399,7 +392,7 @@ MicrobenchRows read_azure_benchmarking_guide(const std::string& path, const std:
     } else if (kind == "nccl_allreduce_busbw_8gpu_inplace") {
       const auto bytes = size_from_label(param);
       if (!bytes)
-        table.fail(row, "param", "expected a size such as \"65K\", got " + in_quotes(param));
+        table.fail(row, "param", "expected a size such as \"65K\", got " + hetplan::quoted(param));
       expect_unit(row, "GB/s");
       constexpr int kRanks = 8;
       CollectiveSample s;
@@ -429,7 +422,7 @@ MicrobenchRows read_flagperf_operation_gemm(const std::string& path, const std::
     if (table.text(row, "chip") != chip) continue;
     const std::string& op = table.text(row, "op");
     if (table.text(row, "impl") != "nativetorch") {
-      skips.add(row.line, "impl " + in_quotes(table.text(row, "impl")) +
+      skips.add(row.line, "impl " + hetplan::quoted(table.text(row, "impl")) +
                               ": training frameworks run torch's own (cuBLAS) kernels");
       continue;
     }
@@ -442,7 +435,7 @@ MicrobenchRows read_flagperf_operation_gemm(const std::string& path, const std::
       continue;
     }
     if (op != "mm" && op != "addmm" && op != "linear") {
-      skips.add(row.line, "op " + in_quotes(op) + " not read");
+      skips.add(row.line, "op " + hetplan::quoted(op) + " not read");
       continue;
     }
     const auto dtype = dtype_named(table.text(row, "dtype"));
@@ -490,7 +483,7 @@ MicrobenchRows read_limulidae(const std::string& path, const std::string& accele
       skips.add(row.line, "best of a shape search whose shape is not printed");
     } else if (kind == "all_reduce" || kind == "all_gather") {
       if (table.text(row, "unit") != "GB/s")
-        table.fail(row, "unit", "expected GB/s, got " + in_quotes(table.text(row, "unit")));
+        table.fail(row, "unit", "expected GB/s, got " + hetplan::quoted(table.text(row, "unit")));
       // torch.distributed bandwidth = the global tensor's bytes / time: algorithm bandwidth.
       CollectiveSample s;
       s.collective = kind;
@@ -503,13 +496,13 @@ MicrobenchRows read_limulidae(const std::string& path, const std::string& accele
       if (what == "torch.exp") op = "exp";
       if (what == "torch.nn.Sigmoid") op = "sigmoid";
       if (op.empty()) {
-        skips.add(row.line, in_quotes(what) +
+        skips.add(row.line, hetplan::quoted(what) +
                                 ": a chain of unfused kernels whose count and "
                                 "traffic the table does not give");
         continue;
       }
       if (table.text(row, "unit") != "GB/s")
-        table.fail(row, "unit", "expected GB/s, got " + in_quotes(table.text(row, "unit")));
+        table.fail(row, "unit", "expected GB/s, got " + hetplan::quoted(table.text(row, "unit")));
       // The table's bandwidth counts the fp32 input only; the kernel also writes its output.
       ElementwiseSample s;
       s.op = op;
@@ -519,7 +512,7 @@ MicrobenchRows read_limulidae(const std::string& path, const std::string& accele
                   (table.number(row, "value") * kGigabytePerSecond);
       out.elementwise.push_back(s);
     } else {
-      skips.add(row.line, "kind " + in_quotes(kind) + " not read");
+      skips.add(row.line, "kind " + hetplan::quoted(kind) + " not read");
     }
   }
   skips.flush(out.skipped);
@@ -552,21 +545,21 @@ MicrobenchRows read_flash_attention_figures(const std::string& path, const std::
         skips.add(row.line, "label occluded or partly occluded on the chart");
       } else {
         table.fail(row, "tflops",
-                   "expected a number, OOM or an occlusion note, got " + in_quotes(cell));
+                   "expected a number, OOM or an occlusion note, got " + hetplan::quoted(cell));
       }
       continue;
     }
     const std::string& causal = table.text(row, "causal");
     if (causal != "True" && causal != "False")
-      table.fail(row, "causal", "expected True or False, got " + in_quotes(causal));
+      table.fail(row, "causal", "expected True or False, got " + hetplan::quoted(causal));
     const double head_dim = table.number(row, "headdim");
     const double seq = table.number(row, "seqlen");
     if (head_dim < 1 || std::fmod(kHidden, head_dim) != 0)
       table.fail(row, "headdim",
-                 "expected a divisor of 2048, got " + in_quotes(table.text(row, "headdim")));
+                 "expected a divisor of 2048, got " + hetplan::quoted(table.text(row, "headdim")));
     if (seq < 1 || std::fmod(kTokens, seq) != 0)
       table.fail(row, "seqlen",
-                 "expected a divisor of 16384, got " + in_quotes(table.text(row, "seqlen")));
+                 "expected a divisor of 16384, got " + hetplan::quoted(table.text(row, "seqlen")));
     AttentionSample s;
     s.dtype = DType::fp16;
     s.batch = static_cast<int>(kTokens / seq);
@@ -664,7 +657,7 @@ CalibrationBundle microbench_bundle(const std::string& microbench_dir, const std
   const auto chips = microbench_chips();
   if (std::find(chips.begin(), chips.end(), chip) == chips.end()) {
     throw InputError({microbench_dir, 0, 0}, "chip",
-                     "expected A100, A800, H100 or 910B, got " + in_quotes(chip));
+                     "expected A100, A800, H100 or 910B, got " + hetplan::quoted(chip));
   }
   auto at = [&](const char* name) { return microbench_dir + "/" + name; };
   const std::vector<std::string> all_reduce{"all_reduce"};
