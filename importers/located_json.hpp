@@ -1,0 +1,31 @@
+// A small JSON reader that keeps the line and column of every value: nlohmann::json 3.11 (the
+// version this project builds with) does not record where a value was, and every importer error
+// must say where it is. Used by the nccl-tests JSON and kubectl node-list importers.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hetplan::importers {
+
+struct LocatedJson {
+  enum class Kind { null, boolean, number, string, array, object };
+  Kind kind = Kind::null;
+  int line = 0;
+  int column = 0;
+  bool boolean = false;
+  std::string text;               // a string's value, or a number's source text
+  std::vector<LocatedJson> items;  // an array's elements, or an object's values
+  std::vector<std::string> keys;  // an object's keys, in order (keys[i] names items[i])
+
+  const LocatedJson* find(std::string_view key) const;
+};
+
+// Parses a whole document. Malformed JSON, duplicate keys and nesting deeper than 64 levels are
+// InputErrors at file:line:column. With `root_object` given, a document that does not start with
+// '{' fails first with "expected <root_object>, got ...".
+LocatedJson parse_located_json(std::string_view text, const std::string& file,
+                               std::string_view root_object = {});
+
+}  // namespace hetplan::importers
