@@ -9,12 +9,6 @@
 namespace hetplan::cli {
 namespace {
 
-std::string fixed(double value, int precision) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", precision, value);
-  return buffer;
-}
-
 
 // The least free memory of any stage, in bytes (negative: over capacity).
 double headroom(const sim::Estimate& e) {

@@ -6,17 +6,17 @@
 namespace hetplan::cli {
 namespace {
 
-std::string fixed(double value, int precision) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", precision, value);
-  return buffer;
-}
-
 std::string gib(double bytes) {
   return fixed(bytes / (1ull << 30), 1) + " GiB";
 }
 
 }  // namespace
+
+std::string fixed(double value, int precision) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", precision, value);
+  return buffer;
+}
 
 double round6(double value) {
   if (value == 0 || !std::isfinite(value)) return 0;

@@ -13,6 +13,9 @@ namespace hetplan::cli {
 // floating-point arithmetic across compilers.
 double round6(double value);
 
+// value with `precision` digits after the point, for the text reports.
+std::string fixed(double value, int precision);
+
 std::string estimate_text(const sim::Estimate& estimate, const Plan& plan);
 nlohmann::ordered_json estimate_json(const sim::Estimate& estimate, const Plan& plan);
 

@@ -573,7 +573,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   std::vector<int> walk_order = present;
   // Per island, the most a stage can add to the layer throughput (1 / per-layer time) and the
   // most stages it can hold, over its options; together an upper bound on what it adds.
-  std::vector<double> rate(islands.size(), 0.0);
+  std::vector<double> layer_rate(islands.size(), 0.0);
   std::vector<int> room(islands.size(), 0);
   double fastest_layer = kInf;
   double least_embedding = kInf, least_head = kInf;  // some stage holds each
@@ -583,20 +583,20 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
                                k.embedding_forward_s + k.embedding_backward_s + k.boundary_tp_s);
     least_head = std::min(least_head, k.head_forward_s + k.head_backward_s + k.boundary_tp_s);
     const auto i = static_cast<std::size_t>(option.island);
-    rate[i] = std::max(rate[i], 1.0 / option.per_layer);
+    layer_rate[i] = std::max(layer_rate[i], 1.0 / option.per_layer);
     room[i] = std::max(room[i], option.max_stages);
     fastest_layer = std::min(fastest_layer, option.per_layer);
   }
   std::stable_sort(walk_order.begin(), walk_order.end(), [&](int x, int y) {
-    return rate[static_cast<std::size_t>(x)] * room[static_cast<std::size_t>(x)] >
-           rate[static_cast<std::size_t>(y)] * room[static_cast<std::size_t>(y)];
+    return layer_rate[static_cast<std::size_t>(x)] * room[static_cast<std::size_t>(x)] >
+           layer_rate[static_cast<std::size_t>(y)] * room[static_cast<std::size_t>(y)];
   });
   // The islands still to decide at each depth, fastest stages first.
   std::vector<std::vector<int>> rest(walk_order.size() + 1);
   for (std::size_t r = 0; r < walk_order.size(); ++r) {
     rest[r].assign(walk_order.begin() + static_cast<long>(r), walk_order.end());
     std::stable_sort(rest[r].begin(), rest[r].end(), [&](int x, int y) {
-      return rate[static_cast<std::size_t>(x)] > rate[static_cast<std::size_t>(y)];
+      return layer_rate[static_cast<std::size_t>(x)] > layer_rate[static_cast<std::size_t>(y)];
     });
   }
   const int stage_budget = layers_ / v;  // every stage holds at least v layers
@@ -607,7 +607,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     for (int i : rest[r]) {
       if (left <= 0) break;
       const int take = std::min(left, room[static_cast<std::size_t>(i)]);
-      total += take * rate[static_cast<std::size_t>(i)];
+      total += take * layer_rate[static_cast<std::size_t>(i)];
       left -= take;
     }
     return total;
@@ -617,7 +617,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     if (scenario_.objective != Objective::cost) return 0.0;
     std::vector<StageSpec> priced;
     for (const auto& [option, count] : config) priced.push_back({option->island, option->tp, 0});
-    return this->rate(priced, setting.dp);
+    return rate(priced, setting.dp);
   };
   // The bound splits in two: a bottleneck part that falls as stages are added and a stage-sum
   // part that grows with them. capacity: sum over chosen stages of 1 / per-layer time;
