@@ -624,24 +624,6 @@ class NcclJsonReader {
  private:
   SourceLocation at(const Json& value) const { return {file_, value.line, value.column}; }
 
-  static std::string describe(const Json& value) {
-    switch (value.kind) {
-      case Json::Kind::null:
-        return "null";
-      case Json::Kind::boolean:
-        return value.boolean ? "true" : "false";
-      case Json::Kind::number:
-        return value.text;
-      case Json::Kind::string:
-        return hetplan::quoted(value.text);
-      case Json::Kind::array:
-        return "a list";
-      case Json::Kind::object:
-        return "an object";
-    }
-    return "a value";
-  }
-
   [[noreturn]] void expected(const Json& value, const std::string& path,
                              std::string_view what) const {
     throw InputError(at(value), path, "expected " + std::string(what) + ", got " + describe(value));

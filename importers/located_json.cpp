@@ -316,6 +316,24 @@ const LocatedJson* LocatedJson::find(std::string_view key) const {
   return nullptr;
 }
 
+std::string describe(const LocatedJson& value) {
+  switch (value.kind) {
+    case LocatedJson::Kind::null:
+      return "null";
+    case LocatedJson::Kind::boolean:
+      return value.boolean ? "true" : "false";
+    case LocatedJson::Kind::number:
+      return value.text;
+    case LocatedJson::Kind::string:
+      return hetplan::quoted(value.text);
+    case LocatedJson::Kind::array:
+      return "a list";
+    case LocatedJson::Kind::object:
+      return "an object";
+  }
+  return "a value";
+}
+
 LocatedJson parse_located_json(std::string_view text, const std::string& file,
                                std::string_view root_object) {
   return Parser(text, file).parse_document(root_object);

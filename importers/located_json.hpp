@@ -22,6 +22,10 @@ struct LocatedJson {
   const LocatedJson* find(std::string_view key) const;
 };
 
+// A value as error messages show it after "got": null, true, a number as written, a string in
+// quotes, "a list", "an object".
+std::string describe(const LocatedJson& value);
+
 // Parses a whole document. Malformed JSON, duplicate keys and nesting deeper than 64 levels are
 // InputErrors at file:line:column. With `root_object` given, a document that does not start with
 // '{' fails first with "expected <root_object>, got ...".
