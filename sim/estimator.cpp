@@ -49,6 +49,8 @@ IslandLinks island_links(const Island& island, const ChipProfile& chip,
   if (!eff.network_bus_efficiency) {
     note("network collective efficiency unknown, prior " + fixed2(net_eff) + " used");
   }
+  links.intra_efficiency = intra_eff;
+  links.network_efficiency = net_eff;
   links.nic_per_chip = island.nic_count * island.nic_speed / island.chips_per_node;
   links.inter = {links.nic_per_chip * net_eff,
                  eff.network_latency.value_or(options.network_latency_default)};
@@ -233,6 +235,16 @@ models::StageMemory slot_memory(const ModelShape& model, const StepSettings& set
   return models::stage_memory(model, settings.training, shape);
 }
 
+std::vector<SyncCollective> dp_sync_collectives(const TrainingSettings& training,
+                                                double parameters) {
+  const double e = bytes_per_element(training.dtype);
+  const double grad_bytes = parameters * (training.fp32_grad_accumulation ? 4.0 : e);
+  if (training.zero_stage >= 1) {
+    return {{Collective::reduce_scatter, grad_bytes}, {Collective::all_gather, parameters * e}};
+  }
+  return {{Collective::all_reduce, grad_bytes}};
+}
+
 Boundary stage_boundary(const Cluster& cluster, const ModelShape& model,
                         const StepSettings& settings, const StageKernel& a, const StageKernel& b) {
   // Each chip of the sending stage sends its 1/tp share of the activations (the receiving
@@ -305,7 +317,6 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     }
   };
 
-  const double e = bytes_per_element(training.dtype);
   double peak_sum = 0;
   for (int i = 0; i < p; ++i) {
     const StageSlot& slot = slots[static_cast<std::size_t>(i)];
@@ -376,18 +387,8 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
       // Data-parallel gradient reduction (reduce-scatter with a sharded optimizer, then an
       // all-gather of the updated weights; all-reduce otherwise).
       if (k.dp > 1) {
-        const double grad_bytes =
-            se.memory.parameters * (training.fp32_grad_accumulation ? 4.0 : e);
-        if (training.zero_stage >= 1) {
-          se.dp_sync_s =
-              models::best_collective(Collective::reduce_scatter, grad_bytes, k.dp_group).time +
-              models::best_collective(Collective::all_gather, se.memory.parameters * e,
-                                      k.dp_group)
-                  .time;
-        } else {
-          se.dp_sync_s =
-              models::best_collective(Collective::all_reduce, grad_bytes, k.dp_group).time;
-        }
+        for (const SyncCollective& sync : dp_sync_collectives(training, se.memory.parameters))
+          se.dp_sync_s += models::best_collective(sync.kind, sync.bytes, k.dp_group).time;
       }
     }
   }

@@ -86,6 +86,8 @@ struct IslandLinks {
   models::LinkLevel intra_cross;  // between groups of one node (falls back to intra)
   models::LinkLevel inter;        // per chip, across nodes under one leaf
   double nic_per_chip = 0;
+  double intra_efficiency = 1;    // achieved share of the intra-node bandwidth
+  double network_efficiency = 1;  // achieved share of the NIC bandwidth
   int chips_per_node = 1;
   int group_size = 1;
 };
@@ -151,6 +153,17 @@ struct Boundary {
 };
 Boundary stage_boundary(const Cluster& cluster, const ModelShape& model,
                         const StepSettings& settings, const StageKernel& a, const StageKernel& b);
+
+// One collective of a stage's data-parallel gradient synchronisation.
+struct SyncCollective {
+  models::Collective kind = models::Collective::all_reduce;
+  double bytes = 0;  // nccl-tests' buffer size (docs/models/collectives.md)
+};
+// The gradient synchronisation of a stage whose chips hold `parameters` parameters, in order: a
+// reduce-scatter of the gradients and an all-gather of the updated weights with a sharded
+// optimizer (ZeRO >= 1), one all-reduce otherwise.
+std::vector<SyncCollective> dp_sync_collectives(const TrainingSettings& training,
+                                                double parameters);
 
 // The estimate of a step from its stages' kernels, written over `out`. The caller has checked
 // the plan's structure (one dp, whole micro-batches, island capacity); estimate_step does.

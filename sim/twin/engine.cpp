@@ -1,0 +1,772 @@
+#include "sim/twin/engine.hpp"
+
+#include <simgrid/s4u.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <numeric>
+
+#include "sim/pipeline_schedule.hpp"
+
+namespace hetplan::sim::twin {
+
+namespace sg4 = simgrid::s4u;
+using models::Collective;
+using models::CollectiveAlgorithm;
+
+std::string_view to_string(EventKind kind) {
+  switch (kind) {
+    case EventKind::forward:
+      return "forward";
+    case EventKind::backward:
+      return "backward";
+    case EventKind::send:
+      return "send";
+    case EventKind::receive_wait:
+      return "wait for input";
+    case EventKind::sync_wait:
+      return "wait for gradient sync";
+    case EventKind::optimizer:
+      return "optimizer";
+    case EventKind::reduce_scatter:
+      return "reduce-scatter";
+    case EventKind::all_gather:
+      return "all-gather";
+    case EventKind::all_reduce:
+      return "all-reduce";
+  }
+  return "?";
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The platform: SimGrid zones, hosts and links, and the same routes as link indices for the
+// load report.
+//
+//   root (full) ── zone link ── fabric zone (star, its spine router as gateway)
+//     fabric zone ── leaf uplink + spine ── leaf group (star, its leaf router as gateway)
+//       leaf group ── leaf switch ── node (full: chips and a gateway)
+//         node: chip ─ intra link ─ chip (plus the cross-group links between fast groups),
+//               chip ─ its NIC ─ gateway
+// ---------------------------------------------------------------------------------------------
+
+struct LinkInfo {
+  std::string name;
+  TwinLinkKind kind = TwinLinkKind::nic;
+  double speed = 0;
+  double bytes = 0;
+};
+
+struct IslandLayout {
+  int first_link = 0;  // nic links: nodes * nics * 2, then intra: chips * 2, then cross groups:
+                       // nodes * groups * 2, then uplinks: leaves * 2 (up, down pairs)
+  int groups = 1;      // fast groups per node
+  int leaves = 1;
+  std::vector<sg4::Host*> hosts;  // per chip
+
+  int nic_of(const TwinIsland& ti, int local_chip) const {
+    return local_chip * ti.nics / ti.chips_per_node;
+  }
+  int nic_link(const TwinIsland& ti, int node, int nic, bool down) const {
+    return first_link + (node * ti.nics + nic) * 2 + (down ? 1 : 0);
+  }
+  int intra_link(const TwinIsland& ti, int chip, bool down) const {
+    return first_link + ti.nodes * ti.nics * 2 + chip * 2 + (down ? 1 : 0);
+  }
+  int cross_link(const TwinIsland& ti, int node, int group, bool down) const {
+    return first_link + ti.nodes * ti.nics * 2 + ti.nodes * ti.chips_per_node * 2 +
+           (node * groups + group) * 2 + (down ? 1 : 0);
+  }
+  int uplink(const TwinIsland& ti, int leaf, bool down) const {
+    return first_link + ti.nodes * ti.nics * 2 + ti.nodes * ti.chips_per_node * 2 +
+           ti.nodes * groups * 2 + leaf * 2 + (down ? 1 : 0);
+  }
+};
+
+class Platform {
+ public:
+  explicit Platform(const TwinInput& in) : in_(in) { build(); }
+
+  sg4::Host* host(int island, int chip) const {
+    return layout_[static_cast<std::size_t>(island)].hosts[static_cast<std::size_t>(chip)];
+  }
+  bool same_node(int island_a, int chip_a, int island_b, int chip_b) const {
+    const int cpn = in_.islands[static_cast<std::size_t>(island_a)].chips_per_node;
+    return island_a == island_b && chip_a / cpn == chip_b / cpn;
+  }
+
+  // Adds `bytes` to every link on the route from one chip to another.
+  void account(int island_a, int chip_a, int island_b, int chip_b, double bytes) {
+    route_.clear();
+    const TwinIsland& a = in_.islands[static_cast<std::size_t>(island_a)];
+    const TwinIsland& b = in_.islands[static_cast<std::size_t>(island_b)];
+    const IslandLayout& la = layout_[static_cast<std::size_t>(island_a)];
+    const IslandLayout& lb = layout_[static_cast<std::size_t>(island_b)];
+    const int node_a = chip_a / a.chips_per_node;
+    const int node_b = chip_b / b.chips_per_node;
+    const int local_a = chip_a % a.chips_per_node;
+    const int local_b = chip_b % b.chips_per_node;
+    if (island_a == island_b && node_a == node_b) {
+      route_.push_back(la.intra_link(a, chip_a, false));
+      const int group_a = local_a / a.intra_group;
+      const int group_b = local_b / a.intra_group;
+      if (group_a != group_b) {
+        route_.push_back(la.cross_link(a, node_a, group_a, false));
+        route_.push_back(la.cross_link(a, node_a, group_b, true));
+      }
+      route_.push_back(la.intra_link(a, chip_b, true));
+    } else {
+      route_.push_back(la.nic_link(a, node_a, la.nic_of(a, local_a), false));
+      const int leaf_a = node_a / a.nodes_per_leaf;
+      const int leaf_b = node_b / b.nodes_per_leaf;
+      if (island_a != island_b || leaf_a != leaf_b) {
+        route_.push_back(la.uplink(a, leaf_a, false));
+        if (a.zone != b.zone) route_.push_back(zone_link_index(a.zone, b.zone));
+        route_.push_back(lb.uplink(b, leaf_b, true));
+      }
+      route_.push_back(lb.nic_link(b, node_b, lb.nic_of(b, local_b), true));
+    }
+    for (int link : route_) links_[static_cast<std::size_t>(link)].bytes += bytes;
+  }
+
+  const std::vector<LinkInfo>& links() const { return links_; }
+
+ private:
+  int zone_link_index(const std::string& from, const std::string& to) const {
+    return zone_links_.at({from, to});
+  }
+
+  int add_link(std::string name, TwinLinkKind kind, double speed) {
+    links_.push_back({std::move(name), kind, speed, 0.0});
+    return static_cast<int>(links_.size()) - 1;
+  }
+  // A split-duplex SimGrid link and its two report entries (up, then down).
+  sg4::Link* duplex(sg4::NetZone* zone, const std::string& name, const std::string& report,
+                    TwinLinkKind kind, double speed, double latency) {
+    add_link(report + " (up)", kind, speed);
+    add_link(report + " (down)", kind, speed);
+    return zone->create_split_duplex_link(name, speed)->set_latency(latency)->seal();
+  }
+  static sg4::Link* fatpipe(sg4::NetZone* zone, const std::string& name, double latency) {
+    return zone->create_link(name, 1e15)
+        ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+        ->set_latency(latency)
+        ->seal();
+  }
+
+  // A zone's gateway: a router alone in a child zone. SimGrid resolves routes between sibling
+  // zones only, so a gateway placed directly in the zone could not be reached from the hosts
+  // nested below it.
+  static simgrid::kernel::routing::NetPoint* gateway_zone(sg4::NetZone* parent,
+                                                          const std::string& name) {
+    auto* zone = sg4::create_full_zone(name + " zone");
+    zone->set_parent(parent);
+    auto* router = zone->create_router(name);
+    zone->seal();
+    parent->add_route(zone->get_netpoint(), nullptr, router, nullptr, {}, true);
+    return router;
+  }
+
+  void build() {
+    using Dir = sg4::LinkInRoute::Direction;
+    auto* root = sg4::create_full_zone("fabric");
+    struct FabricZone {
+      sg4::NetZone* zone = nullptr;
+      simgrid::kernel::routing::NetPoint* spine = nullptr;  // its gateway
+      sg4::Link* spine_switch = nullptr;
+    };
+    std::map<std::string, FabricZone> zones;
+    for (const TwinIsland& ti : in_.islands) {
+      if (zones.count(ti.zone)) continue;
+      FabricZone& fz = zones[ti.zone];
+      fz.zone = sg4::create_star_zone("zone " + ti.zone);
+      fz.zone->set_parent(root);
+      fz.spine = gateway_zone(fz.zone, "zone " + ti.zone + " spine");
+      fz.spine_switch = fatpipe(fz.zone, "zone " + ti.zone + " spine switch", in_.switch_latency);
+    }
+    layout_.resize(in_.islands.size());
+    for (std::size_t i = 0; i < in_.islands.size(); ++i) {
+      const TwinIsland& ti = in_.islands[i];
+      IslandLayout& lay = layout_[i];
+      lay.first_link = static_cast<int>(links_.size());
+      lay.groups = (ti.chips_per_node + ti.intra_group - 1) / ti.intra_group;
+      lay.leaves = (ti.nodes + ti.nodes_per_leaf - 1) / ti.nodes_per_leaf;
+      sg4::NetZone* zone = zones[ti.zone].zone;
+      sg4::Link* spine_switch = zones[ti.zone].spine_switch;
+
+      // Reserve the report entries in layout order; SimGrid links are made as zones are.
+      std::vector<sg4::Link*> nic_links, intra_links, cross_links, uplinks;
+      std::vector<sg4::NetZone*> leaf_zones;
+      std::vector<simgrid::kernel::routing::NetPoint*> leaf_routers;
+      for (int leaf = 0; leaf < lay.leaves; ++leaf) {
+        auto* lz = sg4::create_star_zone(ti.name + " leaf " + std::to_string(leaf));
+        lz->set_parent(zone);
+        leaf_zones.push_back(lz);
+        leaf_routers.push_back(gateway_zone(lz, ti.name + " leaf " + std::to_string(leaf) +
+                                                    " router"));
+      }
+      for (int node = 0; node < ti.nodes; ++node) {
+        for (int nic = 0; nic < ti.nics; ++nic) {
+          nic_links.push_back(duplex(leaf_zones[static_cast<std::size_t>(node / ti.nodes_per_leaf)],
+                                     ti.name + " n" + std::to_string(node) + " nic" +
+                                         std::to_string(nic),
+                                     ti.name + " node " + std::to_string(node) + " nic " +
+                                         std::to_string(nic),
+                                     TwinLinkKind::nic, ti.nic_speed, in_.link_latency));
+        }
+      }
+      for (int chip = 0; chip < ti.nodes * ti.chips_per_node; ++chip) {
+        const int node = chip / ti.chips_per_node;
+        intra_links.push_back(duplex(leaf_zones[static_cast<std::size_t>(node / ti.nodes_per_leaf)],
+                                     ti.name + " c" + std::to_string(chip) + " intra",
+                                     ti.name + " node " + std::to_string(node) + " chip " +
+                                         std::to_string(chip % ti.chips_per_node) + " intra",
+                                     TwinLinkKind::intra, ti.intra_speed, 0.0));
+      }
+      for (int node = 0; node < ti.nodes; ++node) {
+        for (int group = 0; group < lay.groups; ++group) {
+          cross_links.push_back(duplex(
+              leaf_zones[static_cast<std::size_t>(node / ti.nodes_per_leaf)],
+              ti.name + " n" + std::to_string(node) + " g" + std::to_string(group),
+              ti.name + " node " + std::to_string(node) + " group " + std::to_string(group),
+              TwinLinkKind::cross_group, ti.cross_group_speed * ti.intra_group, 0.0));
+        }
+      }
+      for (int leaf = 0; leaf < lay.leaves; ++leaf) {
+        uplinks.push_back(duplex(zone, ti.name + " leaf" + std::to_string(leaf) + " uplink",
+                                 ti.name + " leaf " + std::to_string(leaf) + " uplink",
+                                 TwinLinkKind::leaf_uplink, ti.uplink_speed, in_.link_latency));
+      }
+
+      // Nodes: chips and a gateway, inside their leaf group.
+      lay.hosts.reserve(static_cast<std::size_t>(ti.nodes * ti.chips_per_node));
+      for (int leaf = 0; leaf < lay.leaves; ++leaf) {
+        auto* lz = leaf_zones[static_cast<std::size_t>(leaf)];
+        auto* leaf_switch = fatpipe(lz, ti.name + " leaf " + std::to_string(leaf) + " switch",
+                                    in_.switch_latency);
+        const int last = std::min(ti.nodes, (leaf + 1) * ti.nodes_per_leaf);
+        for (int node = leaf * ti.nodes_per_leaf; node < last; ++node) {
+          auto* nz = sg4::create_full_zone(ti.name + " node " + std::to_string(node));
+          nz->set_parent(lz);
+          auto* gateway = nz->create_router(ti.name + " n" + std::to_string(node) + " gw");
+          std::vector<sg4::Host*> chips;
+          for (int local = 0; local < ti.chips_per_node; ++local) {
+            chips.push_back(nz->create_host(ti.name + "/n" + std::to_string(node) + "/c" +
+                                                std::to_string(local),
+                                            1e12));
+            lay.hosts.push_back(chips.back());
+          }
+          for (int x = 0; x < ti.chips_per_node; ++x) {
+            const int cx = node * ti.chips_per_node + x;
+            nz->add_route(chips[static_cast<std::size_t>(x)]->get_netpoint(), gateway, nullptr,
+                          nullptr,
+                          {{nic_links[static_cast<std::size_t>(node * ti.nics + lay.nic_of(ti, x))],
+                            Dir::UP}},
+                          true);
+            for (int y = x + 1; y < ti.chips_per_node; ++y) {
+              const int cy = node * ti.chips_per_node + y;
+              std::vector<sg4::LinkInRoute> route{
+                  {intra_links[static_cast<std::size_t>(cx)], Dir::UP}};
+              const int gx = x / ti.intra_group;
+              const int gy = y / ti.intra_group;
+              if (gx != gy) {
+                route.push_back(
+                    {cross_links[static_cast<std::size_t>(node * lay.groups + gx)], Dir::UP});
+                route.push_back(
+                    {cross_links[static_cast<std::size_t>(node * lay.groups + gy)], Dir::DOWN});
+              }
+              route.push_back({intra_links[static_cast<std::size_t>(cy)], Dir::DOWN});
+              nz->add_route(chips[static_cast<std::size_t>(x)]->get_netpoint(),
+                            chips[static_cast<std::size_t>(y)]->get_netpoint(), nullptr, nullptr,
+                            route, true);
+            }
+          }
+          nz->seal();
+          lz->add_route(nz->get_netpoint(), nullptr, gateway, nullptr,
+                        {sg4::LinkInRoute(leaf_switch)}, true);
+        }
+        lz->seal();
+        zone->add_route(lz->get_netpoint(), nullptr, leaf_routers[static_cast<std::size_t>(leaf)],
+                        nullptr,
+                        {{uplinks[static_cast<std::size_t>(leaf)], Dir::UP},
+                         sg4::LinkInRoute(spine_switch)},
+                        true);
+      }
+    }
+    for (auto& [name, fz] : zones) fz.zone->seal();
+
+    for (const TwinZoneLink& zl : in_.zone_links) {
+      const int up = add_link("zone link " + zl.zone_a + " -> " + zl.zone_b,
+                              TwinLinkKind::zone_link, zl.speed);
+      add_link("zone link " + zl.zone_b + " -> " + zl.zone_a, TwinLinkKind::zone_link, zl.speed);
+      zone_links_[{zl.zone_a, zl.zone_b}] = up;
+      zone_links_[{zl.zone_b, zl.zone_a}] = up + 1;
+      auto* link = root->create_split_duplex_link("zone link " + zl.zone_a + " " + zl.zone_b,
+                                                  zl.speed)
+                       ->set_latency(zl.latency)
+                       ->seal();
+      const auto& a = zones.at(zl.zone_a);
+      const auto& b = zones.at(zl.zone_b);
+      root->add_route(a.zone->get_netpoint(), b.zone->get_netpoint(), a.spine, b.spine,
+                      {{link, Dir::UP}}, true);
+    }
+    root->seal();
+  }
+
+  const TwinInput& in_;
+  std::vector<IslandLayout> layout_;
+  std::vector<LinkInfo> links_;
+  std::map<std::pair<std::string, std::string>, int> zone_links_;
+  std::vector<int> route_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Variability: a counter-based generator, so that a chip's jitter on an operation depends only
+// on (seed, stage, replica, tp rank, operation) and never on the order SimGrid runs actors in.
+// ---------------------------------------------------------------------------------------------
+
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+double uniform(std::uint64_t key) {  // in (0, 1)
+  return (static_cast<double>(mix(key) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+// A log-normal factor with mean 1 and coefficient of variation `cv`.
+double jitter_factor(double cv, std::uint64_t key) {
+  if (cv <= 0) return 1.0;
+  const double sigma2 = std::log1p(cv * cv);
+  const double u1 = uniform(key);
+  const double u2 = uniform(key ^ 0x5bd1e9955bd1e995ull);
+  const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+  return std::exp(std::sqrt(sigma2) * z - 0.5 * sigma2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The step.
+// ---------------------------------------------------------------------------------------------
+
+// One stage-boundary crossing of one micro-batch, one direction, one replica. The sender's
+// flows start when it is ready (the receiver's buffer is posted in advance, as the frameworks'
+// batched send/receive pairs do); the sender waits for them; the receiver waits for the data.
+struct Transfer {
+  bool done = false;
+  sg4::SemaphorePtr waiter;
+};
+
+struct ReplicaAccount {
+  TwinBreakdown breakdown;
+  double finish_s = 0;
+};
+
+struct StageSync {
+  std::vector<sg4::SemaphorePtr> ready;  // per chunk, one release per replica
+  sg4::SemaphorePtr done;                // one release per replica
+  double last_ready_s = 0;               // when the slowest replica became ready (last chunk)
+};
+
+class Step {
+ public:
+  Step(const TwinInput& in, Platform& platform, Timeline* timeline)
+      : in_(in), platform_(platform), timeline_(timeline) {
+    p_ = static_cast<int>(in.stages.size());
+    v_ = in.chunks;
+    m_ = in.micro_batches;
+    dp_ = in.stages.front().dp;
+    virtual_stages_ = p_ * v_;
+    transfers_.resize(static_cast<std::size_t>(dp_) * std::max(0, virtual_stages_ - 1) * 2 *
+                      static_cast<std::size_t>(m_));
+    orders_.resize(static_cast<std::size_t>(p_));
+    last_backward_.assign(static_cast<std::size_t>(p_), std::vector<int>(v_, -1));
+    for (int s = 0; s < p_; ++s) {
+      orders_[s] = pipeline_order(s, p_, m_, v_);
+      for (int k = 0; k < static_cast<int>(orders_[s].size()); ++k) {
+        const PipelineOp& op = orders_[s][static_cast<std::size_t>(k)];
+        if (op.pass == Pass::backward) last_backward_[s][op.chunk] = k;
+      }
+    }
+    accounts_.resize(static_cast<std::size_t>(p_ * dp_));
+    syncs_.resize(static_cast<std::size_t>(p_));
+    for (int s = 0; s < p_; ++s) {
+      if (in.stages[s].dp_sync.empty()) continue;
+      for (int c = 0; c < v_; ++c) syncs_[s].ready.push_back(sg4::Semaphore::create(0));
+      syncs_[s].done = sg4::Semaphore::create(0);
+    }
+    // Stragglers by chip.
+    slow_.resize(in.islands.size());
+    for (std::size_t i = 0; i < in.islands.size(); ++i)
+      slow_[i].assign(static_cast<std::size_t>(in.islands[i].nodes), 1.0);
+    for (const TwinStraggler& s : in.stragglers) {
+      auto& nodes = slow_[static_cast<std::size_t>(s.island)];
+      if (s.node < static_cast<int>(nodes.size()))
+        nodes[static_cast<std::size_t>(s.node)] =
+            std::max(nodes[static_cast<std::size_t>(s.node)], s.slowdown);
+    }
+  }
+
+  void launch() {
+    for (int s = 0; s < p_; ++s) {
+      const TwinStage& st = in_.stages[s];
+      for (int d = 0; d < dp_; ++d) {
+        sg4::Actor::create("stage" + std::to_string(s) + "-dp" + std::to_string(d),
+                           platform_.host(st.island, chip(s, d, 0)),
+                           [this, s, d] { run_replica(s, d); });
+      }
+      if (!st.dp_sync.empty()) {
+        sg4::Actor::create("stage" + std::to_string(s) + "-sync",
+                           platform_.host(st.island, chip(s, 0, 0)), [this, s] { run_sync(s); });
+      }
+    }
+  }
+
+  TwinResult result(const TwinInput& in) {
+    TwinResult out;
+    out.plan = in.plan;
+    out.flows = flows_;
+    for (const auto& st : in.stages) out.ranks += static_cast<std::int64_t>(st.tp) * st.dp;
+    out.stage_finish_s.assign(static_cast<std::size_t>(p_), 0.0);
+    int critical = 0;
+    for (int i = 0; i < p_ * dp_; ++i) {
+      const double finish = accounts_[static_cast<std::size_t>(i)].finish_s;
+      out.stage_finish_s[static_cast<std::size_t>(i / dp_)] =
+          std::max(out.stage_finish_s[static_cast<std::size_t>(i / dp_)], finish);
+      if (finish > accounts_[static_cast<std::size_t>(critical)].finish_s) critical = i;
+    }
+    out.step_time_s = accounts_[static_cast<std::size_t>(critical)].finish_s;
+    out.breakdown = accounts_[static_cast<std::size_t>(critical)].breakdown;
+    out.critical_stage = critical / dp_;
+    out.critical_replica = critical % dp_;
+    if (out.step_time_s > 0) {
+      out.tokens_per_s = in.tokens_per_step / out.step_time_s;
+      if (in.peak_flops > 0) out.mfu = in.model_flops_per_step / (out.step_time_s * in.peak_flops);
+    }
+    std::vector<const LinkInfo*> used;
+    for (const LinkInfo& link : platform_.links())
+      if (link.bytes > 0) used.push_back(&link);
+    std::sort(used.begin(), used.end(), [](const LinkInfo* a, const LinkInfo* b) {
+      const double ba = a->bytes / a->speed;
+      const double bb = b->bytes / b->speed;
+      if (ba != bb) return ba > bb;
+      return a->name < b->name;
+    });
+    for (std::size_t i = 0; i < used.size() && i < kReportedLinks; ++i) {
+      TwinLinkLoad& load = out.links.emplace_back();
+      load.name = used[i]->name;
+      load.kind = used[i]->kind;
+      load.bytes = used[i]->bytes;
+      load.speed = used[i]->speed;
+      load.busy_s = used[i]->bytes / used[i]->speed;
+      load.utilization = out.step_time_s > 0 ? load.busy_s / out.step_time_s : 0;
+    }
+    return out;
+  }
+
+ private:
+  static constexpr std::size_t kReportedLinks = 10;
+
+  int chip(int s, int d, int j) const {
+    const TwinStage& st = in_.stages[s];
+    return st.first_chip + d * st.tp + j;
+  }
+  ReplicaAccount& account(int s, int d) { return accounts_[static_cast<std::size_t>(s * dp_ + d)]; }
+
+  // The transfer across virtual-stage boundary `edge` (between virtual stages edge and
+  // edge + 1), `backward` for gradients.
+  Transfer& transfer(int d, int edge, bool backward, int mb) {
+    const std::size_t index =
+        ((static_cast<std::size_t>(d) * (virtual_stages_ - 1) + edge) * 2 + (backward ? 1 : 0)) *
+            m_ +
+        mb;
+    return transfers_[index];
+  }
+
+  void record(int s, int d, EventKind kind, int mb, int chunk, double start, double end) {
+    if (timeline_ && end > start) timeline_->events.push_back({s, d, kind, mb, chunk, start, end});
+  }
+
+  // The compute time of one operation of replica d of stage s: the slowest of its tp chips.
+  double slowdown(int s, int d, int op) const {
+    const TwinStage& st = in_.stages[s];
+    const TwinIsland& ti = in_.islands[static_cast<std::size_t>(st.island)];
+    double worst = 0;
+    for (int j = 0; j < st.tp; ++j) {
+      const int c = chip(s, d, j);
+      double factor = slow_[static_cast<std::size_t>(st.island)]
+                           [static_cast<std::size_t>(c / ti.chips_per_node)];
+      if (in_.jitter > 0) {
+        const std::uint64_t key =
+            mix(mix(mix(mix(in_.seed) ^ static_cast<std::uint64_t>(s)) ^
+                    static_cast<std::uint64_t>(d)) ^
+                static_cast<std::uint64_t>(j)) ^
+            static_cast<std::uint64_t>(op);
+        factor *= jitter_factor(in_.jitter, key);
+      }
+      worst = std::max(worst, factor);
+    }
+    return worst;
+  }
+
+  void compute(int s, int d, int op_index, const PipelineOp& op) {
+    const TwinStage& st = in_.stages[s];
+    const bool forward = op.pass == Pass::forward;
+    const double base = (forward ? st.forward_s : st.backward_s) / v_;
+    const double fb = st.forward_s + st.backward_s;
+    const double share = fb > 0 ? (forward ? st.forward_s : st.backward_s) / fb : 0.5;
+    const double tp = st.tp_s * share / v_;
+    const double factor = slowdown(s, d, op_index);
+    const double start = sg4::Engine::get_clock();
+    sg4::this_actor::sleep_for(base * factor + tp);
+    TwinBreakdown& b = account(s, d).breakdown;
+    b.compute_s += base * std::min(factor, 1.0);
+    b.stragglers_s += base * std::max(factor - 1.0, 0.0);
+    b.tensor_parallel_s += tp;
+    record(s, d, forward ? EventKind::forward : EventKind::backward, op.micro_batch, op.chunk,
+           start, sg4::Engine::get_clock());
+  }
+
+  // Sends one micro-batch's activations (or their gradients) from virtual stage `from` to `to`.
+  void send(int d, int from, int to, int mb) {
+    const int sa = from % p_;
+    const int sb = to % p_;
+    const TwinStage& a = in_.stages[sa];
+    const TwinStage& b = in_.stages[sb];
+    const int flows = std::min(a.tp, b.tp);
+    const double bytes = in_.activation_bytes / flows;
+    const double start = sg4::Engine::get_clock();
+    std::vector<sg4::CommPtr> comms;
+    comms.reserve(static_cast<std::size_t>(flows));
+    for (int j = 0; j < flows; ++j) {
+      const int ca = chip(sa, d, j * (a.tp / flows));
+      const int cb = chip(sb, d, j * (b.tp / flows));
+      comms.push_back(flow(a.island, ca, b.island, cb, bytes));
+    }
+    sg4::Comm::wait_all(comms);
+    const double end = sg4::Engine::get_clock();
+    TwinBreakdown& br = account(sa, d).breakdown;
+    (a.island == b.island ? br.pipeline_s : br.cross_island_s) += end - start;
+    record(sa, d, EventKind::send, mb, from / p_, start, end);
+    Transfer& t = transfer(d, std::min(from, to), to < from, mb);
+    t.done = true;
+    if (t.waiter) t.waiter->release();
+  }
+
+  void receive(int s, int d, int edge, bool backward, int mb, int chunk) {
+    Transfer& t = transfer(d, edge, backward, mb);
+    if (t.done) return;
+    const double start = sg4::Engine::get_clock();
+    t.waiter = sg4::Semaphore::create(0);
+    t.waiter->acquire();
+    const double end = sg4::Engine::get_clock();
+    account(s, d).breakdown.bubble_s += end - start;
+    record(s, d, EventKind::receive_wait, mb, chunk, start, end);
+  }
+
+  sg4::CommPtr flow(int island_a, int chip_a, int island_b, int chip_b, double bytes) {
+    platform_.account(island_a, chip_a, island_b, chip_b, bytes);
+    ++flows_;
+    return sg4::Comm::sendto_async(platform_.host(island_a, chip_a),
+                                   platform_.host(island_b, chip_b),
+                                   static_cast<std::uint64_t>(std::ceil(bytes)));
+  }
+
+  void run_replica(int s, int d) {
+    const TwinStage& st = in_.stages[s];
+    const auto& order = orders_[s];
+    const bool sync = !st.dp_sync.empty();
+    double own_ready = 0;
+    for (int k = 0; k < static_cast<int>(order.size()); ++k) {
+      const PipelineOp& op = order[static_cast<std::size_t>(k)];
+      const int q = virtual_stage(s, op.chunk, p_);
+      if (op.pass == Pass::forward) {
+        if (q > 0) receive(s, d, q - 1, false, op.micro_batch, op.chunk);
+        compute(s, d, k, op);
+        if (q < virtual_stages_ - 1) send(d, q, q + 1, op.micro_batch);
+      } else {
+        if (q < virtual_stages_ - 1) receive(s, d, q, true, op.micro_batch, op.chunk);
+        const bool last_of_chunk = sync && last_backward_[s][op.chunk] == k;
+        if (last_of_chunk && in_.overlap_grad_reduce) {
+          own_ready = sg4::Engine::get_clock();
+          ready(s, op.chunk);
+        }
+        compute(s, d, k, op);
+        if (last_of_chunk && !in_.overlap_grad_reduce) {
+          own_ready = sg4::Engine::get_clock();
+          ready(s, op.chunk);
+        }
+        if (q > 0) send(d, q, q - 1, op.micro_batch);
+      }
+    }
+    TwinBreakdown& b = account(s, d).breakdown;
+    if (sync) {
+      const double start = sg4::Engine::get_clock();
+      syncs_[s].done->acquire();
+      const double end = sg4::Engine::get_clock();
+      const double waited = end - start;
+      const double late = std::clamp(syncs_[s].last_ready_s - own_ready, 0.0, waited);
+      b.stragglers_s += late;
+      b.data_parallel_s += waited - late;
+      record(s, d, EventKind::sync_wait, -1, -1, start, end);
+    }
+    const double start = sg4::Engine::get_clock();
+    sg4::this_actor::sleep_for(st.optimizer_s);
+    b.optimizer_s += st.optimizer_s;
+    record(s, d, EventKind::optimizer, -1, -1, start, sg4::Engine::get_clock());
+    account(s, d).finish_s = sg4::Engine::get_clock();
+  }
+
+  void ready(int s, int chunk) { syncs_[s].ready[static_cast<std::size_t>(chunk)]->release(); }
+
+  // The gradient synchronisation of stage s: each chunk's collectives once every replica has
+  // reached that chunk's last backward pass, in the order the chunks get there.
+  void run_sync(int s) {
+    const TwinStage& st = in_.stages[s];
+    std::vector<int> chunks(static_cast<std::size_t>(v_));
+    std::iota(chunks.begin(), chunks.end(), 0);
+    std::sort(chunks.begin(), chunks.end(),
+              [&](int a, int b) { return last_backward_[s][a] < last_backward_[s][b]; });
+    for (int c : chunks) {
+      for (int d = 0; d < dp_; ++d) syncs_[s].ready[static_cast<std::size_t>(c)]->acquire();
+      syncs_[s].last_ready_s = sg4::Engine::get_clock();
+      for (const TwinCollective& collective : st.dp_sync) {
+        const double start = sg4::Engine::get_clock();
+        sg4::this_actor::sleep_for(collective.latency_s / v_);
+        run_collective(s, collective, collective.bytes / v_);
+        const EventKind kind = collective.kind == Collective::reduce_scatter ? EventKind::reduce_scatter
+                               : collective.kind == Collective::all_gather   ? EventKind::all_gather
+                                                                             : EventKind::all_reduce;
+        record(s, -1, kind, -1, c, start, sg4::Engine::get_clock());
+      }
+    }
+    for (int d = 0; d < dp_; ++d) syncs_[s].done->release();
+  }
+
+  struct PlannedFlow {
+    int from = 0;
+    int to = 0;
+    double bytes = 0;  // before the efficiency of the link kind
+  };
+
+  // The bandwidth phases of one collective over every data-parallel group of the stage (one
+  // per tp rank), each phase as one round of concurrent flows carrying the algorithm's bytes.
+  void run_collective(int s, const TwinCollective& c, double bytes) {
+    const TwinStage& st = in_.stages[s];
+    const TwinIsland& ti = in_.islands[static_cast<std::size_t>(st.island)];
+    const int n = st.dp;
+    std::vector<std::vector<PlannedFlow>> phases;
+    auto ring = [&](std::vector<PlannedFlow>& out, const std::vector<int>& ranks, double each) {
+      if (ranks.size() < 2) return;
+      for (std::size_t i = 0; i < ranks.size(); ++i)
+        out.push_back({ranks[i], ranks[(i + 1) % ranks.size()], each});
+    };
+    for (int j = 0; j < st.tp; ++j) {
+      std::vector<int> ranks;
+      for (int d = 0; d < n; ++d) ranks.push_back(chip(s, d, j));
+      if (c.algorithm != CollectiveAlgorithm::hierarchical) {
+        if (phases.empty()) phases.resize(1);
+        ring(phases[0], ranks, models::bus_factor(c.kind, n) * bytes);
+        continue;
+      }
+      // Hierarchical: inside each node, then across nodes per local rank (rail), then back.
+      std::vector<std::vector<int>> by_node;
+      for (int r : ranks) {
+        const int node = r / ti.chips_per_node;
+        if (by_node.empty() || by_node.back().front() / ti.chips_per_node != node)
+          by_node.push_back({});
+        by_node.back().push_back(r);
+      }
+      std::size_t local = 0;
+      for (const auto& node : by_node) local = std::max(local, node.size());
+      const int nodes = static_cast<int>(by_node.size());
+      auto intra = [&](std::vector<PlannedFlow>& out, Collective kind) {
+        for (const auto& node : by_node)
+          ring(out, node,
+               models::bus_factor(kind, static_cast<int>(node.size())) * bytes);
+      };
+      auto inter = [&](std::vector<PlannedFlow>& out, Collective kind) {
+        for (std::size_t l = 0; l < local; ++l) {
+          std::vector<int> rail;
+          for (const auto& node : by_node)
+            if (l < node.size()) rail.push_back(node[l]);
+          ring(out, rail, models::bus_factor(kind, nodes) * bytes / static_cast<double>(local));
+        }
+      };
+      if (phases.empty()) phases.resize(3);
+      switch (c.kind) {
+        case Collective::all_reduce:
+          intra(phases[0], Collective::reduce_scatter);
+          inter(phases[1], Collective::all_reduce);
+          intra(phases[2], Collective::all_gather);
+          break;
+        case Collective::reduce_scatter:
+          intra(phases[0], Collective::reduce_scatter);
+          inter(phases[1], Collective::reduce_scatter);
+          break;
+        default:  // all-gather
+          inter(phases[0], Collective::all_gather);
+          intra(phases[1], Collective::all_gather);
+          break;
+      }
+    }
+    for (const auto& phase : phases) {
+      if (phase.empty()) continue;
+      std::vector<sg4::CommPtr> comms;
+      comms.reserve(phase.size());
+      for (const PlannedFlow& f : phase) {
+        const bool inside = platform_.same_node(st.island, f.from, st.island, f.to);
+        const double efficiency = inside ? ti.intra_efficiency : ti.network_efficiency;
+        comms.push_back(flow(st.island, f.from, st.island, f.to, f.bytes / efficiency));
+      }
+      sg4::Comm::wait_all(comms);
+    }
+  }
+
+  const TwinInput& in_;
+  Platform& platform_;
+  Timeline* timeline_;
+  int p_ = 1, v_ = 1, m_ = 1, dp_ = 1, virtual_stages_ = 1;
+  std::vector<Transfer> transfers_;
+  std::vector<std::vector<PipelineOp>> orders_;
+  std::vector<std::vector<int>> last_backward_;  // [stage][chunk] index of its last backward
+  std::vector<ReplicaAccount> accounts_;
+  std::vector<StageSync> syncs_;
+  std::vector<std::vector<double>> slow_;  // [island][node] slowdown
+  std::int64_t flows_ = 0;
+};
+
+}  // namespace
+
+TwinResult simulate_step(const TwinInput& input, Timeline* timeline) {
+  int argc = 1;
+  char name[] = "hetplan-twin";
+  char* argv[] = {name, nullptr};
+  sg4::Engine engine(&argc, argv);
+  // Flow-level max-min sharing without TCP's bandwidth and latency corrections: links deliver
+  // their stated speed, and efficiencies are applied by the model (docs/twin.md#network).
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/weight-S:0");
+  sg4::Engine::set_config("network/TCP-gamma:0");
+  sg4::Engine::set_config("contexts/stack-size:256");
+  Platform platform(input);
+  Step step(input, platform, timeline);
+  step.launch();
+  engine.run();
+  if (timeline) {
+    std::stable_sort(timeline->events.begin(), timeline->events.end(),
+                     [](const Event& a, const Event& b) {
+                       if (a.stage != b.stage) return a.stage < b.stage;
+                       if (a.replica != b.replica) return a.replica < b.replica;
+                       return a.start_s < b.start_s;
+                     });
+  }
+  return step.result(input);
+}
+
+}  // namespace hetplan::sim::twin

@@ -1,0 +1,18 @@
+// TwinInput and TwinResult as JSON: what crosses the boundary to and from the worker process.
+// Reading is strict (every field required, types checked); a malformed document throws
+// std::runtime_error naming the field.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "sim/twin_input.hpp"
+
+namespace hetplan::sim::twin {
+
+nlohmann::ordered_json to_json(const TwinInput& input);
+TwinInput input_from_json(const nlohmann::json& json);
+
+nlohmann::ordered_json to_json(const TwinResult& result);
+TwinResult result_from_json(const nlohmann::json& json);
+
+}  // namespace hetplan::sim::twin

@@ -1,0 +1,31 @@
+// Runs simulations in worker processes (hetplan-twin), several at once: each gets its input as
+// JSON on standard input and answers with JSON on standard output. A worker that rejects its
+// input, dies (SimGrid aborts on internal assertions) or answers garbage becomes an error
+// message; it never takes the caller down.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/twin_input.hpp"
+
+namespace hetplan::sim::twin {
+
+struct WorkerCommand {
+  std::string executable;  // path of hetplan-twin
+};
+
+struct Outcome {
+  std::optional<TwinResult> result;
+  std::string error;  // when there is no result: one line saying what went wrong
+};
+
+// One outcome per input, in input order. At most `parallel` workers run at a time.
+std::vector<Outcome> run_workers(const std::vector<TwinInput>& inputs,
+                                 const WorkerCommand& command, int parallel);
+
+// The worker next to the running executable (both are built into one folder).
+std::string worker_beside_this_executable();
+
+}  // namespace hetplan::sim::twin

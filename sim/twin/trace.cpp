@@ -1,0 +1,127 @@
+#include "sim/twin/trace.hpp"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace hetplan::sim::twin {
+namespace {
+
+// Microseconds with nanosecond resolution, fixed notation: the same bytes for the same times.
+std::string micros(double seconds) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.3f", seconds * 1e6);
+  return text;
+}
+
+// Names here come from cluster files (lower-case names) and fixed words; escape anyway.
+std::string quoted(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string event_name(const Event& e) {
+  std::string name(to_string(e.kind));
+  if (e.micro_batch >= 0) name += " mb" + std::to_string(e.micro_batch);
+  if (e.chunk >= 0 && (e.replica < 0 || e.micro_batch >= 0)) name += " chunk " + std::to_string(e.chunk);
+  return name;
+}
+
+std::string_view category(EventKind kind) {
+  switch (kind) {
+    case EventKind::forward:
+    case EventKind::backward:
+      return "compute";
+    case EventKind::send:
+      return "pipeline";
+    case EventKind::receive_wait:
+    case EventKind::sync_wait:
+      return "wait";
+    case EventKind::optimizer:
+      return "optimizer";
+    default:
+      return "data-parallel";
+  }
+}
+
+}  // namespace
+
+void write_chrome_trace(std::ostream& out, const TwinInput& in, const Timeline& timeline) {
+  const int p = static_cast<int>(in.stages.size());
+  std::vector<long long> first_rank(static_cast<std::size_t>(p) + 1, 0);
+  for (int s = 0; s < p; ++s)
+    first_rank[s + 1] = first_rank[s] + static_cast<long long>(in.stages[s].tp) * in.stages[s].dp;
+  const long long sync_tid_base = first_rank[p];
+
+  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"plan\":" << quoted(in.plan)
+      << ",\"seed\":" << in.seed << "},\"traceEvents\":[\n";
+  bool first = true;
+  auto next = [&] {
+    if (!first) out << ",\n";
+    first = false;
+  };
+  for (int s = 0; s < p; ++s) {
+    const TwinStage& st = in.stages[s];
+    const TwinIsland& ti = in.islands[static_cast<std::size_t>(st.island)];
+    next();
+    out << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << s + 1
+        << ",\"args\":{\"name\":" << quoted("stage " + std::to_string(s) + " (" + ti.name + ")")
+        << "}}";
+    next();
+    out << "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" << s + 1
+        << ",\"args\":{\"sort_index\":" << s << "}}";
+    for (int d = 0; d < st.dp; ++d) {
+      for (int j = 0; j < st.tp; ++j) {
+        const int chip = st.first_chip + d * st.tp + j;
+        const long long rank = first_rank[s] + static_cast<long long>(d) * st.tp + j;
+        next();
+        out << "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << s + 1 << ",\"tid\":" << rank
+            << ",\"args\":{\"name\":"
+            << quoted("rank " + std::to_string(rank) + " dp " + std::to_string(d) + " tp " +
+                      std::to_string(j) + " " + ti.name + "/n" +
+                      std::to_string(chip / ti.chips_per_node) + "/c" +
+                      std::to_string(chip % ti.chips_per_node))
+            << "}}";
+      }
+    }
+    if (!st.dp_sync.empty()) {
+      next();
+      out << "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << s + 1
+          << ",\"tid\":" << sync_tid_base + s << ",\"args\":{\"name\":"
+          << quoted("stage " + std::to_string(s) + " gradient sync") << "}}";
+    }
+  }
+  for (const Event& e : timeline.events) {
+    const TwinStage& st = in.stages[static_cast<std::size_t>(e.stage)];
+    const std::string name = quoted(event_name(e));
+    const std::string cat = quoted(category(e.kind));
+    const std::string ts = micros(e.start_s);
+    const std::string dur = micros(e.end_s - e.start_s);
+    auto emit = [&](long long tid) {
+      next();
+      out << "{\"ph\":\"X\",\"name\":" << name << ",\"cat\":" << cat << ",\"pid\":" << e.stage + 1
+          << ",\"tid\":" << tid << ",\"ts\":" << ts << ",\"dur\":" << dur << "}";
+    };
+    if (e.replica < 0) {
+      emit(sync_tid_base + e.stage);
+    } else {
+      for (int j = 0; j < st.tp; ++j)
+        emit(first_rank[e.stage] + static_cast<long long>(e.replica) * st.tp + j);
+    }
+  }
+  out << "\n]}\n";
+}
+
+}  // namespace hetplan::sim::twin

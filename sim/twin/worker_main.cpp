@@ -1,0 +1,69 @@
+// hetplan-twin: the simulation worker. Reads one TwinInput as JSON on standard input, checks
+// it, simulates the step on SimGrid and writes the TwinResult as JSON on standard output; with
+// a trace path in the input, also writes the Chrome trace there. One simulation per process:
+// SimGrid keeps global state, and a second engine in one process gives wrong times.
+//
+// Exit codes: 0 done; 2 the input was rejected (one line on standard error says why). A SimGrid
+// assertion aborts the process; the caller reports the signal.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+#include <string>
+
+#include "sim/twin/engine.hpp"
+#include "sim/twin/json.hpp"
+#include "sim/twin/trace.hpp"
+
+namespace {
+
+constexpr std::size_t kMaxInputBytes = 64u << 20;
+
+int reject(const std::string& why) {
+  std::cerr << "hetplan-twin: input rejected: " << why << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int main() {
+  using namespace hetplan::sim;
+  std::string text;
+  {
+    char buffer[1 << 16];
+    std::size_t got = 0;
+    while ((got = std::fread(buffer, 1, sizeof buffer, stdin)) > 0) {
+      text.append(buffer, got);
+      if (text.size() > kMaxInputBytes) return reject("more than 64 MiB of input");
+    }
+  }
+  TwinInput input;
+  try {
+    input = twin::input_from_json(nlohmann::json::parse(text));
+  } catch (const std::exception& e) {
+    return reject(e.what());
+  }
+  const auto problems = check_twin_input(input);
+  if (!problems.empty()) {
+    std::string all;
+    for (const auto& problem : problems) all += (all.empty() ? "" : "; ") + problem;
+    return reject(all);
+  }
+
+  twin::Timeline timeline;
+  const bool tracing = !input.trace_path.empty();
+  const TwinResult result = twin::simulate_step(input, tracing ? &timeline : nullptr);
+  if (tracing) {
+    std::ofstream out(input.trace_path, std::ios::binary | std::ios::trunc);
+    if (out) twin::write_chrome_trace(out, input, timeline);
+    out.flush();
+    if (!out) {
+      std::cerr << "hetplan-twin: cannot write the trace to " << input.trace_path << "\n";
+      return 1;
+    }
+  }
+  std::cout << twin::to_json(result).dump() << "\n";
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}

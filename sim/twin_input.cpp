@@ -1,0 +1,237 @@
+#include "sim/twin_input.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace hetplan::sim {
+
+std::string_view to_string(TwinLinkKind kind) {
+  switch (kind) {
+    case TwinLinkKind::nic:
+      return "nic";
+    case TwinLinkKind::intra:
+      return "intra-node";
+    case TwinLinkKind::cross_group:
+      return "cross-group";
+    case TwinLinkKind::leaf_uplink:
+      return "leaf-uplink";
+    case TwinLinkKind::zone_link:
+      return "zone-link";
+  }
+  return "?";
+}
+
+TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, const Plan& plan,
+                          const Estimate& estimate, const TwinOptions& options) {
+  const StepSettings settings = step_settings(workload, plan);
+  const TrainingSettings& training = settings.training;
+  TwinInput in;
+  in.plan = plan.name;
+  in.link_latency = cluster.fabric.link_latency;
+  in.switch_latency = cluster.fabric.switch_latency;
+  in.micro_batches = estimate.micro_batches;
+  in.chunks = settings.virtual_stages;
+  in.activation_bytes = static_cast<double>(settings.micro_batch) * training.seq_len *
+                        workload.model.hidden * bytes_per_element(training.dtype);
+  in.overlap_grad_reduce = training.overlap_grad_reduce;
+  in.tokens_per_step = static_cast<double>(training.global_batch) * training.seq_len;
+  in.model_flops_per_step = estimate.model_flops_per_step;
+  in.seed = options.seed;
+  in.jitter = options.jitter;
+  in.trace_path = options.trace_path;
+
+  // Islands in the order stages first use them; stages take consecutive chips of theirs.
+  std::map<std::string, int> island_index;
+  std::vector<int> next_chip;
+  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+    const PlanStage& stage = plan.stages[s];
+    const Island& island = *cluster.find_island(stage.island);
+    auto [it, added] = island_index.emplace(island.name, static_cast<int>(in.islands.size()));
+    const StageKernel kernel = make_stage_kernel(cluster, workload.model, settings, island,
+                                                 stage.tp, stage.dp, options.estimate);
+    if (added) {
+      const IslandLinks& links = kernel.links;
+      TwinIsland& ti = in.islands.emplace_back();
+      ti.name = island.name;
+      ti.zone = island.zone;
+      ti.chips_per_node = island.chips_per_node;
+      ti.nics = island.nic_count;
+      ti.nic_speed = island.nic_speed;
+      ti.nodes_per_leaf = cluster.fabric.topology == FabricTopology::single_switch
+                              ? island.nodes
+                              : std::max(1, island.nodes_per_leaf);
+      const double oversubscription = cluster.fabric.topology == FabricTopology::single_switch
+                                          ? 1.0
+                                          : std::max(1.0, cluster.fabric.oversubscription);
+      ti.uplink_speed = ti.nodes_per_leaf * island.nic_count * island.nic_speed / oversubscription;
+      ti.intra_efficiency = links.intra_efficiency;
+      ti.network_efficiency = links.network_efficiency;
+      ti.intra_speed = links.intra.bus_bandwidth / links.intra_efficiency;
+      ti.cross_group_speed = links.intra_cross.bus_bandwidth / links.intra_efficiency;
+      ti.intra_group = std::max(1, links.group_size);
+      next_chip.push_back(0);
+    }
+    const int index = it->second;
+    TwinStage& ts = in.stages.emplace_back();
+    ts.island = index;
+    ts.first_chip = next_chip[static_cast<std::size_t>(index)];
+    ts.tp = stage.tp;
+    ts.dp = stage.dp;
+    next_chip[static_cast<std::size_t>(index)] += stage.tp * stage.dp;
+    const StageEstimate& se = estimate.stages.at(s);
+    ts.forward_s = se.forward_s;
+    ts.backward_s = se.backward_s;
+    ts.tp_s = se.tp_comm_s;
+    ts.optimizer_s = se.optimizer_s;
+    in.peak_flops += static_cast<double>(stage.tp) * stage.dp * kernel.peak_flops;
+    if (stage.dp > 1) {
+      for (const SyncCollective& sync : dp_sync_collectives(training, se.memory.parameters)) {
+        TwinCollective& tc = ts.dp_sync.emplace_back();
+        tc.kind = sync.kind;
+        tc.bytes = sync.bytes;
+        tc.algorithm = models::best_collective(sync.kind, sync.bytes, kernel.dp_group).algorithm;
+        tc.latency_s = models::collective_time(sync.kind, tc.algorithm, 0.0, kernel.dp_group);
+      }
+    }
+  }
+  for (std::size_t i = 0; i < in.islands.size(); ++i) {
+    TwinIsland& ti = in.islands[i];
+    ti.nodes = (next_chip[i] + ti.chips_per_node - 1) / ti.chips_per_node;
+  }
+
+  std::set<std::string> zones;
+  for (const auto& island : in.islands) zones.insert(island.zone);
+  for (const ZoneLink& link : cluster.fabric.zone_links) {
+    if (zones.count(link.zone_a) && zones.count(link.zone_b))
+      in.zone_links.push_back({link.zone_a, link.zone_b, link.bandwidth, link.latency});
+  }
+  for (const StragglerSpec& slow : options.stragglers) {
+    auto it = island_index.find(slow.island);
+    if (it == island_index.end()) continue;
+    in.stragglers.push_back({it->second, slow.node, slow.slowdown});
+  }
+  return in;
+}
+
+namespace {
+
+bool positive(double x) { return std::isfinite(x) && x > 0; }
+bool non_negative(double x) { return std::isfinite(x) && x >= 0; }
+
+// Limits that keep one simulation within this machine's reach; a plan past them is refused
+// with a message rather than left to exhaust memory.
+constexpr int kMaxRanks = 1 << 17;
+constexpr long long kMaxTransfers = 50'000'000;
+
+}  // namespace
+
+std::vector<std::string> check_twin_input(const TwinInput& in) {
+  std::vector<std::string> problems;
+  auto bad = [&](std::string what) { problems.push_back(std::move(what)); };
+  if (!non_negative(in.link_latency) || !non_negative(in.switch_latency))
+    bad("fabric latencies must be finite and non-negative");
+  if (in.islands.empty()) bad("no islands");
+  if (in.stages.empty()) bad("no stages");
+  if (in.micro_batches < 1) bad("micro_batches must be at least 1");
+  if (in.chunks < 1) bad("chunks must be at least 1");
+  if (in.chunks > 1 && !in.stages.empty() &&
+      in.micro_batches % static_cast<int>(in.stages.size()) != 0)
+    bad("the interleaved schedule needs micro_batches to be a multiple of the stage count");
+  if (!positive(in.activation_bytes)) bad("activation_bytes must be positive");
+  if (!positive(in.tokens_per_step)) bad("tokens_per_step must be positive");
+  if (!non_negative(in.model_flops_per_step) || !non_negative(in.peak_flops))
+    bad("flops must be finite and non-negative");
+  if (!(in.jitter >= 0 && in.jitter <= 1)) bad("jitter must be in [0, 1]");
+
+  std::set<std::string> zones;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < in.islands.size(); ++i) {
+    const TwinIsland& ti = in.islands[i];
+    const std::string where = "island " + std::to_string(i) + " (" + ti.name + "): ";
+    if (ti.name.empty() || !names.insert(ti.name).second) bad(where + "names must be unique");
+    if (ti.zone.empty()) bad(where + "zone is empty");
+    zones.insert(ti.zone);
+    if (ti.nodes < 1 || ti.chips_per_node < 1 || ti.nics < 1 || ti.nodes_per_leaf < 1 ||
+        ti.intra_group < 1)
+      bad(where + "nodes, chips per node, NICs, nodes per leaf and the intra group must be >= 1");
+    if (ti.chips_per_node > 1024 || ti.nics > 1024)
+      bad(where + "chips per node and NICs must be at most 1024");
+    if (!positive(ti.nic_speed) || !positive(ti.uplink_speed) || !positive(ti.intra_speed) ||
+        !positive(ti.cross_group_speed))
+      bad(where + "link speeds must be finite and positive");
+    if (!(ti.intra_efficiency > 0 && ti.intra_efficiency <= 1) ||
+        !(ti.network_efficiency > 0 && ti.network_efficiency <= 1))
+      bad(where + "efficiencies must be in (0, 1]");
+  }
+  if (!problems.empty()) return problems;
+
+  std::set<std::pair<std::string, std::string>> linked;
+  for (const TwinZoneLink& link : in.zone_links) {
+    if (!zones.count(link.zone_a) || !zones.count(link.zone_b) || link.zone_a == link.zone_b)
+      bad("zone link " + link.zone_a + " - " + link.zone_b + " joins unknown or equal zones");
+    else if (!linked.insert(std::minmax(link.zone_a, link.zone_b)).second)
+      bad("zone link " + link.zone_a + " - " + link.zone_b + " is given twice");
+    if (!positive(link.speed) || !non_negative(link.latency))
+      bad("zone link " + link.zone_a + " - " + link.zone_b + ": bad speed or latency");
+  }
+  auto connected = [&](const std::string& a, const std::string& b) {
+    return a == b || linked.count(std::minmax(a, b)) > 0;
+  };
+
+  long long ranks = 0;
+  const int p = static_cast<int>(in.stages.size());
+  for (int s = 0; s < p; ++s) {
+    const TwinStage& ts = in.stages[static_cast<std::size_t>(s)];
+    const std::string where = "stage " + std::to_string(s) + ": ";
+    if (ts.island < 0 || ts.island >= static_cast<int>(in.islands.size())) {
+      bad(where + "island index out of range");
+      continue;
+    }
+    const TwinIsland& ti = in.islands[static_cast<std::size_t>(ts.island)];
+    if (ts.tp < 1 || ts.dp < 1 || ts.tp > kMaxRanks || ts.dp > kMaxRanks) {
+      bad(where + "tp and dp must be in [1, " + std::to_string(kMaxRanks) + "]");
+      continue;
+    }
+    if (ts.first_chip < 0 ||
+        static_cast<long long>(ts.first_chip) + static_cast<long long>(ts.tp) * ts.dp >
+            static_cast<long long>(ti.nodes) * ti.chips_per_node)
+      bad(where + "its chips lie outside island " + ti.name);
+    if (ts.dp != in.stages.front().dp) bad(where + "every stage needs the same dp");
+    ranks += static_cast<long long>(ts.tp) * ts.dp;
+    if (!non_negative(ts.forward_s) || !non_negative(ts.backward_s) || !non_negative(ts.tp_s) ||
+        !non_negative(ts.optimizer_s))
+      bad(where + "times must be finite and non-negative");
+    if (ts.dp == 1 && !ts.dp_sync.empty()) bad(where + "gradient synchronisation without dp");
+    for (const TwinCollective& c : ts.dp_sync) {
+      if (!non_negative(c.bytes) || !non_negative(c.latency_s))
+        bad(where + "collective bytes and latency must be finite and non-negative");
+      if (c.kind != models::Collective::all_reduce &&
+          c.kind != models::Collective::reduce_scatter &&
+          c.kind != models::Collective::all_gather)
+        bad(where + "gradient synchronisation uses all-reduce, reduce-scatter or all-gather");
+    }
+    if (s + 1 < p || (in.chunks > 1 && p > 1)) {
+      const TwinStage& next = in.stages[static_cast<std::size_t>((s + 1) % p)];
+      if (next.island >= 0 && next.island < static_cast<int>(in.islands.size()) &&
+          !connected(ti.zone, in.islands[static_cast<std::size_t>(next.island)].zone))
+        bad(where + "its boundary crosses zones with no link between them");
+    }
+  }
+  if (ranks > kMaxRanks) bad("the plan has " + std::to_string(ranks) + " ranks; the limit is " +
+                             std::to_string(kMaxRanks));
+  const long long transfers = static_cast<long long>(in.stages.empty() ? 0 : in.stages[0].dp) *
+                              p * in.chunks * 2LL * in.micro_batches;
+  if (transfers > kMaxTransfers)
+    bad("the step has " + std::to_string(transfers) + " stage-boundary transfers; the limit is " +
+        std::to_string(kMaxTransfers));
+  for (const TwinStraggler& slow : in.stragglers) {
+    if (slow.island < 0 || slow.island >= static_cast<int>(in.islands.size()) || slow.node < 0 ||
+        !(slow.slowdown >= 1 && slow.slowdown <= 100))
+      bad("straggler: island index, node or slowdown (1..100) out of range");
+  }
+  return problems;
+}
+
+}  // namespace hetplan::sim

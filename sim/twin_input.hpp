@@ -1,0 +1,170 @@
+// What the digital twin simulates and what it reports (docs/twin.md).
+//
+// A TwinInput is a plan lowered onto its cluster: the fabric the plan's chips use, its stages
+// with their per-micro-batch times from the cost models, the gradient synchronisation of each
+// stage, and the variability to inject. It is self-contained plain data, so that it can cross
+// a process boundary as JSON: the flow-level simulation runs in a worker process
+// (sim/twin/), one SimGrid engine per process. check_twin_input validates everything the
+// worker relies on before any of it reaches SimGrid.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/cluster.hpp"
+#include "core/plan.hpp"
+#include "core/workload.hpp"
+#include "models/collectives.hpp"
+#include "sim/estimator.hpp"
+
+namespace hetplan::sim {
+
+// One island as the platform builds it. Chips are numbered node by node; a node's chips use
+// its NICs in equal consecutive shares (chip c uses NIC c * nics / chips_per_node).
+struct TwinIsland {
+  std::string name;
+  std::string zone;
+  int nodes = 0;  // nodes the platform builds (those the plan reaches)
+  int chips_per_node = 1;
+  int nics = 1;            // per node
+  double nic_speed = 0;    // B/s each, each direction
+  int nodes_per_leaf = 1;  // nodes under one leaf switch group
+  double uplink_speed = 0;  // B/s of one leaf group's uplinks together, each direction
+  double intra_speed = 0;   // B/s per chip inside its group of a node (nominal)
+  int intra_group = 1;      // chips per fast group of a node
+  double cross_group_speed = 0;  // B/s per chip between groups of a node
+  double intra_efficiency = 1;   // achievable share of intra-node bandwidth for collectives
+  double network_efficiency = 1;  // achievable share of NIC bandwidth for collectives
+};
+
+// One collective of a stage's gradient synchronisation, with the algorithm the collective
+// library's tuner picks (the analytic model's choice) and its latency term.
+struct TwinCollective {
+  models::Collective kind = models::Collective::all_reduce;
+  models::CollectiveAlgorithm algorithm = models::CollectiveAlgorithm::ring;
+  double bytes = 0;      // nccl-tests' buffer size, all model chunks together
+  double latency_s = 0;  // the algorithm's latency term (steps x alpha), added analytically
+};
+
+struct TwinStage {
+  int island = 0;      // index into TwinInput::islands
+  int first_chip = 0;  // the island's first chip this stage uses; replica d, tp rank j is chip
+                       // first_chip + d * tp + j
+  int tp = 1;
+  int dp = 1;
+  double forward_s = 0;   // one micro-batch, all chunks, compute only
+  double backward_s = 0;  // one micro-batch, all chunks, incl. recompute
+  double tp_s = 0;        // tensor-parallel collectives of one micro-batch (analytic)
+  double optimizer_s = 0;
+  std::vector<TwinCollective> dp_sync;  // in order
+};
+
+struct TwinZoneLink {
+  std::string zone_a;
+  std::string zone_b;
+  double speed = 0;    // B/s each direction
+  double latency = 0;  // s
+};
+
+// A slow node: every chip of it computes `slowdown` times slower.
+struct TwinStraggler {
+  int island = 0;
+  int node = 0;
+  double slowdown = 1;
+};
+
+struct TwinInput {
+  std::string plan;  // the plan's name, for messages and the trace
+  // Fabric.
+  double link_latency = 0;    // s per cable
+  double switch_latency = 0;  // s per switch traversed
+  std::vector<TwinIsland> islands;
+  std::vector<TwinZoneLink> zone_links;
+  // The step.
+  std::vector<TwinStage> stages;  // in pipeline order
+  int micro_batches = 1;          // per pipeline replica
+  int chunks = 1;                 // model chunks per stage (interleaved schedule when > 1)
+  double activation_bytes = 0;    // one micro-batch's activations at a stage boundary
+  bool overlap_grad_reduce = false;
+  double tokens_per_step = 0;
+  double model_flops_per_step = 0;
+  double peak_flops = 0;  // all chips of the plan together
+  // Variability.
+  std::uint64_t seed = 0;
+  double jitter = 0;  // coefficient of variation of each compute operation per chip
+  std::vector<TwinStraggler> stragglers;
+  // Output.
+  std::string trace_path;  // empty: no trace
+};
+
+// The platform's link kinds, for the report.
+enum class TwinLinkKind { nic, intra, cross_group, leaf_uplink, zone_link };
+std::string_view to_string(TwinLinkKind kind);
+
+struct TwinLinkLoad {
+  std::string name;  // e.g. "ascend-910b leaf 1 uplink (up)"
+  TwinLinkKind kind = TwinLinkKind::nic;
+  double bytes = 0;     // carried during the step
+  double speed = 0;     // B/s
+  double busy_s = 0;    // bytes / speed: time at full rate
+  double utilization = 0;  // busy_s / step time
+};
+
+// Where the critical rank's step time goes; the parts add up to the step time.
+struct TwinBreakdown {
+  double compute_s = 0;          // nominal forward and backward compute
+  double tensor_parallel_s = 0;  // tensor-parallel collectives (analytic)
+  double pipeline_s = 0;         // stage-boundary sends inside an island
+  double cross_island_s = 0;     // stage-boundary sends between islands
+  double data_parallel_s = 0;    // gradient synchronisation not hidden by the backward pass
+  double bubble_s = 0;           // waiting for the neighbour stages (fill, drain, delays)
+  double stragglers_s = 0;       // slow chips: own slowdown and waiting for slow replicas
+  double optimizer_s = 0;
+  double total() const {
+    return compute_s + tensor_parallel_s + pipeline_s + cross_island_s + data_parallel_s +
+           bubble_s + stragglers_s + optimizer_s;
+  }
+};
+
+struct TwinResult {
+  std::string plan;
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double mfu = 0;
+  TwinBreakdown breakdown;
+  int critical_stage = 0;    // the stage replica that finished last
+  int critical_replica = 0;
+  std::vector<double> stage_finish_s;  // per stage, the latest finish over its replicas
+  std::vector<TwinLinkLoad> links;     // the most loaded links, most loaded first
+  std::int64_t ranks = 0;
+  std::int64_t flows = 0;  // network flows simulated
+};
+
+// A slow node named by its island, as scenarios write it.
+struct StragglerSpec {
+  std::string island;
+  int node = 0;
+  double slowdown = 1;
+};
+
+// Options of the lowering: variability and output.
+struct TwinOptions {
+  std::uint64_t seed = 0;
+  double jitter = 0;
+  std::vector<StragglerSpec> stragglers;  // on islands the plan does not use: ignored
+  std::string trace_path;
+  EstimateOptions estimate;
+};
+
+// Lowers a plan and its analytic estimate onto the cluster. The estimate must be feasible
+// (the twin simulates plans that can run); the plan must have passed the reference checks.
+TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, const Plan& plan,
+                          const Estimate& estimate, const TwinOptions& options = {});
+
+// Everything the simulation relies on, checked: counts, ranges, finite positive speeds, chips
+// inside their islands, zone links for every cross-zone boundary and synchronisation. Returns
+// the problems, empty when the input is sound.
+std::vector<std::string> check_twin_input(const TwinInput& input);
+
+}  // namespace hetplan::sim
