@@ -1,4 +1,8 @@
 // Reads plans (docs/formats/plan.md) and scenarios (docs/formats/scenario.md).
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
 #include "formats/document.hpp"
 #include "formats/loaders.hpp"
 #include "formats/paths.hpp"
@@ -64,6 +68,99 @@ Plan read_plan(const Field& root_field) {
   return plan;
 }
 
+std::string island_names(const Cluster& cluster) {
+  std::string names;
+  for (const auto& island : cluster.islands) names += (names.empty() ? "" : ", ") + island.name;
+  return names;
+}
+
+// A quantity of the dimension that must be above zero ("0 GB/s" parses, but is no bandwidth).
+double positive_quantity(const Field& field, Dimension dimension) {
+  const double value = field.as_quantity(dimension);
+  if (!(value > 0)) {
+    field.fail_expected("a positive " + std::string(name_of(dimension)) + " such as " +
+                        std::string(example_of(dimension)));
+  }
+  return value;
+}
+
+// `simulation:` (docs/formats/scenario.md#simulation).
+SimulationSettings read_simulation(const Field& field, const Cluster& cluster) {
+  MapReader map(field);
+  SimulationSettings simulation;
+  simulation.location = field.location();
+  if (auto seed = map.optional("seed")) {
+    simulation.seed =
+        static_cast<std::uint64_t>(seed->as_int(0, std::numeric_limits<std::int64_t>::max()));
+  }
+  if (auto jitter = map.optional("jitter")) simulation.jitter = jitter->as_number(0.0, 1.0);
+  if (auto stragglers = map.optional("stragglers")) {
+    for (const Field& element : stragglers->elements()) {
+      MapReader entry(element);
+      Straggler straggler;
+      straggler.location = element.location();
+      const Field island_field = entry.required("island");
+      straggler.island = island_field.as_identifier();
+      const Island* island = cluster.find_island(straggler.island);
+      if (!island) {
+        island_field.fail_expected("an island of cluster \"" + cluster.name + "\" (" +
+                                   island_names(cluster) + ")");
+      }
+      const Field node = entry.required("node");
+      straggler.node = static_cast<int>(node.as_int(0, 1 << 20));
+      if (straggler.node >= island->nodes) {
+        node.fail_expected("a node index of island \"" + island->name + "\" from 0 to " +
+                           std::to_string(island->nodes - 1));
+      }
+      for (const Straggler& earlier : simulation.stragglers) {
+        if (earlier.island == straggler.island && earlier.node == straggler.node) {
+          node.fail("expected each node once, got node " + std::to_string(straggler.node) +
+                    " of island \"" + straggler.island + "\" again (first at line " +
+                    std::to_string(earlier.location.line) + ")");
+        }
+      }
+      straggler.slowdown = entry.required("slowdown").as_number(1.0, 100.0);
+      entry.done();
+      simulation.stragglers.push_back(std::move(straggler));
+    }
+  }
+  map.done();
+  return simulation;
+}
+
+// `reliability:` (docs/formats/scenario.md#reliability).
+Reliability read_reliability(const Field& field, const Cluster& cluster) {
+  MapReader map(field);
+  Reliability reliability;
+  reliability.location = field.location();
+  MapReader mtbf(map.required("node_mtbf"));
+  for (auto& [chip, value] : mtbf.entries()) {
+    // Cluster::chips holds exactly the profiles its islands use.
+    const bool used = std::any_of(cluster.chips.begin(), cluster.chips.end(),
+                                  [&](const ChipProfile& profile) { return profile.id == chip; });
+    if (!used) {
+      std::string chips;
+      for (const auto& profile : cluster.chips) chips += (chips.empty() ? "" : ", ") + profile.id;
+      throw InputError(value.location(), value.path(),
+                       "expected a chip profile id of an island of cluster \"" + cluster.name +
+                           "\" (" + chips + "), got \"" + chip + "\"");
+    }
+    reliability.node_mtbf[chip] = positive_quantity(value, Dimension::duration);
+  }
+  reliability.checkpoint_write_bandwidth =
+      positive_quantity(map.required("checkpoint_write_bandwidth"), Dimension::bandwidth);
+  reliability.checkpoint_read_bandwidth = reliability.checkpoint_write_bandwidth;
+  if (auto read = map.optional("checkpoint_read_bandwidth")) {
+    reliability.checkpoint_read_bandwidth = positive_quantity(*read, Dimension::bandwidth);
+  }
+  reliability.restart_time = map.required("restart_time").as_quantity(Dimension::duration);
+  if (auto interval = map.optional("checkpoint_interval")) {
+    reliability.checkpoint_interval = positive_quantity(*interval, Dimension::duration);
+  }
+  map.done();
+  return reliability;
+}
+
 }  // namespace
 
 Plan parse_plan(const std::string& text, const std::string& file_name) {
@@ -81,11 +178,9 @@ void check_plan_references(const Plan& plan, const Cluster& cluster, const Workl
     const PlanStage& stage = plan.stages[i];
     const std::string path = "stages[" + std::to_string(i) + "]";
     if (!cluster.find_island(stage.island)) {
-      std::string names;
-      for (const auto& island : cluster.islands) names += (names.empty() ? "" : ", ") + island.name;
       throw InputError(stage.island_location, path + ".island",
-                       "expected an island of cluster \"" + cluster.name + "\" (" + names +
-                           "), got \"" + stage.island + "\"");
+                       "expected an island of cluster \"" + cluster.name + "\" (" +
+                           island_names(cluster) + "), got \"" + stage.island + "\"");
     }
     if (stage.first_layer != next_layer) {
       throw InputError(stage.location, path + ".first_layer",
@@ -165,6 +260,12 @@ Scenario load_scenario(const std::string& path) {
   }
   if (auto records = root.optional("validation_records")) {
     scenario.validation_records = resolve_relative(records->as_string(), path);
+  }
+  if (auto simulation = root.optional("simulation")) {
+    scenario.simulation = read_simulation(*simulation, scenario.cluster);
+  }
+  if (auto reliability = root.optional("reliability")) {
+    scenario.reliability = read_reliability(*reliability, scenario.cluster);
   }
   if (auto plan_field = root.optional("plan")) {
     Plan plan = load_plan(resolve_relative(plan_field->as_string(), path));

@@ -152,6 +152,70 @@ TEST(ScenarioErrors, ClusterFileMissing) {
             kDataDir + "/no-such-cluster.yaml: cannot open the file for reading");
 }
 
+TEST(ScenarioErrors, StragglerOnUnknownIsland) {
+  EXPECT_EQ(scenario_error("scenario-straggler-island.yaml"),
+            kBad + "scenario-straggler-island.yaml:8:16: simulation.stragglers[1].island: expected an "
+                   "island of cluster \"two-zone\" (a100, h100), got \"tpu-v5\"");
+}
+
+TEST(ScenarioErrors, StragglerNodeOutOfRange) {
+  EXPECT_EQ(scenario_error("scenario-straggler-node.yaml"),
+            kBad + "scenario-straggler-node.yaml:7:28: simulation.stragglers[0].node: expected a node "
+                   "index of island \"a100\" from 0 to 3, got \"4\"");
+}
+
+TEST(ScenarioErrors, StragglerNodeTwice) {
+  EXPECT_EQ(scenario_error("scenario-straggler-twice.yaml"),
+            kBad + "scenario-straggler-twice.yaml:8:28: simulation.stragglers[1].node: expected each "
+                   "node once, got node 1 of island \"h100\" again (first at line 7)");
+}
+
+TEST(ScenarioErrors, StragglerFasterThanItsPeers) {
+  EXPECT_EQ(scenario_error("scenario-straggler-slowdown.yaml"),
+            kBad + "scenario-straggler-slowdown.yaml:7:41: simulation.stragglers[0].slowdown: expected a "
+                   "number from 1 to 100, got \"0.5\"");
+}
+
+TEST(ScenarioErrors, JitterAboveOne) {
+  EXPECT_EQ(scenario_error("scenario-jitter.yaml"),
+            kBad + "scenario-jitter.yaml:7:11: simulation.jitter: expected a number from 0 to 1, got \"1.5\"");
+}
+
+TEST(ScenarioErrors, NegativeSeed) {
+  EXPECT_EQ(scenario_error("scenario-seed.yaml"),
+            kBad + "scenario-seed.yaml:6:9: simulation.seed: expected an integer from 0 to "
+                   "9223372036854775807, got \"-1\"");
+}
+
+TEST(ScenarioErrors, MtbfOfAChipTheClusterDoesNotUse) {
+  EXPECT_EQ(scenario_error("scenario-mtbf-chip.yaml"),
+            kBad + "scenario-mtbf-chip.yaml:8:18: reliability.node_mtbf.nvidia-b200: expected a chip "
+                   "profile id of an island of cluster \"two-zone\" (nvidia-a100-sxm4-80gb, "
+                   "nvidia-h100-sxm5-80gb), got \"nvidia-b200\"");
+}
+
+TEST(ScenarioErrors, ZeroMtbf) {
+  EXPECT_EQ(scenario_error("scenario-mtbf-zero.yaml"),
+            kBad + "scenario-mtbf-zero.yaml:6:38: reliability.node_mtbf.nvidia-a100-sxm4-80gb: expected "
+                   "a positive duration such as \"1.5 us\", got \"0 h\"");
+}
+
+TEST(ScenarioErrors, ZeroCheckpointBandwidth) {
+  EXPECT_EQ(scenario_error("scenario-checkpoint-bandwidth.yaml"),
+            kBad + "scenario-checkpoint-bandwidth.yaml:7:31: reliability.checkpoint_write_bandwidth: "
+                   "expected a positive bandwidth such as \"200 Gbps\", got \"0 GB/s\"");
+}
+
+TEST(ScenarioErrors, UnknownReliabilityKey) {
+  EXPECT_EQ(scenario_error("scenario-reliability-unknown-key.yaml"),
+            kBad + "scenario-reliability-unknown-key.yaml:9:3: reliability.checkpoint_size: unknown key");
+}
+
+TEST(ScenarioErrors, RestartTimeMissing) {
+  EXPECT_EQ(scenario_error("scenario-restart-missing.yaml"),
+            kBad + "scenario-restart-missing.yaml:6:3: reliability.restart_time: missing required key");
+}
+
 TEST(CheckFile, UnknownSchema) {
   EXPECT_EQ(input_error_of([] { (void)formats::check_file(kBad + "unknown-schema.yaml"); }),
             kBad + "unknown-schema.yaml:1:9: schema: expected one of "

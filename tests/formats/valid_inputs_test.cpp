@@ -1,7 +1,9 @@
 // Positive cases: the shipped profiles and the valid fixtures load, with the values they state.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 
 #include "formats/loaders.hpp"
 #include "tests/formats/test_support.hpp"
@@ -109,10 +111,73 @@ TEST(ValidInputs, Scenario) {
   EXPECT_EQ(scenario.reference_plan->stages.size(), 2u);
 }
 
+TEST(ValidInputs, ScenarioWithoutSimulationOrReliability) {
+  const Scenario scenario = formats::load_scenario(kDataDir + "/scenario.yaml");
+  EXPECT_FALSE(scenario.simulation.has_value());
+  EXPECT_FALSE(scenario.reliability.has_value());
+}
+
+TEST(ValidInputs, ScenarioSimulationAndReliability) {
+  const Scenario scenario = formats::load_scenario(kDataDir + "/scenario-reliability.yaml");
+  ASSERT_TRUE(scenario.simulation.has_value());
+  const SimulationSettings& simulation = *scenario.simulation;
+  EXPECT_EQ(simulation.seed, std::optional<std::uint64_t>(7));
+  EXPECT_EQ(simulation.jitter, 0.02);
+  ASSERT_EQ(simulation.stragglers.size(), 2u);
+  EXPECT_EQ(simulation.stragglers[0].island, "a100");
+  EXPECT_EQ(simulation.stragglers[0].node, 3);
+  EXPECT_EQ(simulation.stragglers[0].slowdown, 1.5);
+  EXPECT_EQ(simulation.stragglers[1].island, "h100");
+  EXPECT_EQ(simulation.stragglers[1].slowdown, 2.0);
+  EXPECT_EQ(simulation.stragglers[1].location.line, 12);
+
+  ASSERT_TRUE(scenario.reliability.has_value());
+  const Reliability& reliability = *scenario.reliability;
+  ASSERT_EQ(reliability.node_mtbf.size(), 2u);
+  EXPECT_EQ(reliability.node_mtbf.at("nvidia-a100-sxm4-80gb"), 2000 * 3600.0);
+  EXPECT_EQ(reliability.node_mtbf.at("nvidia-h100-sxm5-80gb"), 1500 * 3600.0);
+  EXPECT_EQ(reliability.checkpoint_write_bandwidth, 20e9);
+  EXPECT_EQ(reliability.checkpoint_read_bandwidth, 40e9);
+  EXPECT_EQ(reliability.restart_time, 600.0);
+  EXPECT_EQ(reliability.checkpoint_interval, std::optional<double>(3600.0));
+  EXPECT_EQ(reliability.location.line, 14);
+  EXPECT_TRUE(scenario.reference_plan.has_value());
+}
+
+TEST(ValidInputs, ScenarioReliabilityDefaults) {
+  const Scenario scenario = formats::load_scenario(kDataDir + "/scenario-reliability-minimal.yaml");
+  ASSERT_TRUE(scenario.simulation.has_value());
+  EXPECT_EQ(scenario.simulation->jitter, 0.0);
+  EXPECT_TRUE(scenario.simulation->stragglers.empty());
+  EXPECT_FALSE(scenario.simulation->seed.has_value());
+  ASSERT_TRUE(scenario.reliability.has_value());
+  const Reliability& reliability = *scenario.reliability;
+  EXPECT_FALSE(reliability.node_mtbf.contains("nvidia-a100-sxm4-80gb"));  // unknown stays unknown
+  EXPECT_EQ(reliability.checkpoint_write_bandwidth, 25e9);
+  EXPECT_EQ(reliability.checkpoint_read_bandwidth, 25e9);  // the write bandwidth
+  EXPECT_EQ(reliability.restart_time, 0.0);
+  EXPECT_FALSE(reliability.checkpoint_interval.has_value());
+}
+
+TEST(ValidInputs, ShippedScenariosLoad) {
+  for (const auto& entry : std::filesystem::directory_iterator(kSourceDir + "/scenarios")) {
+    if (entry.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(entry.path().string());
+    EXPECT_EQ(formats::check_file(entry.path().string()).kind, "scenario");
+  }
+  const Scenario scenario = formats::load_scenario(kSourceDir + "/scenarios/default.yaml");
+  ASSERT_TRUE(scenario.reliability.has_value());
+  for (const Island& island : scenario.cluster.islands) {
+    EXPECT_TRUE(scenario.reliability->node_mtbf.contains(scenario.cluster.chip_of(island).id))
+        << island.name;
+  }
+}
+
 TEST(ValidInputs, CheckFileRecognisesEveryKind) {
   EXPECT_EQ(formats::check_file(kDataDir + "/cluster.yaml").kind, "cluster");
   EXPECT_EQ(formats::check_file(kDataDir + "/workload.yaml").kind, "workload");
   EXPECT_EQ(formats::check_file(kDataDir + "/scenario.yaml").kind, "scenario");
+  EXPECT_EQ(formats::check_file(kDataDir + "/scenario-reliability.yaml").kind, "scenario");
   EXPECT_EQ(formats::check_file(kDataDir + "/plan.yaml").kind, "plan");
   EXPECT_EQ(formats::check_file(kDataDir + "/hf/gpt2.json").kind, "hf-config");
 }
