@@ -7,11 +7,14 @@
 #include <filesystem>
 #include <optional>
 #include <iostream>
+#include <thread>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/calibration_report.hpp"
 #include "cli/plan_report.hpp"
 #include "cli/report.hpp"
+#include "cli/twin_report.hpp"
 #include "core/error.hpp"
 #include "formats/loaders.hpp"
 #include "exporters/export.hpp"
@@ -20,6 +23,8 @@
 #include "importers/k8s_inventory.hpp"
 #include "planner/search.hpp"
 #include "sim/estimator.hpp"
+#include "sim/twin/runner.hpp"
+#include "sim/twin_input.hpp"
 #include "validation/calibrate.hpp"
 #include "validation/ladder.hpp"
 #include "validation/microbench.hpp"
@@ -30,18 +35,22 @@ namespace {
 
 constexpr int kInputErrorExit = 2;
 
+// The plan given with --plan (checked against the scenario), or the scenario's own.
+hetplan::Plan plan_of(const hetplan::Scenario& scenario, const std::string& scenario_path,
+                      const std::string& plan_path) {
+  if (!plan_path.empty()) {
+    hetplan::Plan plan = hetplan::formats::load_plan(plan_path);
+    hetplan::formats::check_plan_references(plan, scenario.cluster, scenario.workload);
+    return plan;
+  }
+  if (scenario.reference_plan) return *scenario.reference_plan;
+  throw hetplan::InputError({scenario_path, 0, 0}, "plan",
+                            "expected --plan PLAN, or a `plan:` in the scenario");
+}
+
 int run_eval(const std::string& scenario_path, const std::string& plan_path, bool json) {
   hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
-  hetplan::Plan plan;
-  if (!plan_path.empty()) {
-    plan = hetplan::formats::load_plan(plan_path);
-    hetplan::formats::check_plan_references(plan, scenario.cluster, scenario.workload);
-  } else if (scenario.reference_plan) {
-    plan = *scenario.reference_plan;
-  } else {
-    throw hetplan::InputError({scenario_path, 0, 0}, "plan",
-                              "expected --plan PLAN, or a `plan:` in the scenario");
-  }
+  const hetplan::Plan plan = plan_of(scenario, scenario_path, plan_path);
   const auto estimate = hetplan::sim::estimate_step(scenario.cluster, scenario.workload, plan);
   if (json) {
     std::cout << hetplan::cli::estimate_json(estimate, plan).dump(2) << "\n";
@@ -49,6 +58,79 @@ int run_eval(const std::string& scenario_path, const std::string& plan_path, boo
     std::cout << "scenario " << scenario.name << ": " << scenario.workload.name << " on "
               << scenario.cluster.name << "\n";
     std::cout << hetplan::cli::estimate_text(estimate, plan);
+  }
+  return 0;
+}
+
+// A simulation failed in its worker, or its input was refused: not the user's input error.
+struct SimulationFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Simulates one step of each plan, each in its own worker process, several at once.
+std::vector<hetplan::sim::TwinResult> simulate_plans(
+    const std::vector<hetplan::sim::TwinInput>& inputs) {
+  for (const auto& input : inputs) {
+    const auto problems = hetplan::sim::check_twin_input(input);
+    if (!problems.empty()) {
+      throw SimulationFailure("plan " + input.plan + " cannot be simulated: " + problems.front());
+    }
+  }
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto outcomes = hetplan::sim::twin::run_workers(
+      inputs, {hetplan::sim::twin::worker_beside_this_executable()}, cores);
+  std::vector<hetplan::sim::TwinResult> results;
+  for (const auto& outcome : outcomes) {
+    if (!outcome.result) throw SimulationFailure(outcome.error);
+    results.push_back(*outcome.result);
+  }
+  return results;
+}
+
+int run_simulate(const std::string& scenario_path, const std::string& plan_path,
+                 const std::string& trace_path, std::optional<std::uint64_t> seed, bool json) {
+  const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
+  const hetplan::Plan plan = plan_of(scenario, scenario_path, plan_path);
+  const auto estimate = hetplan::sim::estimate_step(scenario.cluster, scenario.workload, plan);
+  if (!estimate.feasible) {
+    std::string why;
+    for (const auto& reason : estimate.reasons) why += (why.empty() ? "" : "; ") + reason;
+    throw hetplan::InputError({plan_path.empty() ? scenario_path : plan_path, 0, 0}, "plan",
+                              "expected a plan that can run, got one that cannot: " + why);
+  }
+  hetplan::sim::TwinOptions options = hetplan::cli::twin_options(scenario, seed);
+  // The worker writes the trace beside its destination; it replaces the destination only once
+  // the simulation has succeeded.
+  if (!trace_path.empty()) {
+    options.trace_path = trace_path + ".partial-" + std::to_string(::getpid());
+  }
+  const auto input = hetplan::sim::make_twin_input(scenario.cluster, scenario.workload, plan,
+                                                   estimate, options);
+  std::vector<hetplan::sim::TwinResult> results;
+  try {
+    results = simulate_plans({input});
+  } catch (...) {
+    if (!options.trace_path.empty()) std::filesystem::remove(options.trace_path);
+    throw;
+  }
+  if (!trace_path.empty()) {
+    std::error_code error;
+    std::filesystem::rename(options.trace_path, trace_path, error);
+    if (error) {
+      std::filesystem::remove(options.trace_path);
+      throw hetplan::InputError({trace_path, 0, 0}, "--trace",
+                                "expected a file hetplan can write, got " + error.message());
+    }
+  }
+  const auto report =
+      hetplan::cli::simulated(scenario, plan, estimate, results.front(), options.seed);
+  if (json) {
+    std::cout << hetplan::cli::simulation_json(report).dump(2) << "\n";
+  } else {
+    std::cout << "scenario " << scenario.name << ": " << scenario.workload.name << " on "
+              << scenario.cluster.name << "\n";
+    std::cout << hetplan::cli::simulation_text(report);
+    if (!trace_path.empty()) std::cout << "trace written to " << trace_path << "\n";
   }
   return 0;
 }
@@ -142,13 +224,45 @@ int run_ladder(const std::string& scenario_path, const std::string& records, boo
   return 0;
 }
 
+// The best `count` one-job plans of a search, simulated on the fabric and ranked again.
+std::vector<hetplan::cli::RankedSimulation> simulate_top(
+    const hetplan::Scenario& scenario, const hetplan::planner::SearchResult& result,
+    std::size_t count) {
+  std::vector<const hetplan::planner::RankedPlan*> chosen;
+  std::vector<std::size_t> ranks;
+  for (std::size_t k = 0; k < result.ranked.size() && chosen.size() < count; ++k) {
+    const auto& ranked = result.ranked[k];
+    if (ranked.mode == hetplan::planner::Mode::resource_pool || !ranked.estimate.feasible) continue;
+    chosen.push_back(&ranked);
+    ranks.push_back(k + 1);
+  }
+  const hetplan::sim::TwinOptions options = hetplan::cli::twin_options(scenario, std::nullopt);
+  std::vector<hetplan::sim::TwinInput> inputs;
+  for (const auto* ranked : chosen) {
+    inputs.push_back(hetplan::sim::make_twin_input(scenario.cluster, scenario.workload,
+                                                   ranked->plan, ranked->estimate, options));
+  }
+  const auto results = simulate_plans(inputs);
+  std::vector<hetplan::cli::RankedSimulation> out;
+  for (std::size_t k = 0; k < chosen.size(); ++k) {
+    out.push_back({ranks[k], hetplan::cli::simulated(scenario, chosen[k]->plan,
+                                                     chosen[k]->estimate, results[k],
+                                                     options.seed)});
+  }
+  hetplan::cli::rank_by_simulation(out);
+  return out;
+}
+
 int run_plan(const std::string& scenario_path, std::size_t top, bool json,
-             const std::string& out_dir, bool timings, const std::string& records) {
+             const std::string& out_dir, bool timings, const std::string& records,
+             std::size_t simulate) {
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
   const auto ladder = ladder_of(scenario, records);
   hetplan::planner::SearchOptions options;
   options.top = top;
   const auto result = hetplan::planner::search_plans(scenario, options);
+  const auto simulations = simulate ? simulate_top(scenario, result, simulate)
+                                    : std::vector<hetplan::cli::RankedSimulation>{};
 
   if (!out_dir.empty()) {
     std::error_code error;
@@ -184,10 +298,12 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
     }
   }
   if (json) {
-    std::cout << hetplan::cli::search_json(result, scenario, ladder ? &*ladder : nullptr).dump(2)
-              << "\n";
+    auto report = hetplan::cli::search_json(result, scenario, ladder ? &*ladder : nullptr);
+    if (simulate) report["simulated"] = hetplan::cli::ranked_simulations_json(simulations);
+    std::cout << report.dump(2) << "\n";
   } else {
     std::cout << hetplan::cli::search_text(result, scenario, ladder ? &*ladder : nullptr);
+    if (simulate) std::cout << hetplan::cli::ranked_simulations_text(simulations);
   }
   if (timings) {
     // On stderr: timings differ from run to run, the report does not.
@@ -461,6 +577,20 @@ int main(int argc, char** argv) {
                    "Plan file (hetplan/plan/v1); default: the scenario's plan");
   eval->add_flag("--json", json, "Print JSON instead of a table");
 
+  std::string trace_path;
+  std::optional<std::uint64_t> seed;
+  auto* simulate = app.add_subcommand(
+      "simulate", "Simulate one training step of a plan on the cluster's fabric (SimGrid twin)");
+  simulate->add_option("scenario", scenario_path, "Scenario file (hetplan/scenario/v1)")
+      ->required();
+  simulate->add_option("--plan", plan_path,
+                       "Plan file (hetplan/plan/v1); default: the scenario's plan");
+  simulate->add_option("--trace", trace_path,
+                       "Write the step's timeline as Chrome trace JSON (Perfetto, chrome://tracing)");
+  simulate->add_option("--seed", seed,
+                       "Seed of the jitter (default: the scenario's simulation.seed, else 0)");
+  simulate->add_flag("--json", json, "Print JSON instead of a table");
+
   std::vector<std::string> files;
   auto* check = app.add_subcommand("check", "Validate input files and say what they describe");
   check->add_option("files", files, "Files to check")->required();
@@ -503,6 +633,10 @@ int main(int argc, char** argv) {
   plan->add_flag("--timings", timings, "Print the time of each search phase on stderr");
   plan->add_option("--records", records,
                    "Folder of validation records (default: the scenario's validation_records)");
+  std::size_t simulate_count = 0;
+  plan->add_option("--simulate-top", simulate_count,
+                   "Simulate the best K one-job plans on the fabric and rank them again")
+      ->check(CLI::Range(1, 64));
 
   std::string export_plan, export_scenario = HETPLAN_DEFAULT_SCENARIO, export_target,
       export_out = ".", image;
@@ -572,6 +706,7 @@ int main(int argc, char** argv) {
 
   try {
     if (*eval) return run_eval(scenario_path, plan_path, json);
+    if (*simulate) return run_simulate(scenario_path, plan_path, trace_path, seed, json);
     if (*check) return run_check(files);
     if (*validate) {
       if (!ladder_scenario.empty()) return run_ladder(ladder_scenario, records, json);
@@ -599,11 +734,15 @@ int main(int argc, char** argv) {
                         allow_unvalidated, records, image, resource_overrides);
     }
     if (*calibrate) return run_calibrate(base_profile, bundle_paths, label, calibrated_out, json);
-    if (*plan) return run_plan(plan_scenario, top, json, out_dir, timings, records);
+    if (*plan) return run_plan(plan_scenario, top, json, out_dir, timings, records, simulate_count);
   } catch (const hetplan::InputError& error) {
     std::cout.flush();
     std::cerr << "error: " << error.what() << "\n";
     return kInputErrorExit;
+  } catch (const SimulationFailure& error) {
+    std::cout.flush();
+    std::cerr << "error: " << error.what() << "\n";
+    return 1;
   } catch (const std::exception& error) {
     std::cerr << "internal error: " << error.what() << "\n";
     return 1;

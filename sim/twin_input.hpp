@@ -135,7 +135,8 @@ struct TwinResult {
   TwinBreakdown breakdown;
   int critical_stage = 0;    // the stage replica that finished last
   int critical_replica = 0;
-  std::vector<double> stage_finish_s;  // per stage, the latest finish over its replicas
+  std::vector<double> stage_finish_s;        // per stage, the latest finish over its replicas
+  std::vector<double> stage_first_finish_s;  // per stage, the earliest finish over its replicas
   std::vector<TwinLinkLoad> links;     // the most loaded links, most loaded first
   std::int64_t ranks = 0;
   std::int64_t flows = 0;  // network flows simulated

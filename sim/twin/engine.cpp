@@ -432,11 +432,14 @@ class Step {
     out.flows = flows_;
     for (const auto& st : in.stages) out.ranks += static_cast<std::int64_t>(st.tp) * st.dp;
     out.stage_finish_s.assign(static_cast<std::size_t>(p_), 0.0);
+    out.stage_first_finish_s.assign(static_cast<std::size_t>(p_), 0.0);
     int critical = 0;
     for (int i = 0; i < p_ * dp_; ++i) {
       const double finish = accounts_[static_cast<std::size_t>(i)].finish_s;
-      out.stage_finish_s[static_cast<std::size_t>(i / dp_)] =
-          std::max(out.stage_finish_s[static_cast<std::size_t>(i / dp_)], finish);
+      const auto s = static_cast<std::size_t>(i / dp_);
+      out.stage_finish_s[s] = std::max(out.stage_finish_s[s], finish);
+      out.stage_first_finish_s[s] =
+          i % dp_ == 0 ? finish : std::min(out.stage_first_finish_s[s], finish);
       if (finish > accounts_[static_cast<std::size_t>(critical)].finish_s) critical = i;
     }
     out.step_time_s = accounts_[static_cast<std::size_t>(critical)].finish_s;

@@ -243,6 +243,7 @@ ordered_json to_json(const TwinResult& r) {
   out["critical_stage"] = r.critical_stage;
   out["critical_replica"] = r.critical_replica;
   out["stage_finish_s"] = r.stage_finish_s;
+  out["stage_first_finish_s"] = r.stage_first_finish_s;
   out["links"] = ordered_json::array();
   for (const TwinLinkLoad& l : r.links) {
     out["links"].push_back({{"name", l.name},
@@ -276,10 +277,14 @@ TwinResult result_from_json(const json& j) {
   r.breakdown.optimizer_s = number(b, "optimizer_s", bpath);
   r.critical_stage = small_int(j, "critical_stage", root);
   r.critical_replica = small_int(j, "critical_replica", root);
-  for (const json& x : array(j, "stage_finish_s", root)) {
-    if (!x.is_number()) throw std::runtime_error(root + ".stage_finish_s: expected numbers");
-    r.stage_finish_s.push_back(x.get<double>());
-  }
+  auto numbers = [&](const char* name, std::vector<double>& out) {
+    for (const json& x : array(j, name, root)) {
+      if (!x.is_number()) throw std::runtime_error(root + "." + name + ": expected numbers");
+      out.push_back(x.get<double>());
+    }
+  };
+  numbers("stage_finish_s", r.stage_finish_s);
+  numbers("stage_first_finish_s", r.stage_first_finish_s);
   const json& links = array(j, "links", root);
   for (std::size_t k = 0; k < links.size(); ++k) {
     const std::string path = root + ".links[" + std::to_string(k) + "]";

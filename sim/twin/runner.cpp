@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,8 +127,10 @@ Outcome run_one(const TwinInput& input, const WorkerCommand& command) {
   }
   close_fd(in.write);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  rusage usage{};
+  while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
+  outcome.peak_rss_kib = usage.ru_maxrss;
 
   if (too_much) {
     outcome.error = who + " failed: the worker wrote more than 64 MiB";

@@ -19,6 +19,7 @@ struct WorkerCommand {
 struct Outcome {
   std::optional<TwinResult> result;
   std::string error;  // when there is no result: one line saying what went wrong
+  long peak_rss_kib = 0;  // the worker's peak resident memory
 };
 
 // One outcome per input, in input order. At most `parallel` workers run at a time.

@@ -1,0 +1,237 @@
+#include "cli/twin_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "cli/report.hpp"
+
+namespace hetplan::cli {
+
+sim::TwinOptions twin_options(const Scenario& scenario, std::optional<std::uint64_t> seed) {
+  sim::TwinOptions options;
+  if (scenario.simulation) {
+    options.jitter = scenario.simulation->jitter;
+    for (const Straggler& slow : scenario.simulation->stragglers)
+      options.stragglers.push_back({slow.island, slow.node, slow.slowdown});
+    if (scenario.simulation->seed) options.seed = *scenario.simulation->seed;
+  }
+  if (seed) options.seed = *seed;
+  return options;
+}
+
+std::optional<models::Goodput> plan_goodput(const Scenario& scenario, const Plan& plan,
+                                            double tokens_per_s, double step_time_s,
+                                            std::vector<std::string>& notes) {
+  if (!scenario.reliability) {
+    notes.push_back("no goodput: the scenario has no reliability section");
+    return std::nullopt;
+  }
+  if (!(step_time_s > 0)) return std::nullopt;
+  const Reliability& reliability = *scenario.reliability;
+  std::map<std::string, int> chips;
+  for (const PlanStage& stage : plan.stages) chips[stage.island] += stage.tp * stage.dp;
+  std::map<std::string, int> nodes;
+  for (const auto& [name, count] : chips) {
+    const Island& island = *scenario.cluster.find_island(name);
+    nodes[name] = (count + island.chips_per_node - 1) / island.chips_per_node;
+  }
+  const models::FailureRate rate = models::failure_rate(reliability, scenario.cluster, nodes);
+  for (const auto& chip : rate.unknown_mtbf)
+    notes.push_back("failures of " + chip + " nodes are not counted: its node MTBF is unknown");
+  const sim::StepSettings settings = sim::step_settings(scenario.workload, plan);
+  models::GoodputInput input;
+  input.tokens_per_s = tokens_per_s;
+  input.step_time_s = step_time_s;
+  input.checkpoint_bytes = models::checkpoint_bytes(scenario.workload.model, settings.training);
+  input.failure_rate_per_s = rate.per_s;
+  input.write_bandwidth = reliability.checkpoint_write_bandwidth;
+  input.read_bandwidth = reliability.checkpoint_read_bandwidth;
+  input.restart_time_s = reliability.restart_time;
+  input.interval_s = reliability.checkpoint_interval;
+  return models::goodput(input);
+}
+
+Simulated simulated(const Scenario& scenario, const Plan& plan, const sim::Estimate& estimate,
+                    const sim::TwinResult& result, std::uint64_t seed) {
+  Simulated out;
+  out.result = result;
+  out.seed = seed;
+  out.analytic_step_time_s = estimate.step_time_s;
+  out.analytic_tokens_per_s = estimate.tokens_per_s;
+  out.goodput = plan_goodput(scenario, plan, result.tokens_per_s, result.step_time_s, out.notes);
+  return out;
+}
+
+namespace {
+
+std::string percent(double fraction) { return fixed(100 * fraction, 1) + " %"; }
+
+std::string hours(double seconds) { return fixed(seconds / 3600, 2) + " h"; }
+
+}  // namespace
+
+std::string simulation_text(const Simulated& s) {
+  const sim::TwinResult& r = s.result;
+  const sim::TwinBreakdown& b = r.breakdown;
+  std::string out;
+  out += "plan " + r.plan + ": simulated one step of " + std::to_string(r.ranks) +
+         " ranks on the fabric (" + std::to_string(r.flows) + " flows, seed " +
+         std::to_string(s.seed) + ")\n";
+  out += "step time      " + fixed(r.step_time_s, 3) + " s   (analytic " +
+         fixed(s.analytic_step_time_s, 3) + " s, " +
+         (r.step_time_s >= s.analytic_step_time_s ? "+" : "") +
+         fixed(100 * (r.step_time_s / s.analytic_step_time_s - 1), 1) + " %)\n";
+  out += "tokens/s       " + fixed(r.tokens_per_s, 0) + "\n";
+  out += "MFU            " + percent(r.mfu) + "\n";
+  out += "where the step goes, on the last stage replica to finish (stage " +
+         std::to_string(r.critical_stage) + ", dp " + std::to_string(r.critical_replica) + "):\n";
+  const std::pair<const char*, double> parts[] = {
+      {"compute", b.compute_s},
+      {"tensor parallel", b.tensor_parallel_s},
+      {"pipeline sends", b.pipeline_s},
+      {"cross-island sends", b.cross_island_s},
+      {"data parallel (exposed)", b.data_parallel_s},
+      {"pipeline bubble", b.bubble_s},
+      {"stragglers", b.stragglers_s},
+      {"optimizer", b.optimizer_s}};
+  for (const auto& [name, seconds] : parts) {
+    char line[96];
+    std::snprintf(line, sizeof line, "  %-24s %10.3f s  %5.1f %%\n", name, seconds,
+                  r.step_time_s > 0 ? 100 * seconds / r.step_time_s : 0.0);
+    out += line;
+  }
+  out += "most loaded links (time at full rate during the step):\n";
+  if (r.links.empty()) out += "  none: no traffic left the chips' nodes\n";
+  for (const auto& link : r.links) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-44s %8.3f s  %5.1f %%  %.1f GB/s\n", link.name.c_str(),
+                  link.busy_s, 100 * link.utilization, link.speed / 1e9);
+    out += line;
+  }
+  if (s.goodput) {
+    const models::Goodput& g = *s.goodput;
+    out += "goodput        " + fixed(g.goodput_tokens_per_s, 0) + " tokens/s (" +
+           percent(g.useful_fraction) + " of the time is useful)\n";
+    if (g.mtbf_s > 0) {
+      out += "  job MTBF " + hours(g.mtbf_s) + ", checkpoint write " +
+             fixed(g.checkpoint_write_s, 1) + " s, restore " + fixed(g.restore_s, 1) + " s\n";
+      out += "  checkpoint every " + std::to_string(g.interval_steps) + " steps (" +
+             hours(g.interval_s) + "; Young " + hours(g.young_interval_s) + ", Daly " +
+             hours(g.daly_interval_s) + ")\n";
+    }
+  }
+  for (const auto& note : s.notes) out += "note: " + note + "\n";
+  return out;
+}
+
+nlohmann::ordered_json simulation_json(const Simulated& s) {
+  const sim::TwinResult& r = s.result;
+  const sim::TwinBreakdown& b = r.breakdown;
+  nlohmann::ordered_json out;
+  out["plan"] = r.plan;
+  out["seed"] = s.seed;
+  out["step_time_s"] = round6(r.step_time_s);
+  out["tokens_per_s"] = round6(r.tokens_per_s);
+  out["mfu"] = round6(r.mfu);
+  out["goodput_tokens_per_s"] =
+      s.goodput ? nlohmann::ordered_json(round6(s.goodput->goodput_tokens_per_s)) : nullptr;
+  out["breakdown"] = {{"compute_s", round6(b.compute_s)},
+                      {"tensor_parallel_s", round6(b.tensor_parallel_s)},
+                      {"pipeline_s", round6(b.pipeline_s)},
+                      {"cross_island_s", round6(b.cross_island_s)},
+                      {"data_parallel_s", round6(b.data_parallel_s)},
+                      {"bubble_s", round6(b.bubble_s)},
+                      {"stragglers_s", round6(b.stragglers_s)},
+                      {"optimizer_s", round6(b.optimizer_s)}};
+  out["critical"] = {{"stage", r.critical_stage}, {"replica", r.critical_replica}};
+  out["analytic"] = {{"step_time_s", round6(s.analytic_step_time_s)},
+                     {"tokens_per_s", round6(s.analytic_tokens_per_s)}};
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (double finish : r.stage_finish_s) stages.push_back(round6(finish));
+  out["stage_finish_s"] = stages;
+  out["links"] = nlohmann::ordered_json::array();
+  for (const auto& link : r.links) {
+    out["links"].push_back({{"name", link.name},
+                            {"kind", sim::to_string(link.kind)},
+                            {"bytes", round6(link.bytes)},
+                            {"speed", round6(link.speed)},
+                            {"busy_s", round6(link.busy_s)},
+                            {"utilization", round6(link.utilization)}});
+  }
+  if (s.goodput) {
+    const models::Goodput& g = *s.goodput;
+    out["goodput"] = {{"useful_fraction", round6(g.useful_fraction)},
+                      {"mtbf_s", round6(g.mtbf_s)},
+                      {"checkpoint_write_s", round6(g.checkpoint_write_s)},
+                      {"restore_s", round6(g.restore_s)},
+                      {"checkpoint_interval_s", round6(g.interval_s)},
+                      {"checkpoint_interval_steps", g.interval_steps},
+                      {"young_interval_s", round6(g.young_interval_s)},
+                      {"daly_interval_s", round6(g.daly_interval_s)}};
+  } else {
+    out["goodput"] = nullptr;
+  }
+  out["ranks"] = r.ranks;
+  out["flows"] = r.flows;
+  out["notes"] = s.notes;
+  return out;
+}
+
+namespace {
+
+double ranking_rate(const Simulated& s) {
+  return s.goodput ? s.goodput->goodput_tokens_per_s : s.result.tokens_per_s;
+}
+
+}  // namespace
+
+void rank_by_simulation(std::vector<RankedSimulation>& plans) {
+  std::stable_sort(plans.begin(), plans.end(), [](const auto& a, const auto& b) {
+    const double ra = ranking_rate(a.simulated);
+    const double rb = ranking_rate(b.simulated);
+    if (ra != rb) return ra > rb;
+    return a.analytic_rank < b.analytic_rank;
+  });
+}
+
+std::string ranked_simulations_text(const std::vector<RankedSimulation>& plans) {
+  std::string out = "\nsimulated on the fabric (best " + std::to_string(plans.size()) +
+                    " one-job plans, ranked again by simulated " +
+                    (!plans.empty() && plans.front().simulated.goodput ? "goodput" : "tokens/s") +
+                    "):\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "  %-4s %-8s %12s %12s %8s %12s  %s\n", "sim", "analytic",
+                "analytic t/s", "simulated", "diff", "goodput", "plan / busiest link");
+  out += line;
+  for (std::size_t k = 0; k < plans.size(); ++k) {
+    const Simulated& s = plans[k].simulated;
+    const std::string goodput = s.goodput ? fixed(s.goodput->goodput_tokens_per_s, 0) : "-";
+    std::snprintf(line, sizeof line, "  %-4zu %-8zu %12.0f %12.0f %+7.1f%% %12s  %s\n", k + 1,
+                  plans[k].analytic_rank, s.analytic_tokens_per_s, s.result.tokens_per_s,
+                  100 * (s.result.tokens_per_s / s.analytic_tokens_per_s - 1), goodput.c_str(),
+                  s.result.plan.c_str());
+    out += line;
+    if (!s.result.links.empty()) {
+      const auto& link = s.result.links.front();
+      out += std::string(64, ' ') + link.name + ", busy " + fixed(100 * link.utilization, 1) +
+             " % of the step\n";
+    }
+  }
+  return out;
+}
+
+nlohmann::ordered_json ranked_simulations_json(const std::vector<RankedSimulation>& plans) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (std::size_t k = 0; k < plans.size(); ++k) {
+    nlohmann::ordered_json entry;
+    entry["rank"] = k + 1;
+    entry["analytic_rank"] = plans[k].analytic_rank;
+    entry["simulation"] = simulation_json(plans[k].simulated);
+    out.push_back(entry);
+  }
+  return out;
+}
+
+}  // namespace hetplan::cli

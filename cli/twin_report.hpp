@@ -1,0 +1,53 @@
+// The digital twin from the command line: options from the scenario, goodput from the
+// scenario's reliability section, and the text and JSON reports of simulated steps.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/scenario.hpp"
+#include "models/reliability.hpp"
+#include "sim/estimator.hpp"
+#include "sim/twin_input.hpp"
+
+namespace hetplan::cli {
+
+// Variability from the scenario's `simulation:` section; `seed` (the command line's) wins over
+// the scenario's, which wins over 0.
+sim::TwinOptions twin_options(const Scenario& scenario, std::optional<std::uint64_t> seed);
+
+// Goodput of a plan running at `tokens_per_s` with steps of `step_time_s`, from the scenario's
+// `reliability:` section. None without one; `notes` says what was not counted.
+std::optional<models::Goodput> plan_goodput(const Scenario& scenario, const Plan& plan,
+                                            double tokens_per_s, double step_time_s,
+                                            std::vector<std::string>& notes);
+
+struct Simulated {
+  sim::TwinResult result;
+  std::uint64_t seed = 0;
+  double analytic_step_time_s = 0;
+  double analytic_tokens_per_s = 0;
+  std::optional<models::Goodput> goodput;
+  std::vector<std::string> notes;
+};
+
+Simulated simulated(const Scenario& scenario, const Plan& plan, const sim::Estimate& estimate,
+                    const sim::TwinResult& result, std::uint64_t seed);
+
+std::string simulation_text(const Simulated& simulated);
+nlohmann::ordered_json simulation_json(const Simulated& simulated);
+
+// A plan of a search, simulated: its rank by the analytic model and its simulation.
+struct RankedSimulation {
+  std::size_t analytic_rank = 0;  // 1-based, in the search's ranking
+  Simulated simulated;
+};
+// Best first: by simulated goodput when the scenario gives reliability figures, by simulated
+// tokens/s otherwise; ties by the analytic rank.
+void rank_by_simulation(std::vector<RankedSimulation>& plans);
+std::string ranked_simulations_text(const std::vector<RankedSimulation>& plans);
+nlohmann::ordered_json ranked_simulations_json(const std::vector<RankedSimulation>& plans);
+
+}  // namespace hetplan::cli
