@@ -1,0 +1,70 @@
+// The digital twin's speed and memory: one training step of a 1,024-rank and of an 8,192-rank
+// plan simulated on a leaf-spine fabric, each in its own worker process as `hetplan simulate`
+// runs it. Counters: the worker's peak resident memory (MiB), the flows simulated and the
+// simulated step (s). Run ./build/bench/hetplan_bench --benchmark_filter=Twin.
+#include <benchmark/benchmark.h>
+
+#include <stdexcept>
+
+#include "formats/loaders.hpp"
+#include "sim/estimator.hpp"
+#include "sim/twin/runner.hpp"
+#include "sim/twin_input.hpp"
+
+namespace {
+
+// The default scenario's Ascend 910B island grown to 1,024 nodes (8,192 chips, 16 nodes per
+// leaf, 64 leaves), and a plan of `stages` x tp 8 x `dp` on it with the layers split evenly.
+hetplan::sim::TwinInput large_plan(int stages, int dp, int global_batch) {
+  auto scenario = hetplan::formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) +
+                                                  "/scenarios/default.yaml");
+  hetplan::Island& island = scenario.cluster.islands.front();
+  island.nodes = 1024;
+  island.free_nodes = -1;
+  scenario.workload.training.global_batch = global_batch;
+  hetplan::Plan plan;
+  plan.name = "bench-pp" + std::to_string(stages) + "-tp8-dp" + std::to_string(dp);
+  const int layers = scenario.workload.model.layers;
+  for (int s = 0; s < stages; ++s) {
+    hetplan::PlanStage stage;
+    stage.island = island.name;
+    stage.first_layer = s * layers / stages;
+    stage.num_layers = (s + 1) * layers / stages - stage.first_layer;
+    stage.tp = 8;
+    stage.dp = dp;
+    plan.stages.push_back(stage);
+  }
+  const auto estimate = hetplan::sim::estimate_step(scenario.cluster, scenario.workload, plan);
+  if (!estimate.feasible) throw std::runtime_error(plan.name + ": " + estimate.reasons.front());
+  return hetplan::sim::make_twin_input(scenario.cluster, scenario.workload, plan, estimate);
+}
+
+void simulate(benchmark::State& state, const hetplan::sim::TwinInput& input) {
+  const hetplan::sim::twin::WorkerCommand worker{HETPLAN_TWIN_WORKER};
+  long peak_kib = 0;
+  for (auto _ : state) {
+    const auto outcome = hetplan::sim::twin::run_workers({input}, worker, 1).front();
+    if (!outcome.result) {
+      state.SkipWithError(outcome.error.c_str());
+      return;
+    }
+    peak_kib = std::max(peak_kib, outcome.peak_rss_kib);
+    state.counters["flows"] = static_cast<double>(outcome.result->flows);
+    state.counters["step_s"] = outcome.result->step_time_s;
+  }
+  state.counters["peak_rss_MiB"] = static_cast<double>(peak_kib) / 1024.0;
+}
+
+// 1,024 ranks: 8 stages x tp 8 x dp 16, 32 micro-batches of one sequence.
+void BM_Twin1024Ranks(benchmark::State& state) {
+  simulate(state, large_plan(8, 16, 512));
+}
+BENCHMARK(BM_Twin1024Ranks)->Unit(benchmark::kSecond)->Iterations(3);
+
+// 8,192 ranks: 16 stages x tp 8 x dp 64, 32 micro-batches of one sequence.
+void BM_Twin8192Ranks(benchmark::State& state) {
+  simulate(state, large_plan(16, 64, 2048));
+}
+BENCHMARK(BM_Twin8192Ranks)->Unit(benchmark::kSecond)->Iterations(1);
+
+}  // namespace
