@@ -124,6 +124,15 @@ SimulationSettings read_simulation(const Field& field, const Cluster& cluster) {
       simulation.stragglers.push_back(std::move(straggler));
     }
   }
+  if (auto random = map.optional("random_stragglers")) {
+    MapReader entry(*random);
+    RandomStragglers drawn;
+    drawn.location = random->location();
+    drawn.fraction = entry.required("fraction").as_number(0.0, 1.0);
+    drawn.slowdown = entry.required("slowdown").as_number(1.0, 100.0);
+    entry.done();
+    simulation.random_stragglers = drawn;
+  }
   map.done();
   return simulation;
 }
@@ -134,7 +143,9 @@ Reliability read_reliability(const Field& field, const Cluster& cluster) {
   Reliability reliability;
   reliability.location = field.location();
   MapReader mtbf(map.required("node_mtbf"));
-  for (auto& [chip, value] : mtbf.entries()) {
+  for (const auto& entry : mtbf.entries()) {
+    const std::string& chip = entry.first;  // a plain name: clang 14 lambdas cannot capture
+    const Field& value = entry.second;      // structured bindings
     // Cluster::chips holds exactly the profiles its islands use.
     const bool used = std::any_of(cluster.chips.begin(), cluster.chips.end(),
                                   [&](const ChipProfile& profile) { return profile.id == chip; });
