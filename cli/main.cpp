@@ -123,7 +123,7 @@ int run_simulate(const std::string& scenario_path, const std::string& plan_path,
     }
   }
   const auto report =
-      hetplan::cli::simulated(scenario, plan, estimate, results.front(), options.seed);
+      hetplan::cli::simulated(scenario, plan, estimate, input, results.front());
   if (json) {
     std::cout << hetplan::cli::simulation_json(report).dump(2) << "\n";
   } else {
@@ -246,8 +246,8 @@ std::vector<hetplan::cli::RankedSimulation> simulate_top(
   std::vector<hetplan::cli::RankedSimulation> out;
   for (std::size_t k = 0; k < chosen.size(); ++k) {
     out.push_back({ranks[k], hetplan::cli::simulated(scenario, chosen[k]->plan,
-                                                     chosen[k]->estimate, results[k],
-                                                     options.seed)});
+                                                     chosen[k]->estimate, inputs[k],
+                                                     results[k])});
   }
   hetplan::cli::rank_by_simulation(out);
   return out;

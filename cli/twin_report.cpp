@@ -16,6 +16,10 @@ sim::TwinOptions twin_options(const Scenario& scenario, std::optional<std::uint6
     for (const Straggler& slow : scenario.simulation->stragglers)
       options.stragglers.push_back({slow.island, slow.node, slow.slowdown});
     if (scenario.simulation->seed) options.seed = *scenario.simulation->seed;
+    if (const auto& random = scenario.simulation->random_stragglers) {
+      options.straggler_fraction = random->fraction;
+      options.straggler_slowdown = random->slowdown;
+    }
   }
   if (seed) options.seed = *seed;
   return options;
@@ -54,10 +58,21 @@ std::optional<models::Goodput> plan_goodput(const Scenario& scenario, const Plan
 }
 
 Simulated simulated(const Scenario& scenario, const Plan& plan, const sim::Estimate& estimate,
-                    const sim::TwinResult& result, std::uint64_t seed) {
+                    const sim::TwinInput& input, const sim::TwinResult& result) {
   Simulated out;
   out.result = result;
-  out.seed = seed;
+  out.seed = input.seed;
+  constexpr std::size_t kListed = 8;
+  for (std::size_t k = 0; k < input.stragglers.size() && k < kListed; ++k) {
+    const sim::TwinStraggler& slow = input.stragglers[k];
+    out.notes.push_back("straggler: " + input.islands[static_cast<std::size_t>(slow.island)].name +
+                        " node " + std::to_string(slow.node) + " runs " +
+                        fixed(slow.slowdown, 2) + "x slower");
+  }
+  if (input.stragglers.size() > kListed) {
+    out.notes.push_back("and " + std::to_string(input.stragglers.size() - kListed) +
+                        " more stragglers");
+  }
   out.analytic_step_time_s = estimate.step_time_s;
   out.analytic_tokens_per_s = estimate.tokens_per_s;
   out.goodput = plan_goodput(scenario, plan, result.tokens_per_s, result.step_time_s, out.notes);

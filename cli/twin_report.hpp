@@ -34,7 +34,7 @@ struct Simulated {
 };
 
 Simulated simulated(const Scenario& scenario, const Plan& plan, const sim::Estimate& estimate,
-                    const sim::TwinResult& result, std::uint64_t seed);
+                    const sim::TwinInput& input, const sim::TwinResult& result);
 
 std::string simulation_text(const Simulated& simulated);
 nlohmann::ordered_json simulation_json(const Simulated& simulated);

@@ -35,10 +35,18 @@ struct Straggler {
   SourceLocation location;
 };
 
+// Slow nodes drawn at random (seeded) among the nodes a plan uses.
+struct RandomStragglers {
+  double fraction = 0.0;  // of the nodes, 0..1
+  double slowdown = 1.0;  // >= 1
+  SourceLocation location;
+};
+
 // The digital twin's variability (`hetplan simulate`).
 struct SimulationSettings {
   double jitter = 0.0;  // coefficient of variation of each compute operation per chip, 0..1
   std::vector<Straggler> stragglers;
+  std::optional<RandomStragglers> random_stragglers;
   std::optional<std::uint64_t> seed;  // the default seed when the command line gives none
   SourceLocation location;
 };

@@ -154,6 +154,10 @@ struct TwinOptions {
   std::uint64_t seed = 0;
   double jitter = 0;
   std::vector<StragglerSpec> stragglers;  // on islands the plan does not use: ignored
+  // Slow nodes drawn among the nodes the plan uses: each is slow with probability
+  // `straggler_fraction`, by a draw keyed on (seed, island name, node).
+  double straggler_fraction = 0;
+  double straggler_slowdown = 1;
   std::string trace_path;
   EstimateOptions estimate;
 };

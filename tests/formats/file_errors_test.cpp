@@ -181,6 +181,12 @@ TEST(ScenarioErrors, JitterAboveOne) {
             kBad + "scenario-jitter.yaml:7:11: simulation.jitter: expected a number from 0 to 1, got \"1.5\"");
 }
 
+TEST(ScenarioErrors, RandomStragglerFractionAboveOne) {
+  EXPECT_EQ(scenario_error("scenario-random-stragglers.yaml"),
+            kBad + "scenario-random-stragglers.yaml:6:33: simulation.random_stragglers.fraction: "
+                   "expected a number from 0 to 1, got \"2\"");
+}
+
 TEST(ScenarioErrors, NegativeSeed) {
   EXPECT_EQ(scenario_error("scenario-seed.yaml"),
             kBad + "scenario-seed.yaml:6:9: simulation.seed: expected an integer from 0 to "

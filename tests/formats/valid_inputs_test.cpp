@@ -130,6 +130,9 @@ TEST(ValidInputs, ScenarioSimulationAndReliability) {
   EXPECT_EQ(simulation.stragglers[1].island, "h100");
   EXPECT_EQ(simulation.stragglers[1].slowdown, 2.0);
   EXPECT_EQ(simulation.stragglers[1].location.line, 12);
+  ASSERT_TRUE(simulation.random_stragglers.has_value());
+  EXPECT_EQ(simulation.random_stragglers->fraction, 0.01);
+  EXPECT_EQ(simulation.random_stragglers->slowdown, 1.25);
 
   ASSERT_TRUE(scenario.reliability.has_value());
   const Reliability& reliability = *scenario.reliability;
@@ -140,7 +143,7 @@ TEST(ValidInputs, ScenarioSimulationAndReliability) {
   EXPECT_EQ(reliability.checkpoint_read_bandwidth, 40e9);
   EXPECT_EQ(reliability.restart_time, 600.0);
   EXPECT_EQ(reliability.checkpoint_interval, std::optional<double>(3600.0));
-  EXPECT_EQ(reliability.location.line, 14);
+  EXPECT_EQ(reliability.location.line, 15);
   EXPECT_TRUE(scenario.reference_plan.has_value());
 }
 
