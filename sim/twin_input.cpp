@@ -254,11 +254,22 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
   }
   if (ranks > kMaxRanks) bad("the plan has " + std::to_string(ranks) + " ranks; the limit is " +
                              std::to_string(kMaxRanks));
-  const long long transfers = static_cast<long long>(in.stages.empty() ? 0 : in.stages[0].dp) *
-                              p * in.chunks * 2LL * in.micro_batches;
+  // dp x stages x chunks x 2 directions x micro-batches, saturated just past the limit: dp,
+  // chunks and micro-batches can each reach 2^30 here, and their product overflows 64 bits.
+  long long transfers = 2;
+  for (const long long factor :
+       {static_cast<long long>(in.stages.empty() ? 0 : in.stages[0].dp), static_cast<long long>(p),
+        static_cast<long long>(in.chunks), static_cast<long long>(in.micro_batches)}) {
+    if (factor <= 0)
+      transfers = 0;
+    else if (transfers > kMaxTransfers / factor)
+      transfers = kMaxTransfers + 1;
+    else
+      transfers *= factor;
+  }
   if (transfers > kMaxTransfers)
-    bad("the step has " + std::to_string(transfers) + " stage-boundary transfers; the limit is " +
-        std::to_string(kMaxTransfers));
+    bad("the step has more than " + std::to_string(kMaxTransfers) +
+        " stage-boundary transfers (dp x stages x chunks x 2 x micro-batches)");
   for (const TwinStraggler& slow : in.stragglers) {
     if (slow.island < 0 || slow.island >= static_cast<int>(in.islands.size()) || slow.node < 0 ||
         !(slow.slowdown >= 1 && slow.slowdown <= 100))

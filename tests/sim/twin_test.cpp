@@ -1,0 +1,814 @@
+// The digital twin (docs/twin.md), run as hetplan runs it: every simulation in its own worker
+// process (SimGrid allows one engine per process), never in this one. It must agree with the
+// analytic estimator where the fabric is non-blocking; show contention where it is not (an
+// oversubscribed spine under a data-parallel ring, two pipelines on one leaf uplink, a thin
+// zone link at a stage boundary) and name the link; make a whole data-parallel group wait for a
+// slow node; give the same bytes for the same seed; write a trace Perfetto can open; turn every
+// kind of worker failure into a message; and refuse, or fail to read, input it cannot simulate.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "formats/loaders.hpp"
+#include "planner/search.hpp"
+#include "sim/estimator.hpp"
+#include "sim/twin/json.hpp"
+#include "sim/twin/runner.hpp"
+#include "sim/twin_input.hpp"
+
+namespace hetplan::sim {
+namespace {
+
+const std::string kSource = HETPLAN_SOURCE_DIR;
+const twin::WorkerCommand kWorker{HETPLAN_TWIN_WORKER};
+
+// --- inputs -----------------------------------------------------------------------------------
+
+Scenario default_scenario() {
+  return formats::load_scenario(kSource + "/scenarios/default.yaml");
+}
+
+Plan reference_plan(const Scenario& scenario) {
+  Plan plan = formats::load_plan(kSource + "/plans/default-reference.yaml");
+  formats::check_plan_references(plan, scenario.cluster, scenario.workload);
+  return plan;
+}
+
+// A plan lowered onto its cluster, as `hetplan simulate` lowers it.
+TwinInput lower(const Scenario& scenario, const Plan& plan, const TwinOptions& options = {}) {
+  const Estimate estimate =
+      estimate_step(scenario.cluster, scenario.workload, plan, options.estimate);
+  if (!estimate.feasible) {
+    std::string why;
+    for (const auto& reason : estimate.reasons) why += reason + "; ";
+    throw std::runtime_error("plan " + plan.name + " cannot run: " + why);
+  }
+  return make_twin_input(scenario.cluster, scenario.workload, plan, estimate, options);
+}
+
+std::string problems_of(const TwinInput& input) {
+  std::string all;
+  for (const auto& problem : check_twin_input(input)) all += problem + "; ";
+  return all;
+}
+
+// Simulates each input in its own worker process; any failure fails the test with its message.
+std::vector<TwinResult> simulate(const std::vector<TwinInput>& inputs) {
+  for (const auto& input : inputs) {
+    const std::string problems = problems_of(input);
+    if (!problems.empty())
+      throw std::runtime_error("plan " + input.plan + " is refused: " + problems);
+  }
+  std::vector<TwinResult> results;
+  for (const auto& outcome : twin::run_workers(inputs, kWorker, 2)) {
+    if (!outcome.result) throw std::runtime_error(outcome.error);
+    results.push_back(*outcome.result);
+  }
+  return results;
+}
+
+TwinResult simulate(const TwinInput& input) {
+  return simulate(std::vector{input}).front();
+}
+
+// A small cluster built in code: one island of Ascend 910B nodes, 8 chips and 8 NICs of 25 GB/s
+// each per node (as the bundled profile has; written out here because the tests' arithmetic
+// relies on them), on a leaf-spine fabric.
+Scenario small_scenario(int nodes, int nodes_per_leaf, double oversubscription) {
+  Scenario s;
+  s.name = "small";
+  s.cluster.name = "small";
+  s.cluster.fabric.topology = FabricTopology::leaf_spine;
+  s.cluster.fabric.oversubscription = oversubscription;
+  s.cluster.fabric.switch_latency = 600e-9;
+  s.cluster.fabric.link_latency = 50e-9;
+  s.cluster.fabric.zones = {"a"};
+  s.cluster.chips.push_back(formats::load_chip(kSource + "/profiles/ascend-910b.yaml"));
+  const ChipProfile& chip = s.cluster.chips.front();
+  Island island;
+  island.name = "npu";
+  island.chip = 0;
+  island.nodes = nodes;
+  island.chips_per_node = 8;
+  island.nic_count = 8;
+  island.nic_speed = 25e9;
+  island.runtime = chip.runtime;
+  island.zone = "a";
+  island.nodes_per_leaf = nodes_per_leaf;
+  s.cluster.islands.push_back(island);
+
+  Workload& w = s.workload;
+  w.name = "small";
+  w.model.model_type = "llama";
+  w.model.layers = 4;
+  w.model.hidden = 2048;
+  w.model.heads = 16;
+  w.model.kv_heads = 16;
+  w.model.ffn = 5632;
+  w.model.vocab = 32000;
+  w.model.activation = Activation::swiglu;
+  w.model.norm = Norm::rmsnorm;
+  w.model.linear_bias = false;
+  w.training.seq_len = 2048;
+  w.training.global_batch = 32;
+  w.training.micro_batch = 1;
+  w.training.dtype = DType::bf16;
+  w.training.optimizer = Optimizer::adamw;
+  w.training.zero_stage = 0;               // one all-reduce of the gradients
+  w.training.overlap_grad_reduce = false;  // the synchronisation is exposed in full
+  return s;
+}
+
+// `stages` equal stages of the small model on the island, each with (tp, dp).
+Plan even_plan(const Scenario& s, int stages, int tp, int dp, const std::string& name) {
+  Plan plan;
+  plan.name = name;
+  const int layers = s.workload.model.layers / stages;
+  for (int k = 0; k < stages; ++k) {
+    PlanStage& st = plan.stages.emplace_back();
+    st.island = s.cluster.islands.front().name;
+    st.first_layer = k * layers;
+    st.num_layers = layers;
+    st.tp = tp;
+    st.dp = dp;
+  }
+  formats::check_plan_references(plan, s.cluster, s.workload);
+  return plan;
+}
+
+// The chips of replica d of stage s lie on one node here; that node.
+int node_of_replica(const TwinInput& input, int s, int d) {
+  const TwinStage& st = input.stages.at(static_cast<std::size_t>(s));
+  const TwinIsland& island = input.islands.at(static_cast<std::size_t>(st.island));
+  const int first = st.first_chip + d * st.tp;
+  const int last = first + st.tp - 1;
+  EXPECT_EQ(first / island.chips_per_node, last / island.chips_per_node)
+      << "replica " << d << " of stage " << s << " spans nodes";
+  return first / island.chips_per_node;
+}
+
+// The busy time of the busiest reported link of a kind (links come most loaded first).
+double busiest(const TwinResult& r, TwinLinkKind kind) {
+  for (const TwinLinkLoad& link : r.links)
+    if (link.kind == kind) return link.busy_s;
+  ADD_FAILURE() << "no " << to_string(kind) << " link among the reported ones";
+  return 0;
+}
+
+std::string describe(const TwinResult& r) {
+  std::ostringstream out;
+  const TwinBreakdown& b = r.breakdown;
+  out << r.plan << ": step " << r.step_time_s << " s (compute " << b.compute_s << ", tp "
+      << b.tensor_parallel_s << ", pipeline " << b.pipeline_s << ", cross-island "
+      << b.cross_island_s << ", dp " << b.data_parallel_s << ", bubble " << b.bubble_s
+      << ", stragglers " << b.stragglers_s << ", optimizer " << b.optimizer_s << "), critical "
+      << r.critical_stage << "/" << r.critical_replica;
+  if (!r.links.empty()) {
+    out << "; top link " << r.links.front().name << " (" << to_string(r.links.front().kind)
+        << ", busy " << r.links.front().busy_s << " s)";
+  }
+  return out.str();
+}
+
+// --- agreement with the analytic estimate on a non-blocking fabric ----------------------------
+
+// The default scenario's fabric is non-blocking (1:1) with a zone link wider than any stage
+// boundary needs, so nothing contends beyond what the analytic model already charges. The
+// simulated step of the best one-job plans the planner finds, and of the reference plan, must
+// then be the analytic step within 3%.
+TEST(TwinAgreement, BestPlansOfTheDefaultScenarioMatchTheAnalyticStep) {
+  const Scenario scenario = default_scenario();
+  ASSERT_DOUBLE_EQ(scenario.cluster.fabric.oversubscription, 1.0);
+  const planner::SearchResult search = planner::search_plans(scenario);
+  std::vector<Plan> plans;
+  std::vector<double> analytic;
+  for (const planner::RankedPlan& ranked : search.ranked) {
+    if (ranked.mode == planner::Mode::resource_pool) continue;
+    if (plans.size() == 3) break;
+    plans.push_back(ranked.plan);
+    analytic.push_back(ranked.estimate.step_time_s);
+  }
+  ASSERT_EQ(plans.size(), 3u) << "the planner found fewer than 3 one-job plans";
+  plans.push_back(reference_plan(scenario));
+  analytic.push_back(estimate_step(scenario.cluster, scenario.workload, plans.back()).step_time_s);
+
+  std::vector<TwinInput> inputs;
+  for (const Plan& plan : plans) inputs.push_back(lower(scenario, plan));
+  const std::vector<TwinResult> results = simulate(inputs);
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const double ratio = results[i].step_time_s / analytic[i];
+    std::ostringstream figures;
+    figures << plans[i].name << " (" << plans[i].stages.size() << " stages, "
+            << inputs[i].micro_batches << " micro-batches): simulated " << results[i].step_time_s
+            << " s, analytic " << analytic[i] << " s, " << (ratio - 1) * 100 << "%";
+    std::cout << "[agreement] " << figures.str() << "\n";
+    testing::Test::RecordProperty("agreement_" + std::to_string(i), figures.str());
+    EXPECT_LT(std::abs(ratio - 1), 0.03) << figures.str() << "\n" << describe(results[i]);
+    EXPECT_NEAR(results[i].tokens_per_s * results[i].step_time_s, inputs[i].tokens_per_step,
+                1e-6 * inputs[i].tokens_per_step);
+  }
+}
+
+// --- contention -------------------------------------------------------------------------------
+
+// A data-parallel ring over 4 nodes, 2 under each leaf: two of its hops cross leaves. At 1:1 a
+// leaf's uplinks carry 2 nodes' worth of NIC bandwidth for one node's crossing flows, so the NICs
+// bound the ring. At 4:1 they carry half a node's worth for those same 8 flows (one per tp
+// rank): each crossing flow gets half its NIC's rate, so the bandwidth part of the gradient
+// all-reduce takes twice as long and the uplink is the busiest link, at twice a NIC's busy time.
+TEST(TwinContention, OversubscribedSpineSlowsTheDataParallelRing) {
+  const Scenario open = small_scenario(4, 2, 1.0);
+  Scenario thin = open;
+  thin.cluster.fabric.oversubscription = 4;
+  const Plan plan = even_plan(open, 1, 8, 4, "dp-ring");
+  const TwinInput base_input = lower(open, plan);
+  const TwinInput thin_input = lower(thin, plan);
+  ASSERT_EQ(base_input.stages.front().dp_sync.size(), 1u);
+  EXPECT_LT(thin_input.islands.front().uplink_speed, base_input.islands.front().uplink_speed);
+  const auto results = simulate({base_input, thin_input});
+  const TwinResult& base = results[0];
+  const TwinResult& slow = results[1];
+  std::cout << "[spine] 1:1 " << describe(base) << "\n[spine] 4:1 " << describe(slow) << "\n";
+  RecordProperty("spine_base_step_s", std::to_string(base.step_time_s));
+  RecordProperty("spine_oversubscribed_step_s", std::to_string(slow.step_time_s));
+
+  ASSERT_GT(base.breakdown.data_parallel_s, 0);
+  // Twice the bandwidth time; 1.8 leaves room for the latency terms, which do not grow.
+  EXPECT_GT(slow.breakdown.data_parallel_s, 1.8 * base.breakdown.data_parallel_s)
+      << describe(base) << "\n"
+      << describe(slow);
+  // The exposed synchronisation grows by about its own size, and the step with it.
+  EXPECT_GT(slow.step_time_s - base.step_time_s, 0.8 * base.breakdown.data_parallel_s);
+
+  ASSERT_FALSE(slow.links.empty());
+  const TwinLinkLoad& top = slow.links.front();
+  EXPECT_EQ(top.kind, TwinLinkKind::leaf_uplink) << describe(slow);
+  EXPECT_TRUE(top.name.starts_with("npu leaf 0 uplink") ||
+              top.name.starts_with("npu leaf 1 uplink"))
+      << top.name;
+  // Its busy time is twice that of the busiest NIC.
+  EXPECT_NEAR(top.busy_s / busiest(slow, TwinLinkKind::nic), 2.0, 0.01);
+  // At 1:1 no link is busier than the NICs.
+  ASSERT_FALSE(base.links.empty());
+  EXPECT_LE(base.links.front().busy_s, busiest(base, TwinLinkKind::nic) * (1 + 1e-9));
+}
+
+// Two pipeline replicas (dp 2, tp 4) whose stage boundary crosses from node 0 (leaf 0) to node 1
+// (leaf 1). Each replica sends over 4 NICs (100 GB/s); at 2:1 the leaf's uplinks carry
+// 8 x 25 GB/s / 2 = 100 GB/s: enough for one pipeline, half of what two need at once. So every
+// boundary send takes twice as long as at 1:1 (where the uplinks carry 200 GB/s), and the
+// uplinks are the busiest links, at twice a NIC's busy time.
+TEST(TwinContention, TwoPipelinesShareOneLeafUplink) {
+  const Scenario open = small_scenario(2, 1, 1.0);
+  Scenario thin = open;
+  thin.cluster.fabric.oversubscription = 2;
+  const Plan plan = even_plan(open, 2, 4, 2, "two-pipelines");
+  const TwinInput base_input = lower(open, plan);
+  const TwinInput thin_input = lower(thin, plan);
+  // The layout the argument above relies on.
+  ASSERT_EQ(node_of_replica(base_input, 0, 0), 0);
+  ASSERT_EQ(node_of_replica(base_input, 0, 1), 0);
+  ASSERT_EQ(node_of_replica(base_input, 1, 0), 1);
+  ASSERT_EQ(node_of_replica(base_input, 1, 1), 1);
+  const TwinIsland& island = thin_input.islands.front();
+  EXPECT_NEAR(island.uplink_speed, 4 * island.nic_speed, 1e-6 * island.uplink_speed);
+
+  const auto results = simulate({base_input, thin_input});
+  const TwinResult& base = results[0];
+  const TwinResult& slow = results[1];
+  std::cout << "[uplink] 1:1 " << describe(base) << "\n[uplink] 2:1 " << describe(slow) << "\n";
+  RecordProperty("uplink_base_step_s", std::to_string(base.step_time_s));
+  RecordProperty("uplink_shared_step_s", std::to_string(slow.step_time_s));
+
+  // Both stages send once per micro-batch (activations forward from stage 0, gradients back
+  // from stage 1); the critical replica's send time per micro-batch doubles.
+  const double m = base_input.micro_batches;
+  const double base_send = base.breakdown.pipeline_s / m;
+  const double slow_send = slow.breakdown.pipeline_s / m;
+  ASSERT_GT(base_send, 0);
+  EXPECT_GT(slow_send, 1.8 * base_send) << describe(base) << "\n" << describe(slow);
+  EXPECT_LT(slow_send, 2.2 * base_send) << describe(base) << "\n" << describe(slow);
+  // Sends block the sender, so the step grows by at least half the added send time.
+  EXPECT_GT(slow.step_time_s - base.step_time_s,
+            0.5 * (slow.breakdown.pipeline_s - base.breakdown.pipeline_s))
+      << describe(base) << "\n"
+      << describe(slow);
+
+  ASSERT_FALSE(slow.links.empty());
+  const TwinLinkLoad& top = slow.links.front();
+  EXPECT_EQ(top.kind, TwinLinkKind::leaf_uplink) << describe(slow);
+  EXPECT_TRUE(top.name.starts_with("npu leaf 0 uplink") ||
+              top.name.starts_with("npu leaf 1 uplink"))
+      << top.name;
+  EXPECT_NEAR(top.busy_s / busiest(slow, TwinLinkKind::nic), 2.0, 0.01);
+}
+
+// The reference plan's boundary between stage 4 (ascend-910b, zone-a) and stage 5 (dcu-k100,
+// zone-b) crosses the zone link. Cut from 6.4 Tbps to 50 Gbps, it must carry each of the 4
+// replicas' 64 MiB activations per micro-batch at 6.25 GB/s: it becomes the busiest link, and
+// the step cannot be shorter than the time the link needs for one direction's bytes.
+TEST(TwinContention, ThinZoneLinkAtAStageBoundary) {
+  const Scenario open = default_scenario();
+  Scenario thin = open;
+  ASSERT_EQ(thin.cluster.fabric.zone_links.size(), 1u);
+  thin.cluster.fabric.zone_links[0].bandwidth = 6.25e9;
+  const Plan plan = reference_plan(open);
+  const TwinInput base_input = lower(open, plan);
+  const TwinInput thin_input = lower(thin, plan);
+  ASSERT_EQ(thin_input.zone_links.size(), 1u);
+  const auto results = simulate({base_input, thin_input});
+  const TwinResult& base = results[0];
+  const TwinResult& slow = results[1];
+  std::cout << "[zone] 6.4 Tbps " << describe(base) << "\n[zone] 50 Gbps " << describe(slow)
+            << "\n";
+  RecordProperty("zone_base_step_s", std::to_string(base.step_time_s));
+  RecordProperty("zone_thin_step_s", std::to_string(slow.step_time_s));
+
+  const TwinStage& sender = thin_input.stages.at(4);
+  const double crossing_bytes =
+      static_cast<double>(sender.dp) * thin_input.micro_batches * thin_input.activation_bytes;
+  const double link_time = crossing_bytes / 6.25e9;
+  EXPECT_GE(slow.step_time_s, link_time) << describe(slow);
+  // The 4 replicas of stage 4 are identical, so their forward sends start together and share
+  // the link: each takes dp x activation_bytes / 6.25 GB/s (43 ms; under a millisecond at
+  // 6.4 Tbps, where the NICs bound it), and the sender waits for it; likewise stage 5's
+  // backward sends. At least half of that added time, link_time in all, must show in the step.
+  EXPECT_GT(slow.step_time_s - base.step_time_s, 0.5 * link_time) << describe(base) << "\n"
+                                                                  << describe(slow);
+
+  ASSERT_FALSE(slow.links.empty());
+  const TwinLinkLoad& top = slow.links.front();
+  EXPECT_EQ(top.kind, TwinLinkKind::zone_link) << describe(slow);
+  EXPECT_NE(top.name.find("zone-a"), std::string::npos) << top.name;
+  EXPECT_NE(top.name.find("zone-b"), std::string::npos) << top.name;
+  EXPECT_NEAR(top.bytes, crossing_bytes, 1e-6 * crossing_bytes);
+  EXPECT_DOUBLE_EQ(top.speed, 6.25e9);
+  ASSERT_FALSE(base.links.empty());
+  EXPECT_NE(base.links.front().kind, TwinLinkKind::zone_link);
+}
+
+// --- a straggler ------------------------------------------------------------------------------
+
+// One node 1.5x slower: the replica on it falls behind, its whole pipeline replica waits for
+// it, and at the gradient synchronisation the whole data-parallel group of its stage waits: no
+// replica of that stage finishes before the slowest one did without the straggler.
+TEST(TwinStraggler, ASlowNodeHoldsUpItsWholeDataParallelGroup) {
+  const Scenario scenario = small_scenario(4, 4, 1.0);
+  const Plan plan = even_plan(scenario, 2, 8, 2, "straggler");
+  const TwinInput clean = lower(scenario, plan);
+  const int s = 1;
+  const int d = 1;
+  const int node = node_of_replica(clean, s, d);
+  TwinOptions options;
+  options.stragglers.push_back({"npu", node, 1.5});
+  const TwinInput slowed = lower(scenario, plan, options);
+  ASSERT_EQ(slowed.stragglers.size(), 1u);
+  const auto results = simulate({clean, slowed});
+  const TwinResult& base = results[0];
+  const TwinResult& slow = results[1];
+  std::cout << "[straggler] none " << describe(base) << "\n[straggler] node " << node << " x1.5 "
+            << describe(slow) << "\n";
+  RecordProperty("straggler_base_step_s", std::to_string(base.step_time_s));
+  RecordProperty("straggler_step_s", std::to_string(slow.step_time_s));
+
+  // The slow replica computes each of its micro-batches half as long again, and it is the last
+  // stage: nothing hides that time, and its pipeline replica, then the whole data-parallel
+  // group, wait for it. 0.8 leaves room for what the schedule's fill and drain absorb.
+  const TwinStage& st = slowed.stages[static_cast<std::size_t>(s)];
+  const double added = 0.5 * slowed.micro_batches * (st.forward_s + st.backward_s);
+  std::cout << "[straggler] nominal added compute " << added << " s\n";
+  EXPECT_GT(slow.step_time_s - base.step_time_s, 0.8 * added) << describe(base) << "\n"
+                                                              << describe(slow);
+  for (int stage = 0; stage < 2; ++stage) {
+    EXPECT_GT(slow.stage_first_finish_s.at(stage), base.stage_finish_s.at(stage))
+        << "stage " << stage;
+  }
+  EXPECT_GT(slow.breakdown.stragglers_s, 0) << describe(slow);
+  // Without it, replicas are identical and nothing is put down to stragglers.
+  EXPECT_EQ(base.breakdown.stragglers_s, 0);
+  EXPECT_NEAR(base.stage_first_finish_s.at(s), base.stage_finish_s.at(s), 1e-9 * base.step_time_s);
+}
+
+// --- determinism ------------------------------------------------------------------------------
+
+TEST(TwinDeterminism, SameSeedSameBytesOtherSeedOtherStep) {
+  const Scenario scenario = small_scenario(4, 2, 1.0);
+  const Plan plan = even_plan(scenario, 2, 4, 2, "jittered");
+  TwinOptions options;
+  options.jitter = 0.05;
+  options.seed = 7;
+  const TwinInput seven = lower(scenario, plan, options);
+  options.seed = 8;
+  const TwinInput eight = lower(scenario, plan, options);
+  const auto results = simulate({seven, seven, eight});
+  const std::string a = twin::to_json(results[0]).dump();
+  const std::string b = twin::to_json(results[1]).dump();
+  EXPECT_EQ(a, b);
+  EXPECT_NE(results[0].step_time_s, results[2].step_time_s);
+  std::cout << "[determinism] seed 7 " << results[0].step_time_s << " s, seed 8 "
+            << results[2].step_time_s << " s\n";
+}
+
+// --- the trace --------------------------------------------------------------------------------
+
+class TempFolder {
+ public:
+  TempFolder() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "hetplan-twin-XXXXXX").string();
+    if (mkdtemp(pattern.data())) path_ = pattern;
+  }
+  ~TempFolder() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(TwinTrace, EveryRankHasOneTrackWithItsForwardAndBackwardPasses) {
+  const TempFolder folder;
+  ASSERT_FALSE(folder.path().empty());
+  const Scenario scenario = small_scenario(4, 2, 1.0);
+  const Plan plan = even_plan(scenario, 2, 4, 2, "traced");
+  TwinOptions options;
+  options.trace_path = folder.file("trace.json");
+  const TwinInput input = lower(scenario, plan, options);
+  const TwinResult result = simulate(input);
+
+  std::ifstream in(options.trace_path);
+  ASSERT_TRUE(in) << "no trace at " << options.trace_path;
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  ASSERT_TRUE(trace.contains("traceEvents"));
+  ASSERT_TRUE(trace["traceEvents"].is_array());
+
+  long long ranks = 0;
+  std::map<long long, int> stage_of_rank;
+  std::map<long long, int> stage_of_sync;
+  for (std::size_t s = 0; s < input.stages.size(); ++s) {
+    const TwinStage& st = input.stages[s];
+    for (int r = 0; r < st.tp * st.dp; ++r) stage_of_rank[ranks + r] = static_cast<int>(s);
+    ranks += static_cast<long long>(st.tp) * st.dp;
+  }
+  for (std::size_t s = 0; s < input.stages.size(); ++s)
+    if (!input.stages[s].dp_sync.empty())
+      stage_of_sync[ranks + static_cast<long long>(s)] = static_cast<int>(s);
+  ASSERT_EQ(ranks, 16);
+  EXPECT_EQ(result.ranks, ranks);
+  ASSERT_EQ(stage_of_sync.size(), 2u);
+
+  std::set<std::pair<long long, long long>> tracks;  // (pid, tid) of thread_name events
+  std::map<long long, int> rank_names;
+  std::map<long long, std::pair<int, int>> passes;  // rank -> (forward, backward) events
+  int complete = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    ASSERT_TRUE(e.contains("ph") && e["ph"].is_string()) << e.dump();
+    const std::string ph = e["ph"];
+    if (ph == "M" && e["name"] == "thread_name") {
+      const long long pid = e["pid"];
+      const long long tid = e["tid"];
+      EXPECT_TRUE(tracks.insert({pid, tid}).second) << "track named twice: " << e.dump();
+      if (stage_of_rank.count(tid)) {
+        ++rank_names[tid];
+        EXPECT_EQ(pid, stage_of_rank[tid] + 1) << e.dump();
+      } else {
+        EXPECT_TRUE(stage_of_sync.count(tid)) << "a track that is no rank: " << e.dump();
+      }
+      continue;
+    }
+    if (ph != "X") continue;
+    ++complete;
+    ASSERT_TRUE(e["ts"].is_number()) << e.dump();
+    ASSERT_TRUE(e["dur"].is_number()) << e.dump();
+    EXPECT_GE(e["ts"].get<double>(), 0) << e.dump();
+    EXPECT_GE(e["dur"].get<double>(), 0) << e.dump();
+    EXPECT_LE((e["ts"].get<double>() + e["dur"].get<double>()) * 1e-6,
+              result.step_time_s * (1 + 1e-9) + 1e-9)
+        << e.dump();
+    const long long tid = e["tid"];
+    const long long pid = e["pid"];
+    if (stage_of_rank.count(tid)) {
+      EXPECT_EQ(pid, stage_of_rank[tid] + 1) << e.dump();
+      const std::string name = e["name"];
+      if (name.starts_with("forward")) ++passes[tid].first;
+      if (name.starts_with("backward")) ++passes[tid].second;
+    } else {
+      ASSERT_TRUE(stage_of_sync.count(tid)) << "an event on no rank's track: " << e.dump();
+      EXPECT_EQ(pid, stage_of_sync[tid] + 1) << e.dump();
+    }
+  }
+  EXPECT_GT(complete, 0);
+  for (long long r = 0; r < ranks; ++r) {
+    EXPECT_EQ(rank_names[r], 1) << "rank " << r;
+    EXPECT_GE(passes[r].first, input.micro_batches) << "rank " << r << " forward passes";
+    EXPECT_GE(passes[r].second, input.micro_batches) << "rank " << r << " backward passes";
+  }
+}
+
+// --- worker failures --------------------------------------------------------------------------
+
+// A small valid input to hand to broken workers.
+TwinInput small_input() {
+  const Scenario scenario = small_scenario(2, 2, 1.0);
+  return lower(scenario, even_plan(scenario, 1, 8, 2, "small"));
+}
+
+std::string script(const TempFolder& folder, const std::string& name, const std::string& body) {
+  const std::string path = folder.file(name);
+  std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+  ::chmod(path.c_str(), 0755);
+  return path;
+}
+
+twin::Outcome run_one(const TwinInput& input, const std::string& worker) {
+  const auto outcomes = twin::run_workers({input}, {worker}, 1);
+  EXPECT_EQ(outcomes.size(), 1u);
+  return outcomes.front();
+}
+
+TEST(TwinWorkerFailures, AMissingWorkerIsNamed) {
+  const std::string missing = "/nonexistent/hetplan-twin-missing";
+  const twin::Outcome outcome = run_one(small_input(), missing);
+  EXPECT_FALSE(outcome.result);
+  EXPECT_NE(outcome.error.find(missing), std::string::npos) << outcome.error;
+  EXPECT_EQ(outcome.error.find('\n'), std::string::npos) << outcome.error;
+}
+
+TEST(TwinWorkerFailures, AnAbortedWorkerReportsItsSignal) {
+  const TempFolder folder;
+  const twin::Outcome outcome = run_one(small_input(), script(folder, "abort.sh", "kill -ABRT $$"));
+  EXPECT_FALSE(outcome.result);
+  EXPECT_NE(outcome.error.find("signal 6"), std::string::npos) << outcome.error;
+  EXPECT_NE(outcome.error.find("plan small"), std::string::npos) << outcome.error;
+}
+
+TEST(TwinWorkerFailures, AGarbledAnswerIsUnreadable) {
+  const TempFolder folder;
+  const twin::Outcome outcome =
+      run_one(small_input(), script(folder, "garbage.sh", "echo nonsense"));
+  EXPECT_FALSE(outcome.result);
+  EXPECT_NE(outcome.error.find("unreadable"), std::string::npos) << outcome.error;
+}
+
+TEST(TwinWorkerFailures, AWorkerThatStopsReadingDoesNotHangTheCaller) {
+  const TempFolder folder;
+  // Exits at once without reading its input (larger than a pipe's buffer) and answers nothing.
+  TwinInput input = small_input();
+  input.plan = std::string(1 << 20, 'x');
+  const twin::Outcome outcome = run_one(input, script(folder, "deaf.sh", "exit 3"));
+  EXPECT_FALSE(outcome.result);
+  EXPECT_NE(outcome.error.find("exit code 3"), std::string::npos) << outcome.error.substr(0, 200);
+}
+
+TEST(TwinWorkerFailures, TheRealWorkerRejectsInputTheCheckRefuses) {
+  TwinInput input = small_input();
+  input.micro_batches = 0;
+  ASSERT_FALSE(check_twin_input(input).empty());
+  const twin::Outcome outcome = run_one(input, kWorker.executable);
+  EXPECT_FALSE(outcome.result);
+  EXPECT_NE(outcome.error.find("exit code 2"), std::string::npos) << outcome.error;
+  EXPECT_NE(outcome.error.find("input rejected"), std::string::npos) << outcome.error;
+  EXPECT_NE(outcome.error.find("micro_batches must be at least 1"), std::string::npos)
+      << outcome.error;
+}
+
+TEST(TwinWorkerFailures, OutcomesKeepTheirInputsOrder) {
+  TwinInput good = small_input();
+  TwinInput bad = good;
+  bad.plan = "refused";
+  bad.jitter = 2;
+  const auto outcomes = twin::run_workers({good, bad, good}, kWorker, 3);
+  ASSERT_EQ(outcomes.size(), 3u);
+  EXPECT_TRUE(outcomes[0].result) << outcomes[0].error;
+  EXPECT_FALSE(outcomes[1].result);
+  EXPECT_NE(outcomes[1].error.find("plan refused"), std::string::npos) << outcomes[1].error;
+  EXPECT_TRUE(outcomes[2].result) << outcomes[2].error;
+  if (outcomes[0].result && outcomes[2].result) {
+    EXPECT_EQ(twin::to_json(*outcomes[0].result).dump(), twin::to_json(*outcomes[2].result).dump());
+  }
+}
+
+// --- check_twin_input -------------------------------------------------------------------------
+
+bool reports(const TwinInput& input, const std::string& text) {
+  const auto problems = check_twin_input(input);
+  return std::any_of(problems.begin(), problems.end(),
+                     [&](const std::string& p) { return p.find(text) != std::string::npos; });
+}
+
+class TwinCheck : public testing::Test {
+ protected:
+  void SetUp() override {
+    const Scenario scenario = default_scenario();
+    reference = lower(scenario, reference_plan(scenario));
+    const Scenario small = small_scenario(4, 2, 1.0);
+    pipeline = lower(small, even_plan(small, 2, 4, 2, "pipeline"));
+  }
+  TwinInput reference;  // three islands in two zones, dp 4
+  TwinInput pipeline;   // one island, two stages, dp 2
+};
+
+TEST_F(TwinCheck, LoweredInputsAreSound) {
+  EXPECT_EQ(problems_of(reference), "");
+  EXPECT_EQ(problems_of(pipeline), "");
+}
+
+TEST_F(TwinCheck, DataParallelWidthMustMatchAcrossStages) {
+  TwinInput in = pipeline;
+  in.stages[1].dp = 1;
+  in.stages[1].dp_sync.clear();
+  EXPECT_TRUE(reports(in, "stage 1: every stage needs the same dp")) << problems_of(in);
+}
+
+TEST_F(TwinCheck, ChipsMustLieInsideTheirIsland) {
+  TwinInput in = pipeline;
+  in.stages[1].first_chip = in.islands[0].nodes * in.islands[0].chips_per_node - 1;
+  EXPECT_TRUE(reports(in, "stage 1: its chips lie outside island npu")) << problems_of(in);
+  in = pipeline;
+  in.stages[0].first_chip = -1;
+  EXPECT_TRUE(reports(in, "stage 0: its chips lie outside island npu")) << problems_of(in);
+  in = pipeline;
+  in.stages[0].island = 5;
+  EXPECT_TRUE(reports(in, "stage 0: island index out of range")) << problems_of(in);
+}
+
+TEST_F(TwinCheck, SpeedsMustBePositiveAndFinite) {
+  TwinInput in = pipeline;
+  in.islands[0].nic_speed = -25e9;
+  EXPECT_TRUE(reports(in, "link speeds must be finite and positive")) << problems_of(in);
+  in = pipeline;
+  in.islands[0].uplink_speed = std::nan("");
+  EXPECT_TRUE(reports(in, "link speeds must be finite and positive")) << problems_of(in);
+  in = reference;
+  in.zone_links[0].speed = 0;
+  EXPECT_TRUE(reports(in, "bad speed or latency")) << problems_of(in);
+}
+
+TEST_F(TwinCheck, AZoneBoundaryNeedsAZoneLink) {
+  TwinInput in = reference;
+  ASSERT_EQ(in.zone_links.size(), 1u);
+  in.zone_links.clear();
+  // Stage 4 (zone-a) sends to stage 5 (zone-b).
+  EXPECT_TRUE(reports(in, "stage 4: its boundary crosses zones with no link between them"))
+      << problems_of(in);
+  EXPECT_FALSE(reports(in, "stage 3: its boundary")) << problems_of(in);
+}
+
+TEST_F(TwinCheck, CountsAndVariabilityMustBeInRange) {
+  TwinInput in = pipeline;
+  in.micro_batches = 0;
+  EXPECT_TRUE(reports(in, "micro_batches must be at least 1")) << problems_of(in);
+  in = pipeline;
+  in.jitter = 2;
+  EXPECT_TRUE(reports(in, "jitter must be in [0, 1]")) << problems_of(in);
+  in = pipeline;
+  in.jitter = std::nan("");
+  EXPECT_TRUE(reports(in, "jitter must be in [0, 1]")) << problems_of(in);
+  in = pipeline;
+  in.chunks = 2;
+  in.micro_batches = 3;
+  EXPECT_TRUE(reports(in, "multiple of the stage count")) << problems_of(in);
+  in = pipeline;
+  in.stragglers.push_back({0, 1, 0.5});
+  EXPECT_TRUE(reports(in, "straggler")) << problems_of(in);
+  in = pipeline;
+  in.stages[0].tp = 0;
+  EXPECT_TRUE(reports(in, "stage 0: tp and dp must be in")) << problems_of(in);
+  in = pipeline;
+  in.stages[0].forward_s = -1;
+  EXPECT_TRUE(reports(in, "stage 0: times must be finite and non-negative")) << problems_of(in);
+}
+
+TEST_F(TwinCheck, SizesBeyondReachAreRefusedNotAttempted) {
+  const std::string transfers =
+      "the step has more than 50000000 stage-boundary transfers (dp x stages x chunks x 2 x "
+      "micro-batches)";
+  TwinInput in = pipeline;
+  in.micro_batches = 1 << 30;
+  EXPECT_TRUE(reports(in, transfers)) << problems_of(in);
+  // 2 replicas x 2 stages x 2^30 chunks x 2 directions x 2^30 micro-batches = 2^63 transfers,
+  // one past the largest 64-bit signed count.
+  in = pipeline;
+  in.chunks = 1 << 30;
+  in.micro_batches = 1 << 30;
+  EXPECT_TRUE(reports(in, transfers)) << problems_of(in);
+  // 2^17 replicas: 2^79 transfers, which a 64-bit count wraps around to exactly 0.
+  in.stages[0].dp = in.stages[1].dp = 1 << 17;
+  EXPECT_TRUE(reports(in, transfers)) << problems_of(in);
+  in = pipeline;
+  in.islands[0].nodes = 1 << 20;
+  in.stages[0].tp = 1 << 16;
+  in.stages[0].dp = 4;
+  in.stages[1].dp = 4;
+  EXPECT_TRUE(reports(in, "ranks; the limit is")) << problems_of(in);
+}
+
+// --- the JSON boundary ------------------------------------------------------------------------
+
+TEST(TwinJson, InputsSurviveTheRoundTrip) {
+  const Scenario scenario = default_scenario();
+  TwinOptions options;
+  options.seed = (1ull << 63) + 5;  // beyond a signed 64-bit integer
+  options.jitter = 0.125;
+  options.stragglers.push_back({"dcu-k100", 3, 1.75});
+  options.trace_path = "out/trace \"quoted\".json";
+  const TwinInput input = lower(scenario, reference_plan(scenario), options);
+  ASSERT_EQ(input.stragglers.size(), 1u);
+  const std::string text = twin::to_json(input).dump();
+  const TwinInput back = twin::input_from_json(nlohmann::json::parse(text));
+  EXPECT_EQ(twin::to_json(back).dump(), text);
+  // A few fields directly, so that a field both sides forget still shows.
+  EXPECT_EQ(back.seed, input.seed);
+  EXPECT_EQ(back.jitter, input.jitter);
+  EXPECT_EQ(back.trace_path, input.trace_path);
+  EXPECT_EQ(back.activation_bytes, input.activation_bytes);
+  EXPECT_EQ(back.overlap_grad_reduce, input.overlap_grad_reduce);
+  ASSERT_EQ(back.stages.size(), input.stages.size());
+  for (std::size_t s = 0; s < input.stages.size(); ++s) {
+    EXPECT_EQ(back.stages[s].first_chip, input.stages[s].first_chip);
+    EXPECT_EQ(back.stages[s].backward_s, input.stages[s].backward_s);
+    ASSERT_EQ(back.stages[s].dp_sync.size(), input.stages[s].dp_sync.size());
+    for (std::size_t c = 0; c < input.stages[s].dp_sync.size(); ++c) {
+      EXPECT_EQ(back.stages[s].dp_sync[c].kind, input.stages[s].dp_sync[c].kind);
+      EXPECT_EQ(back.stages[s].dp_sync[c].algorithm, input.stages[s].dp_sync[c].algorithm);
+      EXPECT_EQ(back.stages[s].dp_sync[c].bytes, input.stages[s].dp_sync[c].bytes);
+    }
+  }
+  ASSERT_EQ(back.islands.size(), 3u);
+  EXPECT_EQ(back.islands[1].zone, "zone-b");
+  EXPECT_EQ(back.islands[2].uplink_speed, input.islands[2].uplink_speed);
+  EXPECT_EQ(back.stragglers[0].node, 3);
+  EXPECT_EQ(back.stragglers[0].slowdown, 1.75);
+}
+
+TEST(TwinJson, ResultsSurviveTheRoundTrip) {
+  const TwinResult result = simulate(small_input());
+  const std::string text = twin::to_json(result).dump();
+  EXPECT_EQ(twin::to_json(twin::result_from_json(nlohmann::json::parse(text))).dump(), text);
+}
+
+std::string read_error(const nlohmann::json& document) {
+  try {
+    (void)twin::input_from_json(document);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(TwinJson, MalformedInputsNameTheField) {
+  const nlohmann::json good = nlohmann::json::parse(twin::to_json(small_input()).dump());
+  ASSERT_EQ(read_error(good), "(no error)");
+
+  nlohmann::json missing = good;
+  missing.erase("micro_batches");
+  EXPECT_EQ(read_error(missing), "input.micro_batches: missing");
+
+  nlohmann::json wrong_type = good;
+  wrong_type["stages"][0]["tp"] = "8";
+  EXPECT_EQ(read_error(wrong_type), "input.stages[0].tp: expected an integer");
+
+  nlohmann::json fraction = good;
+  fraction["islands"][0]["nodes"] = 2.5;
+  EXPECT_EQ(read_error(fraction), "input.islands[0].nodes: expected an integer");
+
+  nlohmann::json unknown = good;
+  ASSERT_FALSE(unknown["stages"][0]["dp_sync"].empty());
+  unknown["stages"][0]["dp_sync"][0]["kind"] = "broadcast";
+  EXPECT_EQ(read_error(unknown), "input.stages[0].dp_sync[0].kind: unknown value \"broadcast\"");
+
+  nlohmann::json huge = good;
+  huge["micro_batches"] = 1LL << 40;
+  EXPECT_EQ(read_error(huge), "input.micro_batches: out of range");
+
+  nlohmann::json negative_seed = good;
+  negative_seed["seed"] = -1;
+  EXPECT_EQ(read_error(negative_seed), "input.seed: expected a non-negative integer");
+
+  nlohmann::json not_an_object = good;
+  not_an_object["islands"][0] = 3;
+  EXPECT_EQ(read_error(not_an_object), "input.islands[0]: expected an object");
+
+  EXPECT_EQ(read_error(nlohmann::json::array()), "input: expected an object");
+}
+
+}  // namespace
+}  // namespace hetplan::sim
