@@ -1,0 +1,150 @@
+// Runs `hetplan simulate` on the bundled default scenario, as a user would: the JSON report and
+// its fields, the same bytes from one run to the next, the trace written in one piece, and the
+// errors: a missing scenario, a broken plan file and a plan that cannot run each end in one line
+// and exit code 2.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/e2e/cli_run.hpp"
+
+namespace {
+
+using hetplan::e2e::CliRun;
+using hetplan::e2e::hetplan;
+using hetplan::e2e::read_text;
+using hetplan::e2e::TempFolder;
+
+std::size_t count_lines(const std::string& text) {
+  std::size_t lines = 0;
+  for (const char c : text) lines += c == '\n';
+  return lines;
+}
+
+std::vector<std::string> files_in(const std::string& folder) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(folder))
+    names.push_back(entry.path().filename().string());
+  return names;
+}
+
+TEST(SimulateCli, JsonCarriesTheStepItsBreakdownAndGoodput) {
+  const CliRun run = hetplan("simulate scenarios/default.yaml --json", " 2>/dev/null");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const auto j = nlohmann::json::parse(run.out);
+  ASSERT_TRUE(j.at("step_time_s").is_number());
+  ASSERT_TRUE(j.at("tokens_per_s").is_number());
+  const double step = j["step_time_s"].get<double>();
+  const double tokens_per_s = j["tokens_per_s"].get<double>();
+  EXPECT_GT(step, 0);
+  // The workload's global batch: 512 sequences of 4096 tokens.
+  EXPECT_NEAR(tokens_per_s * step, 512.0 * 4096, 512.0 * 4096 * 1e-4);
+  EXPECT_EQ(j.at("plan"), "default-reference");
+
+  const auto& breakdown = j.at("breakdown");
+  double parts = 0;
+  for (const char* key : {"compute_s", "tensor_parallel_s", "pipeline_s", "cross_island_s",
+                          "data_parallel_s", "bubble_s", "stragglers_s", "optimizer_s"}) {
+    ASSERT_TRUE(breakdown.contains(key)) << key;
+    ASSERT_TRUE(breakdown[key].is_number()) << key;
+    EXPECT_GE(breakdown[key].get<double>(), 0) << key;
+    parts += breakdown[key].get<double>();
+  }
+  EXPECT_EQ(breakdown.size(), 8u) << breakdown.dump();
+  // The parts add up to the step (each is rounded to six significant digits).
+  EXPECT_NEAR(parts, step, 1e-5 * step);
+
+  // The default scenario has a reliability section: goodput is a number, below the throughput.
+  ASSERT_TRUE(j.at("goodput_tokens_per_s").is_number()) << j["goodput_tokens_per_s"].dump();
+  EXPECT_GT(j["goodput_tokens_per_s"].get<double>(), 0);
+  EXPECT_LT(j["goodput_tokens_per_s"].get<double>(), tokens_per_s);
+
+  // The analytic estimate beside it, for comparison: the same plan as `hetplan eval`.
+  const CliRun eval = hetplan("eval scenarios/default.yaml --json", " 2>/dev/null");
+  ASSERT_EQ(eval.exit_code, 0);
+  const auto e = nlohmann::json::parse(eval.out);
+  EXPECT_DOUBLE_EQ(j.at("analytic").at("step_time_s").get<double>(),
+                   e.at("step_time_s").get<double>());
+  ASSERT_TRUE(j.at("links").is_array());
+  EXPECT_FALSE(j["links"].empty());
+  EXPECT_EQ(j.at("stage_finish_s").size(), 8u);
+}
+
+TEST(SimulateCli, SameInputsGiveByteIdenticalOutput) {
+  const CliRun a = hetplan("simulate scenarios/default.yaml --json --seed 3");
+  const CliRun b = hetplan("simulate scenarios/default.yaml --json --seed 3");
+  ASSERT_EQ(a.exit_code, 0) << a.out;
+  EXPECT_EQ(a.out, b.out);
+  const CliRun text_a = hetplan("simulate scenarios/default.yaml");
+  const CliRun text_b = hetplan("simulate scenarios/default.yaml");
+  ASSERT_EQ(text_a.exit_code, 0) << text_a.out;
+  EXPECT_EQ(text_a.out, text_b.out);
+}
+
+TEST(SimulateCli, TraceIsWrittenInOnePiece) {
+  const TempFolder folder;
+  ASSERT_FALSE(folder.path().empty());
+  const std::string trace = folder.path() + "/step.json";
+  const CliRun run = hetplan("simulate scenarios/default.yaml --trace " + trace);
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find("trace written to " + trace), std::string::npos) << run.out;
+  ASSERT_TRUE(std::filesystem::exists(trace));
+  const auto j = nlohmann::json::parse(read_text(trace));
+  ASSERT_TRUE(j.at("traceEvents").is_array());
+  EXPECT_FALSE(j["traceEvents"].empty());
+  // Nothing but the trace: no partial file left beside it.
+  EXPECT_EQ(files_in(folder.path()), std::vector<std::string>{"step.json"});
+}
+
+TEST(SimulateCli, AnUnwritableTraceFailsInOneLineAndLeavesNothing) {
+  const TempFolder folder;
+  ASSERT_FALSE(folder.path().empty());
+  const std::string trace = folder.path() + "/no/such/folder/step.json";
+  const CliRun run = hetplan("simulate scenarios/default.yaml --trace " + trace);
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_EQ(count_lines(run.out), 1u) << run.out;
+  EXPECT_EQ(run.out.rfind("error: ", 0), 0u) << run.out;
+  EXPECT_TRUE(files_in(folder.path()).empty());
+}
+
+TEST(SimulateCli, MissingScenarioIsAnInputError) {
+  const CliRun run = hetplan("simulate no/such/scenario.yaml --json");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(run.out, "error: no/such/scenario.yaml: cannot open the file for reading\n");
+}
+
+TEST(SimulateCli, BrokenPlanFileNamesItsLineAndColumn) {
+  const TempFolder folder;
+  ASSERT_FALSE(folder.path().empty());
+  const std::string path = folder.path() + "/bad-plan.yaml";
+  std::ofstream(path) << "schema: hetplan/plan/v1\nname: bad\nstages:\n  - {island: ascend-910b, "
+                         "first_layer: 0, num_layers: 80, tp: zero, dp: 1}\n";
+  const CliRun run = hetplan("simulate scenarios/default.yaml --plan " + path);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(run.out, "error: " + path +
+                         ":4:63: stages[0].tp: expected an integer from 1 to 1024, got \"zero\"\n");
+}
+
+TEST(SimulateCli, APlanThatCannotRunIsRefusedWithItsReasons) {
+  const std::string plan = "tests/e2e/data/simulate/out-of-memory.yaml";
+  const CliRun run = hetplan("simulate scenarios/default.yaml --json --plan " + plan);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(count_lines(run.out), 1u) << run.out;
+  EXPECT_EQ(
+      run.out.rfind(
+          "error: " + plan + ": plan: expected a plan that can run, got one that cannot: ", 0),
+      0u)
+      << run.out;
+  EXPECT_NE(run.out.find("ascend-910b has 64.0 GiB"), std::string::npos) << run.out;
+  // The same plan through `hetplan eval` is a result, not an error: infeasible, with the reason.
+  const CliRun eval = hetplan("eval scenarios/default.yaml --json --plan " + plan, " 2>/dev/null");
+  ASSERT_EQ(eval.exit_code, 0) << eval.out;
+  EXPECT_FALSE(nlohmann::json::parse(eval.out).at("feasible").get<bool>());
+}
+
+}  // namespace
