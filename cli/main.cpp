@@ -2,6 +2,9 @@
 // errors print one line and exit with code 2.
 #include <CLI/CLI.hpp>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -103,6 +106,12 @@ int run_simulate(const std::string& scenario_path, const std::string& plan_path,
   // the simulation has succeeded.
   if (!trace_path.empty()) {
     options.trace_path = trace_path + ".partial-" + std::to_string(::getpid());
+    // Find out now, not after the simulation, whether the trace can be written there.
+    if (!std::ofstream(options.trace_path, std::ios::binary | std::ios::trunc)) {
+      throw hetplan::InputError({trace_path, 0, 0}, "--trace",
+                                "expected a file hetplan can write, got " +
+                                    std::string(std::strerror(errno)));
+    }
   }
   const auto input = hetplan::sim::make_twin_input(scenario.cluster, scenario.workload, plan,
                                                    estimate, options);

@@ -20,9 +20,15 @@ std::string fixed(double value, int precision) {
 
 double round6(double value) {
   if (value == 0 || !std::isfinite(value)) return 0;
-  const double scale =
-      std::pow(10.0, 5 - static_cast<int>(std::floor(std::log10(std::fabs(value)))));
-  return std::round(value * scale) / scale;
+  const int digits = 5 - static_cast<int>(std::floor(std::log10(std::fabs(value))));
+  if (digits >= 0) {
+    const double scale = std::pow(10.0, digits);
+    return std::round(value * scale) / scale;
+  }
+  // Large values: round to a power of ten that is a whole number, so the result is exact
+  // (dividing by 1e-5 instead would leave 11781899999.999998 for 1.17819e10).
+  const double unit = std::pow(10.0, -digits);
+  return std::round(value / unit) * unit;
 }
 
 

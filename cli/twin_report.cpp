@@ -62,6 +62,7 @@ Simulated simulated(const Scenario& scenario, const Plan& plan, const sim::Estim
   Simulated out;
   out.result = result;
   out.seed = input.seed;
+  for (const PlanStage& stage : plan.stages) out.stage_islands.push_back(stage.island);
   constexpr std::size_t kListed = 8;
   for (std::size_t k = 0; k < input.stragglers.size() && k < kListed; ++k) {
     const sim::TwinStraggler& slow = input.stragglers[k];
@@ -80,6 +81,17 @@ Simulated simulated(const Scenario& scenario, const Plan& plan, const sim::Estim
 }
 
 namespace {
+
+nlohmann::ordered_json breakdown_json(const sim::TwinBreakdown& b) {
+  return {{"compute_s", round6(b.compute_s)},
+          {"tensor_parallel_s", round6(b.tensor_parallel_s)},
+          {"pipeline_s", round6(b.pipeline_s)},
+          {"cross_island_s", round6(b.cross_island_s)},
+          {"data_parallel_s", round6(b.data_parallel_s)},
+          {"bubble_s", round6(b.bubble_s)},
+          {"stragglers_s", round6(b.stragglers_s)},
+          {"optimizer_s", round6(b.optimizer_s)}};
+}
 
 std::string percent(double fraction) { return fixed(100 * fraction, 1) + " %"; }
 
@@ -117,6 +129,23 @@ std::string simulation_text(const Simulated& s) {
                   r.step_time_s > 0 ? 100 * seconds / r.step_time_s : 0.0);
     out += line;
   }
+  out += "per stage, on its last replica to finish (s):\n";
+  char head[160];
+  std::snprintf(head, sizeof head, "  %-5s %-16s %9s %9s %9s %9s %9s %9s %9s\n", "stage",
+                "island", "finish", "compute", "sends", "x-island", "bubble", "dp sync",
+                "straggle");
+  out += head;
+  for (std::size_t i = 0; i < r.stage_breakdown.size(); ++i) {
+    const sim::TwinBreakdown& sb = r.stage_breakdown[i];
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "  %-5zu %-16s %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f\n", i,
+                  i < s.stage_islands.size() ? s.stage_islands[i].c_str() : "?",
+                  i < r.stage_finish_s.size() ? r.stage_finish_s[i] : 0.0,
+                  sb.compute_s + sb.tensor_parallel_s, sb.pipeline_s, sb.cross_island_s,
+                  sb.bubble_s, sb.data_parallel_s, sb.stragglers_s);
+    out += line;
+  }
   out += "most loaded links (time at full rate during the step):\n";
   if (r.links.empty()) out += "  none: no traffic left the chips' nodes\n";
   for (const auto& link : r.links) {
@@ -152,20 +181,25 @@ nlohmann::ordered_json simulation_json(const Simulated& s) {
   out["mfu"] = round6(r.mfu);
   out["goodput_tokens_per_s"] =
       s.goodput ? nlohmann::ordered_json(round6(s.goodput->goodput_tokens_per_s)) : nullptr;
-  out["breakdown"] = {{"compute_s", round6(b.compute_s)},
-                      {"tensor_parallel_s", round6(b.tensor_parallel_s)},
-                      {"pipeline_s", round6(b.pipeline_s)},
-                      {"cross_island_s", round6(b.cross_island_s)},
-                      {"data_parallel_s", round6(b.data_parallel_s)},
-                      {"bubble_s", round6(b.bubble_s)},
-                      {"stragglers_s", round6(b.stragglers_s)},
-                      {"optimizer_s", round6(b.optimizer_s)}};
+  out["breakdown"] = breakdown_json(b);
   out["critical"] = {{"stage", r.critical_stage}, {"replica", r.critical_replica}};
   out["analytic"] = {{"step_time_s", round6(s.analytic_step_time_s)},
                      {"tokens_per_s", round6(s.analytic_tokens_per_s)}};
+  nlohmann::ordered_json finishes = nlohmann::ordered_json::array();
+  for (double finish : r.stage_finish_s) finishes.push_back(round6(finish));
+  out["stage_finish_s"] = finishes;
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
-  for (double finish : r.stage_finish_s) stages.push_back(round6(finish));
-  out["stage_finish_s"] = stages;
+  for (std::size_t i = 0; i < r.stage_breakdown.size(); ++i) {
+    nlohmann::ordered_json stage;
+    stage["stage"] = i;
+    stage["island"] = i < s.stage_islands.size() ? s.stage_islands[i] : "";
+    stage["finish_s"] = i < r.stage_finish_s.size() ? round6(r.stage_finish_s[i]) : 0.0;
+    stage["first_finish_s"] =
+        i < r.stage_first_finish_s.size() ? round6(r.stage_first_finish_s[i]) : 0.0;
+    stage["breakdown"] = breakdown_json(r.stage_breakdown[i]);
+    stages.push_back(stage);
+  }
+  out["stages"] = stages;
   out["links"] = nlohmann::ordered_json::array();
   for (const auto& link : r.links) {
     out["links"].push_back({{"name", link.name},

@@ -31,6 +31,7 @@ struct Simulated {
   double analytic_tokens_per_s = 0;
   std::optional<models::Goodput> goodput;
   std::vector<std::string> notes;
+  std::vector<std::string> stage_islands;  // in pipeline order
 };
 
 Simulated simulated(const Scenario& scenario, const Plan& plan, const sim::Estimate& estimate,

@@ -156,6 +156,8 @@ bool non_negative(double x) { return std::isfinite(x) && x >= 0; }
 // Limits that keep one simulation within this machine's reach; a plan past them is refused
 // with a message rather than left to exhaust memory.
 constexpr int kMaxRanks = 1 << 17;
+constexpr int kMaxIslands = 1024;
+constexpr long long kMaxLinks = 1 << 21;  // NICs, intra-node and cross-group links together
 constexpr long long kMaxTransfers = 50'000'000;
 
 }  // namespace
@@ -178,8 +180,12 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
     bad("flops must be finite and non-negative");
   if (!(in.jitter >= 0 && in.jitter <= 1)) bad("jitter must be in [0, 1]");
 
+  if (in.islands.size() > static_cast<std::size_t>(kMaxIslands))
+    bad("more than " + std::to_string(kMaxIslands) + " islands");
   std::set<std::string> zones;
   std::set<std::string> names;
+  long long links = 0;
+  std::vector<std::string> too_large;  // reported last: later checks still make sense
   for (std::size_t i = 0; i < in.islands.size(); ++i) {
     const TwinIsland& ti = in.islands[i];
     const std::string where = "island " + std::to_string(i) + " (" + ti.name + "): ";
@@ -191,6 +197,15 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
       bad(where + "nodes, chips per node, NICs, nodes per leaf and the intra group must be >= 1");
     if (ti.chips_per_node > 1024 || ti.nics > 1024)
       bad(where + "chips per node and NICs must be at most 1024");
+    // The platform builds every node up to the last one a stage uses.
+    if (ti.nodes > 0 && ti.chips_per_node > 0 &&
+        static_cast<long long>(ti.nodes - 1) * ti.chips_per_node >= kMaxRanks)
+      too_large.push_back(where + std::to_string(ti.nodes) +
+                          " nodes are more than a plan of at most " + std::to_string(kMaxRanks) +
+                          " ranks reaches");
+    else if (ti.nodes > 0)
+      links += static_cast<long long>(ti.nodes) *
+               (std::max(0, ti.nics) + 2LL * std::max(0, ti.chips_per_node));
     if (!positive(ti.nic_speed) || !positive(ti.uplink_speed) || !positive(ti.intra_speed) ||
         !positive(ti.cross_group_speed))
       bad(where + "link speeds must be finite and positive");
@@ -198,7 +213,13 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
         !(ti.network_efficiency > 0 && ti.network_efficiency <= 1))
       bad(where + "efficiencies must be in (0, 1]");
   }
-  if (!problems.empty()) return problems;
+  if (links > kMaxLinks)
+    too_large.push_back("the platform would have " + std::to_string(links) +
+                        " links; the limit is " + std::to_string(kMaxLinks));
+  if (!problems.empty()) {
+    problems.insert(problems.end(), too_large.begin(), too_large.end());
+    return problems;
+  }
 
   std::set<std::pair<std::string, std::string>> linked;
   for (const TwinZoneLink& link : in.zone_links) {
@@ -275,6 +296,7 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
         !(slow.slowdown >= 1 && slow.slowdown <= 100))
       bad("straggler: island index, node or slowdown (1..100) out of range");
   }
+  problems.insert(problems.end(), too_large.begin(), too_large.end());
   return problems;
 }
 

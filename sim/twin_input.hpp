@@ -137,6 +137,7 @@ struct TwinResult {
   int critical_replica = 0;
   std::vector<double> stage_finish_s;        // per stage, the latest finish over its replicas
   std::vector<double> stage_first_finish_s;  // per stage, the earliest finish over its replicas
+  std::vector<TwinBreakdown> stage_breakdown;  // per stage, of its last replica to finish
   std::vector<TwinLinkLoad> links;     // the most loaded links, most loaded first
   std::int64_t ranks = 0;
   std::int64_t flows = 0;  // network flows simulated

@@ -442,6 +442,14 @@ class Step {
           i % dp_ == 0 ? finish : std::min(out.stage_first_finish_s[s], finish);
       if (finish > accounts_[static_cast<std::size_t>(critical)].finish_s) critical = i;
     }
+    for (int st = 0; st < p_; ++st) {
+      int last = st * dp_;
+      for (int i = st * dp_; i < (st + 1) * dp_; ++i)
+        if (accounts_[static_cast<std::size_t>(i)].finish_s >
+            accounts_[static_cast<std::size_t>(last)].finish_s)
+          last = i;
+      out.stage_breakdown.push_back(accounts_[static_cast<std::size_t>(last)].breakdown);
+    }
     out.step_time_s = accounts_[static_cast<std::size_t>(critical)].finish_s;
     out.breakdown = accounts_[static_cast<std::size_t>(critical)].breakdown;
     out.critical_stage = critical / dp_;

@@ -84,6 +84,30 @@ constexpr std::pair<TwinLinkKind, std::string_view> kLinkKinds[] = {
     {TwinLinkKind::leaf_uplink, "leaf-uplink"},
     {TwinLinkKind::zone_link, "zone-link"}};
 
+ordered_json breakdown_json(const TwinBreakdown& b) {
+  return {{"compute_s", b.compute_s},
+          {"tensor_parallel_s", b.tensor_parallel_s},
+          {"pipeline_s", b.pipeline_s},
+          {"cross_island_s", b.cross_island_s},
+          {"data_parallel_s", b.data_parallel_s},
+          {"bubble_s", b.bubble_s},
+          {"stragglers_s", b.stragglers_s},
+          {"optimizer_s", b.optimizer_s}};
+}
+
+TwinBreakdown breakdown_from_json(const json& b, const std::string& path) {
+  TwinBreakdown out;
+  out.compute_s = number(b, "compute_s", path);
+  out.tensor_parallel_s = number(b, "tensor_parallel_s", path);
+  out.pipeline_s = number(b, "pipeline_s", path);
+  out.cross_island_s = number(b, "cross_island_s", path);
+  out.data_parallel_s = number(b, "data_parallel_s", path);
+  out.bubble_s = number(b, "bubble_s", path);
+  out.stragglers_s = number(b, "stragglers_s", path);
+  out.optimizer_s = number(b, "optimizer_s", path);
+  return out;
+}
+
 }  // namespace
 
 ordered_json to_json(const TwinInput& in) {
@@ -231,19 +255,13 @@ ordered_json to_json(const TwinResult& r) {
   out["step_time_s"] = r.step_time_s;
   out["tokens_per_s"] = r.tokens_per_s;
   out["mfu"] = r.mfu;
-  const TwinBreakdown& b = r.breakdown;
-  out["breakdown"] = {{"compute_s", b.compute_s},
-                      {"tensor_parallel_s", b.tensor_parallel_s},
-                      {"pipeline_s", b.pipeline_s},
-                      {"cross_island_s", b.cross_island_s},
-                      {"data_parallel_s", b.data_parallel_s},
-                      {"bubble_s", b.bubble_s},
-                      {"stragglers_s", b.stragglers_s},
-                      {"optimizer_s", b.optimizer_s}};
+  out["breakdown"] = breakdown_json(r.breakdown);
   out["critical_stage"] = r.critical_stage;
   out["critical_replica"] = r.critical_replica;
   out["stage_finish_s"] = r.stage_finish_s;
   out["stage_first_finish_s"] = r.stage_first_finish_s;
+  out["stage_breakdown"] = ordered_json::array();
+  for (const TwinBreakdown& b : r.stage_breakdown) out["stage_breakdown"].push_back(breakdown_json(b));
   out["links"] = ordered_json::array();
   for (const TwinLinkLoad& l : r.links) {
     out["links"].push_back({{"name", l.name},
@@ -265,16 +283,7 @@ TwinResult result_from_json(const json& j) {
   r.step_time_s = number(j, "step_time_s", root);
   r.tokens_per_s = number(j, "tokens_per_s", root);
   r.mfu = number(j, "mfu", root);
-  const json& b = field(j, "breakdown", root);
-  const std::string bpath = root + ".breakdown";
-  r.breakdown.compute_s = number(b, "compute_s", bpath);
-  r.breakdown.tensor_parallel_s = number(b, "tensor_parallel_s", bpath);
-  r.breakdown.pipeline_s = number(b, "pipeline_s", bpath);
-  r.breakdown.cross_island_s = number(b, "cross_island_s", bpath);
-  r.breakdown.data_parallel_s = number(b, "data_parallel_s", bpath);
-  r.breakdown.bubble_s = number(b, "bubble_s", bpath);
-  r.breakdown.stragglers_s = number(b, "stragglers_s", bpath);
-  r.breakdown.optimizer_s = number(b, "optimizer_s", bpath);
+  r.breakdown = breakdown_from_json(field(j, "breakdown", root), root + ".breakdown");
   r.critical_stage = small_int(j, "critical_stage", root);
   r.critical_replica = small_int(j, "critical_replica", root);
   auto numbers = [&](const char* name, std::vector<double>& out) {
@@ -285,6 +294,11 @@ TwinResult result_from_json(const json& j) {
   };
   numbers("stage_finish_s", r.stage_finish_s);
   numbers("stage_first_finish_s", r.stage_first_finish_s);
+  const json& stage_breakdown = array(j, "stage_breakdown", root);
+  for (std::size_t k = 0; k < stage_breakdown.size(); ++k) {
+    r.stage_breakdown.push_back(breakdown_from_json(
+        stage_breakdown[k], root + ".stage_breakdown[" + std::to_string(k) + "]"));
+  }
   const json& links = array(j, "links", root);
   for (std::size_t k = 0; k < links.size(); ++k) {
     const std::string path = root + ".links[" + std::to_string(k) + "]";

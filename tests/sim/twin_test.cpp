@@ -719,6 +719,14 @@ TEST_F(TwinCheck, SizesBeyondReachAreRefusedNotAttempted) {
   in.stages[0].dp = 4;
   in.stages[1].dp = 4;
   EXPECT_TRUE(reports(in, "ranks; the limit is")) << problems_of(in);
+  // An island far larger than any plan reaches is refused before the worker builds it.
+  in = pipeline;
+  in.islands[0].nodes = 1 << 28;
+  EXPECT_TRUE(reports(in, "nodes are more than a plan of at most")) << problems_of(in);
+  in = pipeline;
+  in.islands[0].nodes = (1 << 17) / in.islands[0].chips_per_node;
+  in.islands[0].nics = 1024;
+  EXPECT_TRUE(reports(in, "links; the limit is")) << problems_of(in);
 }
 
 // --- the JSON boundary ------------------------------------------------------------------------
