@@ -32,6 +32,14 @@ double round6(double value) {
 }
 
 
+nlohmann::ordered_json rounded(nlohmann::ordered_json value) {
+  if (value.is_number_float()) return round6(value.get<double>());
+  if (value.is_structured()) {
+    for (auto& element : value) element = rounded(std::move(element));
+  }
+  return value;
+}
+
 std::string estimate_text(const sim::Estimate& e, const Plan& plan) {
   std::string out;
   out += "plan " + plan.name + ": " + std::to_string(plan.stages.size()) + " stages, " +

@@ -12,6 +12,8 @@ namespace hetplan::cli {
 // Rounds to 6 significant digits so that JSON output does not depend on the last bits of
 // floating-point arithmetic across compilers.
 double round6(double value);
+// A copy of `value` with every floating-point number in it rounded by round6.
+nlohmann::ordered_json rounded(nlohmann::ordered_json value);
 
 // value with `precision` digits after the point, for the text reports.
 std::string fixed(double value, int precision);

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "cli/report.hpp"
+#include "sim/twin/json.hpp"
 
 namespace hetplan::cli {
 
@@ -83,14 +84,7 @@ Simulated simulated(const Scenario& scenario, const Plan& plan, const sim::Estim
 namespace {
 
 nlohmann::ordered_json breakdown_json(const sim::TwinBreakdown& b) {
-  return {{"compute_s", round6(b.compute_s)},
-          {"tensor_parallel_s", round6(b.tensor_parallel_s)},
-          {"pipeline_s", round6(b.pipeline_s)},
-          {"cross_island_s", round6(b.cross_island_s)},
-          {"data_parallel_s", round6(b.data_parallel_s)},
-          {"bubble_s", round6(b.bubble_s)},
-          {"stragglers_s", round6(b.stragglers_s)},
-          {"optimizer_s", round6(b.optimizer_s)}};
+  return rounded(sim::twin::to_json(b));
 }
 
 std::string percent(double fraction) { return fixed(100 * fraction, 1) + " %"; }

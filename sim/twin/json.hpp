@@ -15,4 +15,6 @@ TwinInput input_from_json(const nlohmann::json& json);
 nlohmann::ordered_json to_json(const TwinResult& result);
 TwinResult result_from_json(const nlohmann::json& json);
 
+nlohmann::ordered_json to_json(const TwinBreakdown& breakdown);
+
 }  // namespace hetplan::sim::twin
