@@ -45,6 +45,15 @@ CheckReport check_file(const std::string& path) {
     summary << scenario.name << ": cluster " << scenario.cluster.name << ", workload "
             << scenario.workload.name << ", objective " << to_string(scenario.objective)
             << (scenario.reference_plan ? ", with a reference plan" : "");
+    if (const auto& simulation = scenario.simulation) {
+      summary << ", simulation jitter " << simulation->jitter << " with "
+              << simulation->stragglers.size() << " stragglers"
+              << (simulation->random_stragglers ? " and random stragglers" : "");
+    }
+    if (scenario.reliability) {
+      summary << ", reliability figures for " << scenario.reliability->node_mtbf.size()
+              << " chip types";
+    }
     return {"scenario", summary.str()};
   }
   if (schema == kPlanSchema) {

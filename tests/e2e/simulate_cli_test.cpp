@@ -150,4 +150,11 @@ TEST(SimulateCli, APlanThatCannotRunIsRefusedWithItsReasons) {
   EXPECT_FALSE(nlohmann::json::parse(eval.out).at("feasible").get<bool>());
 }
 
+TEST(SimulateCli, CheckSaysWhatTheScenarioGivesTheTwin) {
+  const CliRun run = hetplan("check scenarios/default.yaml");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find("reliability figures for 3 chip types"), std::string::npos) << run.out;
+  EXPECT_EQ(run.out.find("simulation jitter"), std::string::npos) << run.out;
+}
+
 }  // namespace
