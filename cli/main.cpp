@@ -153,10 +153,15 @@ int run_check(const std::vector<std::string>& files) {
 }
 
 int run_validate(const std::string& folder, const std::string& profiles,
-                 const std::string& microbench, bool json) {
+                 const std::string& microbench, bool twin, bool json) {
   hetplan::validation::ValidationReport report;
   if (microbench.empty()) {
-    report = hetplan::validation::validate_published_runs(folder, profiles);
+    hetplan::validation::ValidationOptions options;
+    if (twin) {
+      const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      options.twin = {{hetplan::sim::twin::worker_beside_this_executable()}, cores};
+    }
+    report = hetplan::validation::validate_published_runs(folder, profiles, options);
   } else {
     // Profiles calibrated from the microbenchmarks only, into a fresh folder.
     std::string calibrated = (std::filesystem::temp_directory_path() / "hetplan-calibrated-XXXXXX").string();
@@ -627,6 +632,13 @@ int main(int argc, char** argv) {
   validate->add_option("--microbench", microbench,
                        "With --published: calibrate the profiles from this folder of "
                        "microbenchmark tables first");
+  bool validate_twin = false;
+  validate
+      ->add_flag("--twin", validate_twin,
+                 "With --published: also simulate each case's plan with the digital twin (no "
+                 "jitter, seed 0) and report its error beside the estimator's")
+      ->needs(published)
+      ->excludes("--microbench");
   validate->add_flag("--json", json, "Print JSON instead of a table");
 
   std::string plan_scenario = HETPLAN_DEFAULT_SCENARIO, out_dir;
@@ -730,7 +742,7 @@ int main(int argc, char** argv) {
         throw hetplan::InputError({"validate", 0, 0}, "--published",
                                   "expected --published DIR or --bundle BUNDLE --profile PROFILE");
       }
-      return run_validate(folder, profiles, microbench, json);
+      return run_validate(folder, profiles, microbench, validate_twin, json);
     }
     if (*extender) {
       return run_extender(extender_plan, extender_scenario, extender_listen, extender_nodes);

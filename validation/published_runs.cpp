@@ -12,6 +12,7 @@
 #include "formats/document.hpp"
 #include "formats/loaders.hpp"
 #include "sim/estimator.hpp"
+#include "sim/twin_input.hpp"
 
 namespace hetplan::validation {
 namespace {
@@ -117,6 +118,8 @@ void parse_network(const std::string& text, Island& island) {
   }
 }
 
+constexpr double kFlopsPerTflop = 1e12;
+
 double megatron_flops(const CaseConfig& c) {
   // Megatron-LM's reported FLOPs per iteration (Narayanan et al. 2021, eq. 3): the forward
   // pass counted once more under full recompute, logits once.
@@ -125,9 +128,30 @@ double megatron_flops(const CaseConfig& c) {
   return passes * 24.0 * b * s * l * h * h * (1.0 + s / (6.0 * h)) + 6.0 * b * s * h * v;
 }
 
-CaseResult run_case(const std::string& file, const std::string& stem, const YAML::Node& root,
-                    const CaseConfig& c, const std::string& profiles_folder) {
+// A case's metric from a predicted step time, as the source reports it: the step time itself,
+// tokens/s per chip, or TFLOP/s per chip by Megatron's formula. The estimator's and the twin's
+// step times both go through here.
+double metric_from_step(const CaseConfig& c, const std::string& metric, double step_time_s) {
+  if (metric == "step_time_s") return step_time_s;
+  if (step_time_s <= 0) return 0;
+  if (metric == "tokens_per_s_per_chip")
+    return static_cast<double>(c.global_batch) * c.seq_len / step_time_s / c.chips;
+  return megatron_flops(c) / (step_time_s * c.chips) / kFlopsPerTflop;  // tflops_per_chip
+}
+
+// A case as predicted by the estimator, with what the twin needs to predict it too.
+struct PreparedCase {
   CaseResult result;
+  CaseConfig config;
+  std::optional<sim::TwinInput> twin;  // the plan lowered onto its cluster, to simulate
+};
+
+PreparedCase run_case(const std::string& file, const std::string& stem, const YAML::Node& root,
+                      const CaseConfig& c, const std::string& profiles_folder,
+                      bool lower_for_twin) {
+  PreparedCase prepared;
+  prepared.config = c;
+  CaseResult& result = prepared.result;
   result.file = stem;
   result.id = c.id;
   const YAML::Node hardware = root["hardware"];
@@ -237,34 +261,66 @@ CaseResult run_case(const std::string& file, const std::string& stem, const YAML
     for (const auto& reason : estimate.reasons)
       memory_reason |= reason.find("per chip") != std::string::npos;
     result.correct = !estimate.feasible && memory_reason;
-    return result;
+    return prepared;
   }
-  if (measured["step_time_s"]) {
-    result.metric = "step_time_s";
-    result.measured = measured["step_time_s"].as<double>();
-    result.predicted = estimate.step_time_s;
-  } else if (measured["tokens_per_s_per_chip"]) {
-    result.metric = "tokens_per_s_per_chip";
-    result.measured = measured["tokens_per_s_per_chip"].as<double>();
-    result.predicted = estimate.tokens_per_s / c.chips;
-  } else if (measured["tflops_per_chip"]) {
-    result.metric = "tflops_per_chip";
-    result.measured = measured["tflops_per_chip"].as<double>();
-    result.predicted =
-        estimate.step_time_s > 0 ? megatron_flops(c) / (estimate.step_time_s * c.chips) / 1e12 : 0;
-  } else {
+  for (const char* metric : {"step_time_s", "tokens_per_s_per_chip", "tflops_per_chip"}) {
+    if (measured[metric]) {
+      result.metric = metric;
+      result.measured = measured[metric].as<double>();
+      break;
+    }
+  }
+  if (result.metric.empty()) {
     fail(file, measured, "measured",
          "expected step_time_s, tokens_per_s_per_chip, tflops_per_chip or out_of_memory");
   }
+  result.predicted = metric_from_step(c, result.metric, estimate.step_time_s);
   result.error = (result.predicted - result.measured) / result.measured;
   result.correct = estimate.feasible;
-  return result;
+  if (lower_for_twin) {
+    if (estimate.feasible) {
+      prepared.twin = sim::make_twin_input(cluster, workload, plan, estimate, sim::TwinOptions{});
+    } else {
+      result.twin_not_simulated = "the estimator says the plan cannot run";
+    }
+  }
+  return prepared;
+}
+
+// Simulates the prepared cases' plans, all in one pool of workers, and records each one's
+// prediction, or why it has none.
+void simulate_cases(std::vector<PreparedCase>& prepared, const TwinValidation& twin) {
+  std::vector<sim::TwinInput> inputs;
+  std::vector<PreparedCase*> simulated;
+  for (auto& p : prepared) {
+    if (!p.twin) continue;
+    const auto problems = sim::check_twin_input(*p.twin);
+    if (!problems.empty()) {
+      p.result.twin_not_simulated = problems.front();
+      continue;
+    }
+    inputs.push_back(std::move(*p.twin));
+    simulated.push_back(&p);
+  }
+  if (inputs.empty()) return;
+  const auto outcomes = sim::twin::run_workers(inputs, twin.worker, twin.parallel);
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    CaseResult& r = simulated[i]->result;
+    if (!outcomes[i].result) {
+      r.twin_not_simulated = outcomes[i].error;
+      continue;
+    }
+    r.twin_predicted =
+        metric_from_step(simulated[i]->config, r.metric, outcomes[i].result->step_time_s);
+    r.twin_error = (*r.twin_predicted - r.measured) / r.measured;
+  }
 }
 
 }  // namespace
 
 ValidationReport validate_published_runs(const std::string& folder,
-                                         const std::string& profiles_folder) {
+                                         const std::string& profiles_folder,
+                                         const ValidationOptions& options) {
   std::vector<std::filesystem::path> files;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
@@ -275,7 +331,7 @@ ValidationReport validate_published_runs(const std::string& folder,
   if (files.empty())
     throw InputError({folder, 0, 0}, "", "expected published-run files (*.yaml), found none");
 
-  ValidationReport report;
+  std::vector<PreparedCase> prepared;
   for (const auto& path : files) {
     const std::string file = path.string();
     const YAML::Node root = formats::parse_document(formats::read_text_file(file), file);
@@ -296,14 +352,20 @@ ValidationReport validate_published_runs(const std::string& folder,
           fail(file, node, "model",
                "expected layers, hidden, heads, vocab, seq_len and global_batch");
         }
-        report.cases.push_back(run_case(file, path.stem().string(), root, c, profiles_folder));
+        prepared.push_back(run_case(file, path.stem().string(), root, c, profiles_folder,
+                                    options.twin.has_value()));
       } catch (const YAML::Exception& bad) {
         // A value of the wrong type somewhere in the case.
         fail(file, node, "cases", "expected the published-run case format (" + bad.msg + ")");
       }
     }
   }
-  double sum = 0;
+  if (options.twin) simulate_cases(prepared, *options.twin);
+
+  ValidationReport report;
+  report.twin = options.twin.has_value();
+  for (auto& p : prepared) report.cases.push_back(std::move(p.result));
+  double sum = 0, twin_sum = 0, analytic_sum = 0;
   int count = 0;
   for (const auto& r : report.cases) {
     if (r.metric == "out_of_memory") {
@@ -317,26 +379,56 @@ ValidationReport validate_published_runs(const std::string& folder,
       report.worst_error = r.error;
       report.worst_case = r.id;
     }
+    if (!r.twin_predicted) continue;
+    ++report.twin_cases;
+    twin_sum += std::fabs(r.twin_error);
+    analytic_sum += std::fabs(r.error);
+    if (std::fabs(r.twin_error) > std::fabs(report.twin_worst_error)) {
+      report.twin_worst_error = r.twin_error;
+      report.twin_worst_case = r.id;
+    }
+    if (std::fabs(r.twin_error - r.error) > std::fabs(report.twin_largest_gap)) {
+      report.twin_largest_gap = r.twin_error - r.error;
+      report.twin_largest_gap_case = r.id;
+    }
   }
   report.mean_absolute_error = count > 0 ? sum / count : 0;
+  if (report.twin_cases > 0) {
+    report.twin_mean_absolute_error = twin_sum / report.twin_cases;
+    report.twin_analytic_mean_absolute_error = analytic_sum / report.twin_cases;
+  }
   return report;
 }
 
 std::string report_text(const ValidationReport& report) {
+  char line[512];
+  // The twin's columns, after the estimator's error; empty without the twin.
+  const auto twin_columns = [&](const char* predicted, const char* error) {
+    if (!report.twin) return std::string();
+    std::snprintf(line, sizeof line, " %11s %10s", predicted, error);
+    return std::string(line);
+  };
   std::string out =
       "file                          case               metric                 measured   "
-      "predicted    error  memory pred/meas GiB\n";
-  char line[512];
+      "predicted    error" +
+      twin_columns("twin", "twin error") + "  memory pred/meas GiB\n";
   for (const auto& r : report.cases) {
+    std::string twin = twin_columns("-", "-");
+    if (r.twin_predicted) {
+      std::snprintf(line, sizeof line, " %11.4g %+9.1f%%", *r.twin_predicted, 100 * r.twin_error);
+      twin = line;
+    }
     if (r.metric == "out_of_memory") {
-      std::snprintf(line, sizeof line, "%-29s %-18s %-20s %10s %11s %8s  %5.1f / -\n",
-                    r.file.c_str(), r.id.c_str(), r.metric.c_str(), "OOM",
-                    r.feasible ? "fits" : "OOM", r.correct ? "ok" : "WRONG",
-                    r.predicted_memory_gib);
+      std::snprintf(line, sizeof line, "%-29s %-18s %-20s %10s %11s %8s", r.file.c_str(),
+                    r.id.c_str(), r.metric.c_str(), "OOM", r.feasible ? "fits" : "OOM",
+                    r.correct ? "ok" : "WRONG");
+      out += line + twin;
+      std::snprintf(line, sizeof line, "  %5.1f / -\n", r.predicted_memory_gib);
     } else {
-      std::snprintf(line, sizeof line, "%-29s %-18s %-20s %10.4g %11.4g %+7.1f%%  %5.1f / %s\n",
-                    r.file.c_str(), r.id.c_str(), r.metric.c_str(), r.measured, r.predicted,
-                    100 * r.error, r.predicted_memory_gib,
+      std::snprintf(line, sizeof line, "%-29s %-18s %-20s %10.4g %11.4g %+7.1f%%", r.file.c_str(),
+                    r.id.c_str(), r.metric.c_str(), r.measured, r.predicted, 100 * r.error);
+      out += line + twin;
+      std::snprintf(line, sizeof line, "  %5.1f / %s\n", r.predicted_memory_gib,
                     r.measured_memory_gib > 0
                         ? std::to_string(static_cast<int>(r.measured_memory_gib)).c_str()
                         : "-");
@@ -345,6 +437,8 @@ std::string report_text(const ValidationReport& report) {
     if (!r.feasible && r.metric != "out_of_memory") {
       for (const auto& reason : r.reasons) out += "    infeasible: " + reason + "\n";
     }
+    if (!r.twin_not_simulated.empty())
+      out += "    twin: not simulated: " + r.twin_not_simulated + "\n";
   }
   std::snprintf(line, sizeof line,
                 "mean absolute error %.1f%% over %zu cases; worst %s at %+.1f%%; out-of-memory "
@@ -354,6 +448,22 @@ std::string report_text(const ValidationReport& report) {
                 report.worst_case.c_str(), 100 * report.worst_error, report.oom_correct,
                 report.oom_cases);
   out += line;
+  if (report.twin) {
+    const auto not_simulated =
+        std::count_if(report.cases.begin(), report.cases.end(),
+                      [](const auto& r) { return !r.twin_not_simulated.empty(); });
+    std::snprintf(line, sizeof line,
+                  "twin: mean absolute error %.1f%% over %d cases (estimator %.1f%% on the same); "
+                  "worst %s at %+.1f%%; largest gap to the estimator %s at %+.1f points; "
+                  "not simulated %td\n",
+                  100 * report.twin_mean_absolute_error, report.twin_cases,
+                  100 * report.twin_analytic_mean_absolute_error,
+                  report.twin_cases > 0 ? report.twin_worst_case.c_str() : "-",
+                  100 * report.twin_worst_error,
+                  report.twin_cases > 0 ? report.twin_largest_gap_case.c_str() : "-",
+                  100 * report.twin_largest_gap, not_simulated);
+    out += line;
+  }
   return out;
 }
 
@@ -361,22 +471,36 @@ nlohmann::ordered_json report_json(const ValidationReport& report) {
   nlohmann::ordered_json j;
   auto& cases = j["cases"] = nlohmann::ordered_json::array();
   for (const auto& r : report.cases) {
-    cases.push_back({{"file", r.file},
-                     {"id", r.id},
-                     {"metric", r.metric},
-                     {"measured", r.measured},
-                     {"predicted", r.predicted},
-                     {"error", r.error},
-                     {"feasible", r.feasible},
-                     {"correct", r.correct},
-                     {"predicted_memory_gib", r.predicted_memory_gib},
-                     {"reasons", r.reasons}});
+    nlohmann::ordered_json c = {{"file", r.file},           {"id", r.id},
+                                {"metric", r.metric},       {"measured", r.measured},
+                                {"predicted", r.predicted}, {"error", r.error}};
+    if (report.twin) {
+      c["twin_predicted"] = r.twin_predicted ? nlohmann::ordered_json(*r.twin_predicted) : nullptr;
+      c["twin_error"] = r.twin_predicted ? nlohmann::ordered_json(r.twin_error) : nullptr;
+      c["twin_not_simulated"] = r.twin_not_simulated.empty()
+                                    ? nlohmann::ordered_json(nullptr)
+                                    : nlohmann::ordered_json(r.twin_not_simulated);
+    }
+    c["feasible"] = r.feasible;
+    c["correct"] = r.correct;
+    c["predicted_memory_gib"] = r.predicted_memory_gib;
+    c["reasons"] = r.reasons;
+    cases.push_back(std::move(c));
   }
   j["mean_absolute_error"] = report.mean_absolute_error;
   j["worst_case"] = report.worst_case;
   j["worst_error"] = report.worst_error;
   j["oom_cases"] = report.oom_cases;
   j["oom_correct"] = report.oom_correct;
+  if (report.twin) {
+    j["twin_cases"] = report.twin_cases;
+    j["twin_mean_absolute_error"] = report.twin_mean_absolute_error;
+    j["twin_analytic_mean_absolute_error"] = report.twin_analytic_mean_absolute_error;
+    j["twin_worst_case"] = report.twin_worst_case;
+    j["twin_worst_error"] = report.twin_worst_error;
+    j["twin_largest_gap_case"] = report.twin_largest_gap_case;
+    j["twin_largest_gap"] = report.twin_largest_gap;
+  }
   return j;
 }
 

@@ -1,12 +1,16 @@
 // Predicts the published training runs (a folder of files in the published-runs format: a
 // shared `common` configuration, per-case overrides and a `measured` figure) with the analytic
 // estimator, from datasheet peaks and the chip profiles' documented efficiency priors, and
-// reports the error of each prediction. docs/validation.md.
+// reports the error of each prediction. Optionally the digital twin simulates the same plans
+// (in its worker processes), and its error is reported beside the estimator's. docs/validation.md.
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "sim/twin/runner.hpp"
 
 namespace hetplan::validation {
 
@@ -22,6 +26,11 @@ struct CaseResult {
   double predicted_memory_gib = 0;  // the largest stage peak
   double measured_memory_gib = 0;   // when the source gives it, else 0
   std::vector<std::string> reasons;
+  // With the twin, for a step-time or throughput case the estimator found feasible: the
+  // simulated prediction of the same metric and its error, or why the case was not simulated.
+  std::optional<double> twin_predicted;
+  double twin_error = 0;
+  std::string twin_not_simulated;
 };
 
 struct ValidationReport {
@@ -31,11 +40,33 @@ struct ValidationReport {
   std::string worst_case;
   int oom_cases = 0;
   int oom_correct = 0;
+  // With the twin (ValidationOptions::twin), over the cases it simulated.
+  bool twin = false;
+  int twin_cases = 0;
+  double twin_mean_absolute_error = 0;
+  double twin_analytic_mean_absolute_error = 0;  // the estimator's, over the same cases
+  double twin_worst_error = 0;                   // signed error of the twin's worst case
+  std::string twin_worst_case;
+  double twin_largest_gap = 0;  // twin error minus analytic error, largest in magnitude
+  std::string twin_largest_gap_case;
 };
 
-// Throws InputError on a malformed file.
+// The digital twin's side of the validation: each step-time or throughput case the estimator
+// finds feasible is also simulated (no jitter, seed 0), all of them in one pool of workers.
+struct TwinValidation {
+  sim::twin::WorkerCommand worker;  // hetplan-twin
+  int parallel = 1;                 // workers at a time
+};
+
+struct ValidationOptions {
+  std::optional<TwinValidation> twin;  // none: the estimator alone
+};
+
+// Throws InputError on a malformed file. A case the twin cannot simulate (its input refused,
+// its worker failed) is reported in the case, not thrown.
 ValidationReport validate_published_runs(const std::string& folder,
-                                         const std::string& profiles_folder);
+                                         const std::string& profiles_folder,
+                                         const ValidationOptions& options = {});
 
 std::string report_text(const ValidationReport& report);
 nlohmann::ordered_json report_json(const ValidationReport& report);
