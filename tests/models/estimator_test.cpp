@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "formats/loaders.hpp"
+#include "tests/support/small_llama.hpp"
 
 namespace hetplan::sim {
 namespace {
@@ -32,25 +33,7 @@ Cluster a100_cluster(int nodes) {
   return c;
 }
 
-Workload small_llama() {
-  Workload w;
-  w.name = "small";
-  w.model.model_type = "llama";
-  w.model.layers = 16;
-  w.model.hidden = 2048;
-  w.model.heads = 16;
-  w.model.kv_heads = 16;
-  w.model.ffn = 5632;
-  w.model.vocab = 32000;
-  w.model.activation = Activation::swiglu;
-  w.model.norm = Norm::rmsnorm;
-  w.model.linear_bias = false;
-  w.training.seq_len = 2048;
-  w.training.global_batch = 64;
-  w.training.micro_batch = 1;
-  w.training.dtype = DType::bf16;
-  return w;
-}
+Workload small_llama() { return test::small_llama(16, 64); }
 
 Plan pipeline(int stages, int tp, int dp, const std::string& island_name = "gpu") {
   Plan plan;

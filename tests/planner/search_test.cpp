@@ -9,6 +9,7 @@
 #include <random>
 
 #include "formats/loaders.hpp"
+#include "tests/support/small_llama.hpp"
 
 namespace hetplan::planner {
 namespace {
@@ -18,22 +19,7 @@ ChipProfile chip(const std::string& id) {
 }
 
 Workload small_model(int layers = 8) {
-  Workload w;
-  w.name = "small";
-  w.model.model_type = "llama";
-  w.model.layers = layers;
-  w.model.hidden = 2048;
-  w.model.heads = 16;
-  w.model.kv_heads = 16;
-  w.model.ffn = 5632;
-  w.model.vocab = 32000;
-  w.model.activation = Activation::swiglu;
-  w.model.norm = Norm::rmsnorm;
-  w.model.linear_bias = false;
-  w.training.seq_len = 2048;
-  w.training.global_batch = 16;
-  w.training.micro_batch = 1;
-  w.training.dtype = DType::bf16;
+  Workload w = test::small_llama(layers, 16);
   w.training.optimizer = Optimizer::adamw;
   return w;
 }

@@ -29,6 +29,7 @@
 #include "sim/twin/json.hpp"
 #include "sim/twin/runner.hpp"
 #include "sim/twin_input.hpp"
+#include "tests/support/small_llama.hpp"
 
 namespace hetplan::sim {
 namespace {
@@ -111,22 +112,8 @@ Scenario small_scenario(int nodes, int nodes_per_leaf, double oversubscription) 
   island.nodes_per_leaf = nodes_per_leaf;
   s.cluster.islands.push_back(island);
 
+  s.workload = test::small_llama(4, 32);
   Workload& w = s.workload;
-  w.name = "small";
-  w.model.model_type = "llama";
-  w.model.layers = 4;
-  w.model.hidden = 2048;
-  w.model.heads = 16;
-  w.model.kv_heads = 16;
-  w.model.ffn = 5632;
-  w.model.vocab = 32000;
-  w.model.activation = Activation::swiglu;
-  w.model.norm = Norm::rmsnorm;
-  w.model.linear_bias = false;
-  w.training.seq_len = 2048;
-  w.training.global_batch = 32;
-  w.training.micro_batch = 1;
-  w.training.dtype = DType::bf16;
   w.training.optimizer = Optimizer::adamw;
   w.training.zero_stage = 0;               // one all-reduce of the gradients
   w.training.overlap_grad_reduce = false;  // the synchronisation is exposed in full
