@@ -4,6 +4,7 @@
 // and exit code 2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -155,6 +156,36 @@ TEST(SimulateCli, CheckSaysWhatTheScenarioGivesTheTwin) {
   ASSERT_EQ(run.exit_code, 0) << run.out;
   EXPECT_NE(run.out.find("reliability figures for 3 chip types"), std::string::npos) << run.out;
   EXPECT_EQ(run.out.find("simulation jitter"), std::string::npos) << run.out;
+}
+
+TEST(SimulateCli, PlanSimulatesItsBestPlansAndRanksThemAgain) {
+  const CliRun run = hetplan("plan scenarios/default.yaml --simulate-top 3 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const auto report = nlohmann::json::parse(run.out);
+  const auto& simulated = report.at("simulated");
+  ASSERT_EQ(simulated.size(), 3u);
+  std::vector<std::size_t> analytic_ranks;
+  double previous = INFINITY;
+  for (std::size_t k = 0; k < simulated.size(); ++k) {
+    const auto& entry = simulated[k];
+    EXPECT_EQ(entry.at("rank").get<std::size_t>(), k + 1);
+    analytic_ranks.push_back(entry.at("analytic_rank").get<std::size_t>());
+    const auto& simulation = entry.at("simulation");
+    // The plan simulated is the one the search ranked there, and it is one job.
+    const auto& ranked = report.at("ranked").at(analytic_ranks.back() - 1);
+    EXPECT_EQ(simulation.at("plan"), ranked.at("name")) << ranked.dump();
+    EXPECT_NE(ranked.at("mode"), "resource-pool");
+    // Ranked again by simulated goodput (the default scenario gives reliability figures).
+    const double goodput = simulation.at("goodput_tokens_per_s").get<double>();
+    EXPECT_LE(goodput, previous);
+    previous = goodput;
+  }
+  std::sort(analytic_ranks.begin(), analytic_ranks.end());
+  EXPECT_EQ(std::adjacent_find(analytic_ranks.begin(), analytic_ranks.end()), analytic_ranks.end());
+
+  const CliRun text = hetplan("plan scenarios/default.yaml --simulate-top 2");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("simulated on the fabric (best 2 one-job plans"), std::string::npos);
 }
 
 }  // namespace
