@@ -358,6 +358,7 @@ double jitter_factor(double cv, std::uint64_t key) {
 // batched send/receive pairs do); the sender waits for them; the receiver waits for the data.
 struct Transfer {
   bool done = false;
+  double sent_s = 0;  // when the sender started, for the trace
   sg4::SemaphorePtr waiter;
 };
 
@@ -565,18 +566,24 @@ class Step {
     record(sa, d, EventKind::send, mb, from / p_, start, end);
     Transfer& t = transfer(d, std::min(from, to), to < from, mb);
     t.done = true;
+    t.sent_s = start;
     if (t.waiter) t.waiter->release();
   }
 
   void receive(int s, int d, int edge, bool backward, int mb, int chunk) {
     Transfer& t = transfer(d, edge, backward, mb);
-    if (t.done) return;
-    const double start = sg4::Engine::get_clock();
-    t.waiter = sg4::Semaphore::create(0);
-    t.waiter->acquire();
-    const double end = sg4::Engine::get_clock();
-    account(s, d).breakdown.bubble_s += end - start;
-    record(s, d, EventKind::receive_wait, mb, chunk, start, end);
+    if (!t.done) {
+      const double start = sg4::Engine::get_clock();
+      t.waiter = sg4::Semaphore::create(0);
+      t.waiter->acquire();
+      const double end = sg4::Engine::get_clock();
+      account(s, d).breakdown.bubble_s += end - start;
+      record(s, d, EventKind::receive_wait, mb, chunk, start, end);
+    }
+    if (timeline_) {
+      const int sender = (backward ? edge + 1 : edge) % p_;
+      timeline_->arrows.push_back({sender, s, d, backward, t.sent_s, sg4::Engine::get_clock()});
+    }
   }
 
   sg4::CommPtr flow(int island_a, int chip_a, int island_b, int chip_b, double bytes) {
@@ -770,6 +777,12 @@ TwinResult simulate_step(const TwinInput& input, Timeline* timeline) {
   step.launch();
   engine.run();
   if (timeline) {
+    std::stable_sort(timeline->arrows.begin(), timeline->arrows.end(),
+                     [](const Arrow& a, const Arrow& b) {
+                       if (a.to_stage != b.to_stage) return a.to_stage < b.to_stage;
+                       if (a.replica != b.replica) return a.replica < b.replica;
+                       return a.taken_s < b.taken_s;
+                     });
     std::stable_sort(timeline->events.begin(), timeline->events.end(),
                      [](const Event& a, const Event& b) {
                        if (a.stage != b.stage) return a.stage < b.stage;

@@ -37,8 +37,21 @@ struct Event {
   double end_s = 0;
 };
 
+// A stage-boundary transfer from one replica to the next stage's, for the trace's arrows: it
+// leaves when the sender starts sending and is taken when the receiver starts the operation
+// that needs it.
+struct Arrow {
+  int from_stage = 0;
+  int to_stage = 0;
+  int replica = 0;
+  bool gradients = false;  // backward: the gradients of the activations
+  double sent_s = 0;
+  double taken_s = 0;
+};
+
 struct Timeline {
   std::vector<Event> events;
+  std::vector<Arrow> arrows;  // in the order the receivers took them
 };
 
 // Simulates one step. `timeline` (may be null) receives every event when given.

@@ -121,6 +121,24 @@ void write_chrome_trace(std::ostream& out, const TwinInput& in, const Timeline& 
         emit(first_rank[e.stage] + static_cast<long long>(e.replica) * st.tp + j);
     }
   }
+  // Arrows from the sender's send to the operation that takes the data (tp rank 0 of each).
+  long long id = 0;
+  for (const Arrow& a : timeline.arrows) {
+    const long long from = first_rank[a.from_stage] +
+                           static_cast<long long>(a.replica) * in.stages[a.from_stage].tp;
+    const long long to =
+        first_rank[a.to_stage] + static_cast<long long>(a.replica) * in.stages[a.to_stage].tp;
+    ++id;
+    const char* what = a.gradients ? "gradients" : "activations";
+    next();
+    out << "{\"ph\":\"s\",\"name\":\"" << what << "\",\"cat\":\"pipeline\",\"id\":" << id
+        << ",\"pid\":" << a.from_stage + 1 << ",\"tid\":" << from << ",\"ts\":" << micros(a.sent_s)
+        << "}";
+    next();
+    out << "{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"" << what << "\",\"cat\":\"pipeline\",\"id\":"
+        << id << ",\"pid\":" << a.to_stage + 1 << ",\"tid\":" << to
+        << ",\"ts\":" << micros(a.taken_s) << "}";
+  }
   out << "\n]}\n";
 }
 

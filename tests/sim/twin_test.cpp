@@ -466,9 +466,24 @@ TEST(TwinTrace, EveryRankHasOneTrackWithItsForwardAndBackwardPasses) {
   std::map<long long, int> rank_names;
   std::map<long long, std::pair<int, int>> passes;  // rank -> (forward, backward) events
   int complete = 0;
+  std::map<long long, double> arrow_starts;  // id -> ts of its "s" event
+  int arrows = 0;
   for (const auto& e : trace["traceEvents"]) {
     ASSERT_TRUE(e.contains("ph") && e["ph"].is_string()) << e.dump();
     const std::string ph = e["ph"];
+    if (ph == "s" || ph == "f") {
+      // Arrows join a send to the operation that takes its data, on rank tracks, forward in time.
+      EXPECT_TRUE(stage_of_rank.count(e["tid"].get<long long>())) << e.dump();
+      const long long id = e["id"];
+      if (ph == "s") {
+        EXPECT_TRUE(arrow_starts.emplace(id, e["ts"].get<double>()).second) << e.dump();
+      } else {
+        ASSERT_TRUE(arrow_starts.count(id)) << "an arrow that ends before it starts: " << e.dump();
+        EXPECT_GE(e["ts"].get<double>(), arrow_starts[id]) << e.dump();
+        ++arrows;
+      }
+      continue;
+    }
     if (ph == "M" && e["name"] == "thread_name") {
       const long long pid = e["pid"];
       const long long tid = e["tid"];
@@ -503,6 +518,10 @@ TEST(TwinTrace, EveryRankHasOneTrackWithItsForwardAndBackwardPasses) {
     }
   }
   EXPECT_GT(complete, 0);
+  // Two directions over every boundary, once per micro-batch and replica.
+  const int boundaries = static_cast<int>(input.stages.size()) * input.chunks - 1;
+  EXPECT_EQ(arrows, 2 * boundaries * input.micro_batches * input.stages.front().dp);
+  EXPECT_EQ(arrow_starts.size(), static_cast<std::size_t>(arrows));
   for (long long r = 0; r < ranks; ++r) {
     EXPECT_EQ(rank_names[r], 1) << "rank " << r;
     EXPECT_GE(passes[r].first, input.micro_batches) << "rank " << r << " forward passes";
