@@ -67,9 +67,32 @@ models::Collective collective_kind(const std::string& name) {
 
 }  // namespace
 
-GemmFit fit_gemm(const std::vector<GemmSample>& samples) {
+std::vector<GemmSample> compute_bound_gemms(const std::vector<GemmSample>& samples,
+                                            double* floor_s, int* set_aside) {
+  if (floor_s) *floor_s = 0;
+  if (set_aside) *set_aside = 0;
+  if (samples.empty()) return samples;
+  double floor = samples.front().seconds;
+  for (const auto& s : samples) floor = std::min(floor, s.seconds);
+  // Back-to-back launches overlap the previous kernel, so a call takes about the larger of the
+  // launch cost and the kernel: past twice the floor, the time is the kernel's.
+  std::vector<GemmSample> kept;
+  for (const auto& s : samples)
+    if (s.seconds >= 2 * floor) kept.push_back(s);
+  // Only when the floor is what most small samples measured: a curve whose smallest points are
+  // compute-bound keeps all of them.
+  const auto left_out = static_cast<int>(samples.size() - kept.size());
+  if (kept.size() < 3 || left_out < 3) return samples;
+  if (floor_s) *floor_s = floor;
+  if (set_aside) *set_aside = left_out;
+  return kept;
+}
+
+GemmFit fit_gemm(const std::vector<GemmSample>& all_samples) {
   GemmFit fit;
-  if (samples.empty()) return fit;
+  if (all_samples.empty()) return fit;
+  const std::vector<GemmSample> samples =
+      compute_bound_gemms(all_samples, &fit.launch_floor_s, &fit.floor_bound);
   // The residual in log space is smooth and unimodal in log h in practice: a coarse scan over
   // 1..8192 then golden-section refinement.
   auto residual_at = [&](double log_h) {
@@ -100,6 +123,11 @@ GemmFit fit_gemm(const std::vector<GemmSample>& samples) {
   }
   fit.quality = quality("gemm " + std::string(to_string(samples.front().dtype)), model, measured);
   fit.quality.parameters = {"rate " + number(fit.rate) + " FLOP/s", "half_dim " + number(fit.half_dim)};
+  if (fit.floor_bound > 0) {
+    fit.quality.parameters.push_back(std::to_string(fit.floor_bound) +
+                                     " samples at the launch floor " +
+                                     number(fit.launch_floor_s) + " s set aside");
+  }
   return fit;
 }
 
@@ -322,9 +350,10 @@ Calibration calibrate(const ChipProfile& base, const std::vector<CalibrationBund
     double backward_rate = fit.rate;
     if (!backward.empty()) {
       GemmFit back = fit_gemm(backward);  // for its quality; the rate is refitted at h below
-      backward_rate = gemm_rate_for(backward, fit.half_dim, nullptr);
+      const std::vector<GemmSample> backward_fitted = compute_bound_gemms(backward);
+      backward_rate = gemm_rate_for(backward_fitted, fit.half_dim, nullptr);
       std::vector<double> model, measured;
-      for (const auto& s : backward) {
+      for (const auto& s : backward_fitted) {
         model.push_back(2.0 * s.m * s.n * s.k / (backward_rate * gemm_shape_factor(s, fit.half_dim)));
         measured.push_back(s.seconds);
       }

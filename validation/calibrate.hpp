@@ -27,9 +27,19 @@ struct FitQuality {
 struct GemmFit {
   double rate = 0;  // FLOP/s
   double half_dim = 0;
+  double launch_floor_s = 0;  // the fastest GEMM, when the fit set the floor-bound ones aside
+  int floor_bound = 0;        // samples set aside as measuring the launch floor, not arithmetic
   FitQuality quality;
 };
+// Fits t = 2mnk / (rate x g(m) g(n) g(k)), g(x) = x / (x + half_dim). Where the fastest GEMMs
+// all take about the same time, that time is the cost of a launch, not of the arithmetic
+// (tens of microseconds on some virtualised GPUs): samples under twice the fastest are set
+// aside, as long as three or more remain. A launch overlaps the kernel before it, so a call
+// past that takes the kernel's time.
 GemmFit fit_gemm(const std::vector<GemmSample>& samples);
+// The samples fit_gemm fits the curve to: those past the launch floor.
+std::vector<GemmSample> compute_bound_gemms(const std::vector<GemmSample>& samples,
+                                            double* floor_s = nullptr, int* set_aside = nullptr);
 
 // Memory-bound kernels: t = bytes / B, the achieved bandwidth B.
 struct BandwidthFit {

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "formats/loaders.hpp"
@@ -134,6 +135,40 @@ TEST(Calibrate, NewProfileVersionCitesTheBundleAndKeepsTheBase) {
   EXPECT_EQ(again.id, p.id);
   EXPECT_EQ(again.efficiency.gemm_max, p.efficiency.gemm_max);
   EXPECT_EQ(again.cited_by, p.cited_by);
+}
+
+// A real GPU bundle whose small GEMMs all measure the launch cost (about 16 us), not the
+// arithmetic. Fitted naively, the flat small points made the curve's half-dimension run to the
+// edge of its range (7,813) and the rate to 62 PFLOP/s capped at the peak; the profile then
+// predicted the bundle's own layers 3 to 19 times too slow. The floor-bound samples are set
+// aside now.
+TEST(Calibrate, GpuBundleWithALaunchFloor) {
+  const CalibrationBundle bundle = formats::load_calibration_bundle(
+      std::string(HETPLAN_SOURCE_DIR) + "/tests/validation/data/h200-probe-bundle.json");
+  const ChipProfile base =
+      formats::load_chip(std::string(HETPLAN_SOURCE_DIR) + "/profiles/nvidia-h100-sxm5-80gb.yaml");
+  const Calibration calibration = calibrate(base, {bundle}, "h200");
+  const ChipProfile& p = calibration.profile;
+  // The bf16 GEMM curve sits below the peak, with a plausible size penalty.
+  ASSERT_TRUE(p.efficiency.gemm_max && p.efficiency.gemm_half_dim);
+  EXPECT_LT(*p.efficiency.gemm_max, 0.95);
+  EXPECT_GT(*p.efficiency.gemm_max, 0.5);
+  EXPECT_LT(*p.efficiency.gemm_half_dim, 1000.0);
+  for (const auto& note : calibration.notes)
+    EXPECT_EQ(note.find("faster than the profile's peak"), std::string::npos) << note;
+  const auto gemm_fit = std::find_if(calibration.fits.begin(), calibration.fits.end(),
+                                     [](const FitQuality& f) { return f.what.find("gemm bf16") == 0; });
+  ASSERT_NE(gemm_fit, calibration.fits.end());
+  EXPECT_LT(gemm_fit->rms_relative_error, 0.15);
+
+  // Held out: the layers and the step the same run measured. Small layers stay too fast by up
+  // to about a third (the model has no launch cost); none may be off by more than 40%.
+  const auto checks = check_bundle(p, bundle);
+  ASSERT_GE(checks.size(), 30u);
+  for (const auto& check : checks) {
+    EXPECT_TRUE(check.feasible) << check.what;
+    EXPECT_LT(std::abs(check.error), 0.40) << check.what;
+  }
 }
 
 }  // namespace
