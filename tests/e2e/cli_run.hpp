@@ -11,6 +11,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/temp_folder.hpp"
+
 namespace hetplan::e2e {
 
 struct CliRun {
@@ -34,24 +36,7 @@ inline CliRun hetplan(const std::string& args, const std::string& redirect = " 2
   return run;
 }
 
-// A fresh folder under /tmp, removed with everything in it when the test ends.
-class TempFolder {
- public:
-  TempFolder() {
-    std::string pattern = "/tmp/hetplan-e2e-XXXXXX";
-    if (mkdtemp(pattern.data())) path_ = pattern;
-  }
-  ~TempFolder() {
-    std::error_code ignored;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-  }
-  TempFolder(const TempFolder&) = delete;
-  TempFolder& operator=(const TempFolder&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempFolder;
 
 inline std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -30,6 +30,7 @@
 #include "sim/twin/runner.hpp"
 #include "sim/twin_input.hpp"
 #include "tests/support/small_llama.hpp"
+#include "tests/support/temp_folder.hpp"
 
 namespace hetplan::sim {
 namespace {
@@ -412,24 +413,7 @@ TEST(TwinDeterminism, SameSeedSameBytesOtherSeedOtherStep) {
 
 // --- the trace --------------------------------------------------------------------------------
 
-class TempFolder {
- public:
-  TempFolder() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "hetplan-twin-XXXXXX").string();
-    if (mkdtemp(pattern.data())) path_ = pattern;
-  }
-  ~TempFolder() {
-    std::error_code ignored;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-  }
-  TempFolder(const TempFolder&) = delete;
-  TempFolder& operator=(const TempFolder&) = delete;
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempFolder;
 
 TEST(TwinTrace, EveryRankHasOneTrackWithItsForwardAndBackwardPasses) {
   const TempFolder folder;
