@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "sim/seeded.hpp"
+
 namespace hetplan::sim {
 
 std::string_view to_string(TwinLinkKind kind) {
@@ -22,28 +24,6 @@ std::string_view to_string(TwinLinkKind kind) {
   }
   return "?";
 }
-
-namespace {
-
-// splitmix64's finaliser and FNV-1a: stable draws from names and indices, the same on every
-// machine.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-std::uint64_t name_hash(std::string_view name) {
-  std::uint64_t hash = 0xcbf29ce484222325ull;
-  for (char c : name) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
-}
-
-}  // namespace
 
 TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, const Plan& plan,
                           const Estimate& estimate, const TwinOptions& options) {
@@ -140,7 +120,7 @@ TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, cons
       for (int node = 0; node < in.islands[i].nodes; ++node) {
         const std::uint64_t draw =
             mix(mix(options.seed ^ island_key) ^ static_cast<std::uint64_t>(node));
-        if (static_cast<double>(draw >> 11) / 9007199254740992.0 < options.straggler_fraction)
+        if (unit_interval(draw) < options.straggler_fraction)
           in.stragglers.push_back({static_cast<int>(i), node, options.straggler_slowdown});
       }
     }

@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "sim/pipeline_schedule.hpp"
+#include "sim/seeded.hpp"
 
 namespace hetplan::sim::twin {
 
@@ -328,15 +329,8 @@ class Platform {
 // on (seed, stage, replica, tp rank, operation) and never on the order SimGrid runs actors in.
 // ---------------------------------------------------------------------------------------------
 
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-double uniform(std::uint64_t key) {  // in (0, 1)
-  return (static_cast<double>(mix(key) >> 11) + 0.5) / 9007199254740992.0;
+double uniform(std::uint64_t key) {  // in (0, 1): the middle of its 2^-53 step
+  return unit_interval(mix(key)) + 0.5 / 9007199254740992.0;
 }
 
 // A log-normal factor with mean 1 and coefficient of variation `cv`.

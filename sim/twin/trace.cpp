@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace hetplan::sim::twin {
 namespace {
 
@@ -14,22 +16,11 @@ std::string micros(double seconds) {
   return text;
 }
 
-// Names here come from cluster files (lower-case names) and fixed words; escape anyway.
-std::string quoted(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
+// A JSON string: the names come from cluster and plan files; nlohmann escapes them (and
+// replaces bytes that are not UTF-8 rather than throwing).
+std::string json_string(std::string_view text) {
+  return nlohmann::json(std::string(text)).dump(-1, ' ', false,
+                                                nlohmann::json::error_handler_t::replace);
 }
 
 std::string event_name(const Event& e) {
@@ -65,7 +56,7 @@ void write_chrome_trace(std::ostream& out, const TwinInput& in, const Timeline& 
     first_rank[s + 1] = first_rank[s] + static_cast<long long>(in.stages[s].tp) * in.stages[s].dp;
   const long long sync_tid_base = first_rank[p];
 
-  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"plan\":" << quoted(in.plan)
+  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"plan\":" << json_string(in.plan)
       << ",\"seed\":" << in.seed << "},\"traceEvents\":[\n";
   bool first = true;
   auto next = [&] {
@@ -77,7 +68,7 @@ void write_chrome_trace(std::ostream& out, const TwinInput& in, const Timeline& 
     const TwinIsland& ti = in.islands[static_cast<std::size_t>(st.island)];
     next();
     out << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << s + 1
-        << ",\"args\":{\"name\":" << quoted("stage " + std::to_string(s) + " (" + ti.name + ")")
+        << ",\"args\":{\"name\":" << json_string("stage " + std::to_string(s) + " (" + ti.name + ")")
         << "}}";
     next();
     out << "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" << s + 1
@@ -89,7 +80,7 @@ void write_chrome_trace(std::ostream& out, const TwinInput& in, const Timeline& 
         next();
         out << "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << s + 1 << ",\"tid\":" << rank
             << ",\"args\":{\"name\":"
-            << quoted("rank " + std::to_string(rank) + " dp " + std::to_string(d) + " tp " +
+            << json_string("rank " + std::to_string(rank) + " dp " + std::to_string(d) + " tp " +
                       std::to_string(j) + " " + ti.name + "/n" +
                       std::to_string(chip / ti.chips_per_node) + "/c" +
                       std::to_string(chip % ti.chips_per_node))
@@ -100,13 +91,13 @@ void write_chrome_trace(std::ostream& out, const TwinInput& in, const Timeline& 
       next();
       out << "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" << s + 1
           << ",\"tid\":" << sync_tid_base + s << ",\"args\":{\"name\":"
-          << quoted("stage " + std::to_string(s) + " gradient sync") << "}}";
+          << json_string("stage " + std::to_string(s) + " gradient sync") << "}}";
     }
   }
   for (const Event& e : timeline.events) {
     const TwinStage& st = in.stages[static_cast<std::size_t>(e.stage)];
-    const std::string name = quoted(event_name(e));
-    const std::string cat = quoted(category(e.kind));
+    const std::string name = json_string(event_name(e));
+    const std::string cat = json_string(category(e.kind));
     const std::string ts = micros(e.start_s);
     const std::string dur = micros(e.end_s - e.start_s);
     auto emit = [&](long long tid) {
