@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "formats/loaders.hpp"
-#include "tests/support/small_llama.hpp"
+#include "tests/support/llama.hpp"
 
 namespace hetplan::sim {
 namespace {

@@ -1,23 +1,12 @@
 #include <gtest/gtest.h>
 
 #include "core/workload.hpp"
+#include "tests/support/llama.hpp"
 
 namespace hetplan {
 namespace {
 
-ModelShape llama2_7b() {
-  ModelShape m;
-  m.layers = 32;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 32;
-  m.ffn = 11008;
-  m.vocab = 32000;
-  m.activation = Activation::swiglu;
-  m.norm = Norm::rmsnorm;
-  m.linear_bias = false;
-  return m;
-}
+using test::llama2_7b;
 
 TEST(Parameters, GptLayerByHand) {
   ModelShape m;

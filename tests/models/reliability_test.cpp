@@ -2,6 +2,7 @@
 // 2006) and the numeric optimum of Daly's expected wall time for exponential failures,
 //   T_wall / T_solve = M e^{R/M} (e^{(τ+δ)/M} − 1) / τ.
 #include "models/reliability.hpp"
+#include "tests/support/llama.hpp"
 
 #include <gtest/gtest.h>
 
@@ -96,19 +97,7 @@ TEST(UsefulFraction, StaysFiniteWhenFailuresOutpaceTheCheckpoints) {
   EXPECT_EQ(fraction, 0.0);
 }
 
-ModelShape llama2_7b() {
-  ModelShape m;
-  m.layers = 32;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 32;
-  m.ffn = 11008;
-  m.vocab = 32000;
-  m.activation = Activation::swiglu;
-  m.norm = Norm::rmsnorm;
-  m.linear_bias = false;
-  return m;
-}
+using test::llama2_7b;
 
 TEST(CheckpointBytes, PerParameterByDtypeAndOptimizer) {
   // Llama-2-7B: 6,738,415,616 parameters (tests/models/parameters_test.cpp).

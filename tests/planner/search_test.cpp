@@ -9,7 +9,7 @@
 #include <random>
 
 #include "formats/loaders.hpp"
-#include "tests/support/small_llama.hpp"
+#include "tests/support/llama.hpp"
 
 namespace hetplan::planner {
 namespace {

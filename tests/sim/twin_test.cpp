@@ -29,7 +29,7 @@
 #include "sim/twin/json.hpp"
 #include "sim/twin/runner.hpp"
 #include "sim/twin_input.hpp"
-#include "tests/support/small_llama.hpp"
+#include "tests/support/llama.hpp"
 #include "tests/support/temp_folder.hpp"
 
 namespace hetplan::sim {

@@ -1,11 +1,27 @@
-// A small LLaMA-shaped workload for tests that build their inputs in code: 2,048 hidden, 16
-// heads, SwiGLU, RMSNorm, 2,048-token sequences in bf16, one sequence per micro-batch.
+// LLaMA shapes for tests that build their inputs in code.
 #pragma once
 
 #include "core/workload.hpp"
 
 namespace hetplan::test {
 
+// Llama-2-7B (the Hugging Face config of meta-llama/Llama-2-7b-hf).
+inline ModelShape llama2_7b() {
+  ModelShape m;
+  m.layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 32;
+  m.ffn = 11008;
+  m.vocab = 32000;
+  m.activation = Activation::swiglu;
+  m.norm = Norm::rmsnorm;
+  m.linear_bias = false;
+  return m;
+}
+
+// A small workload: 2,048 hidden, 16 heads, SwiGLU, RMSNorm, 2,048-token sequences in bf16,
+// one sequence per micro-batch.
 inline Workload small_llama(int layers, int global_batch) {
   Workload w;
   w.name = "small";
