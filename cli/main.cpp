@@ -20,6 +20,7 @@
 #include "cli/twin_report.hpp"
 #include "core/error.hpp"
 #include "formats/loaders.hpp"
+#include "formats/paths.hpp"
 #include "exporters/export.hpp"
 #include "extender/extender.hpp"
 #include "formats/writers.hpp"
@@ -609,12 +610,15 @@ int main(int argc, char** argv) {
   auto* check = app.add_subcommand("check", "Validate input files and say what they describe");
   check->add_option("files", files, "Files to check")->required();
 
-  std::string folder, profiles = "profiles";
+  std::string folder, profiles = hetplan::formats::bundled_path("profiles");
   auto* validate = app.add_subcommand(
       "validate", "Predict published training runs and report the error of each prediction");
   std::string check_profile, check_bundle;
-  auto* published = validate->add_option("--published", folder,
-                                         "Folder of published-run files (*.yaml)");
+  auto* published = validate
+                        ->add_option("--published", folder,
+                                     "Folder of published-run files (*.yaml); without a value, "
+                                     "the bundled dev set (validation/published-runs)")
+                        ->expected(0, 1);
   auto* bundle_option = validate->add_option(
       "--bundle", check_bundle, "A calibration bundle whose measured layers and steps to predict");
   validate->add_option("--profile", check_profile, "The chip profile to predict them with (with --bundle)");
@@ -629,9 +633,13 @@ int main(int argc, char** argv) {
   ladder_option->excludes(bundle_option);
   validate->add_option("--profiles", profiles, "Folder of chip profiles")->capture_default_str();
   std::string microbench;
-  validate->add_option("--microbench", microbench,
+  auto* microbench_option =
+      validate
+          ->add_option("--microbench", microbench,
                        "With --published: calibrate the profiles from this folder of "
-                       "microbenchmark tables first");
+                       "microbenchmark tables first; without a value, the bundled tables "
+                       "(validation/microbench)")
+          ->expected(0, 1);
   bool validate_twin = false;
   validate
       ->add_flag("--twin", validate_twin,
@@ -641,7 +649,7 @@ int main(int argc, char** argv) {
       ->excludes("--microbench");
   validate->add_flag("--json", json, "Print JSON instead of a table");
 
-  std::string plan_scenario = HETPLAN_DEFAULT_SCENARIO, out_dir;
+  std::string plan_scenario = hetplan::formats::bundled_path("scenarios/default.yaml"), out_dir;
   std::size_t top = 10;
   auto* plan = app.add_subcommand(
       "plan", "Search plans: each island alone, resource-pool and task-level mixing, ranked");
@@ -659,7 +667,7 @@ int main(int argc, char** argv) {
                    "Simulate the best K one-job plans on the fabric and rank them again")
       ->check(CLI::Range(1, 64));
 
-  std::string export_plan, export_scenario = HETPLAN_DEFAULT_SCENARIO, export_target,
+  std::string export_plan, export_scenario = hetplan::formats::bundled_path("scenarios/default.yaml"), export_target,
       export_out = ".", image;
   std::vector<std::string> resource_overrides;
   bool allow_unvalidated = false;
@@ -680,7 +688,7 @@ int main(int argc, char** argv) {
   exporting->add_option("--resource", resource_overrides,
                         "Device resource per chip family, FAMILY=RESOURCE (e.g. for HAMi)");
 
-  std::string nodes_path, inventory_name = "imported", inventory_profiles = HETPLAN_PROFILES_DIR,
+  std::string nodes_path, inventory_name = "imported", inventory_profiles = hetplan::formats::bundled_path("profiles"),
       inventory_out;
   auto* inventory = app.add_subcommand("inventory", "Build a cluster file from Kubernetes");
   auto* import_nodes = inventory->add_subcommand(
@@ -692,7 +700,7 @@ int main(int argc, char** argv) {
   import_nodes->add_option("--profiles", inventory_profiles, "Chip profile folder");
   import_nodes->add_option("--out", inventory_out, "Cluster file to write (default: stdout)");
 
-  std::string extender_plan, extender_scenario = HETPLAN_DEFAULT_SCENARIO, extender_listen,
+  std::string extender_plan, extender_scenario = hetplan::formats::bundled_path("scenarios/default.yaml"), extender_listen,
       extender_nodes;
   auto* extender = app.add_subcommand(
       "extender", "Serve kube-scheduler's extender protocol (filter, prioritize) for a plan");
@@ -738,10 +746,13 @@ int main(int argc, char** argv) {
         }
         return run_validate_bundle(check_profile, check_bundle, json);
       }
-      if (folder.empty()) {
+      if (published->count() == 0) {
         throw hetplan::InputError({"validate", 0, 0}, "--published",
-                                  "expected --published DIR or --bundle BUNDLE --profile PROFILE");
+                                  "expected --published [DIR] or --bundle BUNDLE --profile PROFILE");
       }
+      if (folder.empty()) folder = hetplan::formats::bundled_path("validation/published-runs");
+      if (microbench_option->count() > 0 && microbench.empty())
+        microbench = hetplan::formats::bundled_path("validation/microbench");
       return run_validate(folder, profiles, microbench, validate_twin, json);
     }
     if (*extender) {

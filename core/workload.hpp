@@ -50,7 +50,14 @@ struct TrainingSettings {
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false;
   bool flash_attention = true;
-  bool overlap_grad_reduce = false;  // data-parallel reduction overlapped with the backward pass
+  // Megatron-Core's overlaps (docs/models/estimator.md#overlap): the data-parallel gradient
+  // reduce-scatter during the backward pass (--overlap-grad-reduce), the distributed optimizer's
+  // weight all-gather during the next step's forward pass (--overlap-param-gather), and the
+  // tensor-parallel collectives with the GEMMs beside them (--tp-comm-overlap; MindSpeed's MC2
+  // on Ascend).
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+  bool overlap_tp_comm = false;
 };
 
 struct Workload {

@@ -208,8 +208,22 @@ TrainingSettings read_training(const Field& field) {
   }
   if (auto sp = map.optional("sequence_parallel")) t.sequence_parallel = sp->as_bool();
   if (auto flash = map.optional("flash_attention")) t.flash_attention = flash->as_bool();
-  if (auto overlap = map.optional("overlap_grad_reduce"))
-    t.overlap_grad_reduce = overlap->as_bool();
+  auto legacy_overlap = map.optional("overlap_grad_reduce");
+  if (auto overlap = map.optional("overlap")) {
+    if (legacy_overlap) legacy_overlap->fail("expected either overlap or overlap_grad_reduce, not both");
+    MapReader o(*overlap);
+    if (auto v = o.optional("grad_reduce")) t.overlap_grad_reduce = v->as_bool();
+    if (auto v = o.optional("param_gather")) t.overlap_param_gather = v->as_bool();
+    if (auto v = o.optional("tp_comm")) t.overlap_tp_comm = v->as_bool();
+    o.done();
+    if (t.overlap_param_gather && t.zero_stage == 0) {
+      o.field().fail(
+          "param_gather: expected zero_stage 1 or more (the weight all-gather it overlaps "
+          "belongs to the distributed optimizer)");
+    }
+  } else if (legacy_overlap) {
+    t.overlap_grad_reduce = legacy_overlap->as_bool();
+  }
   map.done();
   if (t.global_batch % t.micro_batch != 0) {
     throw InputError(field.location(), field.path() + ".global_batch",

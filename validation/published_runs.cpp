@@ -3,6 +3,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
+#include <memory>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -17,76 +19,117 @@
 namespace hetplan::validation {
 namespace {
 
-// One case with `common` merged in, as plain values.
+// One case with `common` (and the file's `hardware`) merged in, as plain values. Every field
+// is read as the folder's README defines it; nothing is inferred from other fields or notes.
 struct CaseConfig {
   std::string id;
-  int layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, seq_len = 0;
-  bool gpt_style = false;  // ffn written as "4h" or equal to 4 x hidden: GPT-2/Megatron GPT
+  std::string arch;  // gpt | llama
+  int layers = 0, hidden = 0, heads = 0, kv_heads = 0, vocab = 0, seq_len = 0;
+  int ffn = 0;                  // intermediate size
+  bool ffn_four_hidden = false;  // written as "4h"
   int global_batch = 0, micro_batch = 1;
-  std::string dtype = "fp16", recompute = "none";
+  std::string dtype, recompute = "none";
+  std::optional<bool> flash_attention;
+  int zero = 0;
+  bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_tp_comm = false;
   int tp = 1, pp = 1, dp = 1, vpp = 1;
   bool sp = false;
   int chips = 0;
-  YAML::Node measured;
+  std::string chip, intra_node, network;
+  int chips_per_node = 0;
+  SourceLocation location;  // the case's
+  std::optional<formats::Field> measured;
 };
 
-[[noreturn]] void fail(const std::string& file, const YAML::Node& node, const std::string& field,
-                       const std::string& message) {
-  const YAML::Mark mark = node.Mark();
-  throw InputError({file, mark.is_null() ? 0 : mark.line + 1, mark.is_null() ? 0 : mark.column + 1},
-                   field, message);
+int integer(const formats::Field& field) {
+  return static_cast<int>(field.as_int(1, 1 << 30));
 }
 
-int integer(const std::string& file, const YAML::Node& node, const std::string& field) {
-  try {
-    return node.as<int>();
-  } catch (const YAML::Exception&) {
-    fail(file, node, field, "expected an integer");
-  }
+void read_hardware(const formats::Field& field, CaseConfig& c) {
+  formats::MapReader map(field);
+  if (auto v = map.optional("chip")) c.chip = v->as_string();
+  if (auto v = map.optional("chips_per_node")) c.chips_per_node = integer(*v);
+  if (auto v = map.optional("intra_node")) c.intra_node = v->as_string();
+  if (auto v = map.optional("network")) c.network = v->as_string();
+  map.done();
 }
 
-void apply(const std::string& file, const YAML::Node& section, CaseConfig& c) {
-  if (!section || !section.IsMap()) return;
-  if (auto model = section["model"]) {
-    for (const auto& kv : model) {
-      const std::string key = kv.first.as<std::string>();
-      const YAML::Node& value = kv.second;
-      const std::string field = "model." + key;
-      if (key == "layers")
-        c.layers = integer(file, value, field);
-      else if (key == "hidden")
-        c.hidden = integer(file, value, field);
-      else if (key == "heads")
-        c.heads = integer(file, value, field);
-      else if (key == "kv_heads")
-        c.kv_heads = integer(file, value, field);
-      else if (key == "vocab")
-        c.vocab = integer(file, value, field);
-      else if (key == "seq_len")
-        c.seq_len = integer(file, value, field);
-      else if (key == "ffn") {
-        if (value.IsScalar() && value.Scalar() == "4h")
-          c.ffn = -4;
-        else
-          c.ffn = integer(file, value, field);
+// Reads the configuration keys of `common` or of one case into `c` (later sections override
+// earlier ones key by key). Unknown keys are errors.
+void read_section(formats::MapReader& section, CaseConfig& c) {
+  if (auto model = section.optional("model")) {
+    formats::MapReader map(*model);
+    if (auto v = map.optional("arch")) c.arch = std::array<const char*, 2>{"gpt", "llama"}[v->as_choice({"gpt", "llama"})];
+    if (auto v = map.optional("layers")) c.layers = integer(*v);
+    if (auto v = map.optional("hidden")) c.hidden = integer(*v);
+    if (auto v = map.optional("heads")) c.heads = integer(*v);
+    if (auto v = map.optional("kv_heads")) c.kv_heads = integer(*v);
+    if (auto v = map.optional("vocab")) c.vocab = integer(*v);
+    if (auto v = map.optional("seq_len")) c.seq_len = integer(*v);
+    if (auto v = map.optional("ffn")) {
+      c.ffn_four_hidden = v->is_scalar() && v->node().Scalar() == "4h";
+      if (!c.ffn_four_hidden) {
+        if (!v->is_scalar() || v->node().Scalar().find_first_not_of("0123456789") != std::string::npos)
+          v->fail_expected("an integer or 4h");
+        c.ffn = integer(*v);
       }
     }
+    map.done();
   }
-  if (auto training = section["training"]) {
-    if (training["global_batch"])
-      c.global_batch = integer(file, training["global_batch"], "training.global_batch");
-    if (training["micro_batch"])
-      c.micro_batch = integer(file, training["micro_batch"], "training.micro_batch");
-    if (training["dtype"]) c.dtype = training["dtype"].as<std::string>();
-    if (training["recompute"]) c.recompute = training["recompute"].as<std::string>();
+  if (auto training = section.optional("training")) {
+    formats::MapReader map(*training);
+    if (auto v = map.optional("global_batch")) c.global_batch = integer(*v);
+    if (auto v = map.optional("micro_batch")) c.micro_batch = integer(*v);
+    if (auto v = map.optional("dtype")) {
+      static constexpr const char* kDTypes[] = {"fp32", "fp16", "bf16", "fp8"};
+      c.dtype = kDTypes[v->as_choice({"fp32", "fp16", "bf16", "fp8"})];
+    }
+    if (auto v = map.optional("recompute")) {
+      static constexpr const char* kRecompute[] = {"none", "selective", "full"};
+      c.recompute = kRecompute[v->as_choice({"none", "selective", "full"})];
+    }
+    if (auto v = map.optional("flash_attention")) c.flash_attention = v->as_bool();
+    if (auto v = map.optional("zero")) c.zero = static_cast<int>(v->as_int(0, 3));
+    if (auto overlap = map.optional("overlap")) {
+      formats::MapReader o(*overlap);
+      if (auto v = o.optional("grad_reduce")) c.overlap_grad_reduce = v->as_bool();
+      if (auto v = o.optional("param_gather")) c.overlap_param_gather = v->as_bool();
+      if (auto v = o.optional("tp_comm")) c.overlap_tp_comm = v->as_bool();
+      o.done();
+    }
+    map.done();
   }
-  if (auto parallel = section["parallel"]) {
-    if (parallel["tp"]) c.tp = integer(file, parallel["tp"], "parallel.tp");
-    if (parallel["pp"]) c.pp = integer(file, parallel["pp"], "parallel.pp");
-    if (parallel["dp"]) c.dp = integer(file, parallel["dp"], "parallel.dp");
-    if (parallel["vpp"]) c.vpp = integer(file, parallel["vpp"], "parallel.vpp");
-    if (parallel["sp"]) c.sp = parallel["sp"].as<bool>();
+  if (auto parallel = section.optional("parallel")) {
+    formats::MapReader map(*parallel);
+    if (auto v = map.optional("tp")) c.tp = integer(*v);
+    if (auto v = map.optional("pp")) c.pp = integer(*v);
+    if (auto v = map.optional("dp")) c.dp = integer(*v);
+    if (auto v = map.optional("vpp")) c.vpp = integer(*v);
+    if (auto v = map.optional("sp")) c.sp = v->as_bool();
+    map.done();
   }
+  if (auto hardware = section.optional("hardware")) read_hardware(*hardware, c);
+  section.optional("notes");  // free text for the reader
+}
+
+// The case's configuration is complete: every field the estimator needs was given.
+void check_complete(const formats::Field& node, const CaseConfig& c) {
+  const auto missing = [&](const std::string& what) {
+    throw InputError(node.location(), node.path() + "." + what,
+                     "missing required key (in the case or in common)");
+  };
+  if (c.arch.empty()) missing("model.arch");
+  if (c.layers == 0) missing("model.layers");
+  if (c.hidden == 0) missing("model.hidden");
+  if (c.heads == 0) missing("model.heads");
+  if (c.vocab == 0) missing("model.vocab");
+  if (c.seq_len == 0) missing("model.seq_len");
+  if (c.ffn == 0 && !c.ffn_four_hidden) missing("model.ffn");
+  if (c.global_batch == 0) missing("training.global_batch");
+  if (c.dtype.empty()) missing("training.dtype");
+  if (!c.flash_attention) missing("training.flash_attention");
+  if (c.chip.empty()) missing("hardware.chip");
+  if (!c.measured) missing("measured");
 }
 
 // The chip profile a published hardware description names. A800 is A100 silicon with NVLink
@@ -96,12 +139,22 @@ struct HardwareMatch {
   std::optional<double> intra_node_bandwidth;
 };
 
-HardwareMatch match_hardware(const std::string& chip) {
-  if (chip.find("A800") != std::string::npos) return {"nvidia-a100-sxm4-80gb", 200e9};
-  if (chip.find("A100") != std::string::npos) return {"nvidia-a100-sxm4-80gb", std::nullopt};
-  if (chip.find("H100") != std::string::npos) return {"nvidia-h100-sxm5-80gb", std::nullopt};
-  if (chip.find("910B") != std::string::npos) return {"ascend-910b", std::nullopt};
-  return {};
+HardwareMatch match_hardware(const CaseConfig& c) {
+  HardwareMatch match;
+  if (c.chip.find("A800") != std::string::npos || c.chip.find("A100") != std::string::npos)
+    match.profile = "nvidia-a100-sxm4-80gb";
+  else if (c.chip.find("H100") != std::string::npos)
+    match.profile = "nvidia-h100-sxm5-80gb";
+  else if (c.chip.find("910B") != std::string::npos)
+    match.profile = "ascend-910b";
+  // A stated chip-to-chip figure ("NVLink 400 GB/s", "600 GB/s per GPU") is the bidirectional
+  // bandwidth per chip; the profile's intra-node bandwidth is one direction.
+  static const std::regex figure(R"((\d+(?:\.\d+)?)\s*GB/s)");
+  std::smatch found;
+  if (std::regex_search(c.intra_node, found, figure) ||
+      (c.chip.find("NVLink") != std::string::npos && std::regex_search(c.chip, found, figure)))
+    match.intra_node_bandwidth = std::stod(found[1]) * 1e9 / 2;
+  return match;
 }
 
 // "8x 200 Gb/s HDR InfiniBand per node" -> 8 NICs of 200 Gb/s.
@@ -146,21 +199,18 @@ struct PreparedCase {
   std::optional<sim::TwinInput> twin;  // the plan lowered onto its cluster, to simulate
 };
 
-PreparedCase run_case(const std::string& file, const std::string& stem, const YAML::Node& root,
-                      const CaseConfig& c, const std::string& profiles_folder,
-                      bool lower_for_twin) {
+PreparedCase run_case(const std::string& stem, const CaseConfig& c,
+                      const std::string& profiles_folder, bool lower_for_twin) {
   PreparedCase prepared;
   prepared.config = c;
   CaseResult& result = prepared.result;
   result.file = stem;
   result.id = c.id;
-  const YAML::Node hardware = root["hardware"];
-  const std::string chip_text =
-      hardware && hardware["chip"] ? hardware["chip"].as<std::string>() : "";
-  const HardwareMatch match = match_hardware(chip_text);
+  const HardwareMatch match = match_hardware(c);
   if (match.profile.empty())
-    fail(file, hardware, "hardware.chip",
-         "expected a chip hetplan has a profile for, got \"" + chip_text + "\"");
+    throw InputError(c.location, "hardware.chip",
+                     "expected a chip hetplan has a profile for (A100, A800, H100, 910B), got \"" +
+                         c.chip + "\"");
 
   Cluster cluster;
   cluster.name = stem;
@@ -174,13 +224,11 @@ PreparedCase run_case(const std::string& file, const std::string& stem, const YA
   cluster.chips.push_back(chip);
   Island island;
   island.name = "main";
-  island.chips_per_node = hardware["chips_per_node"]
-                              ? integer(file, hardware["chips_per_node"], "hardware.chips_per_node")
-                              : chip.chips_per_node.value_or(8);
+  island.chips_per_node = c.chips_per_node > 0 ? c.chips_per_node : chip.chips_per_node.value_or(8);
   island.nodes = std::max(1, (c.chips + island.chips_per_node - 1) / island.chips_per_node);
   island.nic_count = chip.nic_count.value_or(1);
   island.nic_speed = chip.nic_speed.value_or(25e9);
-  if (hardware["network"]) parse_network(hardware["network"].as<std::string>(), island);
+  parse_network(c.network, island);
   island.runtime = chip.runtime;
   island.zone = "main";
   island.nodes_per_leaf = island.nodes;
@@ -189,44 +237,37 @@ PreparedCase run_case(const std::string& file, const std::string& stem, const YA
   Workload workload;
   workload.name = c.id;
   ModelShape& m = workload.model;
-  m.model_type = c.gpt_style ? "gpt2" : "llama";
+  const bool gpt = c.arch == "gpt";
+  m.model_type = gpt ? "gpt2" : "llama";
   m.layers = c.layers;
   m.hidden = c.hidden;
   m.heads = c.heads;
   m.kv_heads = c.kv_heads > 0 ? c.kv_heads : c.heads;
-  m.ffn = c.ffn == -4 ? 4 * c.hidden : c.ffn;
+  m.ffn = c.ffn_four_hidden ? 4 * c.hidden : c.ffn;
   m.vocab = c.vocab;
   m.max_positions = c.seq_len;
-  if (c.gpt_style) {
-    // Megatron GPT of 2021-22: GeLU, LayerNorm, biases, dropout, learned positions, tied
-    // embeddings, no fused attention.
-    m.activation = Activation::gelu;
-    m.norm = Norm::layernorm;
-    m.linear_bias = true;
-    m.dropout = true;
-    m.learned_positions = true;
-    m.tied_embeddings = true;
-  } else {
-    m.activation = Activation::swiglu;
-    m.norm = Norm::rmsnorm;
-    m.linear_bias = false;
-    m.dropout = false;
-    m.tied_embeddings = false;
-  }
+  // The two architectures as the folder's README defines them.
+  m.activation = gpt ? Activation::gelu : Activation::swiglu;
+  m.norm = gpt ? Norm::layernorm : Norm::rmsnorm;
+  m.linear_bias = gpt;
+  m.dropout = gpt;
+  m.learned_positions = gpt;
+  m.tied_embeddings = gpt;
   TrainingSettings& t = workload.training;
   t.seq_len = c.seq_len;
   t.global_batch = c.global_batch;
   t.micro_batch = c.micro_batch;
-  t.dtype = dtype_from_string(c.dtype).value_or(DType::fp16);
+  t.dtype = *dtype_from_string(c.dtype);
   t.fp32_grad_accumulation = true;
   t.recompute = c.recompute == "full"        ? Recompute::full
                 : c.recompute == "selective" ? Recompute::selective
                                              : Recompute::none;
   t.sequence_parallel = c.sp;
-  t.flash_attention = !c.gpt_style;
-  const std::string notes =
-      root["common"] && root["common"]["notes"] ? root["common"]["notes"].as<std::string>() : "";
-  t.zero_stage = notes.find("distributed optimizer") != std::string::npos ? 1 : 0;
+  t.flash_attention = *c.flash_attention;
+  t.zero_stage = c.zero;
+  t.overlap_grad_reduce = c.overlap_grad_reduce;
+  t.overlap_param_gather = c.overlap_param_gather;
+  t.overlap_tp_comm = c.overlap_tp_comm;
 
   Plan plan;
   plan.name = c.id;
@@ -252,28 +293,35 @@ PreparedCase run_case(const std::string& file, const std::string& stem, const YA
     result.predicted_memory_gib =
         std::max(result.predicted_memory_gib, stage.memory.total() / (1ull << 30));
   }
-  if (c.measured["memory_gib"]) result.measured_memory_gib = c.measured["memory_gib"].as<double>();
-
-  const YAML::Node& measured = c.measured;
-  if (measured["out_of_memory"]) {
-    result.metric = "out_of_memory";
+  formats::MapReader measured(*c.measured);
+  if (auto v = measured.optional("memory_gib")) result.measured_memory_gib = v->as_number(1e-3, 1e6);
+  measured.optional("mfu");  // as the source reports it; the estimator predicts the main metric
+  std::optional<formats::Field> metric_value;
+  for (const char* metric : {"step_time_s", "tokens_per_s_per_chip", "tflops_per_chip"}) {
+    if (auto v = measured.optional(metric)) {
+      if (result.metric.empty()) {
+        result.metric = metric;
+        metric_value = v;
+      }
+    }
+  }
+  auto oom = measured.optional("out_of_memory");
+  measured.done();
+  if (oom) {
+    if (!oom->as_bool()) oom->fail_expected("true (a case that ran gives its measured figure)");
+    if (metric_value) metric_value->fail("expected no measured figure beside out_of_memory");
     bool memory_reason = false;
     for (const auto& reason : estimate.reasons)
       memory_reason |= reason.find("per chip") != std::string::npos;
+    result.metric = "out_of_memory";
     result.correct = !estimate.feasible && memory_reason;
     return prepared;
   }
-  for (const char* metric : {"step_time_s", "tokens_per_s_per_chip", "tflops_per_chip"}) {
-    if (measured[metric]) {
-      result.metric = metric;
-      result.measured = measured[metric].as<double>();
-      break;
-    }
+  if (!metric_value) {
+    c.measured->fail_expected(
+        "step_time_s, tokens_per_s_per_chip, tflops_per_chip or out_of_memory: true");
   }
-  if (result.metric.empty()) {
-    fail(file, measured, "measured",
-         "expected step_time_s, tokens_per_s_per_chip, tflops_per_chip or out_of_memory");
-  }
+  result.measured = metric_value->as_number(1e-9, 1e12);
   result.predicted = metric_from_step(c, result.metric, estimate.step_time_s);
   result.error = (result.predicted - result.measured) / result.measured;
   result.correct = estimate.feasible;
@@ -334,30 +382,41 @@ ValidationReport validate_published_runs(const std::string& folder,
   std::vector<PreparedCase> prepared;
   for (const auto& path : files) {
     const std::string file = path.string();
-    const YAML::Node root = formats::parse_document(formats::read_text_file(file), file);
-    const YAML::Node cases = root["cases"];
-    if (!cases || !cases.IsSequence()) fail(file, root, "cases", "expected a list of cases");
-    for (const auto& node : cases) {
-      try {
-        CaseConfig c;
-        apply(file, root["common"], c);
-        apply(file, node, c);
-        c.id = node["id"] ? node["id"].as<std::string>() : "?";
-        c.chips = node["chips"] ? integer(file, node["chips"], "chips") : c.tp * c.pp * c.dp;
-        c.gpt_style = c.ffn == -4 || c.ffn == 4 * c.hidden;
-        c.measured = node["measured"];
-        if (!c.measured) fail(file, node, "measured", "missing required key");
-        if (c.layers <= 0 || c.hidden <= 0 || c.heads <= 0 || c.vocab <= 0 || c.seq_len <= 0 ||
-            c.global_batch <= 0) {
-          fail(file, node, "model",
-               "expected layers, hidden, heads, vocab, seq_len and global_batch");
-        }
-        prepared.push_back(run_case(file, path.stem().string(), root, c, profiles_folder,
-                                    options.twin.has_value()));
-      } catch (const YAML::Exception& bad) {
-        // A value of the wrong type somewhere in the case.
-        fail(file, node, "cases", "expected the published-run case format (" + bad.msg + ")");
-      }
+    const YAML::Node root_node = formats::parse_document(formats::read_text_file(file), file);
+    const formats::Field root_field(root_node, "", std::make_shared<const std::string>(file));
+    if (!root_field.is_map()) root_field.fail_expected("a published-run file (a mapping)");
+    formats::MapReader root(root_field);
+    root.required("source");
+    root.optional("inferred");
+    root.optional("notes");
+    CaseConfig base;
+    if (auto hardware = root.optional("hardware")) read_hardware(*hardware, base);
+    if (auto common = root.optional("common")) {
+      formats::MapReader section(*common);
+      read_section(section, base);
+      section.done();
+    }
+    const formats::Field cases = root.required("cases");
+    root.done();
+    if (!cases.is_sequence()) cases.fail_expected("a list of cases");
+    for (const formats::Field& node : cases.elements()) {
+      if (!node.is_map()) node.fail_expected("a case (a mapping)");
+      CaseConfig c = base;
+      formats::MapReader section(node);
+      c.id = section.required("id").as_identifier();
+      c.location = node.location();
+      read_section(section, c);
+      section.optional("inferred");
+      if (auto measured = section.optional("measured")) c.measured = *measured;
+      const auto chips = section.optional("chips");
+      section.done();
+      check_complete(node, c);
+      c.chips = chips ? integer(*chips) : c.tp * c.pp * c.dp;
+      if (c.chips != c.tp * c.pp * c.dp)
+        chips->fail("expected tp x pp x dp = " + std::to_string(c.tp * c.pp * c.dp) +
+                    " chips, got " + std::to_string(c.chips));
+      prepared.push_back(
+          run_case(path.stem().string(), c, profiles_folder, options.twin.has_value()));
     }
   }
   if (options.twin) simulate_cases(prepared, *options.twin);

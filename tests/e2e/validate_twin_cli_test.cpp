@@ -17,10 +17,9 @@ namespace {
 using hetplan::e2e::CliRun;
 using hetplan::e2e::hetplan;
 
-const std::string kPublished = std::string(HETPLAN_SHARED_DIR) + "/data/published-runs";
+const std::string kPublished = std::string(HETPLAN_SOURCE_DIR) + "/validation/published-runs";
 
 TEST(ValidateTwinCli, TheTwinPredictsEveryEligibleCaseAsCloselyAsTheEstimator) {
-  if (!std::filesystem::exists(kPublished)) GTEST_SKIP() << "no shared data at " << kPublished;
   const CliRun run = hetplan("validate --published " + kPublished + " --twin --json", " 2>&1");
   ASSERT_EQ(run.exit_code, 0) << run.out;
   const auto j = nlohmann::json::parse(run.out);
@@ -51,7 +50,6 @@ TEST(ValidateTwinCli, TheTwinPredictsEveryEligibleCaseAsCloselyAsTheEstimator) {
 }
 
 TEST(ValidateTwinCli, WithoutTwinTheReportHasNoTwinKeys) {
-  if (!std::filesystem::exists(kPublished)) GTEST_SKIP() << "no shared data at " << kPublished;
   const CliRun run = hetplan("validate --published " + kPublished + " --json", " 2>&1");
   ASSERT_EQ(run.exit_code, 0) << run.out;
   const auto j = nlohmann::json::parse(run.out);

@@ -14,13 +14,12 @@
 namespace hetplan::validation {
 namespace {
 
-const std::string kShared = HETPLAN_SHARED_DIR;
-const std::string kMicrobench = kShared + "/data/microbench";
-const std::string kPublished = kShared + "/data/published-runs";
+// The project's own copies of the published tables and runs (validation/microbench,
+// validation/published-runs), so that a clone without ../shared runs these tests too.
+const std::string kMicrobench = std::string(HETPLAN_SOURCE_DIR) + "/validation/microbench";
+const std::string kPublished = std::string(HETPLAN_SOURCE_DIR) + "/validation/published-runs";
 const std::string kProfiles = std::string(HETPLAN_SOURCE_DIR) + "/profiles";
 
-#define REQUIRE_SHARED_DATA() \
-  if (!std::filesystem::exists(kMicrobench)) GTEST_SKIP() << "no shared data at " << kMicrobench
 
 std::string error_of(const std::string& text) {
   try {
@@ -134,7 +133,6 @@ TEST(MicrobenchCsv, MalformedShapeInAReaderNamesTheCell) {
 // Readers on the real tables
 
 TEST(MicrobenchReaders, MamfMatmul) {
-  REQUIRE_SHARED_DATA();
   const auto rows = read_mamf_matmul(kMicrobench + "/mleng_mamf_matmul.csv", "NVIDIA H100 SXM");
   ASSERT_EQ(rows.gemm.size(), 2u);  // bf16 and fp8
   const GemmSample& s = rows.gemm[0];
@@ -147,7 +145,6 @@ TEST(MicrobenchReaders, MamfMatmul) {
 }
 
 TEST(MicrobenchReaders, MamfOptunaKeepsShapedTrials) {
-  REQUIRE_SHARED_DATA();
   const auto rows =
       read_mamf_optuna(kMicrobench + "/mamf_gpu_benchmark_optuna.csv", "Ascend910B2C");
   ASSERT_EQ(rows.gemm.size(), 4u);
@@ -160,7 +157,6 @@ TEST(MicrobenchReaders, MamfOptunaKeepsShapedTrials) {
 }
 
 TEST(MicrobenchReaders, AzureGuideA100) {
-  REQUIRE_SHARED_DATA();
   const auto rows = read_azure_benchmarking_guide(
       kMicrobench + "/azure_ai_benchmarking_guide_a100_h100_h200.csv", "A100-SXM4-80GB");
   EXPECT_EQ(rows.gemm.size(), 8u);
@@ -180,7 +176,6 @@ TEST(MicrobenchReaders, AzureGuideA100) {
 }
 
 TEST(MicrobenchReaders, FlagPerfGemmTakesTorchKernelsByKernelTime) {
-  REQUIRE_SHARED_DATA();
   const auto rows =
       read_flagperf_operation_gemm(kMicrobench + "/flagperf_operation_gemm.csv", "A100_40_SXM");
   // mm, addmm and linear in FP16 and BF16, torch's own kernels; FP32 / TF32 rows are left out.
@@ -194,7 +189,6 @@ TEST(MicrobenchReaders, FlagPerfGemmTakesTorchKernelsByKernelTime) {
 }
 
 TEST(MicrobenchReaders, LimulidaeCountsOutputBytesAndTakesAlgorithmBandwidth) {
-  REQUIRE_SHARED_DATA();
   const auto rows = read_limulidae(kMicrobench + "/limulidae_910b_vs_a800.csv", "910B");
   ASSERT_EQ(rows.elementwise.size(), 2u);
   ASSERT_EQ(rows.collectives.size(), 6u);
@@ -207,7 +201,6 @@ TEST(MicrobenchReaders, LimulidaeCountsOutputBytesAndTakesAlgorithmBandwidth) {
 }
 
 TEST(MicrobenchReaders, FlashAttention2ForwardBackward) {
-  REQUIRE_SHARED_DATA();
   const auto rows = read_flash_attention_figures(
       kMicrobench + "/flashattention_figures_a100_h100.csv", "A100 80GB SXM4");
   // 24 FlashAttention-2 bars, less one occluded and one partly occluded label.
@@ -223,7 +216,6 @@ TEST(MicrobenchReaders, FlashAttention2ForwardBackward) {
 }
 
 TEST(MicrobenchReaders, NcclTestsTables) {
-  REQUIRE_SHARED_DATA();
   const auto mleng = read_nccl_tests(kMicrobench + "/mleng_allreduce_curves.csv", "series",
                                      "A100_8gpu_nccltests", "all_reduce", 8, {"all_reduce"});
   ASSERT_EQ(mleng.collectives.size(), 20u);
@@ -252,7 +244,6 @@ TEST(MicrobenchBundle, UnknownChip) {
 }
 
 TEST(MicrobenchBundle, EveryChipHasSamplesAndNamesItsSources) {
-  REQUIRE_SHARED_DATA();
   for (const auto& chip : microbench_chips()) {
     const CalibrationBundle b = microbench_bundle(kMicrobench, chip);
     EXPECT_FALSE(b.gemm.empty()) << chip;
@@ -273,7 +264,6 @@ TEST(MicrobenchBundle, EveryChipHasSamplesAndNamesItsSources) {
 }
 
 TEST(MicrobenchCalibration, A100ProfileFromItsBundle) {
-  REQUIRE_SHARED_DATA();
   const ChipProfile base = formats::load_chip(kProfiles + "/nvidia-a100-sxm4-80gb.yaml");
   const Calibration a100 =
       calibrate_from_microbenchmarks(base, microbench_bundle(kMicrobench, "A100"), "microbench");
@@ -304,7 +294,6 @@ TEST(MicrobenchCalibration, A100ProfileFromItsBundle) {
 // large-message all-reduce (limulidae, 8 cards) gives the same bus efficiency as A100's at
 // 8 GiB (Azure, 231.58 GB/s of 300): NCCL loses the same share on both.
 TEST(MicrobenchCalibration, A800AllReduceAgreesWithA100AtLargeMessages) {
-  REQUIRE_SHARED_DATA();
   ChipProfile base = formats::load_chip(kProfiles + "/nvidia-a100-sxm4-80gb.yaml");
   base.intra_node.bandwidth = 200e9;
   const Calibration a800 =
@@ -316,7 +305,6 @@ TEST(MicrobenchCalibration, A800AllReduceAgreesWithA100AtLargeMessages) {
 }
 
 TEST(MicrobenchCalibration, Ascend910BKeepsWhatItsBundleCannotTell) {
-  REQUIRE_SHARED_DATA();
   const ChipProfile base = formats::load_chip(kProfiles + "/ascend-910b.yaml");
   const Calibration c =
       calibrate_from_microbenchmarks(base, microbench_bundle(kMicrobench, "910B"), "microbench");
@@ -334,7 +322,6 @@ TEST(MicrobenchCalibration, Ascend910BKeepsWhatItsBundleCannotTell) {
 // H100's bf16 GEMMs are three best-of-search shapes, one of them forward: too few to place a
 // half-dimension, which stays the prior; its all-reduces (NVLS) are left out.
 TEST(MicrobenchCalibration, H100KeepsTheHalfDimensionOneShapeCannotFix) {
-  REQUIRE_SHARED_DATA();
   const ChipProfile base = formats::load_chip(kProfiles + "/nvidia-h100-sxm5-80gb.yaml");
   const Calibration c =
       calibrate_from_microbenchmarks(base, microbench_bundle(kMicrobench, "H100"), "microbench");
@@ -354,8 +341,6 @@ TEST(MicrobenchCalibration, H100KeepsTheHalfDimensionOneShapeCannotFix) {
 // 6.9% to 7.3% (docs/validation.md#calibrated-from-microbenchmarks). The Ascend 910B cases stay
 // near -22%: nothing in the microbenchmarks measures what they miss.
 TEST(PublishedRuns, CalibratedFromMicrobenchmarks) {
-  REQUIRE_SHARED_DATA();
-  if (!std::filesystem::exists(kPublished)) GTEST_SKIP() << "no shared data at " << kPublished;
   const std::string out = ::testing::TempDir() + "/hetplan-calibrated-profiles";
   const CalibratedValidation v =
       validate_published_runs_calibrated(kPublished, kProfiles, kMicrobench, out);
