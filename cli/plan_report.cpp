@@ -15,7 +15,7 @@ double headroom(const sim::Estimate& e) {
   double least = 0;
   bool first = true;
   for (const auto& s : e.stages) {
-    const double free = s.memory_capacity - s.memory.total();
+    const double free = s.memory_usable - s.memory.total();
     if (first || free < least) least = free;
     first = false;
   }

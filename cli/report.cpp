@@ -59,15 +59,15 @@ std::string estimate_text(const sim::Estimate& e, const Plan& plan) {
          fixed(e.exposed.pipeline, 3) + " s, cross-island " + fixed(e.exposed.cross_island, 3) +
          " s, dp " + fixed(e.exposed.data_parallel, 3) + " s\n";
   out += "optimizer      " + fixed(e.optimizer_s, 3) + " s\n";
-  out += "stage  island               layers     tp  dp  fwd+bwd/mb  memory peak / capacity\n";
+  out += "stage  island               layers     tp  dp  fwd+bwd/mb  memory peak / usable\n";
   for (std::size_t i = 0; i < e.stages.size(); ++i) {
     const auto& s = e.stages[i];
     char line[256];
     std::snprintf(line, sizeof line, "%-6zu %-20s %3d-%-5d %3d %3d  %8.1f ms  %s / %s%s\n", i,
                   s.island.c_str(), s.first_layer, s.first_layer + s.num_layers - 1, s.tp, s.dp,
                   1e3 * s.micro_batch_s, gib(s.memory.total()).c_str(),
-                  s.memory_capacity > 0 ? gib(s.memory_capacity).c_str() : "unknown",
-                  s.fits ? "" : "  DOES NOT FIT");
+                  s.memory_capacity > 0 ? gib(s.memory_usable).c_str() : "unknown",
+                  s.fits ? (s.tight ? "  TIGHT" : "") : "  DOES NOT FIT");
     out += line;
   }
   for (const auto& assumption : e.assumptions) out += "  assumption: " + assumption + "\n";
@@ -113,11 +113,13 @@ nlohmann::ordered_json estimate_json(const sim::Estimate& e, const Plan& plan) {
     stage["optimizer_s"] = round6(s.optimizer_s);
     stage["memory_peak_bytes"] = round6(s.memory.total());
     stage["memory_capacity_bytes"] = round6(s.memory_capacity);
+    stage["memory_usable_bytes"] = round6(s.memory_usable);
+    stage["memory_tight"] = s.tight;
     stage["memory_fits"] = s.fits;
     stage["memory_breakdown_bytes"] = {
         {"weights", round6(s.memory.weights)},     {"gradients", round6(s.memory.gradients)},
         {"optimizer", round6(s.memory.optimizer)}, {"activations", round6(s.memory.activations)},
-        {"head", round6(s.memory.head)},           {"reserve", round6(s.memory.reserve)}};
+        {"head", round6(s.memory.head)},           {"transient", round6(s.memory.transient)}};
     stages.push_back(std::move(stage));
   }
   return j;

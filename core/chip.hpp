@@ -64,6 +64,10 @@ struct EfficiencyModel {
   std::optional<double> intra_latency;           // s, per collective step inside a node
   std::optional<double> network_bus_efficiency;  // bus bandwidth / NIC bandwidth
   std::optional<double> network_latency;         // s, per collective step across nodes
+  std::optional<double> kernel_overhead;  // s, fixed cost of one kernel (launch, dispatch, tail)
+  // Share of a tensor-parallel collective that overlapped execution (Transformer Engine's
+  // userbuffers, MindSpeed's MC2) hides behind the GEMM beside it.
+  std::optional<double> tp_comm_overlap;
 };
 
 struct ChipProfile {
@@ -82,6 +86,7 @@ struct ChipProfile {
   // be unknown.
   std::map<DType, std::optional<double>> peak_flops;
   std::optional<double> memory_capacity;   // bytes
+  std::optional<double> memory_usable;     // bytes a process can allocate (capacity less runtime)
   std::optional<double> memory_bandwidth;  // B/s
 
   std::optional<int> chips_per_node;

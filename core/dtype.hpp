@@ -18,4 +18,9 @@ std::optional<DType> dtype_from_string(std::string_view text);
 // Bytes one element occupies in memory (tf32 is stored as fp32).
 double bytes_per_element(DType dtype);
 
+// The dtype of everything but the FP8 GEMMs when training in `training`: fp8 training is
+// Transformer Engine's recipe, FP8 GEMMs of the linear layers over BF16 (weights, activations,
+// attention, the other operators and the communication stay BF16). Other dtypes: themselves.
+DType storage_dtype(DType training);
+
 }  // namespace hetplan

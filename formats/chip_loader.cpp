@@ -121,6 +121,11 @@ void read_memory(MapReader& root, ChipProfile& chip, ChipReader& reader) {
   chip.memory_capacity = reader.quantity(memory.required("capacity"), source, Dimension::bytes);
   chip.memory_bandwidth =
       reader.quantity(memory.required("bandwidth"), source, Dimension::bandwidth);
+  if (auto usable = memory.optional("usable")) {
+    chip.memory_usable = reader.quantity(*usable, source, Dimension::bytes);
+    if (chip.memory_usable && chip.memory_capacity && *chip.memory_usable > *chip.memory_capacity)
+      usable->fail("expected at most the capacity");
+  }
   memory.done();
 }
 
@@ -255,6 +260,13 @@ void read_efficiency(MapReader& root, ChipProfile& chip, ChipReader& reader) {
   };
   collectives("intra_node_collectives", model.intra_bus_efficiency, model.intra_latency);
   collectives("network_collectives", model.network_bus_efficiency, model.network_latency);
+  if (auto overhead = efficiency.optional("kernel_overhead")) {
+    model.kernel_overhead = reader.quantity(*overhead, source, Dimension::duration);
+    if (model.kernel_overhead && *model.kernel_overhead > 1e-3)
+      overhead->fail("expected at most 1 ms per kernel");
+  }
+  if (auto overlap = efficiency.optional("tp_comm_overlap"))
+    model.tp_comm_overlap = reader.number(*overlap, source, 0.0, 1.0);
   efficiency.done();
 }
 

@@ -447,6 +447,8 @@ std::string chip_yaml(const ChipProfile& chip, const std::string& comment) {
   YamlNode memory = map_node("memory", "memory", true, false);
   quantity(memory, "capacity", chip.memory_capacity, Dimension::bytes, kByteUnits);
   quantity(memory, "bandwidth", chip.memory_bandwidth, Dimension::bandwidth, kLinkUnits);
+  if (chip.memory_usable)
+    quantity(memory, "usable", chip.memory_usable, Dimension::bytes, kByteUnits);
 
   // node
   YamlNode node = map_node("node", "node", true, false);
@@ -536,6 +538,9 @@ std::string chip_yaml(const ChipProfile& chip, const std::string& comment) {
   };
   collectives("intra_node_collectives", model.intra_bus_efficiency, model.intra_latency);
   collectives("network_collectives", model.network_bus_efficiency, model.network_latency);
+  if (model.kernel_overhead)
+    quantity(efficiency, "kernel_overhead", model.kernel_overhead, Dimension::duration, kTimeUnits);
+  if (model.tp_comm_overlap) number(efficiency, "tp_comm_overlap", model.tp_comm_overlap, 0.0, 1.0);
 
   tree.check_all_used();
 

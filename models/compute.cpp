@@ -8,13 +8,18 @@ namespace hetplan::models {
 ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype,
                             const EfficiencyDefaults& defaults) {
   ResolvedRates out;
-  const auto peak = chip.peak(dtype);
-  if (!chip.supports(dtype)) {
-    out.problems.push_back("chip " + chip.id + " does not support " +
-                           std::string(to_string(dtype)));
-  } else if (!peak) {
-    out.problems.push_back("chip " + chip.id + " has no known " + std::string(to_string(dtype)) +
-                           " peak");
+  // Under the fp8 recipe the linear GEMMs run in FP8 and everything else in BF16: the chip
+  // needs both.
+  std::vector<DType> needed{dtype};
+  if (storage_dtype(dtype) != dtype) needed.push_back(storage_dtype(dtype));
+  for (DType d : needed) {
+    if (!chip.supports(d)) {
+      out.problems.push_back("chip " + chip.id + " does not support " + std::string(to_string(d)) +
+                             (d != dtype ? " (the fp8 recipe keeps the rest of the model in it)" : ""));
+    } else if (!chip.peak(d)) {
+      out.problems.push_back("chip " + chip.id + " has no known " + std::string(to_string(d)) +
+                             " peak");
+    }
   }
   if (!chip.memory_bandwidth) {
     out.problems.push_back("chip " + chip.id + " has no known memory bandwidth");
@@ -31,7 +36,18 @@ ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype,
     return fallback;
   };
   ChipRates rates;
-  rates.peak_flops = *peak;
+  rates.peak_flops = *chip.peak(storage_dtype(dtype));
+  rates.linear_peak_flops = *chip.peak(dtype);
+  if (eff.kernel_overhead) {
+    rates.kernel_floor = *eff.kernel_overhead;
+  } else {
+    const bool hip = chip.family == "dcu";
+    rates.kernel_floor = hip ? defaults.kernel_floor_hip : defaults.kernel_floor_cuda;
+    char value[64];
+    std::snprintf(value, sizeof value, "%.1f us used (%s profiler trace)",
+                  rates.kernel_floor * 1e6, hip ? "ROCm" : "CUDA");
+    out.assumptions.push_back("chip " + chip.id + ": kernel launch floor unknown, prior " + value);
+  }
   rates.memory_bandwidth = *chip.memory_bandwidth;
   rates.gemm_max = pick(eff.gemm_max, defaults.gemm_max, "GEMM efficiency");
   rates.gemm_half_dim = eff.gemm_half_dim.value_or(defaults.gemm_half_dim);
@@ -58,7 +74,8 @@ namespace {
 double compute_rate(const Op& op, const ChipRates& rates, bool backward) {
   switch (op.op_class) {
     case OpClass::gemm: {
-      const double rate = rates.peak_flops * gemm_efficiency(op.gemm, rates);
+      const double peak = op.linear ? rates.linear_peak_flops : rates.peak_flops;
+      const double rate = peak * gemm_efficiency(op.gemm, rates);
       // Backward GEMMs run in other layouts (g W and g^T x against the forward's x W^T); some
       // libraries run those at a different speed.
       return backward && rates.gemm_backward_max > 0 ? rate * rates.gemm_backward_max / rates.gemm_max
@@ -82,13 +99,21 @@ double roofline(double flops, double bytes, const Op& op, const ChipRates& rates
 
 }  // namespace
 
+// Each kernel of an operator takes at least the launch floor; the roofline time is shared
+// evenly among its kernels.
+static double with_floor(double time, int kernels, const ChipRates& rates) {
+  if (kernels <= 0) return 0.0;
+  return std::max(time, kernels * rates.kernel_floor);
+}
+
 double forward_time(const Op& op, const ChipRates& rates) {
-  return roofline(op.flops, op.bytes, op, rates, false);
+  return with_floor(roofline(op.flops, op.bytes, op, rates, false), op.kernels, rates);
 }
 
 double backward_time(const Op& op, const ChipRates& rates) {
-  return roofline(op.flops * op.backward_flops_factor, op.bytes * op.backward_bytes_factor, op,
-                  rates, true);
+  return with_floor(roofline(op.flops * op.backward_flops_factor,
+                             op.bytes * op.backward_bytes_factor, op, rates, true),
+                    op.backward_kernels, rates);
 }
 
 }  // namespace hetplan::models

@@ -22,11 +22,21 @@ struct EfficiencyDefaults {
   double attention_to_gemm = 0.75;  // fused attention efficiency / GEMM efficiency
   double attention_half_seq = 512;  // sequence length at which fused attention reaches half
   double memory = 0.85;
+  // The shortest time a kernel takes on the stream, because the host issues kernels no faster
+  // (docs/models/compute.md#kernel-floor): the fastest tenth of cudaLaunchKernel calls in the
+  // A100 PyTorch profiler trace, and of hipExtModuleLaunchKernel in the MI250 ROCm trace (the
+  // prior of HIP-derived stacks: Hygon DTK).
+  double kernel_floor_cuda = 9e-6;
+  double kernel_floor_hip = 4.7e-6;
+  // Share of a tensor-parallel collective hidden by overlapped execution (docs/models/estimator.md#overlap).
+  double tp_comm_overlap = 0.8;
 };
 
 // Everything the roofline needs about one chip for one dtype, resolved once.
 struct ChipRates {
-  double peak_flops = 0;        // FLOP/s, dense, the training dtype
+  double peak_flops = 0;         // FLOP/s, dense, the training dtype (BF16 under the fp8 recipe)
+  double linear_peak_flops = 0;  // the linear layers' GEMMs (FP8 under the fp8 recipe)
+  double kernel_floor = 0;       // s, the least time one kernel takes
   double memory_bandwidth = 0;  // B/s
   double gemm_max = 0;
   double gemm_half_dim = 0;

@@ -6,7 +6,7 @@ namespace hetplan::models {
 
 double layer_activation_bytes(const ModelShape& model, const TrainingSettings& training,
                               int micro_batch, int tp, Recompute recompute) {
-  const double e = bytes_per_element(training.dtype);
+  const double e = bytes_per_element(storage_dtype(training.dtype));
   const double t = tp;
   const double tokens = static_cast<double>(micro_batch) * training.seq_len;
   const double h = model.hidden;
@@ -47,7 +47,7 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   StageMemory out;
   const double t = stage.tp;
   const double dp = stage.dp;
-  const double e = bytes_per_element(training.dtype);
+  const double e = bytes_per_element(storage_dtype(training.dtype));
 
   double parameters = stage.num_layers * model.layer_parameters() / t;
   if (stage.has_embedding) parameters += model.embedding_parameters() / t;
@@ -112,7 +112,26 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
     // Logits in the training dtype, their fp32 copy for the loss and its gradient.
     out.head = tokens * model.vocab / t * (e + 4.0 + 4.0);
   }
-  out.reserve = kRuntimeReserveBytes;
+  // Transient buffers of the step.
+  const double boundary = tokens * model.hidden * e / (training.sequence_parallel ? t : 1.0);
+  int communicators = 0;
+  if (stage.tp > 1) ++communicators;
+  if (stage.dp > 1) ++communicators;
+  if (p > 1) communicators += (rank > 0 ? 1 : 0) + (rank < p - 1 ? 1 : 0);
+  out.transient = communicators * kCollectiveBufferBytes + kWorkspaceBytes;
+  // Pipeline receive buffers: the activation from the previous stage and the gradient from the
+  // next one.
+  if (p > 1) out.transient += 2.0 * boundary;
+  if (stage.num_layers > 0) {
+    // Sequence parallelism gathers each tensor-parallel block's input to the full sequence.
+    if (training.sequence_parallel && stage.tp > 1) out.transient += tokens * model.hidden * e;
+    // The backward pass of a layer holds the gradients of its MLP's widest tensor and of its
+    // input beside the saved activations.
+    const double up = model.activation == Activation::swiglu ? 2.0 : 1.0;
+    out.transient += tokens * (up * model.ffn / t + model.hidden) * e;
+  }
+  // Transformer Engine keeps the FP8 copy of the weights for the step's micro-batches.
+  if (training.dtype == DType::fp8) out.transient += parameters * 1.0 / (stage.zero_stage >= 3 ? dp : 1.0);
   return out;
 }
 

@@ -1,7 +1,9 @@
 // Memory of one pipeline stage on one chip: weights, gradients, optimizer states (sharded by the
 // ZeRO stage), activations per layer after Korthikanti et al. (2022) for no, selective and full
 // recompute with or without sequence parallelism, the micro-batches in flight under 1F1B and
-// interleaving, the output head's logits, and a runtime reserve. docs/models/memory.md.
+// interleaving, the output head's logits, and the transient buffers of the step (collective
+// and pipeline buffers, library workspaces, the sequence-parallel gather, the backward pass's
+// gradient tensors). docs/models/memory.md.
 #pragma once
 
 #include "core/plan.hpp"
@@ -25,6 +27,10 @@ struct StageShape {
   int zero_stage = 0;
 };
 
+// The capacity a process can allocate on a chip: the profile's `memory.usable`, else the prior
+// share of the capacity (docs/models/memory.md#usable).
+inline constexpr double kUsableShareOfCapacity = 0.94;
+
 struct StageMemory {
   double parameters = 0;  // parameters held by one chip (before ZeRO-3 sharding)
   double weights = 0;
@@ -33,13 +39,17 @@ struct StageMemory {
   double activations = 0;           // all in-flight micro-batches
   double activation_per_layer = 0;  // one layer, one micro-batch
   double head = 0;                  // logits and loss buffers of the last stage
-  double reserve = 0;               // runtime, libraries, allocator slack
-  double total() const { return weights + gradients + optimizer + activations + head + reserve; }
+  double transient = 0;             // buffers of the step (docs/models/memory.md#transient)
+  double total() const {
+    return weights + gradients + optimizer + activations + head + transient;
+  }
 };
 
-// Bytes of runtime context, communication buffers and allocator slack reserved on every chip
-// (docs/models/memory.md#reserve).
-inline constexpr double kRuntimeReserveBytes = 2.0 * (1ull << 30);
+// Transient figures (docs/models/memory.md#transient): NCCL's default NCCL_BUFFSIZE of 4 MiB per
+// channel and peer, for 16 channels each way, per communicator a chip is in; the GEMM and
+// attention libraries' workspaces.
+inline constexpr double kCollectiveBufferBytes = 16.0 * 2.0 * 4.0 * (1ull << 20);
+inline constexpr double kWorkspaceBytes = 64.0 * (1ull << 20);
 
 // Activation bytes one layer keeps for the backward pass, for one micro-batch on one chip.
 double layer_activation_bytes(const ModelShape& model, const TrainingSettings& training,

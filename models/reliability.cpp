@@ -8,7 +8,7 @@
 namespace hetplan::models {
 
 double checkpoint_bytes(const ModelShape& model, const TrainingSettings& training) {
-  const double weights = bytes_per_element(training.dtype);
+  const double weights = bytes_per_element(storage_dtype(training.dtype));
   const double master = training.dtype == DType::fp32 ? 0.0 : 4.0;
   double states = 0;  // fp32 optimizer states per parameter
   switch (training.optimizer) {

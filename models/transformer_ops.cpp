@@ -13,19 +13,41 @@ Op gemm(std::string_view name, double m, double n, double k, double batch, DType
   return op;
 }
 
-Op elementwise(std::string_view name, OpClass op_class, double bytes) {
+Op elementwise(std::string_view name, OpClass op_class, double bytes, int kernels = 1,
+               int backward_kernels = 1) {
   Op op;
   op.name = name;
   op.op_class = op_class;
   op.bytes = bytes;
   op.flops = 0;
+  op.kernels = kernels;
+  op.backward_kernels = backward_kernels;
   return op;
+}
+
+// A linear layer's GEMM `x W` (m tokens, n outputs, k inputs). Under the fp8 recipe its
+// operands are FP8 and its output BF16, and a cast kernel before it reads the BF16 input
+// and writes the FP8 copy (and, backward, the same for the output gradient); Transformer
+// Engine fuses the amax into the cast and keeps the FP8 weights of the step (cast once per
+// step, not per micro-batch: not counted here).
+void linear(std::vector<Op>& ops, std::string_view name, double m, double n, double k,
+            DType training) {
+  if (training == DType::fp8) {
+    Op cast = elementwise("fp8_cast", OpClass::dropout, m * k * 3.0);
+    cast.backward_bytes_factor = m * n / (m * k);  // the output gradient, 2 + 1 bytes per element
+    ops.push_back(cast);
+  }
+  Op op = gemm(name, m, n, k, 1, storage_dtype(training));
+  if (training == DType::fp8) op.bytes = m * k + k * n + m * n * 2.0;
+  op.linear = true;
+  ops.push_back(op);
 }
 
 }  // namespace
 
 std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
-  const double e = bytes_per_element(slice.dtype);
+  const DType dtype = storage_dtype(slice.dtype);
+  const double e = bytes_per_element(dtype);
   const double t = slice.tp;
   const double tokens = static_cast<double>(slice.micro_batch) * slice.seq_len;
   const double h = model.hidden;
@@ -41,9 +63,11 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
   std::vector<Op> ops;
   ops.reserve(16);
   // Attention block.
-  ops.push_back(elementwise("input_norm", OpClass::norm, 2.0 * replicated_tokens * h * e));
-  ops.push_back(gemm("qkv_proj", tokens, (h + 2.0 * kv) / t, h, 1, slice.dtype));
-  ops.push_back(elementwise("rope", OpClass::rope, 2.0 * tokens * (h + kv) / t * e));
+  // Norms: one kernel forward, two backward (input gradient, weight-gradient reduction);
+  // rotary embeddings one kernel each for Q and K.
+  ops.push_back(elementwise("input_norm", OpClass::norm, 2.0 * replicated_tokens * h * e, 1, 2));
+  linear(ops, "qkv_proj", tokens, (h + 2.0 * kv) / t, h, slice.dtype);
+  ops.push_back(elementwise("rope", OpClass::rope, 2.0 * tokens * (h + kv) / t * e, 2, 2));
   if (slice.flash_attention) {
     // Causal flash attention skips the masked half of the score matrix.
     Op op;
@@ -56,7 +80,7 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
     op.core_attention = true;
     ops.push_back(op);
   } else {
-    Op scores = gemm("attention_scores", s, s, d, b * heads, slice.dtype);
+    Op scores = gemm("attention_scores", s, s, d, b * heads, dtype);
     scores.core_attention = true;
     ops.push_back(scores);
     const double score_elements = b * heads * s * s;
@@ -71,50 +95,59 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
       dropout.core_attention = true;
       ops.push_back(dropout);
     }
-    Op context = gemm("attention_context", s, d, s, b * heads, slice.dtype);
+    Op context = gemm("attention_context", s, d, s, b * heads, dtype);
     context.core_attention = true;
     ops.push_back(context);
   }
-  ops.push_back(gemm("attention_out_proj", tokens, h, h / t, 1, slice.dtype));
+  linear(ops, "attention_out_proj", tokens, h, h / t, slice.dtype);
+  // Backward, the residual's gradient is added to the branch's (one kernel).
+  const int residual_backward = 1;
   ops.push_back(elementwise("residual_add", OpClass::dropout,
-                            (model.dropout ? 4.0 * e + 1.0 : 3.0 * e) * replicated_tokens * h));
+                            (model.dropout ? 4.0 * e + 1.0 : 3.0 * e) * replicated_tokens * h, 1,
+                            residual_backward));
   // MLP block.
-  ops.push_back(elementwise("post_attention_norm", OpClass::norm, 2.0 * replicated_tokens * h * e));
+  ops.push_back(
+      elementwise("post_attention_norm", OpClass::norm, 2.0 * replicated_tokens * h * e, 1, 2));
   if (model.activation == Activation::swiglu) {
-    ops.push_back(gemm("mlp_gate_up", tokens, 2.0 * f / t, h, 1, slice.dtype));
+    linear(ops, "mlp_gate_up", tokens, 2.0 * f / t, h, slice.dtype);
     ops.push_back(elementwise("swiglu", OpClass::activation, 3.0 * tokens * f / t * e));
   } else {
-    ops.push_back(gemm("mlp_up", tokens, f / t, h, 1, slice.dtype));
+    linear(ops, "mlp_up", tokens, f / t, h, slice.dtype);
     ops.push_back(elementwise(model.activation == Activation::gelu ? "gelu" : "relu",
                               OpClass::activation, 2.0 * tokens * f / t * e));
   }
-  ops.push_back(gemm("mlp_down", tokens, h, f / t, 1, slice.dtype));
+  linear(ops, "mlp_down", tokens, h, f / t, slice.dtype);
   ops.push_back(elementwise("residual_add", OpClass::dropout,
-                            (model.dropout ? 4.0 * e + 1.0 : 3.0 * e) * replicated_tokens * h));
+                            (model.dropout ? 4.0 * e + 1.0 : 3.0 * e) * replicated_tokens * h, 1,
+                            residual_backward));
   return ops;
 }
 
 std::vector<Op> embedding_ops(const ModelShape& model, const LayerSlice& slice) {
-  const double e = bytes_per_element(slice.dtype);
+  const double e = bytes_per_element(storage_dtype(slice.dtype));
   const double tokens = static_cast<double>(slice.micro_batch) * slice.seq_len;
   // Gather rows of the (vocabulary-parallel) table and write the hidden states.
-  Op lookup = elementwise("embedding", OpClass::embedding, 2.0 * tokens * model.hidden * e);
+  Op lookup = elementwise("embedding", OpClass::embedding, 2.0 * tokens * model.hidden * e, 1, 2);
   return {lookup};
 }
 
 std::vector<Op> head_ops(const ModelShape& model, const LayerSlice& slice) {
-  const double e = bytes_per_element(slice.dtype);
+  const DType dtype = storage_dtype(slice.dtype);  // the output layer stays BF16 under fp8
+  const double e = bytes_per_element(dtype);
   const double t = slice.tp;
   const double tokens = static_cast<double>(slice.micro_batch) * slice.seq_len;
   const double replicated_tokens = slice.sequence_parallel ? tokens / t : tokens;
   std::vector<Op> ops;
   ops.push_back(
-      elementwise("final_norm", OpClass::norm, 2.0 * replicated_tokens * model.hidden * e));
-  ops.push_back(gemm("logits", tokens, model.vocab / t, model.hidden, 1, slice.dtype));
+      elementwise("final_norm", OpClass::norm, 2.0 * replicated_tokens * model.hidden * e, 1, 2));
+  ops.push_back(gemm("logits", tokens, model.vocab / t, model.hidden, 1, dtype));
   // Vocabulary-parallel cross entropy in fp32: cast, max, exp-sum and the gradient pass over
   // the logits.
   const double logits = tokens * model.vocab / t;
-  ops.push_back(elementwise("cross_entropy", OpClass::cross_entropy, logits * (e + 4.0 * 4.0)));
+  // Megatron's vocabulary-parallel cross entropy: cast, max, subtract, exp, sum, log and the
+  // target gather forward (its max and sum are all-reduced); softmax minus one-hot backward.
+  ops.push_back(elementwise("cross_entropy", OpClass::cross_entropy, logits * (e + 4.0 * 4.0), 6,
+                            2));
   ops.back().backward_bytes_factor = 1.0;
   return ops;
 }

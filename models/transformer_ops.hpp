@@ -27,6 +27,9 @@ struct Op {
   double backward_flops_factor = 2.0;  // backward FLOPs = factor x forward FLOPs
   double backward_bytes_factor = 2.0;
   bool core_attention = false;  // part of the core attention that selective recompute redoes
+  bool linear = false;          // a linear layer's GEMM: FP8 under the fp8 recipe
+  int kernels = 1;              // kernels the forward pass launches
+  int backward_kernels = 2;     // kernels the backward pass launches
 };
 
 // How one chip sees a layer: micro-batch, sequence, tensor parallel degree and options.
@@ -36,7 +39,7 @@ struct LayerSlice {
   int tp = 1;
   bool sequence_parallel = false;
   bool flash_attention = true;
-  DType dtype = DType::bf16;
+  DType dtype = DType::bf16;  // the training dtype (fp8: FP8 linear GEMMs over BF16)
 };
 
 std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice);

@@ -56,7 +56,7 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
     // Memory cap: a stage's memory grows linearly with its layers.
     const double one = sim::slot_memory(model, settings, k, v, j, p, m).total();
     const double two = sim::slot_memory(model, settings, k, 2 * v, j, p, m).total();
-    const double capacity = k.memory_capacity.value_or(0.0);
+    const double capacity = k.memory_usable.value_or(0.0);
     int cap = 0;
     if (one <= capacity) {
       const double slope = two - one;

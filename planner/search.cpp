@@ -772,7 +772,7 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
       option.max_stages = max_stages;
       option.layers_per_stage = 0;
       // A middle stage of a three-stage pipeline: few micro-batches in flight.
-      const double capacity = *k.memory_capacity;
+      const double capacity = *k.memory_usable;
       for (int n = v; n <= layers_; n += v) {
         if (sim::slot_memory(model_, setting.step, k, n, 1, 3, setting.micro_batches).total() >
             capacity)

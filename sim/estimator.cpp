@@ -136,6 +136,15 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   k.tp = tp;
   k.dp = dp;
   k.memory_capacity = chip.memory_capacity;
+  if (chip.memory_usable) {
+    k.memory_usable = chip.memory_usable;
+  } else if (chip.memory_capacity) {
+    k.memory_usable = *chip.memory_capacity * models::kUsableShareOfCapacity;
+    char share[16];
+    std::snprintf(share, sizeof share, "%.2f", models::kUsableShareOfCapacity);
+    k.assumptions.push_back("chip " + chip.id + ": usable memory unknown, prior " + share +
+                            " of the capacity used");
+  }
 
   if (chip.role == ChipRole::inference) {
     k.problems.push_back(chip.vendor + " " + chip.model + " is an inference-only chip");
@@ -175,6 +184,7 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   const double leaf_scale =
       nodes_spanned > island.nodes_per_leaf ? 1.0 / cluster.fabric.oversubscription : 1.0;
   k.dp_group = make_group(k.links, dp, tp, leaf_scale);
+  k.tp_group = make_group(k.links, tp, 1, leaf_scale);
 
   if (!resolved.rates) return k;
   const models::ChipRates& rates = *resolved.rates;
@@ -202,16 +212,54 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   }
 
   // Tensor parallelism: two all-reduces forward and two backward per layer (with sequence
-  // parallelism, all-gathers and reduce-scatters of the same volume), plus the recomputed
-  // forward's under full recompute; the embedding and the head add one each way.
+  // parallelism, an all-gather before and a reduce-scatter after each block, of the same
+  // volume), plus the recomputed forward's under full recompute; the embedding and the head add
+  // one each way. With overlap (Transformer Engine's userbuffers, MindSpeed's MC2; it needs
+  // sequence parallelism) each all-gather hides behind the column-parallel GEMM it feeds and
+  // each reduce-scatter behind the row-parallel GEMM that produces it, backward as forward.
+  const double e = bytes_per_element(storage_dtype(training.dtype));
+  const double tokens = static_cast<double>(settings.micro_batch) * training.seq_len;
+  const double activation = tokens * model.hidden * e;
   if (tp > 1) {
-    const CollectiveGroup group = make_group(k.links, tp, 1, leaf_scale);
-    const double tokens = static_cast<double>(settings.micro_batch) * training.seq_len;
-    const double activation = tokens * model.hidden * bytes_per_element(training.dtype);
+    const CollectiveGroup& group = k.tp_group;
     const double all_reduce =
         models::best_collective(Collective::all_reduce, activation, group).time;
-    k.layer_tp_s = (training.recompute == Recompute::full ? 6.0 : 4.0) * all_reduce;
+    const double forward_passes = training.recompute == Recompute::full ? 2.0 : 1.0;
+    k.layer_tp_s = (2.0 * forward_passes + 2.0) * all_reduce;
     k.boundary_tp_s = 2.0 * all_reduce;
+    if (training.overlap_tp_comm && !training.sequence_parallel) {
+      k.assumptions.push_back(
+          "tensor-parallel communication overlap needs sequence parallelism; not applied");
+    } else if (training.overlap_tp_comm) {
+      const double overlap = chip.efficiency.tp_comm_overlap.value_or(options.defaults.tp_comm_overlap);
+      if (!chip.efficiency.tp_comm_overlap) {
+        k.assumptions.push_back("chip " + chip.id + ": tensor-parallel overlap unknown, prior " +
+                                fixed2(overlap) + " of each collective hidden");
+      }
+      const double gather =
+          models::best_collective(Collective::all_gather, activation, group).time;
+      const double scatter =
+          models::best_collective(Collective::reduce_scatter, activation, group).time;
+      // Each linear GEMM beside its collective: forward once per forward pass; backward its
+      // input-gradient GEMM, half the backward time.
+      double exposed = 0;
+      for (const auto& op : layer) {
+        if (!op.linear) continue;
+        const bool column = op.name == "qkv_proj" || op.name == "mlp_gate_up" || op.name == "mlp_up";
+        const double f = models::forward_time(op, rates);
+        const double dgrad = 0.5 * models::backward_time(op, rates);
+        exposed += forward_passes * exposed_beside(column ? gather : scatter, f, overlap);
+        exposed += exposed_beside(column ? scatter : gather, dgrad, overlap);
+      }
+      k.layer_tp_s = exposed;
+    }
+  }
+  // A stage receiving a boundary without sequence parallelism gets 1/tp of the activations
+  // from each sender and all-gathers them across its tensor-parallel group (Megatron's
+  // scatter/gather of pipeline tensors, Narayanan et al. 2021 section 4.1).
+  if (tp > 1 && !training.sequence_parallel) {
+    k.boundary_gather_s =
+        models::best_collective(Collective::all_gather, activation, k.tp_group).time;
   }
   return k;
 }
@@ -235,9 +283,13 @@ models::StageMemory slot_memory(const ModelShape& model, const StepSettings& set
   return models::stage_memory(model, settings.training, shape);
 }
 
+double exposed_beside(double collective_s, double gemm_s, double overlap) {
+  return collective_s - std::min(overlap * collective_s, gemm_s);
+}
+
 std::vector<SyncCollective> dp_sync_collectives(const TrainingSettings& training,
                                                 double parameters) {
-  const double e = bytes_per_element(training.dtype);
+  const double e = bytes_per_element(storage_dtype(training.dtype));
   const double grad_bytes = parameters * (training.fp32_grad_accumulation ? 4.0 : e);
   if (training.zero_stage >= 1) {
     return {{Collective::reduce_scatter, grad_bytes}, {Collective::all_gather, parameters * e}};
@@ -252,9 +304,11 @@ Boundary stage_boundary(const Cluster& cluster, const ModelShape& model,
   Boundary out;
   const Island& ia = *a.island;
   const Island& ib = *b.island;
-  const double e = bytes_per_element(settings.training.dtype);
+  const double e = bytes_per_element(storage_dtype(settings.training.dtype));
   const double tokens = static_cast<double>(settings.micro_batch) * settings.training.seq_len;
   const double per_chip = tokens * model.hidden * e / std::min(a.tp, b.tp);
+  // Without sequence parallelism the receiver gathers the shares (b forward, a backward).
+  const double gathers = b.boundary_gather_s + a.boundary_gather_s;
   double bandwidth = 0;
   double latency = 0;
   const bool same_island = &ia == &ib;
@@ -281,13 +335,13 @@ Boundary stage_boundary(const Cluster& cluster, const ModelShape& model,
   const double hop = bandwidth > 0 ? latency + per_chip / bandwidth : 0.0;
   // Forward sends activations, backward returns their gradients; interleaving crosses each
   // boundary once per model chunk.
-  out.time_s = 2.0 * hop * settings.virtual_stages;
+  out.time_s = (2.0 * hop + gathers) * settings.virtual_stages;
   return out;
 }
 
 void assemble_estimate(const Cluster& cluster, const ModelShape& model,
                        const StepSettings& settings, const std::vector<StageSlot>& slots,
-                       Estimate& out) {
+                       Estimate& out, double memory_headroom) {
   const TrainingSettings& training = settings.training;
   const int micro_batch = settings.micro_batch;
   const int p = static_cast<int>(slots.size());
@@ -364,14 +418,22 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     se.memory = slot_memory(model, settings, k, slot.num_layers, i, p, m);
     if (k.memory_capacity) {
       se.memory_capacity = *k.memory_capacity;
-      se.fits = se.memory.total() <= se.memory_capacity;
+      se.memory_usable = k.memory_usable.value_or(se.memory_capacity);
+      se.fits = se.memory.total() <= se.memory_usable;
+      se.tight = se.fits && se.memory.total() > se.memory_usable * (1.0 - memory_headroom);
       if (!se.fits) {
         reject("stage " + std::to_string(i) + " (" + k.island->name + "): needs " +
                gib(se.memory.total()) + " per chip (weights " + gib(se.memory.weights) +
                ", gradients " + gib(se.memory.gradients) + ", optimizer " +
                gib(se.memory.optimizer) + ", activations " +
-               gib(se.memory.activations + se.memory.head) + "), " + k.chip->id + " has " +
-               gib(se.memory_capacity));
+               gib(se.memory.activations + se.memory.head) + ", buffers " +
+               gib(se.memory.transient) + "), " + k.chip->id + " has " +
+               gib(se.memory_capacity) + ", of which a process can use " +
+               gib(se.memory_usable));
+      } else if (se.tight) {
+        out.assumptions.push_back("stage " + std::to_string(i) + " (" + k.island->name +
+                                  "): tight, " + gib(se.memory_usable - se.memory.total()) +
+                                  " free of " + gib(se.memory_usable) + " usable");
       }
     }
 
@@ -387,8 +449,10 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
       // Data-parallel gradient reduction (reduce-scatter with a sharded optimizer, then an
       // all-gather of the updated weights; all-reduce otherwise).
       if (k.dp > 1) {
-        for (const SyncCollective& sync : dp_sync_collectives(training, se.memory.parameters))
-          se.dp_sync_s += models::best_collective(sync.kind, sync.bytes, k.dp_group).time;
+        for (const SyncCollective& sync : dp_sync_collectives(training, se.memory.parameters)) {
+          const double time = models::best_collective(sync.kind, sync.bytes, k.dp_group).time;
+          (sync.kind == Collective::all_gather ? se.param_gather_s : se.dp_sync_s) += time;
+        }
       }
     }
   }
@@ -440,7 +504,17 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     dp_exposed = std::max(dp_exposed, se.dp_sync_s - hidden);
     slack += se.backward_s / v;
   }
-  out.exposed.data_parallel = std::max(0.0, dp_exposed);
+  // The sharded optimizer's all-gather of the updated weights follows its step. With
+  // overlap_param_gather it runs during the next step's first forward pass, which each stage
+  // starts after the earlier stages' first forward passes.
+  double gather_exposed = 0;
+  double forward_slack = 0;
+  for (const auto& se : out.stages) {
+    const double hidden = training.overlap_param_gather ? forward_slack + se.forward_s : 0.0;
+    gather_exposed = std::max(gather_exposed, se.param_gather_s - hidden);
+    forward_slack += se.forward_s / v;
+  }
+  out.exposed.data_parallel = std::max(0.0, dp_exposed) + std::max(0.0, gather_exposed);
   for (const auto& se : out.stages) out.optimizer_s = std::max(out.optimizer_s, se.optimizer_s);
   out.step_time_s = pipeline + out.exposed.data_parallel + out.optimizer_s;
 
@@ -512,7 +586,7 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
     }
     slots.push_back({&*found, stage.first_layer, stage.num_layers});
   }
-  assemble_estimate(cluster, workload.model, settings, slots, out);
+  assemble_estimate(cluster, workload.model, settings, slots, out, options.memory_headroom);
   if (!structure.empty()) {
     out.feasible = false;
     out.reasons.insert(out.reasons.begin(), structure.begin(), structure.end());

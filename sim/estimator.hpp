@@ -23,6 +23,10 @@ struct EstimateOptions {
   double network_latency_default = 5e-6;  // s per collective step across nodes
   double intra_bus_efficiency_default = 0.77;
   double network_bus_efficiency_default = 0.9;
+  // A stage whose memory leaves less than this share of the usable capacity free fits but is
+  // flagged tight (StageEstimate::tight): allocator fragmentation and buffers the model does
+  // not know of can take that much (docs/models/memory.md#headroom).
+  double memory_headroom = 0.03;
 };
 
 struct StageEstimate {
@@ -37,12 +41,15 @@ struct StageEstimate {
   double tp_comm_s = 0;      // one micro-batch, forward and backward
   double p2p_s = 0;          // one micro-batch, sends and receives at its boundaries
   double micro_batch_s = 0;  // forward + backward + tp + p2p, per micro-batch (all chunks)
-  double dp_sync_s = 0;      // gradient reduction of the step
+  double dp_sync_s = 0;      // gradient reduction of the step (all-reduce or reduce-scatter)
+  double param_gather_s = 0;  // the sharded optimizer's weight all-gather after its step
   double optimizer_s = 0;
   bool cross_island_boundary = false;  // sends to the next stage cross islands
   models::StageMemory memory;
   double memory_capacity = 0;  // bytes; 0 when unknown
+  double memory_usable = 0;    // bytes a process can allocate; 0 when unknown
   bool fits = false;
+  bool tight = false;  // fits, with less than the headroom free
 };
 
 struct ExposedCommunication {
@@ -106,15 +113,18 @@ struct StageKernel {
   double memory_bandwidth = 0;  // achieved B/s (nominal x efficiency)
   double layer_forward_s = 0;   // one layer, one micro-batch
   double layer_backward_s = 0;  // incl. recompute
-  double layer_tp_s = 0;        // tensor-parallel collectives of one layer, forward and backward
+  double layer_tp_s = 0;        // exposed tensor-parallel collectives of one layer, fwd and bwd
   double embedding_forward_s = 0;
   double embedding_backward_s = 0;
   double head_forward_s = 0;
   double head_backward_s = 0;
   double boundary_tp_s = 0;  // tensor-parallel collectives the embedding or the head add
   IslandLinks links;
+  models::CollectiveGroup tp_group;
   models::CollectiveGroup dp_group;
+  double boundary_gather_s = 0;  // receiving a boundary without sequence parallelism: the tp group's all-gather
   std::optional<double> memory_capacity;
+  std::optional<double> memory_usable;
   std::vector<std::string> problems;     // reasons any stage of this kind cannot run
   std::vector<std::string> assumptions;  // priors used
   std::vector<std::string> embedding_problems;  // only when it holds the embedding
@@ -131,6 +141,10 @@ struct StageKernel {
 StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
                               const StepSettings& settings, const Island& island, int tp, int dp,
                               const EstimateOptions& options = {});
+
+// Seconds of a tensor-parallel collective of `collective_s` that stay exposed beside a GEMM of
+// `gemm_s`, when overlapped execution hides at most `overlap` of it (docs/models/estimator.md#overlap).
+double exposed_beside(double collective_s, double gemm_s, double overlap);
 
 // One stage of a plan as the assembly sees it.
 struct StageSlot {
@@ -161,7 +175,7 @@ struct SyncCollective {
 };
 // The gradient synchronisation of a stage whose chips hold `parameters` parameters, in order: a
 // reduce-scatter of the gradients and an all-gather of the updated weights with a sharded
-// optimizer (ZeRO >= 1), one all-reduce otherwise.
+// optimizer (ZeRO >= 1; the all-gather follows the optimizer step), one all-reduce otherwise.
 std::vector<SyncCollective> dp_sync_collectives(const TrainingSettings& training,
                                                 double parameters);
 
@@ -169,7 +183,7 @@ std::vector<SyncCollective> dp_sync_collectives(const TrainingSettings& training
 // the plan's structure (one dp, whole micro-batches, island capacity); estimate_step does.
 void assemble_estimate(const Cluster& cluster, const ModelShape& model,
                        const StepSettings& settings, const std::vector<StageSlot>& slots,
-                       Estimate& out);
+                       Estimate& out, double memory_headroom = EstimateOptions{}.memory_headroom);
 
 // Estimates one step. Never throws on a plan that cannot run: the estimate is infeasible and
 // says why. The plan must have passed formats::check_plan_references for this cluster and

@@ -97,3 +97,69 @@ TEST(Compute, UnknownPeakIsAProblemNotAGuess) {
 
 }  // namespace
 }  // namespace hetplan::models
+
+namespace hetplan::models {
+namespace {
+
+// The launch floor: a kernel takes at least kernel_floor; an operator of n kernels at least n
+// floors. A 1 MB norm at 1 TB/s effective is 1 us of traffic, under a 9 us floor; backward it
+// launches two kernels (input and weight gradients), 2 MB of traffic: 18 us.
+TEST(Compute, SmallKernelsTakeTheLaunchFloor) {
+  ChipRates r = rates();
+  r.kernel_floor = 9e-6;
+  Op op;
+  op.op_class = OpClass::norm;
+  op.bytes = 1e6;
+  op.kernels = 1;
+  op.backward_kernels = 2;
+  EXPECT_DOUBLE_EQ(forward_time(op, r), 9e-6);
+  EXPECT_DOUBLE_EQ(backward_time(op, r), 18e-6);
+  // A large one is untouched: 1 GB at 1 TB/s.
+  op.bytes = 1e9;
+  EXPECT_DOUBLE_EQ(forward_time(op, r), 1e-3);
+}
+
+// The fp8 recipe: the linear GEMMs at the FP8 peak with FP8 operands, a cast before each; the
+// attention and the other operators in BF16.
+TEST(Compute, Fp8RunsOnlyTheLinearGemmsInFp8) {
+  ModelShape model;
+  model.hidden = 1024;
+  model.heads = 8;
+  model.kv_heads = 8;
+  model.ffn = 4096;
+  model.vocab = 1000;
+  model.activation = Activation::gelu;
+  LayerSlice slice{1, 1024, 1, false, true, DType::fp8};
+  const auto ops = layer_ops(model, slice);
+  int casts = 0, linear = 0;
+  for (const auto& op : ops) {
+    if (op.name == "fp8_cast") {
+      ++casts;
+      continue;
+    }
+    if (op.name == "qkv_proj") {
+      // (1024 x 1024) x (1024 x 3072): FP8 operands of 1 byte, a BF16 output of 2.
+      EXPECT_DOUBLE_EQ(op.bytes, 1024.0 * 1024 + 1024.0 * 3072 + 1024.0 * 3072 * 2);
+      EXPECT_TRUE(op.linear);
+    }
+    if (op.linear) ++linear;
+    if (op.name == "input_norm") EXPECT_DOUBLE_EQ(op.bytes, 2.0 * 1024 * 1024 * 2);  // BF16
+    if (op.name == "flash_attention") EXPECT_FALSE(op.linear);
+  }
+  EXPECT_EQ(linear, 4);  // qkv, out, up, down
+  EXPECT_EQ(casts, 4);
+  // The first cast reads the BF16 input of the QKV projection and writes its FP8 copy.
+  EXPECT_DOUBLE_EQ(ops[1].bytes, 1024.0 * 1024 * 3);
+
+  ChipRates r = rates();
+  r.linear_peak_flops = 600e12;
+  Op qkv = ops[2];
+  ASSERT_EQ(qkv.name, "qkv_proj");
+  const double g = [](double x) { return x / (x + 128); }(1024) *
+                   [](double x) { return x / (x + 128); }(3072) *
+                   [](double x) { return x / (x + 128); }(1024);
+  EXPECT_DOUBLE_EQ(forward_time(qkv, r), 2.0 * 1024 * 3072 * 1024 / (600e12 * 0.8 * g));
+}
+
+}  // namespace
+}  // namespace hetplan::models

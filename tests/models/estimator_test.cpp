@@ -101,7 +101,7 @@ TEST(Estimator, MemoryThatDoesNotFitIsAReasonNotAnError) {
   EXPECT_FALSE(e.feasible);
   ASSERT_FALSE(e.reasons.empty());
   EXPECT_NE(e.reasons[0].find("stage 0 (gpu): needs"), std::string::npos) << e.reasons[0];
-  EXPECT_NE(e.reasons[0].find("nvidia-a100-sxm4-80gb has 80.0 GiB"), std::string::npos)
+  EXPECT_NE(e.reasons[0].find("nvidia-a100-sxm4-80gb has 80.0 GiB, of which a process can use 78.4 GiB"), std::string::npos)
       << e.reasons[0];
 }
 
@@ -165,6 +165,74 @@ TEST(Estimator, SameInputsSameNumbers) {
   const auto b = estimate_step(a100_cluster(2), small_llama(), pipeline(2, 2, 4));
   EXPECT_EQ(a.step_time_s, b.step_time_s);
   EXPECT_EQ(a.mfu, b.mfu);
+}
+
+}  // namespace
+}  // namespace hetplan::sim
+
+namespace hetplan::sim {
+namespace {
+
+// The distributed optimizer's all-gather follows its step: fully exposed, unless
+// overlap_param_gather runs it during the next step's first forward pass. One node of 8 A100s
+// (NVSwitch, 300 GB/s at the profile's 0.77 bus efficiency, the 2.5 us latency prior): a ring
+// all-gather of the BF16 weights takes 7 x 2.5 us + 7/8 x 2 bytes x parameters / 231 GB/s.
+TEST(EstimatorOverlap, TheWeightAllGatherFollowsTheOptimizerUnlessOverlapped) {
+  Workload w = test::small_llama(16, 64);
+  w.training.zero_stage = 1;
+  const auto plain = estimate_step(a100_cluster(1), w, pipeline(1, 1, 8));
+  w.training.overlap_param_gather = true;
+  const auto overlapped = estimate_step(a100_cluster(1), w, pipeline(1, 1, 8));
+  ASSERT_TRUE(plain.feasible && overlapped.feasible);
+  const auto& stage = plain.stages[0];
+  const double gather = 7 * 2.5e-6 + 7.0 / 8 * 2 * stage.memory.parameters / (300e9 * 0.77);
+  EXPECT_NEAR(stage.param_gather_s, gather, 1e-12);
+  EXPECT_NEAR(plain.step_time_s - overlapped.step_time_s, std::min(gather, stage.forward_s),
+              1e-12);
+}
+
+TEST(EstimatorOverlap, ExposedBesideItsGemm) {
+  EXPECT_DOUBLE_EQ(exposed_beside(10e-3, 4e-3, 0.8), 6e-3);   // the GEMM is shorter
+  EXPECT_DOUBLE_EQ(exposed_beside(10e-3, 100e-3, 0.8), 2e-3);  // at most 80% hidden
+  EXPECT_DOUBLE_EQ(exposed_beside(10e-3, 100e-3, 0.0), 10e-3);
+}
+
+// Tensor-parallel overlap hides collectives behind their GEMMs; it needs sequence parallelism
+// and says so when it is asked for without.
+TEST(EstimatorOverlap, TensorParallelOverlapNeedsSequenceParallelism) {
+  Workload w = test::small_llama(16, 64);
+  w.training.sequence_parallel = true;
+  const auto plain = estimate_step(a100_cluster(1), w, pipeline(1, 8, 1));
+  w.training.overlap_tp_comm = true;
+  const auto overlapped = estimate_step(a100_cluster(1), w, pipeline(1, 8, 1));
+  ASSERT_TRUE(plain.feasible && overlapped.feasible);
+  // Hidden: at most the 0.8 prior of each collective, and no more than its GEMM lasts (this
+  // small model's GEMMs at tp 8 are shorter than its collectives).
+  EXPECT_LT(overlapped.stages[0].tp_comm_s, 0.9 * plain.stages[0].tp_comm_s);
+  EXPECT_GE(overlapped.stages[0].tp_comm_s, 0.2 * plain.stages[0].tp_comm_s);
+  EXPECT_DOUBLE_EQ(overlapped.stages[0].forward_s, plain.stages[0].forward_s);
+  w.training.sequence_parallel = false;
+  const auto without_sp = estimate_step(a100_cluster(1), w, pipeline(1, 8, 1));
+  bool said = false;
+  for (const auto& a : without_sp.assumptions) said |= a.find("needs sequence parallelism") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+// A plan that fits with less than the headroom free is flagged tight, not rejected.
+TEST(EstimatorMemory, TightPlansAreFlagged) {
+  const Workload w = test::small_llama(16, 64);
+  EstimateOptions options;
+  const auto roomy = estimate_step(a100_cluster(1), w, pipeline(1, 1, 1), options);
+  ASSERT_TRUE(roomy.feasible);
+  EXPECT_FALSE(roomy.stages[0].tight);
+  EXPECT_DOUBLE_EQ(roomy.stages[0].memory_usable, 78.36 * (1ull << 30));
+  options.memory_headroom = 0.95;
+  const auto tight = estimate_step(a100_cluster(1), w, pipeline(1, 1, 1), options);
+  EXPECT_TRUE(tight.feasible);
+  EXPECT_TRUE(tight.stages[0].tight);
+  bool flagged = false;
+  for (const auto& a : tight.assumptions) flagged |= a.find("stage 0 (gpu): tight") != std::string::npos;
+  EXPECT_TRUE(flagged);
 }
 
 }  // namespace

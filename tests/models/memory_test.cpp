@@ -125,3 +125,44 @@ TEST(StageMemory, ZeroStagesShardStatesGradientsAndWeights) {
 
 }  // namespace
 }  // namespace hetplan::models
+
+namespace hetplan::models {
+namespace {
+
+// The step's transient buffers of a middle-of-the-road stage, by hand: the first of two
+// pipeline stages, tp 2 with sequence parallelism, dp 2, micro-batch 1 of 2,048 tokens, hidden
+// 2,048, a SwiGLU MLP of 5,632, BF16.
+TEST(StageMemory, TransientBuffersOfTheStep) {
+  ModelShape m;
+  m.layers = 4;
+  m.hidden = 2048;
+  m.heads = 16;
+  m.kv_heads = 16;
+  m.ffn = 5632;
+  m.vocab = 32000;
+  m.activation = Activation::swiglu;
+  TrainingSettings t;
+  t.seq_len = 2048;
+  t.dtype = DType::bf16;
+  t.sequence_parallel = true;
+  StageShape s;
+  s.num_layers = 2;
+  s.has_embedding = true;
+  s.tp = 2;
+  s.dp = 2;
+  s.pipeline_stages = 2;
+  s.stage_index = 0;
+  s.micro_batches = 8;
+  s.micro_batch = 1;
+  const StageMemory out = stage_memory(m, t, s);
+  const double MiB = 1 << 20;
+  const double collective = 3 * 128 * MiB;  // tp, dp and the next stage, 128 MiB each
+  const double workspace = 64 * MiB;
+  const double receive = 2 * 2048.0 * 2048 * 2 / 2;  // activation and gradient, split by sp
+  const double gather = 2048.0 * 2048 * 2;          // one block's input at full sequence
+  const double backward = 2048.0 * (2 * 5632 / 2 + 2048) * 2;
+  EXPECT_DOUBLE_EQ(out.transient, collective + workspace + receive + gather + backward);
+}
+
+}  // namespace
+}  // namespace hetplan::models
