@@ -39,8 +39,4 @@ double bytes_per_element(DType dtype) {
   return 4.0;
 }
 
-DType storage_dtype(DType training) {
-  return training == DType::fp8 ? DType::bf16 : training;
-}
-
 }  // namespace hetplan

@@ -21,6 +21,8 @@ double bytes_per_element(DType dtype);
 // The dtype of everything but the FP8 GEMMs when training in `training`: fp8 training is
 // Transformer Engine's recipe, FP8 GEMMs of the linear layers over BF16 (weights, activations,
 // attention, the other operators and the communication stay BF16). Other dtypes: themselves.
-DType storage_dtype(DType training);
+inline DType storage_dtype(DType training) {
+  return training == DType::fp8 ? DType::bf16 : training;
+}
 
 }  // namespace hetplan

@@ -910,6 +910,12 @@ SearchResult Searcher::run() {
   if (std::find(recomputes.begin(), recomputes.end(), training.recompute) == recomputes.end())
     recomputes.push_back(training.recompute);
 
+  std::vector<int> chunk_counts = options_.virtual_stages;
+  if (chunk_counts.empty()) {
+    for (int v = 1; v == 1 || v <= layers_ / 2; ++v)
+      if (layers_ % v == 0) chunk_counts.push_back(v);
+  }
+
   std::vector<IslandInfo> reference = base_islands;
   for (DType dtype : dtypes) {
     const auto islands = dtype == training.dtype ? base_islands : check_islands(dtype);
@@ -924,7 +930,7 @@ SearchResult Searcher::run() {
       const int samples = training.global_batch / mb;
       for (Recompute recompute : recomputes) {
         for (int zero : zero_stages) {
-          for (int v : options_.virtual_stages) {
+          for (int v : chunk_counts) {
             if (layers_ % v != 0) continue;
             for (int dp = 1; dp <= std::min(samples, max_chips); ++dp) {
               if (samples % dp != 0) continue;

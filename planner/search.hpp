@@ -23,7 +23,10 @@ struct SearchOptions {
   std::vector<int> micro_batches = {1, 2, 4};  // and the workload's own
   std::vector<Recompute> recomputes = {Recompute::none, Recompute::selective, Recompute::full};
   std::vector<int> zero_stages = {0, 1};  // and the workload's own
-  std::vector<int> virtual_stages = {1, 2};  // 1: 1F1B; more: interleaved with that many chunks
+  // Model chunks per stage: 1 is 1F1B, more is interleaved with that many chunks. Empty: every
+  // count the layers allow (each chunk of each of at least two stages holds a whole number of
+  // layers, Megatron's rule: v divides the layers and v <= layers / 2).
+  std::vector<int> virtual_stages;
   // Task-level: enumerate every ordered island subset and every (tp, stages) per island, and
   // prune nothing. Exponential; for checking the real search on small cases.
   bool exhaustive = false;

@@ -394,7 +394,11 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
       if (last)
         for (const auto& problem : k.head_problems) reject(where + problem);
     }
-    if (!k.assumptions.empty()) assume(k.assumptions);
+    // A kernel's notes once, however many stages share it (the planner scores many plans).
+    if (!k.assumptions.empty() && std::none_of(slots.begin(), slots.begin() + i, [&](const StageSlot& s) {
+          return s.kernel == &k;
+        }))
+      assume(k.assumptions);
     if (first && !k.embedding_assumptions.empty()) assume(k.embedding_assumptions);
     if (last && !k.head_assumptions.empty()) assume(k.head_assumptions);
 

@@ -373,6 +373,14 @@ Calibration calibrate(const ChipProfile& base, const std::vector<CalibrationBund
     p.efficiency.gemm_half_dim = fit.half_dim;
     cite("efficiency.gemm.max");
     cite("efficiency.gemm.half_dim");
+    // Most small GEMMs measured the same back-to-back time: that is the stream's launch floor
+    // (the probe runs each point's kernels back to back between two synchronisations).
+    if (fit.floor_bound > 0) {
+      p.efficiency.kernel_overhead = fit.launch_floor_s;
+      cite("efficiency.kernel_overhead");
+      out.notes.push_back("kernel launch floor: " + number(fit.launch_floor_s) + " s, from " +
+                          std::to_string(fit.floor_bound) + " GEMMs that measured it");
+    }
     if (!backward.empty()) {
       p.efficiency.gemm_backward_max = std::min(1.0, backward_rate / *peak);
       cite("efficiency.gemm.backward_max");

@@ -112,6 +112,18 @@ void expect_same_best(const Scenario& scenario, const std::string& label,
   EXPECT_LT(a.evaluations, b.evaluations) << label;
 }
 
+// Every chunk count the layers allow (the default), not only 1 and 2: still exact.
+TEST(PlanSearch, PruningNeverDiscardsTheBestPlanWithEveryChunkCount) {
+  SearchOptions every = narrow();
+  every.virtual_stages = {};
+  Builder b;
+  b.add("a100", chip("nvidia-a100-sxm4-80gb"), 2, 4);
+  b.add("ascend", chip("ascend-910b"), 1, 4);
+  expect_same_best(b.s, "a100+ascend, every chunk count", every);
+  const SearchResult r = search_plans(b.s, every);
+  ASSERT_TRUE(r.task_level.has_value());
+}
+
 TEST(PlanSearch, PruningNeverDiscardsTheBestPlanOnSmallCases) {
   const ChipProfile a100 = chip("nvidia-a100-sxm4-80gb");
   const ChipProfile h100 = chip("nvidia-h100-sxm5-80gb");
