@@ -14,6 +14,18 @@ double ModelShape::layer_parameters() const {
   return attention + mlp + biases + norms;
 }
 
+double ModelShape::kv_width_per_chip(int tp) const {
+  const double d = head_dim();
+  return kv_heads >= tp ? static_cast<double>(kv_heads) / tp * d : d;
+}
+
+double ModelShape::replicated_kv_parameters(int tp) const {
+  const double extra_width = kv_width_per_chip(tp) - static_cast<double>(kv_heads) * head_dim() / tp;
+  if (extra_width <= 0) return 0.0;
+  // K and V projection weights (and biases) of the replicated heads.
+  return 2.0 * extra_width * (hidden + (linear_bias ? 1.0 : 0.0));
+}
+
 double ModelShape::embedding_parameters() const {
   return static_cast<double>(vocab) * hidden +
          (learned_positions ? static_cast<double>(max_positions) * hidden : 0.0);

@@ -31,6 +31,12 @@ struct ModelShape {
   int max_positions = 0;
 
   int head_dim() const { return hidden / heads; }
+  // Width of K (and of V) one chip of a tensor-parallel group of `tp` holds: its share of the
+  // key/value heads, or one whole head when tp exceeds them (Megatron replicates each key/value
+  // head over tp / kv_heads ranks).
+  double kv_width_per_chip(int tp) const;
+  // Parameters a chip holds beyond layer_parameters() / tp because of that replication.
+  double replicated_kv_parameters(int tp) const;
   // Parameters of one transformer layer, of the embeddings and of the output head.
   double layer_parameters() const;
   double embedding_parameters() const;

@@ -10,8 +10,7 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
   const double t = tp;
   const double tokens = static_cast<double>(micro_batch) * training.seq_len;
   const double h = model.hidden;
-  const double d = model.head_dim();
-  const double kv = model.kv_heads * d;
+  const double kv_chip = model.kv_width_per_chip(tp);  // K (and V) width on this chip
   const double f = model.ffn;
   // Tensors outside the tensor-parallel regions are split by t only with sequence parallelism.
   const double r = training.sequence_parallel ? t : 1.0;
@@ -25,7 +24,7 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
   // Replicated region: both norms' inputs, the QKV and MLP inputs (norm outputs), dropout masks.
   double bytes = tokens * h * (4.0 * e + 2.0 * mask) / r;
   // Tensor-parallel region: Q, K and V, the output projection's input.
-  bytes += tokens * (h + 2.0 * kv + h) * e / t;
+  bytes += tokens * (2.0 * h / t + 2.0 * kv_chip) * e;
   // MLP: gated activations keep both halves of the up projection and the product.
   const double mlp_tensors = model.activation == Activation::swiglu ? 3.0 : 2.0;
   bytes += tokens * f * mlp_tensors * e / t;
@@ -49,7 +48,8 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   const double dp = stage.dp;
   const double e = bytes_per_element(storage_dtype(training.dtype));
 
-  double parameters = stage.num_layers * model.layer_parameters() / t;
+  double parameters =
+      stage.num_layers * (model.layer_parameters() / t + model.replicated_kv_parameters(stage.tp));
   if (stage.has_embedding) parameters += model.embedding_parameters() / t;
   if (stage.has_head) {
     parameters += model.head_parameters() / t;

@@ -53,7 +53,9 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
   const double h = model.hidden;
   const double d = model.head_dim();
   const double heads = model.heads / t;  // attention heads on this chip
-  const double kv = model.kv_heads * d;  // width of K (and of V) before sharding
+  // Width of K (and of V) on this chip: its share of the key/value heads, or one replicated
+  // head when tp exceeds them.
+  const double kv_chip = model.kv_width_per_chip(slice.tp);
   const double f = model.ffn;
   const double s = slice.seq_len;
   const double b = slice.micro_batch;
@@ -66,15 +68,15 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
   // Norms: one kernel forward, two backward (input gradient, weight-gradient reduction);
   // rotary embeddings one kernel each for Q and K.
   ops.push_back(elementwise("input_norm", OpClass::norm, 2.0 * replicated_tokens * h * e, 1, 2));
-  linear(ops, "qkv_proj", tokens, (h + 2.0 * kv) / t, h, slice.dtype);
-  ops.push_back(elementwise("rope", OpClass::rope, 2.0 * tokens * (h + kv) / t * e, 2, 2));
+  linear(ops, "qkv_proj", tokens, h / t + 2.0 * kv_chip, h, slice.dtype);
+  ops.push_back(elementwise("rope", OpClass::rope, 2.0 * tokens * (h / t + kv_chip) * e, 2, 2));
   if (slice.flash_attention) {
     // Causal flash attention skips the masked half of the score matrix.
     Op op;
     op.name = "flash_attention";
     op.op_class = OpClass::flash_attention;
     op.flops = 0.5 * 4.0 * b * heads * s * s * d;
-    op.bytes = tokens * (h + 2.0 * kv + h) / t * e;
+    op.bytes = tokens * (2.0 * h / t + 2.0 * kv_chip) * e;
     op.gemm = {s, s, d, b * heads};
     op.backward_flops_factor = 2.5;  // five matrix products backward against two forward
     op.core_attention = true;

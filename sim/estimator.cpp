@@ -291,6 +291,7 @@ std::vector<SyncCollective> dp_sync_collectives(const TrainingSettings& training
                                                 double parameters) {
   const double e = bytes_per_element(storage_dtype(training.dtype));
   const double grad_bytes = parameters * (training.fp32_grad_accumulation ? 4.0 : e);
+  if (training.zero_stage >= 3) return {{Collective::reduce_scatter, grad_bytes}};
   if (training.zero_stage >= 1) {
     return {{Collective::reduce_scatter, grad_bytes}, {Collective::all_gather, parameters * e}};
   }
@@ -457,6 +458,15 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
           const double time = models::best_collective(sync.kind, sync.bytes, k.dp_group).time;
           (sync.kind == Collective::all_gather ? se.param_gather_s : se.dp_sync_s) += time;
         }
+        if (training.zero_stage >= 3) {
+          // ZeRO-3 gathers the stage's weights before its forward and again before its
+          // backward pass of every micro-batch, prefetched layer by layer behind the compute.
+          const double e = bytes_per_element(storage_dtype(training.dtype));
+          const double gather = models::best_collective(
+              Collective::all_gather, se.memory.parameters * e, k.dp_group).time;
+          se.zero3_gather_s =
+              std::max(0.0, gather - se.forward_s) + std::max(0.0, gather - se.backward_s);
+        }
       }
     }
   }
@@ -476,7 +486,7 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
 
   double max_tau = 0, sum_tau = 0;
   for (auto& se : out.stages) {
-    se.micro_batch_s = se.forward_s + se.backward_s + se.tp_comm_s + se.p2p_s;
+    se.micro_batch_s = se.forward_s + se.backward_s + se.tp_comm_s + se.p2p_s + se.zero3_gather_s;
     max_tau = std::max(max_tau, se.micro_batch_s);
     sum_tau += se.micro_batch_s;
   }
@@ -518,9 +528,12 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     gather_exposed = std::max(gather_exposed, se.param_gather_s - hidden);
     forward_slack += se.forward_s / v;
   }
-  out.exposed.data_parallel = std::max(0.0, dp_exposed) + std::max(0.0, gather_exposed);
+  const double after_pipeline = std::max(0.0, dp_exposed) + std::max(0.0, gather_exposed);
+  // ZeRO-3's per-micro-batch gathers are inside the pipeline's time; they count as exposed
+  // data-parallel time all the same.
+  out.exposed.data_parallel = after_pipeline + m * bottleneck->zero3_gather_s;
   for (const auto& se : out.stages) out.optimizer_s = std::max(out.optimizer_s, se.optimizer_s);
-  out.step_time_s = pipeline + out.exposed.data_parallel + out.optimizer_s;
+  out.step_time_s = pipeline + after_pipeline + out.optimizer_s;
 
   const double layer_flops = models::layer_model_flops(model, 1, training.seq_len);
   const double head_flops = models::head_model_flops(model, 1, training.seq_len);

@@ -40,7 +40,8 @@ struct StageEstimate {
   double backward_s = 0;     // one micro-batch, compute incl. recompute
   double tp_comm_s = 0;      // one micro-batch, forward and backward
   double p2p_s = 0;          // one micro-batch, sends and receives at its boundaries
-  double micro_batch_s = 0;  // forward + backward + tp + p2p, per micro-batch (all chunks)
+  double zero3_gather_s = 0;  // one micro-batch: ZeRO-3's weight all-gathers not hidden by compute
+  double micro_batch_s = 0;  // forward + backward + tp + p2p + ZeRO-3 gathers, per micro-batch
   double dp_sync_s = 0;      // gradient reduction of the step (all-reduce or reduce-scatter)
   double param_gather_s = 0;  // the sharded optimizer's weight all-gather after its step
   double optimizer_s = 0;
@@ -175,7 +176,9 @@ struct SyncCollective {
 };
 // The gradient synchronisation of a stage whose chips hold `parameters` parameters, in order: a
 // reduce-scatter of the gradients and an all-gather of the updated weights with a sharded
-// optimizer (ZeRO >= 1; the all-gather follows the optimizer step), one all-reduce otherwise.
+// optimizer (ZeRO 1 and 2; the all-gather follows the optimizer step), the reduce-scatter alone
+// with ZeRO-3 (its weights stay sharded and are gathered per micro-batch), one all-reduce
+// otherwise.
 std::vector<SyncCollective> dp_sync_collectives(const TrainingSettings& training,
                                                 double parameters);
 

@@ -237,3 +237,28 @@ TEST(EstimatorMemory, TightPlansAreFlagged) {
 
 }  // namespace
 }  // namespace hetplan::sim
+
+namespace hetplan::sim {
+namespace {
+
+// ZeRO-3 gathers the stage's weights before every micro-batch's forward and backward pass; what
+// the compute does not hide is exposed, and there is no all-gather after the optimizer step.
+TEST(EstimatorOverlap, ZeroThreeGathersTheWeightsEveryMicroBatch) {
+  Workload w = test::small_llama(16, 64);
+  w.training.zero_stage = 3;
+  const auto e = estimate_step(a100_cluster(1), w, pipeline(1, 1, 8));
+  ASSERT_TRUE(e.feasible);
+  const auto& stage = e.stages[0];
+  const double gather = 7 * 2.5e-6 + 7.0 / 8 * 2 * stage.memory.parameters / (300e9 * 0.77);
+  EXPECT_NEAR(stage.zero3_gather_s,
+              std::max(0.0, gather - stage.forward_s) + std::max(0.0, gather - stage.backward_s),
+              1e-12);
+  EXPECT_EQ(stage.param_gather_s, 0.0);
+  EXPECT_NEAR(stage.micro_batch_s,
+              stage.forward_s + stage.backward_s + stage.tp_comm_s + stage.p2p_s +
+                  stage.zero3_gather_s,
+              1e-12);
+}
+
+}  // namespace
+}  // namespace hetplan::sim

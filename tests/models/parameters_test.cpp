@@ -42,3 +42,26 @@ TEST(Parameters, TiedEmbeddingsHaveNoSeparateHead) {
 
 }  // namespace
 }  // namespace hetplan
+
+namespace hetplan {
+namespace {
+
+// Megatron replicates each key/value head over tp / kv_heads ranks when tp exceeds the heads.
+// Llama-3-8B's 8 key/value heads of 128 at tp 16: each chip holds one whole head (128 wide),
+// not half of one; its K and V weights grow by 2 x 64 x 4096 parameters.
+TEST(Parameters, KeyValueHeadsAreReplicatedWhenTpExceedsThem) {
+  ModelShape m;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.linear_bias = false;
+  EXPECT_DOUBLE_EQ(m.kv_width_per_chip(4), 256.0);
+  EXPECT_DOUBLE_EQ(m.kv_width_per_chip(8), 128.0);
+  EXPECT_DOUBLE_EQ(m.kv_width_per_chip(16), 128.0);
+  EXPECT_DOUBLE_EQ(m.replicated_kv_parameters(8), 0.0);
+  EXPECT_DOUBLE_EQ(m.replicated_kv_parameters(16), 2.0 * 64 * 4096);
+  EXPECT_DOUBLE_EQ(m.replicated_kv_parameters(32), 2.0 * 96 * 4096);
+}
+
+}  // namespace
+}  // namespace hetplan
