@@ -507,7 +507,7 @@ constexpr int kRefusedExit = 3;
 
 int run_export(const std::string& plan_path, const std::string& scenario_path,
                const std::string& target, const std::string& out_dir, bool allow_unvalidated,
-               const std::string& records, const std::string& image,
+               const std::string& records, const std::vector<std::string>& images,
                const std::vector<std::string>& resources) {
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
   const hetplan::Plan plan = hetplan::formats::load_plan(plan_path);
@@ -533,17 +533,29 @@ int run_export(const std::string& plan_path, const std::string& scenario_path,
   input.inputs = hetplan::exporters::input_hashes(scenario, scenario_path);
   input.inputs[std::filesystem::path(plan_path).filename().string()] =
       hetplan::exporters::sha256_hex(hetplan::formats::read_text_file(plan_path));
-  if (!image.empty()) input.image = image;
+  for (const auto& given : images) {
+    // IMAGE for every island, or ISLAND=IMAGE. An image reference has no '=' of its own.
+    const auto eq = given.find('=');
+    if (eq == std::string::npos) {
+      input.image = given;
+    } else if (eq == 0 || eq + 1 == given.size()) {
+      throw hetplan::InputError({"export", 0, 0}, "--image",
+                                "expected IMAGE or ISLAND=IMAGE, got \"" + given + "\"");
+    } else {
+      input.island_images[given.substr(0, eq)] = given.substr(eq + 1);
+    }
+  }
   for (const auto& resource : resources) {
-    // FAMILY=RESOURCE, e.g. ascend=huawei.com/Ascend910 or nvidia=nvidia.com/gpu.
+    // KEY=RESOURCE: a chip family, an island or rdma, e.g. mlu=cambricon.com/mlu370.
     const auto eq = resource.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == resource.size()) {
       throw hetplan::InputError({"export", 0, 0}, "--resource",
-                                "expected FAMILY=RESOURCE such as dcu=hygon.com/dcu, got \"" +
-                                    resource + "\"");
+                                "expected KEY=RESOURCE (KEY a chip family, an island or rdma) "
+                                "such as dcu=hygon.com/dcu, got \"" + resource + "\"");
     }
-    input.resources.device[resource.substr(0, eq)] = resource.substr(eq + 1);
+    input.overrides[resource.substr(0, eq)] = resource.substr(eq + 1);
   }
+  hetplan::exporters::check_export_overrides(input, "--resource", "--image");
   std::vector<hetplan::exporters::ExportedFile> files;
   try {
     if (target == "volcano") files = hetplan::exporters::export_volcano(input);
@@ -667,15 +679,15 @@ int main(int argc, char** argv) {
                    "Simulate the best K one-job plans on the fabric and rank them again")
       ->check(CLI::Range(1, 64));
 
-  std::string export_plan, export_scenario = hetplan::formats::bundled_path("scenarios/default.yaml"), export_target,
-      export_out = ".", image;
-  std::vector<std::string> resource_overrides;
+  std::string export_plan, export_scenario, export_target, export_out = ".";
+  std::vector<std::string> resource_overrides, images;
   bool allow_unvalidated = false;
   auto* exporting = app.add_subcommand(
       "export", "Write a plan for the scheduler: Volcano Job, plan JSON, launch arguments, labels");
   exporting->add_option("plan", export_plan, "Plan file (YAML or the exported JSON)")->required();
   exporting->add_option("--scenario", export_scenario,
-                        "The scenario the plan is for (default: the bundled default)");
+                        "The scenario the plan is for (its cluster, workload and records)")
+      ->required();
   exporting->add_option("--to", export_target, "What to write")
       ->required()
       ->check(CLI::IsMember({"volcano", "json", "megatron", "labels"}));
@@ -684,9 +696,12 @@ int main(int argc, char** argv) {
                       "Export a plan the validation ladder has not validated, stamped as such");
   exporting->add_option("--records", records,
                         "Folder of validation records (default: the scenario's)");
-  exporting->add_option("--image", image, "Container image of the training job (volcano)");
+  exporting->add_option("--image", images,
+                        "Container image (volcano): IMAGE for every island, or ISLAND=IMAGE; "
+                        "default: the island's image in the cluster file");
   exporting->add_option("--resource", resource_overrides,
-                        "Device resource per chip family, FAMILY=RESOURCE (e.g. for HAMi)");
+                        "Resource names (volcano): FAMILY=NAME or ISLAND=NAME for the device "
+                        "plugin's resource, rdma=NAME for the RDMA device");
 
   std::string nodes_path, inventory_name = "imported", inventory_profiles = hetplan::formats::bundled_path("profiles"),
       inventory_out;
@@ -763,7 +778,7 @@ int main(int argc, char** argv) {
     }
     if (*exporting) {
       return run_export(export_plan, export_scenario, export_target, export_out,
-                        allow_unvalidated, records, image, resource_overrides);
+                        allow_unvalidated, records, images, resource_overrides);
     }
     if (*calibrate) return run_calibrate(base_profile, bundle_paths, label, calibrated_out, json);
     if (*plan) return run_plan(plan_scenario, top, json, out_dir, timings, records, simulate_count);

@@ -45,6 +45,11 @@ struct Island {
   std::string zone;
   int nodes_per_leaf = 0;                     // nodes under one leaf switch (rail group)
   std::map<std::string, std::string> labels;  // Kubernetes node labels
+  // What the island's nodes advertise and run (docs/formats/cluster.md); empty: the exporter's
+  // defaults for the chip family.
+  std::string device_resource;  // device-plugin resource ("cambricon.com/mlu")
+  std::string rdma_resource;    // RDMA device resource ("rdma/hca_shared_devices_a")
+  std::string image;            // container image built for the island's stack
   SourceLocation location;
 
   int chip_count() const { return nodes * chips_per_node; }

@@ -1,14 +1,83 @@
 #include "exporters/export.hpp"
 
+#include <cctype>
+#include <set>
+
 namespace hetplan::exporters {
 
 ResourceNames default_resource_names() {
   ResourceNames names;
   names.device = {{"ascend", "huawei.com/Ascend910"},
                   {"dcu", "hygon.com/dcu"},
-                  {"mlu", "cambricon.com/mlu370"},
+                  {"mlu", "cambricon.com/mlu"},
                   {"nvidia", "nvidia.com/gpu"}};
   return names;
+}
+
+void check_export_overrides(const ExportInput& input, const std::string& option_resource,
+                            const std::string& option_image) {
+  const Cluster& cluster = input.scenario->cluster;
+  std::set<std::string> families, islands;
+  for (const auto& stage : input.plan->stages) {
+    const Island* island = cluster.find_island(stage.island);
+    if (!island) continue;
+    islands.insert(island->name);
+    families.insert(cluster.chip_of(*island).family);
+  }
+  auto list = [](const std::set<std::string>& names) {
+    std::string out;
+    for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+    return out;
+  };
+  for (const auto& [key, name] : input.overrides) {
+    if (key == "rdma" || families.count(key) || islands.count(key)) continue;
+    throw InputError({"export", 0, 0}, option_resource,
+                     "expected a chip family of the plan (" + list(families) + "), one of its "
+                     "islands (" + list(islands) + ") or rdma, got \"" + key + "\"");
+  }
+  for (const auto& [key, image] : input.island_images) {
+    if (islands.count(key)) continue;
+    throw InputError({"export", 0, 0}, option_image,
+                     "expected an island of the plan (" + list(islands) + "), got \"" + key + "\"");
+  }
+}
+
+std::string device_resource(const ExportInput& input, const Island& island) {
+  const ChipProfile& chip = input.scenario->cluster.chip_of(island);
+  if (auto it = input.overrides.find(island.name); it != input.overrides.end()) return it->second;
+  if (auto it = input.overrides.find(chip.family); it != input.overrides.end()) return it->second;
+  if (!island.device_resource.empty()) return island.device_resource;
+  auto it = input.resources.device.find(chip.family);
+  return it == input.resources.device.end() ? std::string() : it->second;
+}
+
+std::string rdma_resource(const ExportInput& input, const Island& island) {
+  std::string name = input.resources.rdma;
+  if (auto it = input.overrides.find("rdma"); it != input.overrides.end())
+    name = it->second;
+  else if (!island.rdma_resource.empty())
+    name = island.rdma_resource;
+  return name == "none" ? std::string() : name;
+}
+
+std::string island_image(const ExportInput& input, const Island& island) {
+  if (auto it = input.island_images.find(island.name); it != input.island_images.end())
+    return it->second;
+  if (!input.image.empty()) return input.image;
+  if (!island.image.empty()) return island.image;
+  return kDefaultImage;
+}
+
+std::string ascend_ring_controller(const ChipProfile& chip) {
+  if (chip.family != "ascend" || chip.role != ChipRole::training) return {};
+  // MindCluster's values: ascend-910 for the first Ascend 910, ascend-{xxx}b for the Atlas A2
+  // and A3 generations (910B, 910C).
+  std::string id = chip.id;
+  for (auto& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (id.find("910b") != std::string::npos || id.find("910c") != std::string::npos)
+    return "ascend-910b";
+  if (id.find("910") != std::string::npos) return "ascend-910";
+  return {};
 }
 
 }  // namespace hetplan::exporters

@@ -16,12 +16,14 @@
 
 namespace hetplan::exporters {
 
-// Device-plugin resource names per chip family; defaults are the vendors' native plugins
-// (huawei.com/Ascend910, hygon.com/dcu, cambricon.com/mlu370, nvidia.com/gpu), overridable
-// (e.g. for HAMi).
+// Device-plugin resource names per chip family, as the vendors' stock plugins register them by
+// default (huawei.com/Ascend910, hygon.com/dcu, cambricon.com/mlu without
+// --enable-device-type, nvidia.com/gpu), and the RDMA shared-device plugin's default resource.
+// An island's own names (cluster file, `resources:`; the inventory import records what its
+// nodes advertise) come before these, and export overrides (ExportInput::overrides) before both.
 struct ResourceNames {
-  std::map<std::string, std::string> device;  // chip profile family -> resource name
-  std::string rdma = "rdma/hca";              // the RDMA device resource RoCE pods request
+  std::map<std::string, std::string> device;           // chip profile family -> resource name
+  std::string rdma = "rdma/hca_shared_devices_a";      // the RDMA device resource RoCE pods request
 };
 ResourceNames default_resource_names();
 
@@ -33,8 +35,31 @@ struct ExportInput {
   bool allow_unvalidated = false;             // export anyway, stamped as unvalidated
   std::map<std::string, std::string> inputs;  // input file -> sha256, for provenance
   ResourceNames resources = default_resource_names();
-  std::string image = "hetplan/trainer:latest";  // container image of the training job
+  // Export-time overrides, KEY=NAME: KEY a chip family or an island of the plan sets its device
+  // resource (an island's before its family's), `rdma` the RDMA resource of every island.
+  std::map<std::string, std::string> overrides;
+  // Container images: per island (ISLAND=IMAGE), else `image` when set, else the island's own
+  // (cluster file), else kDefaultImage.
+  std::map<std::string, std::string> island_images;
+  std::string image;
 };
+
+inline constexpr const char* kDefaultImage = "hetplan/trainer:latest";
+
+// Checks ExportInput::overrides and island_images against the plan: an unknown key is an
+// InputError naming `option` and listing the keys that are valid.
+void check_export_overrides(const ExportInput& input, const std::string& option_resource,
+                            const std::string& option_image);
+
+// What a stage's pods request and run, resolved as ExportInput describes; the RDMA resource is
+// empty when the island says `none`.
+std::string device_resource(const ExportInput& input, const Island& island);
+std::string rdma_resource(const ExportInput& input, const Island& island);
+std::string island_image(const ExportInput& input, const Island& island);
+
+// MindCluster's ring-controller.atlas value for an Ascend chip ("ascend-910", "ascend-910b"), or
+// empty for chips that are not Ascend training chips.
+std::string ascend_ring_controller(const ChipProfile& chip);
 
 struct ExportedFile {
   std::string name;  // file name, relative to the output folder

@@ -311,15 +311,16 @@ std::vector<Task> layout_tasks(const ExportInput& input) {
       fail(stage_text(i, stage) + ": expected tp, dp and chips_per_node of at least 1");
     }
     const ChipProfile& chip = cluster.chip_of(island);
-    const auto device = input.resources.device.find(chip.family);
-    if (device == input.resources.device.end() || device->second.empty()) {
+    task.device = device_resource(input, island);
+    if (task.device.empty()) {
       std::vector<std::string> known;
       for (const auto& [family, name] : input.resources.device) known.push_back(family);
       fail(stage_text(i, stage) + ": no device-plugin resource name for chip family \"" +
            chip.family + "\" (chip " + chip.id + "); resources.device names " +
-           (known.empty() ? "none" : join(known, ", ")));
+           (known.empty() ? "none" : join(known, ", ")) +
+           "; give the island resources.device in the cluster file or --resource " +
+           island.name + "=NAME");
     }
-    task.device = device->second;
     if (stage.tp > island.chips_per_node) {
       if (stage.tp % island.chips_per_node != 0) {
         fail(stage_text(i, stage) + ": tp " + std::to_string(stage.tp) + " spans nodes of " +
@@ -420,7 +421,6 @@ std::vector<ExportedFile> export_volcano(const ExportInput& input) {
     fail("plan \"" + plan.name + "\" has no stages (a resource-pool result is one plan per job)");
   }
   formats::check_plan_references(plan, scenario.cluster, scenario.workload);
-  if (input.image.empty()) fail("the container image is empty");
 
   const std::vector<Task> tasks = layout_tasks(input);
   const std::string name = job_name(plan, tasks);
@@ -439,6 +439,14 @@ std::vector<ExportedFile> export_volcano(const ExportInput& input) {
   labels["app.kubernetes.io/managed-by"] = "hetplan";
   labels["hetplan.io/plan"] = name;
   labels["hetplan.io/scenario"] = label_value(scenario.name);
+  // MindCluster (Ascend Device Plugin, Volcano's Ascend plugin) finds its jobs and pods by
+  // ring-controller.atlas; a job with Ascend stages carries it (docs/export.md).
+  std::string ring_controller;
+  for (const Task& task : tasks) {
+    const std::string value = ascend_ring_controller(scenario.cluster.chip_of(*task.island));
+    if (!value.empty() && ring_controller.empty()) ring_controller = value;
+  }
+  if (!ring_controller.empty()) labels["ring-controller.atlas"] = ring_controller;
   Json annotations;
   annotations["hetplan.io/plan"] = plan.name;
   annotations["hetplan.io/scenario"] = scenario.name;
@@ -506,11 +514,12 @@ std::vector<ExportedFile> export_volcano(const ExportInput& input) {
 
     Json resources;
     resources[task.device] = task.chips_per_pod;
-    if (!input.resources.rdma.empty()) resources[input.resources.rdma] = 1;
+    const std::string rdma = rdma_resource(input, island);
+    if (!rdma.empty()) resources[rdma] = 1;
 
     Json container;
     container["name"] = "trainer";
-    container["image"] = input.image;
+    container["image"] = island_image(input, island);
     container["command"] = Json::array({"/bin/sh", "-c", script});
     container["env"] = env;
     container["resources"]["limits"] = resources;

@@ -36,6 +36,21 @@ bool valid_label_value(const std::string& text) {
                      [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
 }
 
+// A Kubernetes extended resource name: a DNS subdomain prefix, a slash, and a name of at most 63
+// of [A-Za-z0-9._-], alphanumeric at both ends ("cambricon.com/mlu", "rdma/hca_shared_devices_a").
+bool valid_resource_name(const std::string& text) {
+  const auto slash = text.find('/');
+  if (slash == std::string::npos || slash == 0 || slash > 253) return false;
+  const std::string domain = text.substr(0, slash);
+  const std::string name = text.substr(slash + 1);
+  if (name.empty() || !valid_label_value(name)) return false;
+  auto domain_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+  };
+  return std::all_of(domain.begin(), domain.end(), domain_char) && domain.front() != '.' &&
+         domain.back() != '.' && domain.front() != '-' && domain.back() != '-';
+}
+
 void read_fabric(const Field& field, Fabric& fabric) {
   MapReader map(field);
   fabric.kind = static_cast<FabricKind>(map.required("kind").as_choice({"roce-v2", "infiniband"}));
@@ -217,6 +232,31 @@ Cluster load_cluster(const std::string& path) {
     island.nodes_per_leaf = island.nodes;
     if (auto per_leaf = map.optional("nodes_per_leaf")) {
       island.nodes_per_leaf = static_cast<int>(per_leaf->as_int(1, 100000));
+    }
+
+    if (auto resources_field = map.optional("resources")) {
+      MapReader resources(*resources_field);
+      auto resource = [](const Field& field) {
+        const std::string name = field.as_string();
+        if (!valid_resource_name(name)) {
+          field.fail_expected(
+              "a Kubernetes extended resource name (a domain, a slash and a name of [A-Za-z0-9._-], "
+              "such as cambricon.com/mlu)");
+        }
+        return name;
+      };
+      if (auto device = resources.optional("device")) island.device_resource = resource(*device);
+      if (auto rdma = resources.optional("rdma")) {
+        // `none`: the nodes reach the fabric without a device-plugin resource (NICs on the
+        // accelerator, or host networking); the Job requests no RDMA device.
+        island.rdma_resource = rdma->as_string() == "none" ? "none" : resource(*rdma);
+      }
+      resources.done();
+    }
+    if (auto image = map.optional("image")) {
+      island.image = image->as_string();
+      if (island.image.empty() || island.image.find_first_of(" \t\r\n") != std::string::npos)
+        image->fail_expected("a container image reference without spaces");
     }
 
     island.labels["accelerator.vendor"] = label_value(lower(chip.vendor));

@@ -1387,6 +1387,19 @@ std::string cluster_yaml(const Inventory& inventory, const std::string& cluster_
     out << '\n';
     out << q << "nodes_per_leaf: " << std::min(island.nodes, kAssumedNodesPerLeaf)
         << "  # ASSUMED: Kubernetes does not know the wiring\n";
+    // What the nodes advertise, so that an exported Job requests exactly these.
+    const bool device_named = island.resource.find('/') != std::string::npos;
+    std::string rdma;
+    for (const auto& name : island.rdma_resources)
+      if (name.find('/') != std::string::npos && rdma.empty() &&
+          name.rfind("feature.node.kubernetes.io/", 0) != 0)  // a label, not a resource
+        rdma = name;
+    if (device_named) {
+      out << q << "resources: {device: " << yaml_string(island.resource) << ", rdma: "
+          << (rdma.empty() ? std::string("none") : yaml_string(rdma))
+          << "}  # as the nodes advertise them" << (rdma.empty() ? "; no RDMA resource" : "")
+          << "\n";
+    }
     if (!island.labels.empty()) {
       out << q << "labels:\n";
       for (const auto& [key, value] : island.labels) {

@@ -14,7 +14,7 @@ using hetplan::e2e::TempFolder;
 
 TEST(ExportCli, RefusesAnUnvalidatedPlanAndWritesNothing) {
   TempFolder folder;
-  const auto run = hetplan("export plans/default-reference.yaml --to volcano --out " +
+  const auto run = hetplan("export plans/default-reference.yaml --scenario scenarios/default.yaml --to volcano --out " +
                            folder.path() + "/out");
   EXPECT_EQ(run.exit_code, 3) << run.out;
   EXPECT_EQ(run.out.rfind("refused: plan \"default-reference\" is not validated", 0), 0u) << run.out;
@@ -24,7 +24,7 @@ TEST(ExportCli, RefusesAnUnvalidatedPlanAndWritesNothing) {
 TEST(ExportCli, ExportsEveryKindWhenAllowedAndStampsIt) {
   TempFolder folder;
   for (const char* kind : {"volcano", "json", "megatron", "labels"}) {
-    const auto run = hetplan(std::string("export plans/default-reference.yaml --allow-unvalidated --to ") +
+    const auto run = hetplan(std::string("export plans/default-reference.yaml --scenario scenarios/default.yaml --allow-unvalidated --to ") +
                              kind + " --out " + folder.path());
     ASSERT_EQ(run.exit_code, 0) << kind << ": " << run.out;
   }
@@ -52,11 +52,34 @@ TEST(ExportCli, ValidatedByRecordsExportsWithoutTheFlag) {
     if (entry.path().filename().string().find("solo-ascend-910b") != std::string::npos)
       solo = entry.path().string();
   ASSERT_FALSE(solo.empty());
-  const auto run = hetplan("export " + solo + " --records tests/e2e/data/records --to json --out " +
+  const auto run = hetplan("export " + solo + " --scenario scenarios/default.yaml --records tests/e2e/data/records --to json --out " +
                            folder.path());
   ASSERT_EQ(run.exit_code, 0) << run.out;
   const auto j = nlohmann::json::parse(read_text(folder.path() + "/plan.json"));
   EXPECT_TRUE(j["export"]["validation"]["validated"].get<bool>());
+}
+
+// The scenario is never a silent default; --resource and --image keys must name the plan's
+// families, islands or rdma.
+TEST(ExportCli, TheScenarioIsRequiredAndOverrideKeysAreChecked) {
+  TempFolder folder;
+  const auto bare = hetplan("export plans/default-reference.yaml --to volcano --out " + folder.path());
+  EXPECT_EQ(bare.exit_code, 2) << bare.out;
+  EXPECT_NE(bare.out.find("--scenario is required"), std::string::npos) << bare.out;
+  const std::string base = "export plans/default-reference.yaml --scenario scenarios/default.yaml "
+                           "--allow-unvalidated --to volcano --out " + folder.path();
+  const auto wrong = hetplan(base + " --resource cambricon=cambricon.com/mlu");
+  EXPECT_EQ(wrong.exit_code, 2) << wrong.out;
+  EXPECT_NE(wrong.out.find("expected a chip family of the plan (ascend, dcu, mlu)"),
+            std::string::npos) << wrong.out;
+  const auto image = hetplan(base + " --image nowhere=x");
+  EXPECT_EQ(image.exit_code, 2) << image.out;
+  const auto right = hetplan(base + " --resource rdma=rdma/hca_shared_devices_b --image mlu370=neuware:1 --image all:1");
+  ASSERT_EQ(right.exit_code, 0) << right.out;
+  const std::string job = read_text(folder.path() + "/volcano-default-reference.yaml");
+  EXPECT_NE(job.find("rdma/hca_shared_devices_b"), std::string::npos);
+  EXPECT_NE(job.find("image: \"neuware:1\""), std::string::npos) << job;
+  EXPECT_NE(job.find("image: \"all:1\""), std::string::npos);
 }
 
 TEST(InventoryCli, KubectlNodesBecomeAClusterThatCheckAccepts) {

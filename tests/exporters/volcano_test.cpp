@@ -503,12 +503,14 @@ TEST(Volcano, DeviceResourcePerIsland) {
   const json job = parse_yaml(export_text(input_for(fixture().scenario, plan, nullptr)));
   const json& tasks = job["spec"]["tasks"];
   ASSERT_EQ(tasks.size(), 3u);
+  // The stock plugins' default names: Cambricon's registers cambricon.com/mlu unless it runs
+  // with --enable-device-type; the RDMA shared-device plugin's default resource.
   const std::vector<std::string> devices = {"huawei.com/Ascend910", "hygon.com/dcu",
-                                            "cambricon.com/mlu370"};
+                                            "cambricon.com/mlu"};
   const std::vector<int> chips = {8, 8, 4};
   for (std::size_t i = 0; i < 3; ++i) {
     const json& resources = tasks[i]["template"]["spec"]["containers"][0]["resources"];
-    const json expected = {{devices[i], chips[i]}, {"rdma/hca", 1}};
+    const json expected = {{devices[i], chips[i]}, {"rdma/hca_shared_devices_a", 1}};
     EXPECT_EQ(resources["limits"], expected) << i;
     EXPECT_EQ(resources["requests"], expected) << i;
     EXPECT_EQ(tasks[i]["template"]["spec"]["containers"][0]["securityContext"],
@@ -532,7 +534,8 @@ TEST(Volcano, DeviceResourcePerIsland) {
     EXPECT_STREQ(error.what(),
                  "export_volcano: stage 2 (island \"mlu370\"): no device-plugin resource name for "
                  "chip family \"mlu\" (chip cambricon-mlu370-x8); resources.device names ascend, "
-                 "dcu, nvidia");
+                 "dcu, nvidia; give the island resources.device in the cluster file or "
+                 "--resource mlu370=NAME");
   }
 }
 
@@ -733,6 +736,76 @@ TEST(Volcano, RefusesWhatItCannotExpress) {
   Plan wrong_island = three_island_plan();
   wrong_island.stages[1].island = "nowhere";
   EXPECT_THROW(export_volcano(input_for(fixture().scenario, wrong_island, nullptr)), InputError);
+}
+
+
+// Resource names and images resolve island first: export overrides (island, then family), then
+// the cluster file's island, then the family default; RDMA likewise; Ascend jobs and their pods
+// carry MindCluster's ring-controller.atlas.
+TEST(Volcano, ResourcesImagesAndAscendLabelsPerIsland) {
+  Scenario scenario = fixture().scenario;
+  for (auto& island : scenario.cluster.islands) {
+    if (island.name == "mlu370") {
+      island.device_resource = "cambricon.com/mlu370";  // a plugin with --enable-device-type
+      island.rdma_resource = "rdma/roce_mlu";
+      island.image = "registry.local/neuware-train:1";
+    }
+  }
+  const Plan plan = three_island_plan();
+  ExportInput input = input_for(scenario, plan, nullptr);
+  input.island_images["dcu-k100"] = "registry.local/dtk-train:24.04";
+  const json job = parse_yaml(export_text(input));
+  const json& tasks = job["spec"]["tasks"];
+  ASSERT_EQ(tasks.size(), 3u);
+  auto container = [&](std::size_t i) { return tasks[i]["template"]["spec"]["containers"][0]; };
+  EXPECT_EQ(container(2)["resources"]["limits"],
+            json({{"cambricon.com/mlu370", 4}, {"rdma/roce_mlu", 1}}));
+  EXPECT_EQ(container(0)["image"], kDefaultImage);
+  EXPECT_EQ(container(1)["image"], "registry.local/dtk-train:24.04");
+  EXPECT_EQ(container(2)["image"], "registry.local/neuware-train:1");
+  EXPECT_EQ(job["metadata"]["labels"]["ring-controller.atlas"], "ascend-910b");
+  EXPECT_EQ(tasks[0]["template"]["metadata"]["labels"]["ring-controller.atlas"], "ascend-910b");
+
+  // Overrides beat the cluster file: an island's before its family's; rdma for every island.
+  input.overrides = {{"mlu", "cambricon.com/mlu"}, {"dcu-k100", "hami.io/dcu"},
+                     {"dcu", "hygon.com/dcu"}, {"rdma", "rdma/hca"}};
+  const json overridden = parse_yaml(export_text(input));
+  const json& t = overridden["spec"]["tasks"];
+  EXPECT_EQ(t[1]["template"]["spec"]["containers"][0]["resources"]["limits"],
+            json({{"hami.io/dcu", 8}, {"rdma/hca", 1}}));
+  EXPECT_EQ(t[2]["template"]["spec"]["containers"][0]["resources"]["limits"],
+            json({{"cambricon.com/mlu", 4}, {"rdma/hca", 1}}));
+  EXPECT_NO_THROW(check_export_overrides(input, "--resource", "--image"));
+
+  // A key that names nothing of the plan is an error listing what is valid.
+  input.overrides = {{"cambricon", "cambricon.com/mlu"}};
+  try {
+    check_export_overrides(input, "--resource", "--image");
+    FAIL() << "expected an InputError";
+  } catch (const InputError& error) {
+    EXPECT_STREQ(error.what(),
+                 "export: --resource: expected a chip family of the plan (ascend, dcu, mlu), one "
+                 "of its islands (ascend-910b, dcu-k100, mlu370) or rdma, got \"cambricon\"");
+  }
+  input.overrides.clear();
+  input.island_images = {{"gpu", "x"}};
+  EXPECT_THROW(check_export_overrides(input, "--resource", "--image"), InputError);
+}
+
+TEST(Volcano, AscendRingControllerValues) {
+  ChipProfile chip;
+  chip.family = "ascend";
+  chip.id = "ascend-910b";
+  EXPECT_EQ(ascend_ring_controller(chip), "ascend-910b");
+  chip.id = "ascend-910c";
+  EXPECT_EQ(ascend_ring_controller(chip), "ascend-910b");
+  chip.id = "ascend-910";
+  EXPECT_EQ(ascend_ring_controller(chip), "ascend-910");
+  chip.id = "ascend-310p";
+  EXPECT_EQ(ascend_ring_controller(chip), "");
+  chip.family = "nvidia";
+  chip.id = "nvidia-a100";
+  EXPECT_EQ(ascend_ring_controller(chip), "");
 }
 
 }  // namespace

@@ -42,6 +42,13 @@ TEST(ClusterErrors, NegativeBandwidth) {
                    "such as \"200 Gbps\", got \"-400 Gbps\"");
 }
 
+TEST(ClusterErrors, DeviceResourceThatIsNotAResourceName) {
+  EXPECT_EQ(cluster_error("cluster-bad-resource.yaml"),
+            kBad + "cluster-bad-resource.yaml:16:25: islands[0].resources.device: expected a "
+                   "Kubernetes extended resource name (a domain, a slash and a name of "
+                   "[A-Za-z0-9._-], such as cambricon.com/mlu), got \"Cambricon MLU\"");
+}
+
 TEST(ClusterErrors, UnknownIslandKey) {
   EXPECT_EQ(cluster_error("cluster-unknown-island-key.yaml"),
             kBad + "cluster-unknown-island-key.yaml:15:5: islands[0].gpus: unknown key");
