@@ -69,6 +69,75 @@ std::optional<std::int64_t> non_negative_integer(std::string_view text) {
   return value;
 }
 
+}  // namespace
+
+std::optional<std::int64_t> kubernetes_count(std::string_view text) {
+  // Kubernetes' quantity grammar: a decimal number (digits, an optional fraction), then a binary
+  // suffix (Ki .. Ei), a decimal suffix (n, u, m, k, M, G, T, P, E) or an exponent (e3, E3).
+  std::size_t i = 0;
+  if (i < text.size() && text[i] == '+') ++i;
+  const std::size_t digits_start = i;
+  std::string mantissa;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) mantissa += text[i++];
+  int fraction_digits = 0;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+      mantissa += text[i++];
+      ++fraction_digits;
+    }
+  }
+  if (mantissa.empty() || i == digits_start) return std::nullopt;
+  const std::string_view suffix = text.substr(i);
+  int decimal_exponent = -fraction_digits;
+  int binary_exponent = 0;
+  static const std::pair<std::string_view, int> kBinary[] = {
+      {"Ki", 10}, {"Mi", 20}, {"Gi", 30}, {"Ti", 40}, {"Pi", 50}, {"Ei", 60}};
+  static const std::pair<std::string_view, int> kDecimal[] = {
+      {"n", -9}, {"u", -6}, {"m", -3}, {"", 0}, {"k", 3}, {"M", 6}, {"G", 9}, {"T", 12},
+      {"P", 15}, {"E", 18}};
+  bool known = false;
+  for (const auto& [name, bits] : kBinary)
+    if (suffix == name) known = true, binary_exponent = bits;
+  for (const auto& [name, exponent] : kDecimal)
+    if (suffix == name) known = true, decimal_exponent += exponent;
+  if (!known && suffix.size() >= 2 && (suffix[0] == 'e' || suffix[0] == 'E')) {
+    int exponent = 0;
+    std::string_view rest = suffix.substr(1);
+    bool negative = false;
+    if (!rest.empty() && (rest[0] == '+' || rest[0] == '-')) {
+      negative = rest[0] == '-';
+      rest.remove_prefix(1);
+    }
+    const auto result = std::from_chars(rest.data(), rest.data() + rest.size(), exponent);
+    if (result.ec != std::errc{} || result.ptr != rest.data() + rest.size() || exponent > 18)
+      return std::nullopt;
+    decimal_exponent += negative ? -exponent : exponent;
+    known = true;
+  }
+  if (!known) return std::nullopt;
+  // Whole counts only, up to 10^15: strip trailing zeros the exponent lets go, then scale.
+  while (decimal_exponent < 0 && mantissa.size() > 1 && mantissa.back() == '0') {
+    mantissa.pop_back();
+    ++decimal_exponent;
+  }
+  const auto first = mantissa.find_first_not_of('0');
+  if (first == std::string::npos) return 0;
+  mantissa = mantissa.substr(first);
+  if (decimal_exponent < 0) return std::nullopt;  // a fraction of a device
+  if (mantissa.size() + static_cast<std::size_t>(decimal_exponent) > 15) return std::nullopt;
+  std::int64_t value = 0;
+  std::from_chars(mantissa.data(), mantissa.data() + mantissa.size(), value);
+  for (int e = 0; e < decimal_exponent; ++e) value *= 10;
+  if (binary_exponent > 0) {
+    if (value > (std::int64_t{1} << (62 - binary_exponent))) return std::nullopt;
+    value <<= binary_exponent;
+  }
+  return value;
+}
+
+namespace {
+
 // A hetplan name ([a-z0-9][a-z0-9._-]*) made from any text: lower-cased, other characters
 // replaced by '-', leading and trailing separators dropped.
 std::string hetplan_name(std::string_view text, std::string_view fallback) {
@@ -532,15 +601,16 @@ class NodeListReader {
     return out;
   }
 
-  // A device count: a Kubernetes quantity that is a plain non-negative integer ("8"), or a JSON
-  // integer.
+  // A device count: a Kubernetes quantity that is a whole number ("8", "1k" as kubectl prints
+  // the RDMA shared-device plugin's 1000), or a JSON integer.
   std::int64_t device_count(const Json& value, const std::string& path) const {
     std::optional<std::int64_t> count;
-    if (value.kind == Json::Kind::string || value.kind == Json::Kind::number) {
-      count = non_negative_integer(value.text);
-    }
+    if (value.kind == Json::Kind::string) count = kubernetes_count(value.text);
+    if (value.kind == Json::Kind::number) count = non_negative_integer(value.text);
     if (!count || *count > 1000000) {
-      expected(value, path, "a device count (a whole number such as \"8\")");
+      expected(value, path,
+               "a device count (a whole Kubernetes quantity such as \"8\" or \"1k\", at most "
+               "1000000)");
     }
     return *count;
   }
@@ -817,6 +887,13 @@ std::optional<NodeDevices> devices_of(const Node& node) {
       break;
     }
   }
+  // The deployment practice's accelerator.model names hetplan's chip profile (labels.sh writes
+  // it): it comes before any guess from vendor labels.
+  if (const std::string practice = node.label_or_empty("accelerator.model");
+      !practice.empty() && out.family != Family::other && hetplan_name(practice, "") == practice) {
+    out.model = practice;
+    guess = {practice, ""};
+  }
   out.chip_id = guess.chip_id;
   if (!guess.question.empty()) out.questions.push_back(guess.question);
   if (hami) {
@@ -850,6 +927,9 @@ std::pair<std::string, std::string> runtime_of(const Node& node) {
 }
 
 std::string zone_label_of(const Node& node) {
+  // The deployment practice's fabric.zone names the fabric zone itself; the cloud's zone label
+  // is the fallback.
+  if (const std::string* zone = node.label("fabric.zone")) return *zone;
   if (const std::string* zone = node.label("topology.kubernetes.io/zone")) return *zone;
   if (const std::string* zone = node.label("failure-domain.beta.kubernetes.io/zone")) return *zone;
   return {};

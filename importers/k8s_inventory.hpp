@@ -27,8 +27,11 @@
 // "unknown" and a question.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/chip.hpp"
@@ -84,6 +87,10 @@ struct Inventory {
 
 // The output of `kubectl get nodes -o json` (a v1 List of Nodes; a NodeList from the API, or a
 // single Node from `kubectl get node NAME -o json`, are read too).
+// A Kubernetes quantity ("8", "1k", "2Ki", "1e3", "500m") as a whole count; empty when it is not
+// one (a fraction of a unit, another grammar, beyond 10^15).
+std::optional<std::int64_t> kubernetes_count(std::string_view text);
+
 Inventory parse_kubectl_nodes(const std::string& text, const std::string& file_name);
 
 // Reads a file (at most 64 MiB) and parses it.

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <fstream>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,9 @@
 
 #include "exporters/export.hpp"
 #include "formats/loaders.hpp"
+#include "importers/k8s_inventory.hpp"
+#include "tests/support/llama.hpp"
+#include "tests/support/temp_folder.hpp"
 #include "planner/search.hpp"
 #include "sim/estimator.hpp"
 #include "validation/ladder.hpp"
@@ -806,6 +810,114 @@ TEST(Volcano, AscendRingControllerValues) {
   chip.family = "nvidia";
   chip.id = "nvidia-a100";
   EXPECT_EQ(ascend_ring_controller(chip), "");
+}
+
+
+// The site as kubectl shows it: nine nodes (a tainted control plane, four Ascend 910B nodes with
+// huawei.com/Ascend910, two DCU nodes with hygon.com/dcu and the RDMA shared-device plugin's
+// resource printed as "1k", two MLU nodes with the Cambricon plugin's default cambricon.com/mlu),
+// every accelerator node labelled as the deployment practice says (accelerator.vendor,
+// accelerator.model, runtime.version, fabric.zone). Imported without hand edits, planned and
+// exported, every pod of the Job must fit on nodes that its selectors pick and that advertise
+// what it requests.
+TEST(Volcano, AnImportedInventoryGetsAJobThatSchedules) {
+  nlohmann::json nodes = nlohmann::json::parse(
+      std::ifstream(HETPLAN_SOURCE_DIR "/tests/importers/data/kubectl-get-nodes-ascend-dcu-mlu.json"));
+  for (auto& node : nodes["items"]) {
+    auto& labels = node["metadata"]["labels"];
+    auto& allocatable = node["status"]["allocatable"];
+    const std::string name = node["metadata"]["name"];
+    std::string vendor, model, runtime, zone;
+    if (name.rfind("a910b", 0) == 0) {
+      vendor = "huawei", model = "ascend-910b", runtime = "cann-8.0.0", zone = "zone-a";
+    } else if (name.rfind("dcu", 0) == 0) {
+      vendor = "hygon", model = "hygon-k100-ai", runtime = "dtk-24.04", zone = "zone-b";
+      allocatable["rdma/hca_shared_devices_a"] = "1k";
+      node["status"]["capacity"]["rdma/hca_shared_devices_a"] = "1k";
+    } else if (name.rfind("mlu", 0) == 0) {
+      vendor = "cambricon", model = "cambricon-mlu370-x8", runtime = "neuware-5.10", zone = "zone-b";
+      for (auto* map : {&allocatable, &node["status"]["capacity"]}) {
+        (*map)["cambricon.com/mlu"] = (*map)["cambricon.com/mlu370"];
+        map->erase("cambricon.com/mlu370");
+      }
+    } else {
+      continue;
+    }
+    labels["accelerator.vendor"] = vendor;
+    labels["accelerator.model"] = model;
+    labels["runtime.version"] = runtime;
+    labels["fabric.zone"] = zone;
+  }
+  test::TempFolder folder;
+  const importers::Inventory inventory = importers::parse_kubectl_nodes(nodes.dump(2), "nodes.json");
+  ASSERT_EQ(inventory.islands.size(), 3u);
+  std::vector<ChipProfile> profiles;
+  for (const auto& island : inventory.islands) {
+    ASSERT_NE(island.chip_id, "unknown") << island.name;
+    profiles.push_back(formats::load_chip(HETPLAN_SOURCE_DIR "/profiles/" + island.chip_id + ".yaml"));
+  }
+  const std::string cluster_path = folder.file("site.yaml");
+  std::ofstream(cluster_path) << importers::cluster_yaml(inventory, "site", HETPLAN_SOURCE_DIR "/profiles", profiles);
+  Scenario scenario;
+  scenario.name = "site";
+  scenario.cluster = formats::load_cluster(cluster_path);
+  scenario.workload = test::small_llama(24, 64);
+  const planner::SearchResult result = planner::search_plans(scenario);
+  std::vector<const planner::RankedPlan*> plans;
+  for (const auto& ranked : result.ranked) {
+    if (ranked.mode != planner::Mode::resource_pool && !ranked.plan.stages.empty())
+      plans.push_back(&ranked);
+  }
+  ASSERT_FALSE(plans.empty());
+  std::set<std::string> islands_seen;
+  for (const planner::RankedPlan* ranked : plans) {
+    const json job = parse_yaml(export_text(input_for(scenario, ranked->plan, &ranked->estimate)));
+    for (const json& task : job["spec"]["tasks"]) {
+      const json& spec = task["template"]["spec"];
+      const json& requests = spec["containers"][0]["resources"]["requests"];
+      islands_seen.insert(task["template"]["metadata"]["labels"]["hetplan.io/island"]);
+      // The nodes the selectors pick, each taking as many of this task's pods as its
+      // resources allow.
+      long long room = 0;
+      for (const auto& node : nodes["items"]) {
+        bool selected = true;
+        for (const auto& [key, value] : spec["nodeSelector"].items())
+          selected &= node["metadata"]["labels"].value(key, std::string("\x01")) == value.get<std::string>();
+        if (!selected) continue;
+        long long pods = 1 << 20;
+        for (const auto& [resource, count] : requests.items()) {
+          const auto advertised = importers::kubernetes_count(
+              node["status"]["allocatable"].value(resource, std::string("0")));
+          ASSERT_TRUE(advertised.has_value()) << resource;
+          pods = std::min(pods, *advertised / count.get<long long>());
+        }
+        room += pods;
+      }
+      EXPECT_GE(room, task["replicas"].get<long long>())
+          << ranked->plan.name << " task " << task["name"] << ": requests " << requests.dump()
+          << " on nodes selected by " << spec["nodeSelector"].dump();
+    }
+  }
+  EXPECT_GE(islands_seen.size(), 2u);  // the plans use more than one vendor's nodes
+}
+
+TEST(Inventory, KubernetesQuantitiesAsKubernetesReadsThem) {
+  using importers::kubernetes_count;
+  EXPECT_EQ(kubernetes_count("8"), 8);
+  EXPECT_EQ(kubernetes_count("1k"), 1000);
+  EXPECT_EQ(kubernetes_count("2Ki"), 2048);
+  EXPECT_EQ(kubernetes_count("1e3"), 1000);
+  EXPECT_EQ(kubernetes_count("1.5k"), 1500);
+  EXPECT_EQ(kubernetes_count("16Gi"), 16LL << 30);
+  EXPECT_EQ(kubernetes_count("3000m"), 3);
+  EXPECT_EQ(kubernetes_count("0"), 0);
+  EXPECT_FALSE(kubernetes_count("500m"));  // half a device
+  EXPECT_FALSE(kubernetes_count("1.5"));
+  EXPECT_FALSE(kubernetes_count("-1"));
+  EXPECT_FALSE(kubernetes_count("8 "));
+  EXPECT_FALSE(kubernetes_count("k"));
+  EXPECT_FALSE(kubernetes_count("1Zi"));
+  EXPECT_FALSE(kubernetes_count("9e99"));
 }
 
 }  // namespace

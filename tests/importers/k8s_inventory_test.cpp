@@ -587,11 +587,17 @@ TEST(K8sInventoryErrors, NonIntegerDeviceCount) {
                         "  \"status\": {\"capacity\": {\"cpu\": \"95690m\", "
                         "\"huawei.com/Ascend910\": \"8.5\"}}}]}"),
             "nodes.json:2:68: items[0].status.capacity[\"huawei.com/Ascend910\"]: expected a "
-            "device count (a whole number such as \"8\"), got \"8.5\"");
+            "device count (a whole Kubernetes quantity such as \"8\" or \"1k\", at most 1000000), got "
+            "\"8.5\"");
   EXPECT_EQ(parse_error("{\"kind\": \"List\", \"items\": [{\"metadata\": {\"name\": \"n1\"},\n"
                         "  \"status\": {\"allocatable\": {\"nvidia.com/gpu\": \"-1\"}}}]}"),
             "nodes.json:2:48: items[0].status.allocatable[\"nvidia.com/gpu\"]: expected a device "
-            "count (a whole number such as \"8\"), got \"-1\"");
+            "count (a whole Kubernetes quantity such as \"8\" or \"1k\", at most 1000000), got \"-1\"");
+  EXPECT_EQ(parse_error("{\"kind\": \"List\", \"items\": [{\"metadata\": {\"name\": \"n1\"},\n"
+                        "  \"status\": {\"allocatable\": {\"nvidia.com/gpu\": \"500m\"}}}]}"),
+            "nodes.json:2:48: items[0].status.allocatable[\"nvidia.com/gpu\"]: expected a device "
+            "count (a whole Kubernetes quantity such as \"8\" or \"1k\", at most 1000000), got "
+            "\"500m\"");
 }
 
 TEST(K8sInventoryErrors, WrongTypes) {
