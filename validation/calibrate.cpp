@@ -298,9 +298,22 @@ Calibration calibrate(const ChipProfile& base, const std::vector<CalibrationBund
     p.cited_by.erase(path);
     p.cited_by[path + ".value"] = source;
   };
+  // The software the bundle measured; what it does not say (a bundle made from an nccl-tests
+  // log knows no runtime) stays the base profile's, and the notes say so.
   if (!bundles.empty()) {
-    p.runtime = bundles.front().host.runtime;
-    p.framework_adapter = {"PyTorch", bundles.front().host.torch};
+    const auto& host = bundles.front().host;
+    if (!host.runtime.name.empty() && !host.runtime.version.empty()) {
+      p.runtime = host.runtime;
+    } else {
+      out.notes.push_back("runtime not in the bundle: kept the base profile's " + base.runtime.name +
+                          " " + base.runtime.version);
+    }
+    if (!host.torch.empty()) {
+      p.framework_adapter = {"PyTorch", host.torch};
+    } else {
+      out.notes.push_back("framework not in the bundle: kept the base profile's " +
+                          base.framework_adapter.name + " " + base.framework_adapter.version);
+    }
   }
 
   for (const auto& bundle : bundles)
@@ -469,7 +482,13 @@ Calibration calibrate(const ChipProfile& base, const std::vector<CalibrationBund
   if (network) {
     if (p.nic_count && p.nic_speed) {
       const double per_chip = *p.nic_count * *p.nic_speed / per_node;
-      p.efficiency.network_bus_efficiency = std::min(1.5, network->bus_bandwidth / per_chip);
+      const double measured = network->bus_bandwidth / per_chip;
+      p.efficiency.network_bus_efficiency = std::min(1.5, measured);
+      if (measured > 1.5) {
+        out.notes.push_back("network bus efficiency measured at " + number(measured) +
+                            " of the NICs (an in-network reduction, or NICs the profile "
+                            "undercounts): capped at 1.5");
+      }
       p.efficiency.network_latency = network->latency;
       cite("efficiency.network_collectives.bus_efficiency");
       cite("efficiency.network_collectives.latency");

@@ -41,6 +41,12 @@ TEST(CalibrateCli, NcclTestsLogCalibratesANewProfileVersion) {
   EXPECT_NE(text.find("calibration-lab1"), std::string::npos);
   EXPECT_NE(text.find(kNccl), std::string::npos);
   EXPECT_NE(text.find("intra_node_collectives"), std::string::npos);
+  // An nccl-tests log knows no runtime: the base profile's stays (the export's runtime label and
+  // the ladder need it), and the notes say so.
+  EXPECT_NE(text.find("runtime: {name: CUDA, version: \"12.4\"}"), std::string::npos) << text;
+  EXPECT_NE(notes.find("runtime not in the bundle: kept the base profile's CUDA 12.4"),
+            std::string::npos)
+      << notes;
 }
 
 TEST(CalibrateCli, NeverOverwritesTheBaseProfile) {
