@@ -1,7 +1,11 @@
 #include "sim/twin/trace.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -9,11 +13,23 @@
 namespace hetplan::sim::twin {
 namespace {
 
-// Microseconds with nanosecond resolution, fixed notation: the same bytes for the same times.
-std::string micros(double seconds) {
+// Times on one timeline of whole nanoseconds: a slice's start and end are rounded, and its
+// duration is their difference, so that a slice that starts where another ends shares its
+// boundary exactly (rounding start and duration separately left 1 ns overlaps Perfetto hides).
+long long nanos(double seconds) {
+  return std::llround(seconds * 1e9);
+}
+
+// Microseconds with nanosecond resolution from whole nanoseconds: the same bytes for the same
+// times.
+std::string micros_of(long long ns) {
   char text[48];
-  std::snprintf(text, sizeof text, "%.3f", seconds * 1e6);
+  std::snprintf(text, sizeof text, "%lld.%03lld", ns / 1000, ns % 1000);
   return text;
+}
+
+std::string micros(double seconds) {
+  return micros_of(nanos(seconds));
 }
 
 // A JSON string: the names come from cluster and plan files; nlohmann escapes them (and
@@ -94,12 +110,33 @@ void write_chrome_trace(std::ostream& out, const TwinInput& in, const Timeline& 
           << json_string("stage " + std::to_string(s) + " gradient sync") << "}}";
     }
   }
-  for (const Event& e : timeline.events) {
+  // Each event's whole-nanosecond span. The engine's times come from sums of doubles, so an
+  // event may start a hair before the previous one on its track ends; within a nanosecond
+  // that is the same instant, and the later start is moved to the earlier end.
+  std::vector<std::pair<long long, long long>> spans(timeline.events.size());
+  std::map<std::pair<int, int>, std::vector<std::size_t>> by_track;  // (stage, replica) -> events
+  for (std::size_t i = 0; i < timeline.events.size(); ++i) {
+    const Event& e = timeline.events[i];
+    spans[i] = {nanos(e.start_s), std::max(nanos(e.start_s), nanos(e.end_s))};
+    by_track[{e.stage, e.replica}].push_back(i);
+  }
+  for (auto& [track, events] : by_track) {
+    std::stable_sort(events.begin(), events.end(),
+                     [&](std::size_t a, std::size_t b) { return spans[a].first < spans[b].first; });
+    long long end = -1;
+    for (std::size_t i : events) {
+      auto& [start, stop] = spans[i];
+      if (start < end && end - start <= 1 && stop >= end) start = end;
+      end = std::max(end, stop);
+    }
+  }
+  for (std::size_t i = 0; i < timeline.events.size(); ++i) {
+    const Event& e = timeline.events[i];
     const TwinStage& st = in.stages[static_cast<std::size_t>(e.stage)];
     const std::string name = json_string(event_name(e));
     const std::string cat = json_string(category(e.kind));
-    const std::string ts = micros(e.start_s);
-    const std::string dur = micros(e.end_s - e.start_s);
+    const std::string ts = micros_of(spans[i].first);
+    const std::string dur = micros_of(spans[i].second - spans[i].first);
     auto emit = [&](long long tid) {
       next();
       out << "{\"ph\":\"X\",\"name\":" << name << ",\"cat\":" << cat << ",\"pid\":" << e.stage + 1

@@ -513,6 +513,51 @@ TEST(TwinTrace, EveryRankHasOneTrackWithItsForwardAndBackwardPasses) {
   }
 }
 
+// Slices on one track (pid, tid) either follow each other or nest: Perfetto does not show an
+// X event that overlaps its neighbour without nesting. Times in integer nanoseconds, as written.
+std::vector<std::string> overlapping_slices(const nlohmann::json& trace) {
+  std::map<std::pair<long long, long long>, std::vector<std::pair<long long, long long>>> tracks;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const long long start = std::llround(e["ts"].get<double>() * 1000);
+    const long long end = start + std::llround(e["dur"].get<double>() * 1000);
+    tracks[{e["pid"].get<long long>(), e["tid"].get<long long>()}].push_back({start, end});
+  }
+  std::vector<std::string> problems;
+  for (auto& [track, slices] : tracks) {
+    std::sort(slices.begin(), slices.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second > b.second;
+    });
+    std::vector<long long> open;  // ends of the enclosing slices
+    for (const auto& [start, end] : slices) {
+      while (!open.empty() && open.back() <= start) open.pop_back();
+      if (!open.empty() && end > open.back()) {
+        problems.push_back("track " + std::to_string(track.first) + "/" +
+                           std::to_string(track.second) + ": [" + std::to_string(start) + ", " +
+                           std::to_string(end) + "] ns overlaps a slice ending at " +
+                           std::to_string(open.back()));
+      }
+      open.push_back(end);
+    }
+  }
+  return problems;
+}
+
+TEST(TwinTrace, NoSliceOverlapsItsNeighbourOnItsTrack) {
+  const TempFolder folder;
+  const Scenario scenario = default_scenario();
+  const Plan plan = reference_plan(scenario);
+  TwinOptions options;
+  options.trace_path = folder.file("trace.json");
+  options.jitter = 0.05;  // uneven times: boundaries land anywhere within a nanosecond
+  options.seed = 3;
+  simulate(lower(scenario, plan, options));
+  std::ifstream in(options.trace_path);
+  ASSERT_TRUE(in);
+  const auto problems = overlapping_slices(nlohmann::json::parse(in));
+  EXPECT_TRUE(problems.empty()) << problems.size() << " overlaps, the first: " << problems.front();
+}
+
 // --- worker failures --------------------------------------------------------------------------
 
 // A small valid input to hand to broken workers.
