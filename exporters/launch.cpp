@@ -225,6 +225,7 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
   const Island& island = *part.island;
   const int pipeline = static_cast<int>(plan.stages.size());
   const int tp = plan.stages[part.stages.front()].tp;
+  const int plan_dp = plan.stages[part.stages.front()].dp;
 
   // Ranks stage by stage in pipeline order, tensor-parallel fastest, then data-parallel.
   std::vector<int> first_rank(plan.stages.size());
@@ -260,6 +261,20 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
                     "on the version; without them a stage needs more memory than estimated.");
   }
   if (training.sequence_parallel && tp > 1) parallel.push_back("--sequence-parallel");
+  // The workload's overlaps, as Megatron-Core (and MindSpeed on Ascend) name them.
+  if (training.overlap_grad_reduce && plan_dp > 1) parallel.push_back("--overlap-grad-reduce");
+  if (training.overlap_param_gather && training.zero_stage >= 1 && plan_dp > 1)
+    parallel.push_back("--overlap-param-gather");
+  if (training.overlap_tp_comm && tp > 1) {
+    if (!training.sequence_parallel) {
+      notes.push_back("The workload overlaps tensor-parallel communication, which needs "
+                      "sequence parallelism: not passed.");
+    } else {
+      // MindSpeed fuses the matmul with its collective (MC2); Megatron-Core overlaps them with
+      // Transformer Engine's userbuffers.
+      parallel.push_back(framework.mindspeed ? "--use-ascend-mc2" : "--tp-comm-overlap");
+    }
+  }
   switch (training.dtype) {
     case DType::bf16:
       parallel.push_back("--bf16");

@@ -429,3 +429,41 @@ TEST(Launch, PlanThatDoesNotFitTheScenarioIsAnInputError) {
 
 }  // namespace
 }  // namespace hetplan::exporters
+
+namespace hetplan::exporters {
+namespace {
+
+// The workload's overlaps reach the launch arguments: --overlap-grad-reduce and
+// --overlap-param-gather (with the distributed optimizer) wherever dp > 1, and the
+// tensor-parallel overlap as each framework names it (MC2 on Ascend), only with sequence
+// parallelism.
+TEST(Launch, OverlapsAsEachFrameworkNamesThem) {
+  Scenario s = scenario();
+  s.workload.training.overlap_grad_reduce = true;
+  s.workload.training.overlap_param_gather = true;
+  s.workload.training.overlap_tp_comm = true;
+  s.workload.training.sequence_parallel = true;
+  s.workload.training.zero_stage = 1;
+  const Plan& plan = reference();
+  ExportInput input = input_for(plan);
+  input.scenario = &s;
+  const auto files = export_megatron(input);
+  const auto ascend = sourced(file_named(files, "launch-ascend-910b.sh").text, "HETPLAN_PARALLEL_ARGS");
+  const auto dcu = sourced(file_named(files, "launch-dcu-k100.sh").text, "HETPLAN_PARALLEL_ARGS");
+  for (const auto* args : {&ascend, &dcu}) {
+    EXPECT_TRUE(has_flag(*args, "--overlap-grad-reduce"));
+    EXPECT_TRUE(has_flag(*args, "--overlap-param-gather"));
+  }
+  EXPECT_TRUE(has_flag(ascend, "--use-ascend-mc2"));
+  EXPECT_FALSE(has_flag(ascend, "--tp-comm-overlap"));
+  EXPECT_TRUE(has_flag(dcu, "--tp-comm-overlap"));
+
+  s.workload.training.sequence_parallel = false;
+  const auto without_sp = export_megatron(input);
+  const auto& text = file_named(without_sp, "launch-dcu-k100.sh").text;
+  EXPECT_FALSE(has_flag(sourced(text, "HETPLAN_PARALLEL_ARGS"), "--tp-comm-overlap"));
+  EXPECT_NE(text.find("needs sequence parallelism"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hetplan::exporters
