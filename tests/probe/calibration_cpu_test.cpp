@@ -11,7 +11,13 @@
 namespace hetplan::validation {
 namespace {
 
-TEST(CpuCalibration, PredictsTheMeasuredTrainingStepWithin15Percent) {
+// A regression guard, not an accuracy figure: the probe measured this host's kernels and its
+// training step minutes apart, on a machine other work shares, and runs here vary by ±20% from
+// one to the next (docs/calibration.md). A calibration that is broken misses by far more (the
+// launch-floor bug of an earlier version: +300% to +1,900%); the step must come within a factor
+// of two. How close the calibration gets on a quiet host is measured by
+// `hetplan validate --bundle`, not asserted by a timed test.
+TEST(CpuCalibration, PredictsTheMeasuredTrainingStepWithinAFactorOfTwo) {
   const CalibrationBundle bundle = formats::load_calibration_bundle(HETPLAN_PROBE_BUNDLE);
   const ChipProfile base =
       formats::load_chip(std::string(HETPLAN_SOURCE_DIR) + "/tests/validation/data/host-cpu.yaml");
@@ -32,7 +38,8 @@ TEST(CpuCalibration, PredictsTheMeasuredTrainingStepWithin15Percent) {
     if (check.what.rfind("training step", 0) != 0) continue;
     ++steps;
     EXPECT_TRUE(check.feasible);
-    EXPECT_LT(std::abs(check.error), 0.15) << check.what;
+    EXPECT_GT(check.predicted_s, 0.5 * check.measured_s) << check.what;
+    EXPECT_LT(check.predicted_s, 2.0 * check.measured_s) << check.what;
   }
   EXPECT_EQ(steps, 1);
 }

@@ -277,9 +277,17 @@ def torch_dtype(torch, name):
 # Timing
 
 
+def summary(backend, samples):
+    """The figure kept of repeated samples: on a CPU, shared with whatever else the host runs,
+    interference only ever adds time, so the fastest sample is the one least disturbed; on an
+    accelerator, the median."""
+    return min(samples) if backend.name == "cpu" else statistics.median(samples)
+
+
 class Timer:
-    """Warm-up, then the median of repeated samples; a sample runs the function `inner` times
-    back to back between two synchronizations so that tiny kernels are not all launch cost."""
+    """Warm-up, then repeated samples (summary() keeps one figure); a sample runs the function
+    `inner` times back to back between two synchronizations so that tiny kernels are not all
+    launch cost."""
 
     def __init__(self, backend, quick):
         self.backend = backend
@@ -306,7 +314,7 @@ class Timer:
                 fn()
             sync()
             samples.append((time.perf_counter() - start) / inner)
-        return statistics.median(samples)
+        return summary(self.backend, samples)
 
 
 def positive(seconds):
@@ -843,7 +851,7 @@ class Probe:
             step()
             self.backend.sync()
             samples.append(time.perf_counter() - start)
-        seconds = statistics.median(samples)
+        seconds = summary(self.backend, samples)
         self.bundle["step"].append({
             "model": {"layers": cfg["layers"], "hidden": cfg["hidden"], "heads": cfg["heads"],
                       "kv_heads": cfg["kv_heads"], "ffn": cfg["ffn"], "vocab": cfg["vocab"],
