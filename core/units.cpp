@@ -126,6 +126,24 @@ std::string_view example_of(Dimension dimension) {
   return "";
 }
 
+QuantityRange range_of(Dimension dimension) {
+  switch (dimension) {
+    case Dimension::bytes:
+      return {1048576.0, 1e18, "between 1 MiB and 1 EB"};
+    case Dimension::bandwidth:
+      return {1e6, 1e15, "between 1 MB/s and 1 PB/s"};
+    case Dimension::duration:
+      return {0.0, 1e9, "between 0 s and 1e9 s"};
+    case Dimension::flop_rate:
+      return {1e9, 1e19, "between 1 GFLOPS and 10 EFLOPS"};
+    case Dimension::power:
+      return {1.0, 1e5, "between 1 W and 100 kW"};
+    case Dimension::money_rate:
+      return {0.0, 1e9, "between 0 and 1e9 per hour"};
+  }
+  return {0.0, 0.0, ""};
+}
+
 std::string_view name_of(Dimension dimension) {
   switch (dimension) {
     case Dimension::bytes:

@@ -25,6 +25,16 @@ std::string_view example_of(Dimension dimension);
 // Human name of the dimension ("bandwidth").
 std::string_view name_of(Dimension dimension);
 
+// The range a value of the dimension may take in any input file: wide enough for every real
+// chip, fabric and site, narrow enough that nothing absurd (0 FLOPS, 1e-320 TFLOPS, 1e308 ns)
+// reaches a model (docs/formats/units.md#ranges).
+struct QuantityRange {
+  double min = 0;
+  double max = 0;
+  std::string_view text;  // "between 1 GFLOPS and 10 EFLOPS"
+};
+QuantityRange range_of(Dimension dimension);
+
 // Parses "<number> <unit>" (the space is optional). Returns nullopt when the text is not a
 // finite, non-negative number followed by a unit of the given dimension.
 std::optional<double> parse_quantity(std::string_view text, Dimension dimension);

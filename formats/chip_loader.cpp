@@ -254,8 +254,10 @@ void read_efficiency(MapReader& root, ChipProfile& chip, ChipReader& reader) {
     MapReader map(*field);
     const std::string map_source = reader.section_source(map, source);
     bus = reader.number(map.required("bus_efficiency"), map_source, 0.01, 1.5);
-    if (auto lat = map.optional("latency"))
+    if (auto lat = map.optional("latency")) {
       latency = reader.quantity(*lat, map_source, Dimension::duration);
+      if (latency && *latency > 1.0) lat->fail_expected("a latency of at most 1 s");
+    }
     map.done();
   };
   collectives("intra_node_collectives", model.intra_bus_efficiency, model.intra_latency);

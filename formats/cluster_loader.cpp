@@ -51,6 +51,13 @@ bool valid_resource_name(const std::string& text) {
          domain.back() != '.' && domain.front() != '-' && domain.back() != '-';
 }
 
+// A latency of the network: at most 1 s (a second per hop is no fabric hetplan can plan for).
+double network_latency(const Field& field) {
+  const double value = field.as_quantity(Dimension::duration);
+  if (value > 1.0) field.fail_expected("a latency of at most 1 s");
+  return value;
+}
+
 void read_fabric(const Field& field, Fabric& fabric) {
   MapReader map(field);
   fabric.kind = static_cast<FabricKind>(map.required("kind").as_choice({"roce-v2", "infiniband"}));
@@ -79,8 +86,8 @@ void read_fabric(const Field& field, Fabric& fabric) {
     }
     if (fabric.oversubscription < 1.0) over->fail_expected("a ratio of at least 1:1");
   }
-  fabric.switch_latency = map.required("switch_latency").as_quantity(Dimension::duration);
-  fabric.link_latency = map.required("link_latency").as_quantity(Dimension::duration);
+  fabric.switch_latency = network_latency(map.required("switch_latency"));
+  fabric.link_latency = network_latency(map.required("link_latency"));
   for (const Field& zone : map.required("zones").elements()) {
     std::string name = zone.as_identifier();
     if (std::find(fabric.zones.begin(), fabric.zones.end(), name) != fabric.zones.end()) {
@@ -107,7 +114,7 @@ void read_fabric(const Field& field, Fabric& fabric) {
       const Field bandwidth = link.required("bandwidth");
       out.bandwidth = bandwidth.as_quantity(Dimension::bandwidth);
       if (out.bandwidth <= 0) bandwidth.fail_expected("a bandwidth above zero");
-      out.latency = link.required("latency").as_quantity(Dimension::duration);
+      out.latency = network_latency(link.required("latency"));
       link.done();
       fabric.zone_links.push_back(std::move(out));
     }

@@ -208,6 +208,9 @@ double Field::as_quantity(Dimension dimension) const {
   if (!node_.IsScalar()) fail_expected(expected);
   const auto value = parse_quantity(node_.Scalar(), dimension);
   if (!value) fail_expected(expected);
+  const QuantityRange range = range_of(dimension);
+  if (*value < range.min || *value > range.max)
+    fail_expected("a " + std::string(name_of(dimension)) + " " + std::string(range.text));
   return *value;
 }
 

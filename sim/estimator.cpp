@@ -535,6 +535,13 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
   for (const auto& se : out.stages) out.optimizer_s = std::max(out.optimizer_s, se.optimizer_s);
   out.step_time_s = pipeline + after_pipeline + out.optimizer_s;
 
+  // Loaders keep every figure in range; should a combination still overflow, the estimate says
+  // so instead of reporting a non-finite step.
+  if (!std::isfinite(out.step_time_s)) {
+    reject("the step time is not a finite number (the inputs' figures overflow it)");
+    out.step_time_s = 0;
+  }
+
   const double layer_flops = models::layer_model_flops(model, 1, training.seq_len);
   const double head_flops = models::head_model_flops(model, 1, training.seq_len);
   out.model_flops_per_step =

@@ -230,3 +230,32 @@ TEST(ChipErrors, BadChoice) {
 
 }  // namespace
 }  // namespace hetplan
+
+namespace hetplan {
+namespace {
+
+// Values that would poison every result: no peak, memory or usable capacity outside what any
+// chip has.
+TEST(ChipErrors, AbsurdFiguresAreRefusedWithTheirRange) {
+  EXPECT_EQ(testing::input_error_of([] {
+              (void)formats::parse_chip(testing::replaced(kChip, "bf16: 100 TFLOPS", "bf16: 0 TFLOPS"),
+                                        "chip.yaml");
+            }),
+            "chip.yaml:16:11: compute.peak.bf16: expected a compute rate between 1 GFLOPS and 10 "
+            "EFLOPS, got \"0 TFLOPS\"");
+  EXPECT_EQ(testing::input_error_of([] {
+              (void)formats::parse_chip(
+                  testing::replaced(kChip, "bf16: 100 TFLOPS", "bf16: 1e-320 TFLOPS"), "chip.yaml");
+            }),
+            "chip.yaml:16:11: compute.peak.bf16: expected a compute rate between 1 GFLOPS and 10 "
+            "EFLOPS, got \"1e-320 TFLOPS\"");
+  EXPECT_EQ(testing::input_error_of([] {
+              (void)formats::parse_chip(testing::replaced(kChip, "bandwidth: 1.6 TB/s", "bandwidth: 0 TB/s"),
+                                        "chip.yaml");
+            }),
+            "chip.yaml:20:14: memory.bandwidth: expected a bandwidth between 1 MB/s and 1 PB/s, got "
+            "\"0 TB/s\"");
+}
+
+}  // namespace
+}  // namespace hetplan

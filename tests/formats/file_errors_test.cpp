@@ -2,7 +2,11 @@
 // fixtures in tests/formats/data/bad/: exact messages, with the file's path.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include "formats/document.hpp"
 #include "formats/loaders.hpp"
+#include "tests/support/temp_folder.hpp"
 #include "tests/formats/test_support.hpp"
 
 namespace hetplan {
@@ -47,6 +51,25 @@ TEST(ClusterErrors, DeviceResourceThatIsNotAResourceName) {
             kBad + "cluster-bad-resource.yaml:16:25: islands[0].resources.device: expected a "
                    "Kubernetes extended resource name (a domain, a slash and a name of "
                    "[A-Za-z0-9._-], such as cambricon.com/mlu), got \"Cambricon MLU\"");
+}
+
+// Values that would poison a result: a zero or denormal peak (a nan step), a switch latency
+// of 1e308 ns (a step of 1e62 s, and a search that did not end).
+TEST(ClusterErrors, AbsurdLatencyIsRefused) {
+  test::TempFolder folder;
+  std::string text = formats::read_text_file(kBad + "cluster-unknown-zone.yaml");
+  text.replace(text.find("zone: basement"), 14, "zone: lab");
+  text.replace(text.find("[../../../../profiles]"), 22, "[" + kSourceDir + "/profiles]");
+  text.replace(text.find("switch_latency: 600 ns"), 22, "switch_latency: 1e308 ns");
+  const std::string path = folder.file("cluster.yaml");
+  std::ofstream(path) << text;
+  EXPECT_EQ(input_error_of([&] { (void)formats::load_cluster(path); }).substr(path.size()),
+            ":8:19: fabric.switch_latency: expected a duration between 0 s and 1e9 s, got "
+            "\"1e308 ns\"");
+  text.replace(text.find("switch_latency: 1e308 ns"), 24, "switch_latency: 2 s");
+  std::ofstream(path, std::ios::trunc) << text;
+  EXPECT_EQ(input_error_of([&] { (void)formats::load_cluster(path); }).substr(path.size()),
+            ":8:19: fabric.switch_latency: expected a latency of at most 1 s, got \"2 s\"");
 }
 
 TEST(ClusterErrors, UnknownIslandKey) {
@@ -216,7 +239,7 @@ TEST(ScenarioErrors, ZeroMtbf) {
 TEST(ScenarioErrors, ZeroCheckpointBandwidth) {
   EXPECT_EQ(scenario_error("scenario-checkpoint-bandwidth.yaml"),
             kBad + "scenario-checkpoint-bandwidth.yaml:7:31: reliability.checkpoint_write_bandwidth: "
-                   "expected a positive bandwidth such as \"200 Gbps\", got \"0 GB/s\"");
+                   "expected a bandwidth between 1 MB/s and 1 PB/s, got \"0 GB/s\"");
 }
 
 TEST(ScenarioErrors, UnknownReliabilityKey) {
