@@ -681,9 +681,66 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     }
     return slope * std::max(tau, chunk_max) + (sum + least_embedding + least_head) / v;
   };
+  // Zone reachability, decided per set of islands before any (tp, stages) of them is
+  // enumerated: a pipeline's consecutive stages must sit in linked zones, so the zones of the
+  // islands it uses must be connected through zones of islands it could still use. Where every
+  // pair of zones is linked there is nothing to decide.
+  const int zone_count = static_cast<int>(cluster_.fabric.zones.size());
+  std::vector<char> linked(static_cast<std::size_t>(zone_count * zone_count), 1);
+  bool all_linked = true;
+  for (int a = 0; a < zone_count; ++a) {
+    for (int b = 0; b < zone_count; ++b) {
+      const bool link = cluster_.zones_connected(cluster_.fabric.zones[static_cast<std::size_t>(a)],
+                                                 cluster_.fabric.zones[static_cast<std::size_t>(b)]);
+      linked[static_cast<std::size_t>(a * zone_count + b)] = link;
+      all_linked &= link;
+    }
+  }
+  std::vector<int> used_in_zone(static_cast<std::size_t>(zone_count), 0);  // islands taken
+  // Whether the taken islands' zones can still be joined through zones of islands at depth r
+  // or later.
+  auto reachable = [&](std::size_t r) {
+    if (all_linked) return true;
+    std::vector<char> allowed(static_cast<std::size_t>(zone_count), 0);
+    int start = -1, needed = 0;
+    for (int z = 0; z < zone_count; ++z) {
+      if (used_in_zone[static_cast<std::size_t>(z)] > 0) {
+        allowed[static_cast<std::size_t>(z)] = 1;
+        ++needed;
+        if (start < 0) start = z;
+      }
+    }
+    if (needed <= 1) return true;
+    for (std::size_t k = r; k < walk_order.size(); ++k)
+      allowed[static_cast<std::size_t>(islands[static_cast<std::size_t>(walk_order[k])].zone_rank)] = 1;
+    std::vector<char> seen(static_cast<std::size_t>(zone_count), 0);
+    std::vector<int> stack{start};
+    seen[static_cast<std::size_t>(start)] = 1;
+    int found = 0;
+    while (!stack.empty()) {
+      const int z = stack.back();
+      stack.pop_back();
+      if (used_in_zone[static_cast<std::size_t>(z)] > 0) ++found;
+      for (int y = 0; y < zone_count; ++y) {
+        if (!seen[static_cast<std::size_t>(y)] && allowed[static_cast<std::size_t>(y)] &&
+            linked[static_cast<std::size_t>(z * zone_count + y)]) {
+          seen[static_cast<std::size_t>(y)] = 1;
+          stack.push_back(y);
+        }
+      }
+    }
+    return found == needed;
+  };
   std::function<void(std::size_t, double, double, double, int)> walk =
       [&](std::size_t r, double capacity, double chunk_sum, double chunk_max, int stages) {
         if (stages > stage_budget) return;
+        if (!options_.exhaustive && !reachable(r)) {
+          static const std::string kWhy =
+              "the islands taken sit in zones no link joins (through zones still open)";
+          ++pruned_;
+          reject(kZoneReachability, kWhy);
+          return;
+        }
         if (!options_.exhaustive && task_best_.score < kInf) {
           const double bound =
               bottleneck_part(r, capacity, chunk_max, stages) + sum_part(chunk_sum, stages);
@@ -703,6 +760,15 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
           return;
         }
         walk(r + 1, capacity, chunk_sum, chunk_max, stages);
+        int& taken_in_zone = used_in_zone[static_cast<std::size_t>(
+            islands[static_cast<std::size_t>(walk_order[r])].zone_rank)];
+        ++taken_in_zone;
+        const bool joinable = options_.exhaustive || reachable(r + 1);
+        --taken_in_zone;
+        if (!joinable) {
+          ++pruned_;
+          return;
+        }
         for (const Option* option : by_island[static_cast<std::size_t>(walk_order[r])]) {
           const double chunk = v * option->per_layer;
           for (int count = std::min(option->max_stages, stage_budget - stages); count >= 1;
@@ -723,8 +789,10 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
               }
             }
             partial.emplace_back(option, count);
+            ++taken_in_zone;
             walk(r + 1, capacity + count / option->per_layer, chunk_sum + count * chunk,
                  std::max(chunk_max, chunk), stages + count);
+            --taken_in_zone;
             partial.pop_back();
           }
         }
