@@ -24,7 +24,7 @@ CheckReport check_file(const std::string& path) {
   }
   if (schema == kClusterSchema) {
     const Cluster cluster = load_cluster(path);
-    int chips = 0;
+    long long chips = 0;  // 64 bits: islands can sum past 2^31 chips
     for (const auto& island : cluster.islands) chips += island.chip_count();
     summary << cluster.name << ": " << cluster.islands.size() << " islands, " << chips << " chips, "
             << to_string(cluster.fabric.kind) << " " << to_string(cluster.fabric.topology) << ", "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -348,7 +349,8 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
   const int p = static_cast<int>(slots.size());
   const int v = settings.virtual_stages;
   const int dp = slots.front().kernel->dp;
-  const int m = std::max(1, training.global_batch / (dp * micro_batch));
+  const long long per_round = static_cast<long long>(dp) * micro_batch;
+  const int m = static_cast<int>(std::max(1LL, training.global_batch / per_round));
   // Start from a clean estimate (the planner reuses one for many plans).
   out.feasible = true;
   out.reasons.clear();
@@ -373,6 +375,7 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
   };
 
   double peak_sum = 0;
+  long long chips = 0;
   for (int i = 0; i < p; ++i) {
     const StageSlot& slot = slots[static_cast<std::size_t>(i)];
     const StageKernel& k = *slot.kernel;
@@ -385,7 +388,8 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     se.num_layers = slot.num_layers;
     se.tp = k.tp;
     se.dp = k.dp;
-    out.chips += k.tp * k.dp;
+    chips += static_cast<long long>(k.tp) * k.dp;
+    out.chips = static_cast<int>(std::min<long long>(chips, std::numeric_limits<int>::max()));
     if (!k.problems.empty() || (first && !k.embedding_problems.empty()) ||
         (last && !k.head_problems.empty())) {
       const std::string where = "stage " + std::to_string(i) + " (" + k.island->name + "): ";
@@ -573,22 +577,24 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
       break;
     }
   }
-  if (training.global_batch % (dp * micro_batch) != 0) {
+  const long long per_round = static_cast<long long>(dp) * micro_batch;  // 64 bits: no wrap
+  if (training.global_batch % per_round != 0) {
     reject("global batch " + std::to_string(training.global_batch) +
-           " is not a multiple of dp x micro-batch (" + std::to_string(dp * micro_batch) + ")");
+           " is not a multiple of dp x micro-batch (" + std::to_string(per_round) + ")");
   }
-  const int m = std::max(1, training.global_batch / (dp * micro_batch));
+  const int m = static_cast<int>(std::max(1LL, training.global_batch / per_round));
   if (plan.schedule == Schedule::interleaved && m % p != 0) {
     reject("the interleaved schedule needs the micro-batch count (" + std::to_string(m) +
            ") to be a multiple of the pipeline stages (" + std::to_string(p) + ")");
   }
 
   // Capacity of each island.
-  std::map<std::string, int> used;
-  for (const auto& stage : plan.stages) used[stage.island] += stage.tp * stage.dp;
+  std::map<std::string, long long> used;  // 64 bits: stages can sum past 2^31 chips
+  for (const auto& stage : plan.stages)
+    used[stage.island] += static_cast<long long>(stage.tp) * stage.dp;
   for (const auto& [name, chips] : used) {
     const Island& island = *cluster.find_island(name);
-    if (chips > island.chip_count()) {
+    if (chips > static_cast<long long>(island.chip_count())) {
       reject("island " + name + " has " + std::to_string(island.chip_count()) +
              " chips; the plan places " + std::to_string(chips) + " there");
     }

@@ -262,3 +262,30 @@ TEST(EstimatorOverlap, ZeroThreeGathersTheWeightsEveryMicroBatch) {
 
 }  // namespace
 }  // namespace hetplan::sim
+
+namespace hetplan::sim {
+namespace {
+
+// Chip counts in 64 bits: stages that sum past 2^31 chips are too many for the island, not a
+// negative count that fits.
+TEST(Estimator, ChipCountsDoNotWrap) {
+  Workload w = test::small_llama(16, 1 << 24);
+  Plan plan = pipeline(4, 8, 1 << 20);
+  const auto e = estimate_step(a100_cluster(1), w, plan);
+  EXPECT_FALSE(e.feasible);
+  ASSERT_FALSE(e.reasons.empty());
+  bool named = false;
+  for (const auto& reason : e.reasons)
+    named |= reason.find("the plan places 33554432 there") != std::string::npos;
+  EXPECT_TRUE(named) << e.reasons.front();
+  plan = pipeline(4, 1024, 1 << 20);
+  const auto wide = estimate_step(a100_cluster(1), w, plan);
+  EXPECT_FALSE(wide.feasible);
+  bool big = false;
+  for (const auto& reason : wide.reasons)
+    big |= reason.find("the plan places 4294967296 there") != std::string::npos;
+  EXPECT_TRUE(big);
+}
+
+}  // namespace
+}  // namespace hetplan::sim
