@@ -173,10 +173,15 @@ TEST(Estimator, SameInputsSameNumbers) {
 namespace hetplan::sim {
 namespace {
 
+// One node of 8 A100s (NVSwitch, 300 GB/s at the profile's 0.77 bus efficiency, the 2.5 us
+// latency prior): a ring all-gather of BF16 weights takes 7 x 2.5 us + 7/8 x 2 bytes x
+// parameters / 231 GB/s.
+double one_node_weight_gather(double parameters) {
+  return 7 * 2.5e-6 + 7.0 / 8 * 2 * parameters / (300e9 * 0.77);
+}
+
 // The distributed optimizer's all-gather follows its step: fully exposed, unless
-// overlap_param_gather runs it during the next step's first forward pass. One node of 8 A100s
-// (NVSwitch, 300 GB/s at the profile's 0.77 bus efficiency, the 2.5 us latency prior): a ring
-// all-gather of the BF16 weights takes 7 x 2.5 us + 7/8 x 2 bytes x parameters / 231 GB/s.
+// overlap_param_gather runs it during the next step's first forward pass.
 TEST(EstimatorOverlap, TheWeightAllGatherFollowsTheOptimizerUnlessOverlapped) {
   Workload w = test::small_llama(16, 64);
   w.training.zero_stage = 1;
@@ -185,7 +190,7 @@ TEST(EstimatorOverlap, TheWeightAllGatherFollowsTheOptimizerUnlessOverlapped) {
   const auto overlapped = estimate_step(a100_cluster(1), w, pipeline(1, 1, 8));
   ASSERT_TRUE(plain.feasible && overlapped.feasible);
   const auto& stage = plain.stages[0];
-  const double gather = 7 * 2.5e-6 + 7.0 / 8 * 2 * stage.memory.parameters / (300e9 * 0.77);
+  const double gather = one_node_weight_gather(stage.memory.parameters);
   EXPECT_NEAR(stage.param_gather_s, gather, 1e-12);
   EXPECT_NEAR(plain.step_time_s - overlapped.step_time_s, std::min(gather, stage.forward_s),
               1e-12);
@@ -235,12 +240,6 @@ TEST(EstimatorMemory, TightPlansAreFlagged) {
   EXPECT_TRUE(flagged);
 }
 
-}  // namespace
-}  // namespace hetplan::sim
-
-namespace hetplan::sim {
-namespace {
-
 // ZeRO-3 gathers the stage's weights before every micro-batch's forward and backward pass; what
 // the compute does not hide is exposed, and there is no all-gather after the optimizer step.
 TEST(EstimatorOverlap, ZeroThreeGathersTheWeightsEveryMicroBatch) {
@@ -249,7 +248,7 @@ TEST(EstimatorOverlap, ZeroThreeGathersTheWeightsEveryMicroBatch) {
   const auto e = estimate_step(a100_cluster(1), w, pipeline(1, 1, 8));
   ASSERT_TRUE(e.feasible);
   const auto& stage = e.stages[0];
-  const double gather = 7 * 2.5e-6 + 7.0 / 8 * 2 * stage.memory.parameters / (300e9 * 0.77);
+  const double gather = one_node_weight_gather(stage.memory.parameters);
   EXPECT_NEAR(stage.zero3_gather_s,
               std::max(0.0, gather - stage.forward_s) + std::max(0.0, gather - stage.backward_s),
               1e-12);
