@@ -80,7 +80,9 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
     slots.push_back({kernels[static_cast<std::size_t>(j)], first, n});
     first += n;
   }
-  sim::assemble_estimate(cluster, model, settings, slots, estimate);
+  // The assumptions are left out: the plans the search ranks are estimated again in full.
+  sim::assemble_estimate(cluster, model, settings, slots, estimate,
+                         sim::EstimateOptions{}.memory_headroom, false);
   return {};
 }
 

@@ -343,7 +343,7 @@ Boundary stage_boundary(const Cluster& cluster, const ModelShape& model,
 
 void assemble_estimate(const Cluster& cluster, const ModelShape& model,
                        const StepSettings& settings, const std::vector<StageSlot>& slots,
-                       Estimate& out, double memory_headroom) {
+                       Estimate& out, double memory_headroom, bool notes) {
   const TrainingSettings& training = settings.training;
   const int micro_batch = settings.micro_batch;
   const int p = static_cast<int>(slots.size());
@@ -360,14 +360,16 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
   out.exposed = {};
   out.micro_batch = micro_batch;
   out.micro_batches = m;
-  out.stages.clear();
-  out.stages.reserve(slots.size());
+  // Stage records are reused: the planner assembles many plans into one estimate, and their
+  // names keep their buffers.
+  out.stages.resize(slots.size());
   auto reject = [&](std::string reason) {
     out.feasible = false;
     out.reasons.push_back(std::move(reason));
   };
-  auto assume = [&](const std::vector<std::string>& notes) {
-    for (const auto& note : notes) {
+  auto assume = [&](const std::vector<std::string>& kernel_notes) {
+    if (!notes) return;
+    for (const auto& note : kernel_notes) {
       if (std::find(out.assumptions.begin(), out.assumptions.end(), note) ==
           out.assumptions.end())
         out.assumptions.push_back(note);
@@ -381,9 +383,15 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     const StageKernel& k = *slot.kernel;
     const bool first = i == 0;
     const bool last = i == p - 1;
-    StageEstimate& se = out.stages.emplace_back();
-    se.island = k.island->name;
-    se.chip = k.chip->id;
+    StageEstimate& se = out.stages[static_cast<std::size_t>(i)];
+    {
+      std::string island = std::move(se.island), chip = std::move(se.chip);
+      se = StageEstimate{};
+      se.island = std::move(island);
+      se.chip = std::move(chip);
+    }
+    se.island.assign(k.island->name);
+    se.chip.assign(k.chip->id);
     se.first_layer = slot.first_layer;
     se.num_layers = slot.num_layers;
     se.tp = k.tp;
@@ -439,7 +447,7 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
                gib(se.memory.transient) + "), " + k.chip->id + " has " +
                gib(se.memory_capacity) + ", of which a process can use " +
                gib(se.memory_usable));
-      } else if (se.tight) {
+      } else if (se.tight && notes) {
         out.assumptions.push_back("stage " + std::to_string(i) + " (" + k.island->name +
                                   "): tight, " + gib(se.memory_usable - se.memory.total()) +
                                   " free of " + gib(se.memory_usable) + " usable");

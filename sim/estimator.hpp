@@ -184,9 +184,12 @@ std::vector<SyncCollective> dp_sync_collectives(const TrainingSettings& training
 
 // The estimate of a step from its stages' kernels, written over `out`. The caller has checked
 // the plan's structure (one dp, whole micro-batches, island capacity); estimate_step does.
+// Without `notes`, `assumptions` stays empty (the planner scores plans without them and
+// estimates the ones it ranks again in full).
 void assemble_estimate(const Cluster& cluster, const ModelShape& model,
                        const StepSettings& settings, const std::vector<StageSlot>& slots,
-                       Estimate& out, double memory_headroom = EstimateOptions{}.memory_headroom);
+                       Estimate& out, double memory_headroom = EstimateOptions{}.memory_headroom,
+                       bool notes = true);
 
 // Estimates one step. Never throws on a plan that cannot run: the estimate is infeasible and
 // says why. The plan must have passed formats::check_plan_references for this cluster and
