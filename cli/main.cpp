@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/calibration_report.hpp"
+#include "cli/import_report.hpp"
 #include "cli/plan_report.hpp"
 #include "cli/report.hpp"
 #include "cli/twin_report.hpp"
@@ -622,6 +623,15 @@ int main(int argc, char** argv) {
   auto* check = app.add_subcommand("check", "Validate input files and say what they describe");
   check->add_option("files", files, "Files to check")->required();
 
+  std::string import_path;
+  auto* import_file = app.add_subcommand(
+      "import", "Say what a training log, profiler trace or collective benchmark log holds");
+  import_file->add_option("file", import_path,
+                          "A Megatron-LM / MindSpeed-LLM / Megatron-DeepSpeed log, a PyTorch "
+                          "profiler trace, or an nccl-tests / hccl_test log")
+      ->required();
+  import_file->add_flag("--json", json, "Print JSON instead of text");
+
   std::string folder, profiles = hetplan::formats::bundled_path("profiles");
   auto* validate = app.add_subcommand(
       "validate", "Predict published training runs and report the error of each prediction");
@@ -752,6 +762,11 @@ int main(int argc, char** argv) {
     if (*eval) return run_eval(scenario_path, plan_path, json);
     if (*simulate) return run_simulate(scenario_path, plan_path, trace_path, seed, json);
     if (*check) return run_check(files);
+    if (*import_file) {
+      const auto summary = hetplan::cli::import_summary(import_path);
+      std::cout << (json ? summary.dump(2) + "\n" : hetplan::cli::import_text(summary));
+      return 0;
+    }
     if (*validate) {
       if (!ladder_scenario.empty()) return run_ladder(ladder_scenario, records, json);
       if (!check_bundle.empty()) {
