@@ -1064,6 +1064,7 @@ std::vector<CollectiveSweep> parse_hccl_test(const std::string& text, const std:
 }
 
 std::optional<CollectiveLogFormat> sniff_collective_log(std::string_view text) {
+  text = without_bom(text);
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos) return std::nullopt;
   if (text[first] == '{') return CollectiveLogFormat::nccl_tests_json;

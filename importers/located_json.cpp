@@ -334,9 +334,14 @@ std::string describe(const LocatedJson& value) {
   return "a value";
 }
 
+std::string_view without_bom(std::string_view text) {
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  return text.substr(0, kBom.size()) == kBom ? text.substr(kBom.size()) : text;
+}
+
 LocatedJson parse_located_json(std::string_view text, const std::string& file,
                                std::string_view root_object) {
-  return Parser(text, file).parse_document(root_object);
+  return Parser(without_bom(text), file).parse_document(root_object);
 }
 
 }  // namespace hetplan::importers

@@ -26,7 +26,11 @@ struct LocatedJson {
 // quotes, "a list", "an object".
 std::string describe(const LocatedJson& value);
 
-// Parses a whole document. Malformed JSON, duplicate keys and nesting deeper than 64 levels are
+// The text without a leading UTF-8 byte-order mark (which Windows tools write before JSON);
+// positions are then counted from after it, as editors show them.
+std::string_view without_bom(std::string_view text);
+
+// Parses a whole document (after a byte-order mark, if any). Malformed JSON, duplicate keys and nesting deeper than 64 levels are
 // InputErrors at file:line:column. With `root_object` given, a document that does not start with
 // '{' fails first with "expected <root_object>, got ...".
 LocatedJson parse_located_json(std::string_view text, const std::string& file,

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "formats/loaders.hpp"
+#include "importers/collective_logs.hpp"
 #include "tests/formats/test_support.hpp"
 
 namespace hetplan::importers {
@@ -633,6 +634,23 @@ TEST(K8sInventoryErrors, UnknownAcceleratorIsNotAnError) {
       has_question(inventory.islands[0].questions,
                    "chip: no bundled profile is guessed for enflame.com/gcu; set chip: to a "
                    "profile id"));
+}
+
+}  // namespace
+}  // namespace hetplan::importers
+
+namespace hetplan::importers {
+namespace {
+
+// A UTF-8 byte-order mark, as Windows tools write before JSON, is not an error.
+TEST(K8sInventory, AByteOrderMarkIsSkipped) {
+  const std::string text = read(kFixture);
+  const Inventory plain = parse_kubectl_nodes(text, "nodes.json");
+  const Inventory marked = parse_kubectl_nodes("\xEF\xBB\xBF" + text, "nodes.json");
+  ASSERT_EQ(marked.islands.size(), plain.islands.size());
+  for (std::size_t i = 0; i < plain.islands.size(); ++i)
+    EXPECT_EQ(marked.islands[i].nodes, plain.islands[i].nodes);
+  EXPECT_TRUE(sniff_collective_log("\xEF\xBB\xBF{\"version\": 3}").has_value());
 }
 
 }  // namespace
