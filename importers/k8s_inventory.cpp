@@ -19,7 +19,9 @@
 namespace hetplan::importers {
 namespace {
 
-constexpr std::size_t kMaxFileBytes = std::size_t{64} << 20;
+// 10,000 nodes as kubectl prints them, each with its image list, take 100-200 MB; parsing one
+// costs about nine times its size in memory (2.3 GB at the limit).
+constexpr std::size_t kMaxFileBytes = std::size_t{256} << 20;
 constexpr std::size_t kNodesNamedInComments = 8;
 
 // Defaults written into the cluster file for what Kubernetes does not know; each is marked

@@ -93,7 +93,7 @@ std::optional<std::int64_t> kubernetes_count(std::string_view text);
 
 Inventory parse_kubectl_nodes(const std::string& text, const std::string& file_name);
 
-// Reads a file (at most 64 MiB) and parses it.
+// Reads a file (at most 256 MiB) and parses it.
 Inventory import_kubectl_nodes(const std::string& path);
 
 // A complete hetplan/cluster/v1 document (docs/formats/cluster.md) for the inventory:
