@@ -10,6 +10,7 @@ double ModelShape::layer_parameters() const {
   const double mlp = matrices * h * ffn;
   double biases = 0.0;
   if (linear_bias) biases = (h + 2.0 * kv) + h + (matrices - 1.0) * ffn + h;
+  else if (qkv_bias) biases = h + 2.0 * kv;
   const double norms = (norm == Norm::layernorm ? 2.0 : 1.0) * 2.0 * h;
   return attention + mlp + biases + norms;
 }

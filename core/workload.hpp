@@ -26,6 +26,9 @@ struct ModelShape {
   Norm norm = Norm::layernorm;
   bool tied_embeddings = false;
   bool linear_bias = true;         // biases on the attention and MLP projections
+  bool qkv_bias = false;           // biases on Q, K and V only (Qwen2), when linear_bias is false
+  double rope_theta = 10000;       // rotary base (Llama 3: 500000, Qwen2: 1000000)
+  double norm_eps = 1e-5;          // epsilon of the norms
   bool dropout = false;            // dropout layers present during training (GPT-2/Megatron era)
   bool learned_positions = false;  // a learned position-embedding table (GPT-2, OPT)
   int max_positions = 0;

@@ -2,6 +2,7 @@
 // the `kubectl label` commands for the nodes the plan needs. docs/export.md#launch-arguments,
 // docs/export.md#node-labels.
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -344,6 +345,21 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
   model_args.push_back(std::string("--position-embedding-type ") +
                        (model.learned_positions ? "learned_absolute" : "rope"));
   if (model.norm == Norm::rmsnorm) model_args.push_back("--normalization RMSNorm");
+  {
+    char eps[32];
+    std::snprintf(eps, sizeof eps, "%g", model.norm_eps);
+    model_args.push_back(std::string("--norm-epsilon ") + eps);
+  }
+  if (!model.learned_positions) {
+    char theta[32];
+    std::snprintf(theta, sizeof theta,
+                  model.rope_theta == static_cast<double>(static_cast<long long>(model.rope_theta))
+                      ? "%.0f"
+                      : "%g",
+                  model.rope_theta);
+    model_args.push_back(std::string("--rotary-base ") + theta);
+  }
+  if (model.qkv_bias && !model.linear_bias) model_args.push_back("--add-qkv-bias");
   if (model.activation == Activation::swiglu) model_args.push_back("--swiglu");
   if (!model.linear_bias) model_args.push_back("--disable-bias-linear");
   if (!model.tied_embeddings) model_args.push_back("--untie-embeddings-and-output-weights");

@@ -27,10 +27,10 @@ class HfReader {
     if (!field || field->is_null()) return std::nullopt;
     return field->as_bool();
   }
-  std::optional<double> number(std::string_view key) {
+  std::optional<double> number(std::string_view key, double min = 0.0, double max = 1.0) {
     auto field = map_.optional(key);
     if (!field || field->is_null()) return std::nullopt;
-    return field->as_number(0.0, 1.0);
+    return field->as_number(min, max);
   }
   std::optional<Field> field(std::string_view key) { return map_.optional(key); }
 
@@ -74,11 +74,13 @@ ModelShape read_hf(const Field& root) {
         model.activation = Activation::swiglu;
       model.norm = Norm::rmsnorm;
       model.tied_embeddings = hf.flag("tie_word_embeddings").value_or(false);
-      // qwen2 has biases on Q, K and V only; llama and mistral have none by default. The bias
-      // parameters are a rounding error in time and memory; they are counted only when all
-      // projections carry them.
+      // qwen2 has biases on Q, K and V only (its attention always does); llama and mistral
+      // have none by default, attention_bias puts them on Q, K, V (and the output).
       model.linear_bias =
           hf.flag("attention_bias").value_or(false) && hf.flag("mlp_bias").value_or(false);
+      model.qkv_bias = !model.linear_bias && (kind == 2 || hf.flag("attention_bias").value_or(false));
+      if (auto theta = hf.number("rope_theta", 1.0, 1e12)) model.rope_theta = *theta;
+      if (auto eps = hf.number("rms_norm_eps", 1e-12, 0.1)) model.norm_eps = *eps;
       model.dropout = hf.number("attention_dropout").value_or(0.0) > 0.0;
       break;
     }
@@ -172,6 +174,9 @@ ModelShape read_inline(const Field& field) {
     model.linear_bias = bias->as_bool();
   else
     model.linear_bias = false;
+  if (auto bias = map.optional("qkv_bias")) model.qkv_bias = bias->as_bool() && !model.linear_bias;
+  if (auto theta = map.optional("rope_theta")) model.rope_theta = theta->as_number(1.0, 1e12);
+  if (auto eps = map.optional("norm_eps")) model.norm_eps = eps->as_number(1e-12, 0.1);
   if (auto dropout = map.optional("dropout")) model.dropout = dropout->as_bool();
   if (auto learned = map.optional("learned_positions"))
     model.learned_positions = learned->as_bool();

@@ -467,3 +467,34 @@ TEST(Launch, OverlapsAsEachFrameworkNamesThem) {
 
 }  // namespace
 }  // namespace hetplan::exporters
+
+namespace hetplan::exporters {
+namespace {
+
+// The model arguments a family needs beyond its shape: Qwen2-7B's config.json says rope_theta
+// 1000000 and rms_norm_eps 1e-06, and its attention has Q, K and V biases.
+TEST(Launch, RotaryBaseNormEpsilonAndQkvBiasFromTheConfig) {
+  Scenario s = scenario();
+  s.workload.model =
+      formats::parse_hf_config(formats::read_text_file(std::string(HETPLAN_SOURCE_DIR) +
+                                                       "/tests/formats/data/hf/qwen2-7b.json"),
+                               "qwen2-7b.json");
+  EXPECT_TRUE(s.workload.model.qkv_bias);
+  EXPECT_EQ(s.workload.model.rope_theta, 1e6);
+  EXPECT_EQ(s.workload.model.norm_eps, 1e-6);
+  const Plan plan = plan_on("ascend-910b", {28}, 4, 1);
+  ExportInput input = input_for(plan);
+  input.scenario = &s;
+  const auto args = sourced(export_megatron(input)[0].text, "HETPLAN_MODEL_ARGS");
+  EXPECT_EQ(value_of(args, "--rotary-base"), "1000000");
+  EXPECT_EQ(value_of(args, "--norm-epsilon"), "1e-06");
+  EXPECT_TRUE(has_flag(args, "--add-qkv-bias"));
+  EXPECT_TRUE(has_flag(args, "--disable-bias-linear"));
+  // Llama-2's defaults: rotary base 10000, no QKV bias.
+  const auto llama = sourced(export_megatron(input_for(reference()))[0].text, "HETPLAN_MODEL_ARGS");
+  EXPECT_EQ(value_of(llama, "--rotary-base"), "10000");
+  EXPECT_FALSE(has_flag(llama, "--add-qkv-bias"));
+}
+
+}  // namespace
+}  // namespace hetplan::exporters
