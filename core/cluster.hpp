@@ -50,6 +50,7 @@ struct Island {
   std::string device_resource;  // device-plugin resource ("cambricon.com/mlu")
   std::string rdma_resource;    // RDMA device resource ("rdma/hca_shared_devices_a")
   std::string image;            // container image built for the island's stack
+  std::vector<std::string> node_names;  // the nodes' Kubernetes names, when the file lists them
   SourceLocation location;
 
   int chip_count() const { return nodes * chips_per_node; }

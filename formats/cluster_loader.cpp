@@ -1,5 +1,6 @@
 // Reads topologies/*.yaml (docs/formats/cluster.md) and the chip profiles its islands name.
 #include <algorithm>
+#include <set>
 #include <cctype>
 #include <filesystem>
 
@@ -259,6 +260,22 @@ Cluster load_cluster(const std::string& path) {
         island.rdma_resource = rdma->as_string() == "none" ? "none" : resource(*rdma);
       }
       resources.done();
+    }
+    if (auto names = map.optional("node_names")) {
+      std::set<std::string> seen;
+      for (const Field& name : names->elements()) {
+        const std::string text = name.as_string();
+        if (text.empty() || text.size() > 253 ||
+            text.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") != std::string::npos)
+          name.fail_expected("a Kubernetes node name (lower-case letters, digits, '-' and '.')");
+        if (!seen.insert(text).second) name.fail_expected("a node name not listed before");
+        island.node_names.push_back(text);
+      }
+      if (static_cast<int>(island.node_names.size()) != island.nodes) {
+        names->fail_expected(std::to_string(island.nodes) + " node names (nodes: " +
+                             std::to_string(island.nodes) + "), got " +
+                             std::to_string(island.node_names.size()));
+      }
     }
     if (auto image = map.optional("image")) {
       island.image = image->as_string();

@@ -1469,6 +1469,13 @@ std::string cluster_yaml(const Inventory& inventory, const std::string& cluster_
     out << '\n';
     out << q << "nodes_per_leaf: " << std::min(island.nodes, kAssumedNodesPerLeaf)
         << "  # ASSUMED: Kubernetes does not know the wiring\n";
+    // The nodes by name, for labels.sh (the busy ones too: `nodes` counts them all).
+    if (static_cast<int>(island.node_names.size()) == island.nodes) {
+      out << q << "node_names: [";
+      for (std::size_t n = 0; n < island.node_names.size(); ++n)
+        out << (n ? ", " : "") << yaml_string(island.node_names[n]);
+      out << "]\n";
+    }
     // What the nodes advertise, so that an exported Job requests exactly these.
     const bool device_named = island.resource.find('/') != std::string::npos;
     std::string rdma;

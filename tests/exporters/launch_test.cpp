@@ -498,3 +498,30 @@ TEST(Launch, RotaryBaseNormEpsilonAndQkvBiasFromTheConfig) {
 
 }  // namespace
 }  // namespace hetplan::exporters
+
+namespace hetplan::exporters {
+namespace {
+
+// labels.sh labels the nodes the cluster file names, and never writes a label of the
+// kubernetes.io or k8s.io namespaces (the kubelet's and the cloud's own).
+TEST(Labels, RealNodeNamesAndNoKubeletLabels) {
+  Scenario s = scenario();
+  for (auto& island : s.cluster.islands) {
+    if (island.name != "ascend-910b") continue;
+    for (int n = 0; n < island.nodes; ++n) island.node_names.push_back("npu-" + std::to_string(n));
+    island.labels["topology.kubernetes.io/zone"] = "hall-a";
+    island.labels["node-role.kubernetes.io/worker"] = "";
+  }
+  ExportInput input = input_for(reference());
+  input.scenario = &s;
+  const std::string text = export_labels(input).text;
+  EXPECT_NE(text.find("kubectl label node npu-0 "), std::string::npos) << text;
+  EXPECT_EQ(text.find("ascend-910b-node-01"), std::string::npos);
+  EXPECT_NE(text.find("dcu-k100-node-01"), std::string::npos);  // not named: placeholders
+  EXPECT_EQ(text.find("topology.kubernetes.io/zone="), std::string::npos);
+  EXPECT_EQ(text.find("node-role.kubernetes.io/worker="), std::string::npos);
+  EXPECT_NE(text.find("accelerator.model=ascend-910b"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hetplan::exporters

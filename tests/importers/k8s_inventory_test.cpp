@@ -236,6 +236,7 @@ TEST(K8sInventoryClusterYaml, WrittenKeysAndComments) {
       "    # nics: the profile's 8 x 200 Gbps (ASSUMED: Kubernetes does not show the NICs)\n"
       "    zone: hall-a\n"
       "    nodes_per_leaf: 4  # ASSUMED: Kubernetes does not know the wiring\n"
+      "    node_names: [\"a910b-01\", \"a910b-02\", \"a910b-03\", \"a910b-04\"]\n"
       "    resources: {device: \"huawei.com/Ascend910\", rdma: none}  # as the nodes advertise "
       "them; no RDMA resource\n"
       "    labels:\n"
