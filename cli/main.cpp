@@ -287,6 +287,8 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
       throw hetplan::InputError({out_dir, 0, 0}, "--out",
                                 "expected a folder hetplan can create, got " + error.message());
     }
+    const std::string scenario_hash =
+        hetplan::exporters::sha256_hex(hetplan::formats::read_text_file(scenario_path));
     auto write = [&](std::size_t rank, const hetplan::planner::RankedPlan& ranked) {
       char prefix[32];
       std::snprintf(prefix, sizeof prefix, "%02zu-", rank);
@@ -297,9 +299,17 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
           std::to_string(ranked.chips) + " chips.";
       const std::string path =
           (std::filesystem::path(out_dir) / (prefix + ranked.plan.name + ".yaml")).string();
+      // The plan names the scenario it was made for, so that `hetplan export` needs no
+      // --scenario and notices a scenario that changed since.
+      hetplan::Plan recorded = ranked.plan;
+      recorded.scenario = hetplan::PlanScenario{
+          std::filesystem::absolute(scenario_path)
+              .lexically_relative(std::filesystem::absolute(out_dir))
+              .generic_string(),
+          scenario_hash};
       try {
         hetplan::formats::write_file_atomically(path,
-                                                hetplan::formats::plan_yaml(ranked.plan, comment));
+                                                hetplan::formats::plan_yaml(recorded, comment));
       } catch (const std::runtime_error& failure) {
         throw hetplan::InputError({path, 0, 0}, "--out", failure.what());
       }
@@ -510,8 +520,25 @@ int run_export(const std::string& plan_path, const std::string& scenario_path,
                const std::string& target, const std::string& out_dir, bool allow_unvalidated,
                const std::string& records, const std::vector<std::string>& images,
                const std::vector<std::string>& resources) {
-  const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
   const hetplan::Plan plan = hetplan::formats::load_plan(plan_path);
+  // The scenario: as given, else the one the plan names, which must not have changed since.
+  std::string resolved = scenario_path;
+  if (resolved.empty()) {
+    if (!plan.scenario) {
+      throw hetplan::InputError({plan_path, 0, 0}, "--scenario",
+                                "expected --scenario SCENARIO: the plan does not name the "
+                                "scenario it was made for (plans from `hetplan plan --out` do)");
+    }
+    resolved = hetplan::formats::resolve_relative(plan.scenario->path, plan_path);
+    const std::string now = hetplan::exporters::sha256_hex(hetplan::formats::read_text_file(resolved));
+    if (now != plan.scenario->sha256) {
+      throw hetplan::InputError({plan_path, 0, 0}, "scenario.sha256",
+                                "expected " + resolved + " as the plan was made for it (sha256 " +
+                                    plan.scenario->sha256.substr(0, 12) + "...), got a changed file (" +
+                                    now.substr(0, 12) + "...); plan again, or give --scenario");
+    }
+  }
+  const hetplan::Scenario scenario = hetplan::formats::load_scenario(resolved);
   hetplan::formats::check_plan_references(plan, scenario.cluster, scenario.workload);
   const auto estimate = hetplan::sim::estimate_step(scenario.cluster, scenario.workload, plan);
   if (!estimate.feasible) {
@@ -531,7 +558,7 @@ int run_export(const std::string& plan_path, const std::string& scenario_path,
         "no validation records (scenario validation_records, or --records)");
   }
   input.allow_unvalidated = allow_unvalidated;
-  input.inputs = hetplan::exporters::input_hashes(scenario, scenario_path);
+  input.inputs = hetplan::exporters::input_hashes(scenario, resolved);
   input.inputs[std::filesystem::path(plan_path).filename().string()] =
       hetplan::exporters::sha256_hex(hetplan::formats::read_text_file(plan_path));
   for (const auto& given : images) {
@@ -696,8 +723,8 @@ int main(int argc, char** argv) {
       "export", "Write a plan for the scheduler: Volcano Job, plan JSON, launch arguments, labels");
   exporting->add_option("plan", export_plan, "Plan file (YAML or the exported JSON)")->required();
   exporting->add_option("--scenario", export_scenario,
-                        "The scenario the plan is for (its cluster, workload and records)")
-      ->required();
+                        "The scenario the plan is for (default: the one the plan file names, "
+                        "as `plan --out` writes it)");
   exporting->add_option("--to", export_target, "What to write")
       ->required()
       ->check(CLI::IsMember({"volcano", "json", "megatron", "labels"}));

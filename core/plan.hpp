@@ -25,8 +25,16 @@ struct PlanStage {
   SourceLocation island_location;  // its island field
 };
 
+// The scenario a plan was made for, as `hetplan plan --out` records it: its path relative to the
+// plan file's folder and the SHA-256 of its text then.
+struct PlanScenario {
+  std::string path;
+  std::string sha256;
+};
+
 struct Plan {
   std::string name;
+  std::optional<PlanScenario> scenario;
   std::optional<int> micro_batch;      // overrides the workload's
   std::optional<Recompute> recompute;  // overrides the workload's
   std::optional<int> zero_stage;       // overrides the workload's

@@ -41,6 +41,20 @@ Plan read_plan(const Field& root_field) {
     plan.dtype = kTrainingDTypes[dtype->as_choice({"fp32", "fp16", "bf16", "fp8"})];
   }
 
+  if (auto scenario = root.optional("scenario")) {
+    MapReader map(*scenario);
+    PlanScenario made_for;
+    made_for.path = map.required("path").as_string();
+    if (made_for.path.empty()) map.required("path").fail_expected("a scenario file's path");
+    const Field hash = map.required("sha256");
+    made_for.sha256 = hash.as_string();
+    if (made_for.sha256.size() != 64 ||
+        made_for.sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
+      hash.fail_expected("64 lower-case hex digits (a SHA-256)");
+    map.done();
+    plan.scenario = made_for;
+  }
+
   const Field stages = root.required("stages");
   for (const Field& element : stages.elements()) {
     MapReader map(element);

@@ -28,12 +28,20 @@
 
 namespace hetplan::formats {
 
+namespace {
+std::string yaml_string(const std::string& text);  // below
+}  // namespace
+
 std::string plan_yaml(const Plan& plan, const std::string& comment) {
   std::ostringstream out;
   std::istringstream lines(comment);
   for (std::string line; std::getline(lines, line);) out << "# " << line << "\n";
   out << "schema: hetplan/plan/v1\n";
   out << "name: " << plan.name << "\n";
+  if (plan.scenario) {
+    out << "scenario: {path: " << yaml_string(plan.scenario->path)
+        << ", sha256: " << plan.scenario->sha256 << "}\n";
+  }
   out << "schedule: " << to_string(plan.schedule) << "\n";
   if (plan.virtual_stages > 1) out << "virtual_stages: " << plan.virtual_stages << "\n";
   if (plan.micro_batch) out << "micro_batch: " << *plan.micro_batch << "\n";

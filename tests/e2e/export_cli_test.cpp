@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "tests/e2e/cli_run.hpp"
@@ -65,7 +66,10 @@ TEST(ExportCli, TheScenarioIsRequiredAndOverrideKeysAreChecked) {
   TempFolder folder;
   const auto bare = hetplan("export plans/default-reference.yaml --to volcano --out " + folder.path());
   EXPECT_EQ(bare.exit_code, 2) << bare.out;
-  EXPECT_NE(bare.out.find("--scenario is required"), std::string::npos) << bare.out;
+  EXPECT_NE(bare.out.find("--scenario: expected --scenario SCENARIO: the plan does not name the "
+                          "scenario it was made for"),
+            std::string::npos)
+      << bare.out;
   const std::string base = "export plans/default-reference.yaml --scenario scenarios/default.yaml "
                            "--allow-unvalidated --to volcano --out " + folder.path();
   const auto wrong = hetplan(base + " --resource cambricon=cambricon.com/mlu");
@@ -80,6 +84,37 @@ TEST(ExportCli, TheScenarioIsRequiredAndOverrideKeysAreChecked) {
   EXPECT_NE(job.find("rdma/hca_shared_devices_b"), std::string::npos);
   EXPECT_NE(job.find("image: \"neuware:1\""), std::string::npos) << job;
   EXPECT_NE(job.find("image: \"all:1\""), std::string::npos);
+}
+
+// A plan from `plan --out` names its scenario (path and SHA-256): export needs no --scenario,
+// and refuses a scenario that changed since the plan was made.
+TEST(ExportCli, APlanFromPlanOutNamesItsScenario) {
+  TempFolder folder;
+  const std::string scenario = folder.file("site.yaml");
+  std::string text = read_text(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/default.yaml");
+  for (const char* key : {"cluster: ../", "workload: ../", "plan: ../"}) {
+    const auto at = text.find(key);
+    ASSERT_NE(at, std::string::npos) << key;
+    text.replace(at + std::string(key).size() - 3, 3, std::string(HETPLAN_SOURCE_DIR) + "/");
+  }
+  std::ofstream(scenario) << text;
+  const auto plan = hetplan("plan " + scenario + " --top 2 --out " + folder.path() + "/plans");
+  ASSERT_EQ(plan.exit_code, 0) << plan.out;
+  std::string made;
+  for (const auto& entry : std::filesystem::directory_iterator(folder.path() + "/plans"))
+    if (entry.path().filename().string().find("mix-") != std::string::npos) made = entry.path().string();
+  ASSERT_FALSE(made.empty());
+  EXPECT_NE(read_text(made).find("scenario: {path: \"../site.yaml\", sha256: "), std::string::npos)
+      << read_text(made);
+  const auto run = hetplan("export " + made + " --allow-unvalidated --to volcano --out " +
+                           folder.path() + "/out");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  std::ofstream(scenario, std::ios::app) << "# edited\n";
+  const auto changed = hetplan("export " + made + " --allow-unvalidated --to volcano --out " +
+                               folder.path() + "/out2");
+  EXPECT_EQ(changed.exit_code, 2) << changed.out;
+  EXPECT_NE(changed.out.find("scenario.sha256: expected"), std::string::npos) << changed.out;
+  EXPECT_FALSE(std::filesystem::exists(folder.path() + "/out2"));
 }
 
 TEST(InventoryCli, KubectlNodesBecomeAClusterThatCheckAccepts) {
