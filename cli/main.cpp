@@ -4,10 +4,12 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <iostream>
 #include <thread>
@@ -26,6 +28,7 @@
 #include "extender/extender.hpp"
 #include "formats/writers.hpp"
 #include "importers/k8s_inventory.hpp"
+#include "importers/training_logs.hpp"
 #include "planner/search.hpp"
 #include "sim/estimator.hpp"
 #include "sim/twin/runner.hpp"
@@ -413,6 +416,109 @@ int run_calibrate(const std::string& profile_path, const std::vector<std::string
   return 0;
 }
 
+// A run of the plan at scale, from its training log: the measured step against the estimate, and
+// for each island of the plan a validation record of the ladder's scale step (docs/validation.md).
+int run_validate_run(const std::string& log_path, const std::string& scenario_path,
+                     const std::string& plan_path, const std::string& records,
+                     const std::string& date, double tolerance, bool json) {
+  const hetplan::importers::TrainingLog log = hetplan::importers::import_training_log(log_path);
+  const auto summary = hetplan::importers::summarize(log);
+  if (summary.count == 0) {
+    throw hetplan::InputError({log_path, 0, 0}, "iterations",
+                              "expected iteration lines after the first (warm-up) without skipped "
+                              "or NaN iterations, got none");
+  }
+  const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
+  const hetplan::Plan plan = hetplan::formats::load_plan(plan_path);
+  hetplan::formats::check_plan_references(plan, scenario.cluster, scenario.workload);
+  // The log's layout, where it states one, must be the plan's.
+  const int pp = static_cast<int>(plan.stages.size());
+  const int dp = plan.stages.front().dp;
+  long long plan_chips = 0;
+  for (const auto& stage : plan.stages) plan_chips += static_cast<long long>(stage.tp) * stage.dp;
+  if ((log.pp && *log.pp != pp) || (log.dp && *log.dp != dp) ||
+      (log.world_size && *log.world_size != plan_chips)) {
+    throw hetplan::InputError({log_path, 0, 0}, "layout",
+                              "expected the plan's layout (" + std::to_string(plan_chips) +
+                                  " chips, pp " + std::to_string(pp) + ", dp " + std::to_string(dp) +
+                                  "), got a log of world " +
+                                  (log.world_size ? std::to_string(*log.world_size) : "?") + ", pp " +
+                                  (log.pp ? std::to_string(*log.pp) : "?") + ", dp " +
+                                  (log.dp ? std::to_string(*log.dp) : "?"));
+  }
+  const auto estimate = hetplan::sim::estimate_step(scenario.cluster, scenario.workload, plan);
+  if (!estimate.feasible) {
+    throw hetplan::InputError({plan_path, 0, 0}, "plan",
+                              "expected a plan that can run; the estimator says: " +
+                                  estimate.reasons.front());
+  }
+  const double measured = summary.median_elapsed_s;
+  const double predicted = estimate.step_time_s;
+  const double error = (predicted - measured) / measured;
+  const bool passed = std::abs(error) <= tolerance;
+  if (date.size() != 10 || date[4] != '-' || date[7] != '-') {
+    throw hetplan::InputError({"validate", 0, 0}, "--date", "expected YYYY-MM-DD, got \"" + date + "\"");
+  }
+  // One record per island (chip and runtime), in the records folder.
+  const std::string folder = !records.empty() ? records : scenario.validation_records.value_or("");
+  std::vector<std::string> written;
+  if (!folder.empty()) {
+    std::error_code created;
+    std::filesystem::create_directories(folder, created);
+    if (created) {
+      throw hetplan::InputError({folder, 0, 0}, "--records",
+                                "expected a folder hetplan can create, got " + created.message());
+    }
+    std::map<std::string, long long> chips;
+    for (const auto& stage : plan.stages) chips[stage.island] += static_cast<long long>(stage.tp) * stage.dp;
+    const std::string evidence =
+        std::filesystem::absolute(log_path).lexically_relative(std::filesystem::absolute(folder)).generic_string();
+    for (const auto& [name, count] : chips) {
+      const hetplan::Island& island = *scenario.cluster.find_island(name);
+      const hetplan::ChipProfile& chip = scenario.cluster.chip_of(island);
+      std::string text = "# Written by hetplan validate --run: " + log.framework + " log of plan " + plan.name +
+                         ", measured " + hetplan::cli::fixed(measured, 3) + " s a step, predicted " +
+                         hetplan::cli::fixed(predicted, 3) + " s (" + hetplan::cli::fixed(100 * error, 1) +
+                         "%, tolerance " + hetplan::cli::fixed(100 * tolerance, 0) + "%).\n";
+      text += "schema: hetplan/validation-record/v1\n";
+      text += "chip: " + chip.id + "\n";
+      text += "runtime: {name: " + nlohmann::json(island.runtime.name).dump() +
+              ", version: " + nlohmann::json(island.runtime.version).dump() + "}\n";
+      text += "ladder:\n";
+      text += "  - {step: scale, passed: " + std::string(passed ? "true" : "false") + ", date: " + date +
+              ", evidence: " + nlohmann::json(evidence).dump() + ", chips: " + std::to_string(count) + "}\n";
+      const std::string path =
+          (std::filesystem::path(folder) / ("scale-" + date + "-" + plan.name + "-" + name + ".yaml")).string();
+      hetplan::formats::write_file_atomically(path, text);
+      // What was written reads back as a record.
+      (void)hetplan::formats::load_validation_records(folder);
+      written.push_back(path);
+    }
+  }
+  if (json) {
+    nlohmann::ordered_json j;
+    j["log"] = log_path;
+    j["framework"] = log.framework;
+    j["iterations"] = summary.count;
+    j["measured_step_s"] = hetplan::cli::round6(measured);
+    j["predicted_step_s"] = hetplan::cli::round6(predicted);
+    j["error"] = hetplan::cli::round6(error);
+    j["tolerance"] = tolerance;
+    j["passed"] = passed;
+    j["records"] = written;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << log_path << ": " << log.framework << ", " << summary.count
+              << " iterations after warm-up, median " << hetplan::cli::fixed(measured, 3) << " s a step\n"
+              << "plan " << plan.name << ": predicted " << hetplan::cli::fixed(predicted, 3) << " s, error "
+              << hetplan::cli::fixed(100 * error, 1) << "% (tolerance " << hetplan::cli::fixed(100 * tolerance, 0)
+              << "%): " << (passed ? "passed" : "not passed") << "\n";
+    for (const auto& path : written) std::cout << "wrote " << path << "\n";
+    if (written.empty()) std::cout << "no records folder (scenario validation_records or --records): nothing written\n";
+  }
+  return 0;
+}
+
 int run_validate_bundle(const std::string& profile_path, const std::string& bundle_path,
                         bool json) {
   const hetplan::ChipProfile profile = hetplan::formats::load_chip(profile_path);
@@ -662,7 +768,8 @@ int main(int argc, char** argv) {
   std::string folder, profiles = hetplan::formats::bundled_path("profiles");
   auto* validate = app.add_subcommand(
       "validate", "Predict published training runs and report the error of each prediction");
-  std::string check_profile, check_bundle;
+  std::string check_profile, check_bundle, run_log, run_scenario, run_plan_path, run_date;
+  double run_tolerance = 0.15;
   auto* published = validate
                         ->add_option("--published", folder,
                                      "Folder of published-run files (*.yaml); without a value, "
@@ -672,6 +779,18 @@ int main(int argc, char** argv) {
       "--bundle", check_bundle, "A calibration bundle whose measured layers and steps to predict");
   validate->add_option("--profile", check_profile, "The chip profile to predict them with (with --bundle)");
   published->excludes(bundle_option);
+  auto* run_option = validate->add_option(
+      "--run", run_log,
+      "A training log of the plan at scale: its measured step against the estimate, and a "
+      "scale record per island");
+  validate->add_option("--scenario", run_scenario, "With --run: the scenario of the plan");
+  validate->add_option("--plan", run_plan_path, "With --run: the plan the log ran");
+  validate->add_option("--date", run_date, "With --run: the record's date, YYYY-MM-DD (default: today)");
+  validate->add_option("--tolerance", run_tolerance,
+                       "With --run: the largest relative error that passes (default 0.15)")
+      ->check(CLI::Range(0.0, 10.0));
+  run_option->excludes(published);
+  run_option->excludes(bundle_option);
   std::string ladder_scenario;
   auto* ladder_option = validate->add_option(
       "--ladder", ladder_scenario,
@@ -802,6 +921,20 @@ int main(int argc, char** argv) {
                                     "expected --profile PROFILE with --bundle");
         }
         return run_validate_bundle(check_profile, check_bundle, json);
+      }
+      if (!run_log.empty()) {
+        if (run_scenario.empty() || run_plan_path.empty()) {
+          throw hetplan::InputError({run_log, 0, 0}, "--run",
+                                    "expected --scenario SCENARIO and --plan PLAN with --run");
+        }
+        if (run_date.empty()) {
+          const std::time_t now = std::time(nullptr);
+          char text[16];
+          std::strftime(text, sizeof text, "%Y-%m-%d", std::gmtime(&now));
+          run_date = text;
+        }
+        return run_validate_run(run_log, run_scenario, run_plan_path, records, run_date,
+                                run_tolerance, json);
       }
       if (published->count() == 0) {
         throw hetplan::InputError({"validate", 0, 0}, "--published",

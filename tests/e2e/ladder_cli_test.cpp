@@ -1,6 +1,8 @@
 // The validation ladder from the command line: validate --ladder, and plans marked by it.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "tests/e2e/cli_run.hpp"
@@ -36,7 +38,9 @@ TEST(LadderCli, PlansAreMarkedByWhatTheyUse) {
     const bool only_910b = islands.size() == 1 && islands[0] == "ascend-910b";
     EXPECT_EQ(validated, only_910b && plan["mode"] == "single-island") << plan["islands"];
     (validated ? saw_validated : saw_unvalidated) = true;
-    if (!validated) EXPECT_FALSE(plan["validation"]["missing"].empty());
+    if (!validated) {
+      EXPECT_FALSE(plan["validation"]["missing"].empty());
+    }
   }
   EXPECT_TRUE(saw_validated);
   EXPECT_TRUE(saw_unvalidated);
@@ -56,6 +60,55 @@ TEST(LadderCli, WithoutRecordsNothingIsValidated) {
   EXPECT_NE(ladder.out.find("expected --records DIR or a `validation_records:` in the scenario"),
             std::string::npos)
       << ladder.out;
+}
+
+}  // namespace
+
+namespace {
+
+// `validate --run LOG --scenario S --plan P`: the log's measured step (the median after the
+// warm-up line: 1.618 s in this Megatron-LM log of 32 ranks, tp 4, pp 8) against the estimate,
+// and a scale record per island of the plan, which the ladder then reads. The layout must be
+// the plan's.
+TEST(ValidateRunCli, ALogAtScaleBecomesScaleRecords) {
+  hetplan::e2e::TempFolder folder;
+  std::string plan = "schema: hetplan/plan/v1\nname: log-layout\nschedule: 1f1b\nstages:\n";
+  for (int i = 0; i < 8; ++i) {
+    plan += "  - {island: " + std::string(i < 7 ? "ascend-910b" : "dcu-k100") +
+            ", first_layer: " + std::to_string(10 * i) + ", num_layers: 10, tp: 4, dp: 1}\n";
+  }
+  std::ofstream(folder.file("plan.yaml")) << plan;
+  const std::string log = "tests/importers/data/megatron-lm-gpt2-v100-32rank-tp4-pp8-2021-bigscience.out";
+  const std::string records = folder.path() + "/records";
+  const auto run = hetplan("validate --run " + log + " --scenario scenarios/default.yaml --plan " +
+                           folder.file("plan.yaml") + " --records " + records +
+                           " --date 2026-12-01 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const auto j = nlohmann::json::parse(run.out);
+  EXPECT_NEAR(j["measured_step_s"].get<double>(), 1.618, 5e-4);
+  EXPECT_EQ(j["iterations"], 17);
+  const double error = (j["predicted_step_s"].get<double>() - j["measured_step_s"].get<double>()) /
+                       j["measured_step_s"].get<double>();
+  EXPECT_NEAR(j["error"].get<double>(), error, 1e-4);
+  EXPECT_EQ(j["passed"].get<bool>(), std::abs(error) <= 0.15);
+  ASSERT_EQ(j["records"].size(), 2u);
+  const std::string ascend = hetplan::e2e::read_text(records + "/scale-2026-12-01-log-layout-ascend-910b.yaml");
+  EXPECT_NE(ascend.find("chip: ascend-910b"), std::string::npos) << ascend;
+  EXPECT_NE(ascend.find("{step: scale, passed: false, date: 2026-12-01"), std::string::npos) << ascend;
+  EXPECT_NE(ascend.find("chips: 28}"), std::string::npos) << ascend;
+  const auto ladder = hetplan("validate --ladder scenarios/default.yaml --records " + records);
+  EXPECT_EQ(ladder.exit_code, 0) << ladder.out;
+
+  // A plan of another layout than the log's is refused.
+  std::ofstream(folder.file("pp4.yaml"))
+      << "schema: hetplan/plan/v1\nname: other\nstages:\n"
+         "  - {island: ascend-910b, first_layer: 0, num_layers: 40, tp: 4, dp: 2}\n"
+         "  - {island: ascend-910b, first_layer: 40, num_layers: 40, tp: 4, dp: 2}\n";
+  const auto other = hetplan("validate --run " + log + " --scenario scenarios/default.yaml --plan " +
+                             folder.file("pp4.yaml") + " --records " + records);
+  EXPECT_EQ(other.exit_code, 2) << other.out;
+  EXPECT_NE(other.out.find("layout: expected the plan's layout (16 chips, pp 2, dp 2)"), std::string::npos)
+      << other.out;
 }
 
 }  // namespace
