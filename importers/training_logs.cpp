@@ -285,10 +285,16 @@ class LogParser {
             fail(line.number, value_at, label,
                  "expected a positive whole number, got " + hetplan::quoted(value.text));
           it.global_batch = static_cast<int>(batch);
-        } else if (label == "lm loss" || label == "loss") {
+        } else if (label == "lm loss" || label == "lm-loss" || label == "loss") {
           it.loss = any_number(value);
         } else if (label == "loss scale") {
-          it.loss_scale = non_negative(value);
+          // Without a dynamic loss scale (bf16) Megatron-DeepSpeed prints -1.0: no scale.
+          const double scale = any_number(value);
+          if (scale == -1.0) {
+            it.loss_scale.reset();
+          } else {
+            it.loss_scale = non_negative(value);
+          }
         } else if (label == "grad norm") {
           it.grad_norm = any_number(value);
         } else if (label == "number of skipped iterations") {

@@ -372,3 +372,25 @@ TEST(TrainingLogErrors, FileOver64MiB) {
 
 }  // namespace
 }  // namespace hetplan::importers
+
+namespace hetplan::importers {
+namespace {
+
+// What real Megatron-DeepSpeed logs print: "loss scale: -1.0" under bf16 (no dynamic scale) and
+// "lm-loss" for the loss.
+TEST(TrainingLogs, MegatronDeepSpeedLossScaleOfMinusOneAndLmLoss) {
+  const std::string line =
+      " iteration       10/    1000 | consumed samples:         1280 | elapsed time per "
+      "iteration (s): 2.50 | learning rate: 1.000E-04 | global batch size:   128 | lm-loss: "
+      "7.250000E+00 | loss scale: -1.0 | grad norm: 1.5 | number of skipped iterations:   0 | "
+      "samples per second: 51.2 | TFLOPs: 120.5 |\n";
+  const TrainingLog log = parse_training_log(line + line, "ds.log");
+  ASSERT_EQ(log.iterations.size(), 2u);
+  EXPECT_EQ(log.framework, "megatron-deepspeed");
+  EXPECT_FALSE(log.iterations[0].loss_scale.has_value());
+  ASSERT_TRUE(log.iterations[0].loss.has_value());
+  EXPECT_DOUBLE_EQ(*log.iterations[0].loss, 7.25);
+}
+
+}  // namespace
+}  // namespace hetplan::importers
