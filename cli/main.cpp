@@ -416,6 +416,18 @@ int run_calibrate(const std::string& profile_path, const std::vector<std::string
   return 0;
 }
 
+// The estimate of a plan that must run: one that cannot is bad input naming the plan file.
+hetplan::sim::Estimate runnable_estimate(const hetplan::Scenario& scenario,
+                                         const hetplan::Plan& plan, const std::string& plan_path) {
+  auto estimate = hetplan::sim::estimate_step(scenario.cluster, scenario.workload, plan);
+  if (!estimate.feasible) {
+    throw hetplan::InputError({plan_path, 0, 0}, "plan",
+                              "expected a plan that can run; the estimator says: " +
+                                  estimate.reasons.front());
+  }
+  return estimate;
+}
+
 // A run of the plan at scale, from its training log: the measured step against the estimate, and
 // for each island of the plan a validation record of the ladder's scale step (docs/validation.md).
 int run_validate_run(const std::string& log_path, const std::string& scenario_path,
@@ -446,17 +458,12 @@ int run_validate_run(const std::string& log_path, const std::string& scenario_pa
                                   (log.pp ? std::to_string(*log.pp) : "?") + ", dp " +
                                   (log.dp ? std::to_string(*log.dp) : "?"));
   }
-  const auto estimate = hetplan::sim::estimate_step(scenario.cluster, scenario.workload, plan);
-  if (!estimate.feasible) {
-    throw hetplan::InputError({plan_path, 0, 0}, "plan",
-                              "expected a plan that can run; the estimator says: " +
-                                  estimate.reasons.front());
-  }
+  const auto estimate = runnable_estimate(scenario, plan, plan_path);
   const double measured = summary.median_elapsed_s;
   const double predicted = estimate.step_time_s;
   const double error = (predicted - measured) / measured;
   const bool passed = std::abs(error) <= tolerance;
-  if (date.size() != 10 || date[4] != '-' || date[7] != '-') {
+  if (!hetplan::formats::is_record_date(date)) {
     throw hetplan::InputError({"validate", 0, 0}, "--date", "expected YYYY-MM-DD, got \"" + date + "\"");
   }
   // One record per island (chip and runtime), in the records folder.
@@ -490,10 +497,10 @@ int run_validate_run(const std::string& log_path, const std::string& scenario_pa
       const std::string path =
           (std::filesystem::path(folder) / ("scale-" + date + "-" + plan.name + "-" + name + ".yaml")).string();
       hetplan::formats::write_file_atomically(path, text);
-      // What was written reads back as a record.
-      (void)hetplan::formats::load_validation_records(folder);
       written.push_back(path);
     }
+    // What was written reads back as records.
+    (void)hetplan::formats::load_validation_records(folder);
   }
   if (json) {
     nlohmann::ordered_json j;
@@ -646,12 +653,7 @@ int run_export(const std::string& plan_path, const std::string& scenario_path,
   }
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(resolved);
   hetplan::formats::check_plan_references(plan, scenario.cluster, scenario.workload);
-  const auto estimate = hetplan::sim::estimate_step(scenario.cluster, scenario.workload, plan);
-  if (!estimate.feasible) {
-    throw hetplan::InputError({plan_path, 0, 0}, "plan",
-                              "expected a plan that can run; the estimator says: " +
-                                  estimate.reasons.front());
-  }
+  const auto estimate = runnable_estimate(scenario, plan, plan_path);
   const auto ladder = ladder_of(scenario, records);
   hetplan::exporters::ExportInput input;
   input.scenario = &scenario;

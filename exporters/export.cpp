@@ -1,6 +1,5 @@
 #include "exporters/export.hpp"
 
-#include <cctype>
 #include <set>
 
 namespace hetplan::exporters {
@@ -71,9 +70,8 @@ std::string island_image(const ExportInput& input, const Island& island) {
 std::string ascend_ring_controller(const ChipProfile& chip) {
   if (chip.family != "ascend" || chip.role != ChipRole::training) return {};
   // MindCluster's values: ascend-910 for the first Ascend 910, ascend-{xxx}b for the Atlas A2
-  // and A3 generations (910B, 910C).
-  std::string id = chip.id;
-  for (auto& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // and A3 generations (910B, 910C). Profile ids are lower case.
+  const std::string& id = chip.id;
   if (id.find("910b") != std::string::npos || id.find("910c") != std::string::npos)
     return "ascend-910b";
   if (id.find("910") != std::string::npos) return "ascend-910";

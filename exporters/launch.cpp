@@ -491,11 +491,7 @@ ExportedFile export_labels(const ExportInput& input) {
     for (const auto& [key, value] : island.labels) {
       const auto slash = key.find('/');
       const std::string domain = slash == std::string::npos ? "" : key.substr(0, slash);
-      const auto ends_with = [&](const std::string& suffix) {
-        return domain.size() >= suffix.size() &&
-               domain.compare(domain.size() - suffix.size(), suffix.size(), suffix) == 0;
-      };
-      if (ends_with("kubernetes.io") || ends_with("k8s.io")) continue;  // the kubelet's own
+      if (domain.ends_with("kubernetes.io") || domain.ends_with("k8s.io")) continue;  // the kubelet's
       labels.push_back(shell_word(key + "=" + value));
     }
     const std::string label_text = join(labels, " ");

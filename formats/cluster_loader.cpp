@@ -1,8 +1,8 @@
 // Reads topologies/*.yaml (docs/formats/cluster.md) and the chip profiles its islands name.
 #include <algorithm>
-#include <set>
 #include <cctype>
 #include <filesystem>
+#include <set>
 
 #include "formats/document.hpp"
 #include "formats/loaders.hpp"
@@ -264,12 +264,12 @@ Cluster load_cluster(const std::string& path) {
     if (auto names = map.optional("node_names")) {
       std::set<std::string> seen;
       for (const Field& name : names->elements()) {
-        const std::string text = name.as_string();
-        if (text.empty() || text.size() > 253 ||
-            text.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") != std::string::npos)
+        const std::string node_name = name.as_string();
+        if (node_name.empty() || node_name.size() > 253 ||
+            node_name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") != std::string::npos)
           name.fail_expected("a Kubernetes node name (lower-case letters, digits, '-' and '.')");
-        if (!seen.insert(text).second) name.fail_expected("a node name not listed before");
-        island.node_names.push_back(text);
+        if (!seen.insert(node_name).second) name.fail_expected("a node name not listed before");
+        island.node_names.push_back(node_name);
       }
       if (static_cast<int>(island.node_names.size()) != island.nodes) {
         names->fail_expected(std::to_string(island.nodes) + " node names (nodes: " +

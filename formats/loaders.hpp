@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/calibration.hpp"
@@ -29,6 +30,9 @@ ChipProfile parse_chip(const std::string& text, const std::string& file_name);
 Plan parse_plan(const std::string& text, const std::string& file_name);
 CalibrationBundle parse_calibration_bundle(const std::string& text, const std::string& file_name);
 ValidationRecord parse_validation_record(const std::string& text, const std::string& file_name);
+
+// Whether text is a validation record's date: YYYY-MM-DD (docs/formats/validation-record.md).
+bool is_record_date(std::string_view text);
 // A Hugging Face config.json (or any YAML/JSON mapping in that shape).
 ModelShape parse_hf_config(const std::string& text, const std::string& file_name);
 

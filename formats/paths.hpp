@@ -7,10 +7,6 @@ namespace hetplan::formats {
 // Resolves a path written inside a file relative to that file's folder (absolute stays as is).
 std::string resolve_relative(const std::string& written, const std::string& referring_file);
 
-}  // namespace hetplan::formats
-
-namespace hetplan::formats {
-
 // The folder that holds hetplan's bundled data (profiles/, scenarios/, topologies/, workloads/,
 // plans/, validation/published-runs/, validation/microbench/), whatever the working directory:
 // $HETPLAN_DATA_DIR when set; else share/hetplan beside the running executable's bin/ folder

@@ -21,15 +21,17 @@ SoftwareComponent read_runtime(const Field& field) {
 
 std::string read_date(const Field& field) {
   const std::string text = field.as_string();
-  const bool shaped = text.size() == 10 && text[4] == '-' && text[7] == '-' &&
-                      std::all_of(text.begin(), text.end(), [](char c) {
-                        return (c >= '0' && c <= '9') || c == '-';
-                      });
-  if (!shaped) field.fail_expected("a date YYYY-MM-DD");
+  if (!is_record_date(text)) field.fail_expected("a date YYYY-MM-DD");
   return text;
 }
 
 }  // namespace
+
+bool is_record_date(std::string_view text) {
+  return text.size() == 10 && text[4] == '-' && text[7] == '-' &&
+         std::all_of(text.begin(), text.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || c == '-'; });
+}
 
 ValidationRecord parse_validation_record(const std::string& text, const std::string& file_name) {
   const YAML::Node root_node = parse_document(text, file_name);

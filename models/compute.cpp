@@ -99,8 +99,7 @@ double roofline(double flops, double bytes, const Op& op, const ChipRates& rates
 
 }  // namespace
 
-// Each kernel of an operator takes at least the launch floor; the roofline time is shared
-// evenly among its kernels.
+// An operator of n kernels takes at least n launch floors (docs/models/compute.md#kernel-floor).
 static double with_floor(double time, int kernels, const ChipRates& rates) {
   if (kernels <= 0) return 0.0;
   return std::max(time, kernels * rates.kernel_floor);

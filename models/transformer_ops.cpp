@@ -102,11 +102,9 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
     ops.push_back(context);
   }
   linear(ops, "attention_out_proj", tokens, h, h / t, slice.dtype);
-  // Backward, the residual's gradient is added to the branch's (one kernel).
-  const int residual_backward = 1;
+  // One kernel each way (backward, the residual's gradient is added to the branch's).
   ops.push_back(elementwise("residual_add", OpClass::dropout,
-                            (model.dropout ? 4.0 * e + 1.0 : 3.0 * e) * replicated_tokens * h, 1,
-                            residual_backward));
+                            (model.dropout ? 4.0 * e + 1.0 : 3.0 * e) * replicated_tokens * h));
   // MLP block.
   ops.push_back(
       elementwise("post_attention_norm", OpClass::norm, 2.0 * replicated_tokens * h * e, 1, 2));
@@ -120,8 +118,7 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
   }
   linear(ops, "mlp_down", tokens, h, f / t, slice.dtype);
   ops.push_back(elementwise("residual_add", OpClass::dropout,
-                            (model.dropout ? 4.0 * e + 1.0 : 3.0 * e) * replicated_tokens * h, 1,
-                            residual_backward));
+                            (model.dropout ? 4.0 * e + 1.0 : 3.0 * e) * replicated_tokens * h));
   return ops;
 }
 
@@ -143,11 +140,10 @@ std::vector<Op> head_ops(const ModelShape& model, const LayerSlice& slice) {
   ops.push_back(
       elementwise("final_norm", OpClass::norm, 2.0 * replicated_tokens * model.hidden * e, 1, 2));
   ops.push_back(gemm("logits", tokens, model.vocab / t, model.hidden, 1, dtype));
-  // Vocabulary-parallel cross entropy in fp32: cast, max, exp-sum and the gradient pass over
-  // the logits.
+  // Megatron's vocabulary-parallel cross entropy in fp32: cast, max, subtract, exp, sum, log
+  // and the target gather forward (its max and sum are all-reduced); softmax minus one-hot
+  // backward, one pass over the logits.
   const double logits = tokens * model.vocab / t;
-  // Megatron's vocabulary-parallel cross entropy: cast, max, subtract, exp, sum, log and the
-  // target gather forward (its max and sum are all-reduced); softmax minus one-hot backward.
   ops.push_back(elementwise("cross_entropy", OpClass::cross_entropy, logits * (e + 4.0 * 4.0), 6,
                             2));
   ops.back().backward_bytes_factor = 1.0;

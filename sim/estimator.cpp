@@ -397,7 +397,6 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     se.tp = k.tp;
     se.dp = k.dp;
     chips += static_cast<long long>(k.tp) * k.dp;
-    out.chips = static_cast<int>(std::min<long long>(chips, std::numeric_limits<int>::max()));
     if (!k.problems.empty() || (first && !k.embedding_problems.empty()) ||
         (last && !k.head_problems.empty())) {
       const std::string where = "stage " + std::to_string(i) + " (" + k.island->name + "): ";
@@ -408,9 +407,9 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
         for (const auto& problem : k.head_problems) reject(where + problem);
     }
     // A kernel's notes once, however many stages share it (the planner scores many plans).
-    if (!k.assumptions.empty() && std::none_of(slots.begin(), slots.begin() + i, [&](const StageSlot& s) {
-          return s.kernel == &k;
-        }))
+    if (notes && !k.assumptions.empty() &&
+        std::none_of(slots.begin(), slots.begin() + i,
+                     [&](const StageSlot& s) { return s.kernel == &k; }))
       assume(k.assumptions);
     if (first && !k.embedding_assumptions.empty()) assume(k.embedding_assumptions);
     if (last && !k.head_assumptions.empty()) assume(k.head_assumptions);
@@ -482,6 +481,8 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
       }
     }
   }
+
+  out.chips = static_cast<int>(std::min<long long>(chips, std::numeric_limits<int>::max()));
 
   for (int i = 0; i + 1 < p; ++i) {
     const StageKernel& a = *slots[static_cast<std::size_t>(i)].kernel;

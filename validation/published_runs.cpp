@@ -3,11 +3,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <array>
-#include <memory>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <regex>
 
 #include "core/error.hpp"
@@ -23,12 +22,13 @@ namespace {
 // is read as the folder's README defines it; nothing is inferred from other fields or notes.
 struct CaseConfig {
   std::string id;
-  std::string arch;  // gpt | llama
+  std::optional<bool> gpt;  // model.arch: gpt (true) or llama (false)
   int layers = 0, hidden = 0, heads = 0, kv_heads = 0, vocab = 0, seq_len = 0;
   int ffn = 0;                  // intermediate size
   bool ffn_four_hidden = false;  // written as "4h"
   int global_batch = 0, micro_batch = 1;
-  std::string dtype, recompute = "none";
+  std::optional<DType> dtype;
+  Recompute recompute = Recompute::none;
   std::optional<bool> flash_attention;
   int zero = 0;
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_tp_comm = false;
@@ -59,7 +59,7 @@ void read_hardware(const formats::Field& field, CaseConfig& c) {
 void read_section(formats::MapReader& section, CaseConfig& c) {
   if (auto model = section.optional("model")) {
     formats::MapReader map(*model);
-    if (auto v = map.optional("arch")) c.arch = std::array<const char*, 2>{"gpt", "llama"}[v->as_choice({"gpt", "llama"})];
+    if (auto v = map.optional("arch")) c.gpt = v->as_choice({"gpt", "llama"}) == 0;
     if (auto v = map.optional("layers")) c.layers = integer(*v);
     if (auto v = map.optional("hidden")) c.hidden = integer(*v);
     if (auto v = map.optional("heads")) c.heads = integer(*v);
@@ -81,13 +81,11 @@ void read_section(formats::MapReader& section, CaseConfig& c) {
     if (auto v = map.optional("global_batch")) c.global_batch = integer(*v);
     if (auto v = map.optional("micro_batch")) c.micro_batch = integer(*v);
     if (auto v = map.optional("dtype")) {
-      static constexpr const char* kDTypes[] = {"fp32", "fp16", "bf16", "fp8"};
+      static constexpr DType kDTypes[] = {DType::fp32, DType::fp16, DType::bf16, DType::fp8};
       c.dtype = kDTypes[v->as_choice({"fp32", "fp16", "bf16", "fp8"})];
     }
-    if (auto v = map.optional("recompute")) {
-      static constexpr const char* kRecompute[] = {"none", "selective", "full"};
-      c.recompute = kRecompute[v->as_choice({"none", "selective", "full"})];
-    }
+    if (auto v = map.optional("recompute"))
+      c.recompute = static_cast<Recompute>(v->as_choice({"none", "selective", "full"}));
     if (auto v = map.optional("flash_attention")) c.flash_attention = v->as_bool();
     if (auto v = map.optional("zero")) c.zero = static_cast<int>(v->as_int(0, 3));
     if (auto overlap = map.optional("overlap")) {
@@ -118,7 +116,7 @@ void check_complete(const formats::Field& node, const CaseConfig& c) {
     throw InputError(node.location(), node.path() + "." + what,
                      "missing required key (in the case or in common)");
   };
-  if (c.arch.empty()) missing("model.arch");
+  if (!c.gpt) missing("model.arch");
   if (c.layers == 0) missing("model.layers");
   if (c.hidden == 0) missing("model.hidden");
   if (c.heads == 0) missing("model.heads");
@@ -126,7 +124,7 @@ void check_complete(const formats::Field& node, const CaseConfig& c) {
   if (c.seq_len == 0) missing("model.seq_len");
   if (c.ffn == 0 && !c.ffn_four_hidden) missing("model.ffn");
   if (c.global_batch == 0) missing("training.global_batch");
-  if (c.dtype.empty()) missing("training.dtype");
+  if (!c.dtype) missing("training.dtype");
   if (!c.flash_attention) missing("training.flash_attention");
   if (c.chip.empty()) missing("hardware.chip");
   if (!c.measured) missing("measured");
@@ -177,7 +175,7 @@ double megatron_flops(const CaseConfig& c) {
   // Megatron-LM's reported FLOPs per iteration (Narayanan et al. 2021, eq. 3): the forward
   // pass counted once more under full recompute, logits once.
   const double b = c.global_batch, s = c.seq_len, l = c.layers, h = c.hidden, v = c.vocab;
-  const double passes = c.recompute == "full" ? 4.0 : 3.0;
+  const double passes = c.recompute == Recompute::full ? 4.0 : 3.0;
   return passes * 24.0 * b * s * l * h * h * (1.0 + s / (6.0 * h)) + 6.0 * b * s * h * v;
 }
 
@@ -237,7 +235,7 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   Workload workload;
   workload.name = c.id;
   ModelShape& m = workload.model;
-  const bool gpt = c.arch == "gpt";
+  const bool gpt = *c.gpt;
   m.model_type = gpt ? "gpt2" : "llama";
   m.layers = c.layers;
   m.hidden = c.hidden;
@@ -257,11 +255,9 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   t.seq_len = c.seq_len;
   t.global_batch = c.global_batch;
   t.micro_batch = c.micro_batch;
-  t.dtype = *dtype_from_string(c.dtype);
+  t.dtype = *c.dtype;
   t.fp32_grad_accumulation = true;
-  t.recompute = c.recompute == "full"        ? Recompute::full
-                : c.recompute == "selective" ? Recompute::selective
-                                             : Recompute::none;
+  t.recompute = c.recompute;
   t.sequence_parallel = c.sp;
   t.flash_attention = *c.flash_attention;
   t.zero_stage = c.zero;

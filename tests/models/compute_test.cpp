@@ -143,8 +143,12 @@ TEST(Compute, Fp8RunsOnlyTheLinearGemmsInFp8) {
       EXPECT_TRUE(op.linear);
     }
     if (op.linear) ++linear;
-    if (op.name == "input_norm") EXPECT_DOUBLE_EQ(op.bytes, 2.0 * 1024 * 1024 * 2);  // BF16
-    if (op.name == "flash_attention") EXPECT_FALSE(op.linear);
+    if (op.name == "input_norm") {
+      EXPECT_DOUBLE_EQ(op.bytes, 2.0 * 1024 * 1024 * 2);  // BF16
+    }
+    if (op.name == "flash_attention") {
+      EXPECT_FALSE(op.linear);
+    }
   }
   EXPECT_EQ(linear, 4);  // qkv, out, up, down
   EXPECT_EQ(casts, 4);
