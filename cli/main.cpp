@@ -2,7 +2,9 @@
 // errors print one line and exit with code 2.
 #include <CLI/CLI.hpp>
 #include <cctype>
+#include <chrono>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -44,21 +46,20 @@ namespace {
 constexpr int kInputErrorExit = 2;
 
 // The plan given with --plan (checked against the scenario), or the scenario's own.
-hetplan::Plan plan_of(const hetplan::Scenario& scenario, const std::string& scenario_path,
-                      const std::string& plan_path) {
+hetplan::Plan plan_of(const hetplan::Scenario& scenario, const std::string& plan_path) {
   if (!plan_path.empty()) {
     hetplan::Plan plan = hetplan::formats::load_plan(plan_path);
     hetplan::formats::check_plan_references(plan, scenario.cluster, scenario.workload);
     return plan;
   }
   if (scenario.reference_plan) return *scenario.reference_plan;
-  throw hetplan::InputError({scenario_path, 0, 0}, "plan",
+  throw hetplan::InputError(scenario.location, "plan",
                             "expected --plan PLAN, or a `plan:` in the scenario");
 }
 
 int run_eval(const std::string& scenario_path, const std::string& plan_path, bool json) {
   hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
-  const hetplan::Plan plan = plan_of(scenario, scenario_path, plan_path);
+  const hetplan::Plan plan = plan_of(scenario, plan_path);
   const auto estimate = hetplan::sim::estimate_step(scenario.cluster, scenario.workload, plan);
   if (json) {
     std::cout << hetplan::cli::estimate_json(estimate, plan).dump(2) << "\n";
@@ -98,7 +99,7 @@ std::vector<hetplan::sim::TwinResult> simulate_plans(
 int run_simulate(const std::string& scenario_path, const std::string& plan_path,
                  const std::string& trace_path, std::optional<std::uint64_t> seed, bool json) {
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
-  const hetplan::Plan plan = plan_of(scenario, scenario_path, plan_path);
+  const hetplan::Plan plan = plan_of(scenario, plan_path);
   const auto estimate = hetplan::sim::estimate_step(scenario.cluster, scenario.workload, plan);
   if (!estimate.feasible) {
     std::string why;
@@ -272,14 +273,60 @@ std::vector<hetplan::cli::RankedSimulation> simulate_top(
   return out;
 }
 
+// The search's progress on one stderr line, redrawn at most five times a second, when stderr is
+// a terminal (a log or a pipe gets nothing).
+class ProgressLine : public hetplan::planner::SearchObserver {
+ public:
+  ProgressLine() : enabled_(isatty(STDERR_FILENO) != 0) {}
+  ~ProgressLine() override {
+    if (drawn_) std::fprintf(stderr, "\r\033[K");
+  }
+  void on_progress(const hetplan::planner::SearchProgress& p) override {
+    if (!enabled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (drawn_ && now - last_ < std::chrono::milliseconds(200)) return;
+    last_ = now;
+    drawn_ = true;
+    std::fprintf(stderr, "\r\033[Ksearching: %zu of %zu settings, %zu plans scored, %zu pruned (%.*s)",
+                 p.settings_done, p.settings_total, p.evaluations, p.pruned,
+                 static_cast<int>(p.phase.size()), p.phase.data());
+    std::fflush(stderr);
+  }
+
+ private:
+  bool enabled_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point last_;
+};
+
+// Ctrl-C during a search stops it with the best plans so far; a second one ends the process.
+hetplan::planner::StopToken* g_search_stop = nullptr;
+extern "C" void stop_search_on_signal(int) {
+  if (g_search_stop) g_search_stop->request_stop();  // a lock-free atomic store
+  std::signal(SIGINT, SIG_DFL);
+}
+
 int run_plan(const std::string& scenario_path, std::size_t top, bool json,
              const std::string& out_dir, bool timings, const std::string& records,
-             std::size_t simulate) {
+             std::size_t simulate, double max_seconds) {
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
   const auto ladder = ladder_of(scenario, records);
   hetplan::planner::SearchOptions options;
   options.top = top;
-  const auto result = hetplan::planner::search_plans(scenario, options);
+  options.max_seconds = max_seconds;
+  hetplan::planner::StopToken stop;
+  options.stop = &stop;
+  std::optional<hetplan::planner::SearchResult> searched;
+  {
+    ProgressLine progress;
+    options.observer = &progress;
+    g_search_stop = &stop;
+    const auto previous = std::signal(SIGINT, stop_search_on_signal);
+    searched = hetplan::planner::search_plans(scenario, options);
+    std::signal(SIGINT, previous);
+    g_search_stop = nullptr;
+  }
+  const auto& result = *searched;
   const auto simulations = simulate ? simulate_top(scenario, result, simulate)
                                     : std::vector<hetplan::cli::RankedSimulation>{};
 
@@ -830,6 +877,11 @@ int main(int argc, char** argv) {
   plan->add_option("--out", out_dir, "Write each ranked plan as a plan file into this folder");
   bool timings = false;
   plan->add_flag("--timings", timings, "Print the time of each search phase on stderr");
+  double max_seconds = 0;
+  plan->add_option("--max-seconds", max_seconds,
+                   "Stop the search after this many seconds with the best plans found so far "
+                   "(the report says it stopped early)")
+      ->check(CLI::Range(0.001, 1e7));
   plan->add_option("--records", records,
                    "Folder of validation records (default: the scenario's validation_records)");
   std::size_t simulate_count = 0;
@@ -958,7 +1010,8 @@ int main(int argc, char** argv) {
                         allow_unvalidated, records, images, resource_overrides);
     }
     if (*calibrate) return run_calibrate(base_profile, bundle_paths, label, calibrated_out, json);
-    if (*plan) return run_plan(plan_scenario, top, json, out_dir, timings, records, simulate_count);
+    if (*plan) return run_plan(plan_scenario, top, json, out_dir, timings, records, simulate_count,
+                                    max_seconds);
   } catch (const hetplan::InputError& error) {
     std::cout.flush();
     std::cerr << "error: " << error.what() << "\n";

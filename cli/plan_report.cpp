@@ -107,7 +107,13 @@ std::string search_text(const planner::SearchResult& result, const Scenario& sce
                     std::string(to_string(result.objective)) + "\n";
   out += "searched " + std::to_string(result.settings) + " settings, scored " +
          std::to_string(result.evaluations) + " plans, " + std::to_string(result.pruned) +
-         " more pruned by a bound\n\n";
+         " more pruned by a bound\n";
+  if (!result.stopped.empty()) {
+    out += "search stopped early (" + result.stopped + ") after " +
+           std::to_string(result.settings) + " of " + std::to_string(result.settings_total) +
+           " settings: these are the best plans found until then, not necessarily the best\n";
+  }
+  out += "\n";
   out += "rank mode          plan                                                          chips   step s   tokens/s    MFU  bubble  comm s  free GiB";
   if (priced) out += "  cost/Mtok " + scenario.prices->currency;
   out += "  ladder\n";
@@ -163,6 +169,11 @@ nlohmann::ordered_json search_json(const planner::SearchResult& result, const Sc
   j["search"] = {{"settings", result.settings},
                  {"evaluations", result.evaluations},
                  {"pruned", result.pruned}};
+  // Only when it stopped early, so that a complete search's report is unchanged.
+  if (!result.stopped.empty()) {
+    j["search"]["settings_total"] = result.settings_total;
+    j["search"]["stopped"] = result.stopped;
+  }
   j["ranked"] = nlohmann::ordered_json::array();
   for (const auto& r : result.ranked) j["ranked"].push_back(plan_json(r, ladder));
   nlohmann::ordered_json states;

@@ -8,6 +8,20 @@ std::string to_string(const SourceLocation& location) {
          std::to_string(location.column);
 }
 
+SourceLocation location_at(const std::string& file, std::string_view text, std::size_t offset) {
+  if (offset > text.size()) offset = text.size();
+  int line = 1, column = 1;
+  for (std::size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {file, line, column};
+}
+
 namespace {
 std::string compose(const SourceLocation& location, const std::string& field,
                     const std::string& message) {

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <stdexcept>
+#include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace hetplan {
 
@@ -17,6 +19,11 @@ struct SourceLocation {
 };
 
 std::string to_string(const SourceLocation& location);
+
+// The line and column of a byte offset in a text (an offset past the end is the end), for
+// errors a reader finds by scanning: a NUL byte, a size limit, a table it reached the end of the
+// file without finding.
+SourceLocation location_at(const std::string& file, std::string_view text, std::size_t offset);
 
 class InputError : public std::runtime_error {
  public:

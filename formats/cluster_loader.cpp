@@ -181,7 +181,7 @@ Cluster load_cluster(const std::string& path) {
         chip_field.fail("expected a chip profile id with a file " + chip_id + ".yaml in " + where +
                         ", got \"" + chip_id + "\" (no such profile)");
       }
-      ChipProfile chip = load_chip(profile_path);
+      ChipProfile chip = load_referenced(chip_field, [&] { return load_chip(profile_path); });
       if (chip.id != chip_id) {
         chip_field.fail("profile " + profile_path + " declares id \"" + chip.id +
                         "\", expected \"" + chip_id + "\"");

@@ -97,11 +97,12 @@ bool is_identifier(std::string_view text) {
 YAML::Node parse_document(const std::string& text, const std::string& file_name) {
   if (text.size() > kMaxDocumentBytes) {
     throw InputError(
-        {file_name, 0, 0}, "",
+        location_at(file_name, text, kMaxDocumentBytes), "",
         "expected a document of at most 16 MiB, got " + std::to_string(text.size()) + " bytes");
   }
-  if (text.find('\0') != std::string::npos) {
-    throw InputError({file_name, 0, 0}, "", "expected a text document, got a NUL byte");
+  if (const std::size_t nul = text.find('\0'); nul != std::string::npos) {
+    throw InputError(location_at(file_name, text, nul), "",
+                     "expected a text document, got a NUL byte");
   }
   check_nesting(text, file_name);
   try {

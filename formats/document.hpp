@@ -99,6 +99,18 @@ class MapReader {
 Field document_root(const YAML::Node& root, const std::string& file_name,
                     std::string_view expected_schema);
 
+// Loads the file that `reference` names (a scenario's `cluster:`, a cluster's `chip:`). An
+// InputError inside that file is thrown again at the reference, so the one line names both
+// places: "scenario.yaml:4:10: cluster: cluster.yaml:9:19: fabric.switch_latency: expected ...".
+template <typename Load>
+auto load_referenced(const Field& reference, Load&& load) -> decltype(load()) {
+  try {
+    return load();
+  } catch (const InputError& error) {
+    throw InputError(reference.location(), reference.path(), error.what());
+  }
+}
+
 // The `schema:` value of a document, or empty when it has none.
 std::string schema_of(const YAML::Node& root);
 

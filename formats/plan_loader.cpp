@@ -237,10 +237,16 @@ Scenario load_scenario(const std::string& path) {
   MapReader root(root_field);
   root.required("schema");
   Scenario scenario;
-  scenario.location = {path, 0, 0};
+  scenario.location = root_field.location();  // where a missing top-level key is reported
   scenario.name = root.required("name").as_identifier();
-  scenario.cluster = load_cluster(resolve_relative(root.required("cluster").as_string(), path));
-  scenario.workload = load_workload(resolve_relative(root.required("workload").as_string(), path));
+  const Field cluster_field = root.required("cluster");
+  scenario.cluster = load_referenced(cluster_field, [&] {
+    return load_cluster(resolve_relative(cluster_field.as_string(), path));
+  });
+  const Field workload_field = root.required("workload");
+  scenario.workload = load_referenced(workload_field, [&] {
+    return load_workload(resolve_relative(workload_field.as_string(), path));
+  });
   if (auto objective = root.optional("objective")) {
     scenario.objective = static_cast<Objective>(objective->as_choice({"throughput", "cost"}));
   }
@@ -293,8 +299,11 @@ Scenario load_scenario(const std::string& path) {
     scenario.reliability = read_reliability(*reliability, scenario.cluster);
   }
   if (auto plan_field = root.optional("plan")) {
-    Plan plan = load_plan(resolve_relative(plan_field->as_string(), path));
-    check_plan_references(plan, scenario.cluster, scenario.workload);
+    Plan plan = load_referenced(*plan_field, [&] {
+      Plan loaded = load_plan(resolve_relative(plan_field->as_string(), path));
+      check_plan_references(loaded, scenario.cluster, scenario.workload);
+      return loaded;
+    });
     scenario.reference_plan = std::move(plan);
   }
   root.done();

@@ -272,7 +272,7 @@ Workload load_workload(const std::string& path) {
       hf->fail("expected a readable Hugging Face config.json, got \"" + hf->as_string() + "\" (" +
                error.message() + ")");
     }
-    workload.model = parse_hf_config(config_text, config_path);
+    workload.model = load_referenced(*hf, [&] { return parse_hf_config(config_text, config_path); });
   } else if (shape) {
     workload.model = read_inline(*shape);
   } else {

@@ -194,7 +194,7 @@ class NcclTextParser {
     for (const Line& line : lines_of(text_)) read_line(line);
     close_table();
     if (sweeps_.empty()) {
-      throw InputError({file_, 0, 0}, "",
+      throw InputError(location_at(file_, text_, text_.size()), "",
                        "expected a nccl-tests result table (a \"#  size  count  type ...\" header "
                        "line followed by rows), got none");
     }
@@ -801,7 +801,7 @@ class HcclParser {
     }
     close_table();
     if (sweeps_.empty()) {
-      throw InputError({file_, 0, 0}, "",
+      throw InputError(location_at(file_, text_, text_.size()), "",
                        "expected a hccl_test result table (a \"data_size(Bytes): | "
                        "aveg_time(us): | ...\" header followed by rows), got none");
     }
@@ -1078,7 +1078,7 @@ std::vector<CollectiveSweep> import_collective_log(const std::string& path, cons
 
   const auto format = sniff_collective_log(text);
   if (!format) {
-    throw InputError({path, 0, 0}, "",
+    throw InputError(location_at(path, text, 0), "",
                      "expected nccl-tests or rccl-tests output (text or -J JSON) or hccl_test "
                      "output, got " +
                          std::string(text.find_first_not_of(" \t\r\n") == std::string::npos

@@ -1178,7 +1178,7 @@ void name_islands(std::vector<InventoryIsland>& islands) {
 
 Inventory parse_kubectl_nodes(const std::string& text, const std::string& file_name) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-    throw InputError({file_name, 0, 0}, "",
+    throw InputError(location_at(file_name, text, text.size()), "",
                      "expected the output of `kubectl get nodes -o json`, got an empty file");
   }
   const Json root = parse_located_json(text, file_name,

@@ -309,7 +309,7 @@ class TraceReader {
   TorchTrace read() {
     if (text_.size() > kMaxTraceBytes) {
       throw InputError(
-          {file_, 0, 0}, "",
+          location_at(file_, text_, kMaxTraceBytes), "",
           "expected a trace of at most 256 MiB, got " + std::to_string(text_.size()) + " bytes");
     }
     const bool complete = json::sax_parse(text_, this);

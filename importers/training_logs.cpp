@@ -76,7 +76,7 @@ class LogParser {
 
   TrainingLog parse() {
     if (text_.size() > kMaxLogBytes) {
-      throw InputError({file_, 0, 0}, "",
+      throw InputError(location_at(file_, text_, kMaxLogBytes), "",
                        "expected a training log of at most 64 MiB, got " +
                            std::to_string(text_.size()) + " bytes");
     }
@@ -91,7 +91,7 @@ class LogParser {
       start = end + 1;
     }
     if (log_.iterations.empty()) {
-      throw InputError({file_, 0, 0}, "",
+      throw InputError(location_at(file_, text_, text_.size()), "",
                        "expected Megatron-LM, MindSpeed-LLM or Megatron-DeepSpeed iteration lines "
                        "(\" iteration N/ M | ... |\"), got none");
     }

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <map>
@@ -117,6 +118,12 @@ struct IslandInfo {
   int zone_rank = 0;
 };
 
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", seconds);
+  return text;
+}
+
 std::string lower(std::string text) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return text;
@@ -153,6 +160,8 @@ class Searcher {
                     const std::vector<std::pair<const Option*, int>>& config);
   double evaluate(Mode mode, const Setting& setting, const std::vector<int>& order,
                 const std::vector<std::pair<const Option*, int>>& parts);
+  // Reports progress and decides whether to stop (a request, or the time budget spent).
+  void poll();
   double rate(const std::vector<StageSpec>& stages, int dp) const;  // currency per second
   double score(double step_s, double money_rate) const;
   double step_for(double score, double money_rate) const;  // the inverse of score
@@ -174,6 +183,11 @@ class Searcher {
   std::size_t evaluations_ = 0;
   std::size_t pruned_ = 0;
   std::size_t settings_ = 0;
+  std::size_t settings_total_ = 0;
+  bool stop_ = false;  // set by poll(); every loop of the search returns when it is
+  std::size_t walked_ = 0;  // task-level candidates visited, scored or not
+  std::string stopped_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   sim::Estimate scratch_;
   std::vector<sim::StageSlot> slots_;
 };
@@ -345,6 +359,7 @@ double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<i
     stages[static_cast<std::size_t>(j)].layers = slots_[static_cast<std::size_t>(j)].num_layers;
   ++evaluations_;
   ++phases_[phase_].evaluations;
+  if ((evaluations_ & 4095) == 0) poll();
   if (!scratch_.feasible) {
     reject(kMemory, scratch_.reasons.front());
     return kInf;
@@ -713,18 +728,18 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     if (needed <= 1) return true;
     for (std::size_t k = r; k < walk_order.size(); ++k)
       allowed[static_cast<std::size_t>(islands[static_cast<std::size_t>(walk_order[k])].zone_rank)] = 1;
-    std::vector<char> seen(static_cast<std::size_t>(zone_count), 0);
+    std::vector<char> visited(static_cast<std::size_t>(zone_count), 0);
     std::vector<int> stack{start};
-    seen[static_cast<std::size_t>(start)] = 1;
+    visited[static_cast<std::size_t>(start)] = 1;
     int found = 0;
     while (!stack.empty()) {
       const int z = stack.back();
       stack.pop_back();
       if (used_in_zone[static_cast<std::size_t>(z)] > 0) ++found;
       for (int y = 0; y < zone_count; ++y) {
-        if (!seen[static_cast<std::size_t>(y)] && allowed[static_cast<std::size_t>(y)] &&
+        if (!visited[static_cast<std::size_t>(y)] && allowed[static_cast<std::size_t>(y)] &&
             linked[static_cast<std::size_t>(z * zone_count + y)]) {
-          seen[static_cast<std::size_t>(y)] = 1;
+          visited[static_cast<std::size_t>(y)] = 1;
           stack.push_back(y);
         }
       }
@@ -733,7 +748,8 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   };
   std::function<void(std::size_t, double, double, double, int)> walk =
       [&](std::size_t r, double capacity, double chunk_sum, double chunk_max, int stages) {
-        if (stages > stage_budget) return;
+        if ((++walked_ & 4095) == 0) poll();  // most candidates are pruned, never scored
+        if (stages > stage_budget || stop_) return;
         if (!options_.exhaustive && !reachable(r)) {
           static const std::string kWhy =
               "the islands taken sit in zones no link joins (through zones still open)";
@@ -874,13 +890,13 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
   phase_ = kPhaseSingle;
   // Each island alone.
   for (const Option& option : options) {
-    for (int s = 1; s <= option.max_stages; ++s) {
+    for (int s = 1; s <= option.max_stages && !stop_; ++s) {
       if (v > 1 && s == 1) continue;  // nothing to interleave
       evaluate(Mode::single_island, setting, {option.island}, {{&option, s}});
     }
   }
   clock.reset();
-  search_task_level(setting, islands, options);
+  if (!stop_) search_task_level(setting, islands, options);
 }
 
 Plan Searcher::to_plan(const Found& found) const {
@@ -950,6 +966,23 @@ RankedPlan Searcher::rank(const Found& found, const std::vector<IslandInfo>& isl
   return out;
 }
 
+void Searcher::poll() {
+  if (!stop_ && options_.stop && options_.stop->stop_requested()) {
+    stop_ = true;
+    stopped_ = "stopped on request";
+  }
+  if (!stop_ && options_.max_seconds > 0 &&
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count() >
+          options_.max_seconds) {
+    stop_ = true;
+    stopped_ = "the time budget of " + seconds_text(options_.max_seconds) + " ran out";
+  }
+  if (options_.observer) {
+    options_.observer->on_progress(
+        {kPhaseNames[phase_], settings_, settings_total_, evaluations_, pruned_});
+  }
+}
+
 SearchResult Searcher::run() {
   SearchResult result;
   result.objective = scenario_.objective;
@@ -984,6 +1017,23 @@ SearchResult Searcher::run() {
       if (layers_ % v == 0) chunk_counts.push_back(v);
   }
 
+  // How many settings the loops below will try, for the progress (the same conditions).
+  for (DType dtype : dtypes) {
+    int most = 0;
+    for (const auto& info : dtype == training.dtype ? base_islands : check_islands(dtype))
+      if (info.eligible) most = std::max(most, info.island->free_chip_count());
+    for (int mb : micro_batches) {
+      if (training.global_batch % mb != 0) continue;
+      const int samples = training.global_batch / mb;
+      std::size_t dps = 0;
+      for (int dp = 1; dp <= std::min(samples, most); ++dp) dps += samples % dp == 0;
+      std::size_t chunks = 0;
+      for (int v : chunk_counts) chunks += layers_ % v == 0;
+      settings_total_ += recomputes.size() * zero_stages.size() * chunks * dps;
+    }
+  }
+  poll();
+
   std::vector<IslandInfo> reference = base_islands;
   for (DType dtype : dtypes) {
     const auto islands = dtype == training.dtype ? base_islands : check_islands(dtype);
@@ -1016,6 +1066,8 @@ SearchResult Searcher::run() {
               setting.step.training.zero_stage = zero;
               setting.step.micro_batch = mb;
               setting.step.virtual_stages = v;
+              poll();
+              if (stop_) continue;
               ++settings_;
               search_setting(setting, islands);
             }
@@ -1111,6 +1163,9 @@ SearchResult Searcher::run() {
   result.evaluations = evaluations_;
   result.pruned = pruned_;
   result.settings = settings_;
+  result.settings_total = settings_total_;
+  result.stopped = stopped_;
+  poll();
   return result;
 }
 

@@ -12,6 +12,7 @@
 
 #include "core/plan.hpp"
 #include "core/scenario.hpp"
+#include "planner/progress.hpp"
 #include "sim/estimator.hpp"
 
 namespace hetplan::planner {
@@ -32,6 +33,12 @@ struct SearchOptions {
   bool exhaustive = false;
   std::size_t top = 10;
   sim::EstimateOptions estimate;
+  // Long searches: who hears of the progress, who can stop it, and a time budget in seconds
+  // (0: none). A search that stops early returns the best plans found until then and says so
+  // in SearchResult::stopped; a search that runs to the end is the same whatever these are.
+  SearchObserver* observer = nullptr;
+  const StopToken* stop = nullptr;
+  double max_seconds = 0;
 };
 
 // A constraint pass: what it rejected and a few examples of why.
@@ -82,6 +89,11 @@ struct SearchResult {
   std::size_t evaluations = 0;  // plans scored (layer split + assembly)
   std::size_t pruned = 0;       // candidates a bound proved could not beat the best
   std::size_t settings = 0;     // (dtype, micro-batch, recompute, ZeRO, schedule, dp) tried
+  std::size_t settings_total = 0;  // all the search would have tried
+  // Empty when the search ran to the end. Otherwise why it stopped early ("stopped on request",
+  // "the time budget of 30 s ran out"): its plans are the best found until then, not
+  // necessarily the best there are.
+  std::string stopped;
 };
 
 // The best plan for one job (single-island or task-level), or null when there is none.

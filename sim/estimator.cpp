@@ -13,6 +13,15 @@
 namespace hetplan::sim {
 namespace {
 
+// How a stage's reasons start: the plan file's entry when the stage has one, then its index
+// and island.
+std::string stage_where(const StageSlot& slot, int index) {
+  std::string where;
+  if (slot.location && slot.location->line > 0) where = to_string(*slot.location) + ": ";
+  where += "stage " + std::to_string(index) + " (" + slot.kernel->island->name + "): ";
+  return where;
+}
+
 using models::Collective;
 using models::CollectiveGroup;
 using models::LinkLevel;
@@ -399,7 +408,7 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     chips += static_cast<long long>(k.tp) * k.dp;
     if (!k.problems.empty() || (first && !k.embedding_problems.empty()) ||
         (last && !k.head_problems.empty())) {
-      const std::string where = "stage " + std::to_string(i) + " (" + k.island->name + "): ";
+      const std::string where = stage_where(slot, i);
       for (const auto& problem : k.problems) reject(where + problem);
       if (first)
         for (const auto& problem : k.embedding_problems) reject(where + problem);
@@ -438,7 +447,7 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
       se.fits = se.memory.total() <= se.memory_usable;
       se.tight = se.fits && se.memory.total() > se.memory_usable * (1.0 - memory_headroom);
       if (!se.fits) {
-        reject("stage " + std::to_string(i) + " (" + k.island->name + "): needs " +
+        reject(stage_where(slot, i) + "needs " +
                gib(se.memory.total()) + " per chip (weights " + gib(se.memory.weights) +
                ", gradients " + gib(se.memory.gradients) + ", optimizer " +
                gib(se.memory.optimizer) + ", activations " +
@@ -490,7 +499,9 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     const Boundary boundary = stage_boundary(cluster, model, settings, a, b);
     out.stages[static_cast<std::size_t>(i)].cross_island_boundary = boundary.cross_island;
     if (!boundary.connected) {
-      reject("stages " + std::to_string(i) + " and " + std::to_string(i + 1) + ": zones " +
+      const StageSlot& next = slots[static_cast<std::size_t>(i + 1)];
+      reject((next.location && next.location->line > 0 ? to_string(*next.location) + ": " : "") +
+             "stages " + std::to_string(i) + " and " + std::to_string(i + 1) + ": zones " +
              a.island->zone + " and " + b.island->zone + " have no link between them");
     }
     out.stages[static_cast<std::size_t>(i)].p2p_s += boundary.time_s;
@@ -579,16 +590,21 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
   auto reject = [&](std::string reason) { structure.push_back(std::move(reason)); };
 
   // Structure: one data-parallel degree, a whole number of micro-batches.
+  auto at = [](const SourceLocation& location) {
+    return location.line > 0 ? to_string(location) + ": " : std::string();
+  };
   for (const auto& stage : plan.stages) {
     if (stage.dp != dp) {
-      reject("stages have different data-parallel degrees (" + std::to_string(dp) + " and " +
+      reject(at(stage.location) + "stages have different data-parallel degrees (" +
+             std::to_string(dp) + " and " +
              std::to_string(stage.dp) + "); every stage of one pipeline needs the same dp");
       break;
     }
   }
   const long long per_round = static_cast<long long>(dp) * micro_batch;  // 64 bits: no wrap
   if (training.global_batch % per_round != 0) {
-    reject("global batch " + std::to_string(training.global_batch) +
+    reject(at(plan.stages.front().location) + "global batch " +
+           std::to_string(training.global_batch) +
            " is not a multiple of dp x micro-batch (" + std::to_string(per_round) + ")");
   }
   const int m = static_cast<int>(std::max(1LL, training.global_batch / per_round));
@@ -604,7 +620,11 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
   for (const auto& [name, chips] : used) {
     const Island& island = *cluster.find_island(name);
     if (chips > static_cast<long long>(island.chip_count())) {
-      reject("island " + name + " has " + std::to_string(island.chip_count()) +
+      const std::string& island_name = name;  // clang 14 cannot capture a structured binding
+      const auto first_there =
+          std::find_if(plan.stages.begin(), plan.stages.end(),
+                       [&](const PlanStage& s) { return s.island == island_name; });
+      reject(at(first_there->island_location) + "island " + name + " has " + std::to_string(island.chip_count()) +
              " chips; the plan places " + std::to_string(chips) + " there");
     }
   }
@@ -623,7 +643,7 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
           make_stage_kernel(cluster, workload.model, settings, island, stage.tp, stage.dp, options));
       found = std::prev(kernels.end());
     }
-    slots.push_back({&*found, stage.first_layer, stage.num_layers});
+    slots.push_back({&*found, stage.first_layer, stage.num_layers, &stage.location});
   }
   assemble_estimate(cluster, workload.model, settings, slots, out, options.memory_headroom);
   if (!structure.empty()) {

@@ -152,6 +152,9 @@ struct StageSlot {
   const StageKernel* kernel = nullptr;
   int first_layer = 0;
   int num_layers = 0;
+  // The plan file's entry for the stage, when there is one: its reasons start with it
+  // ("plan.yaml:6:5: stage 0 (a): tp 3 does not divide ..."). The planner's plans have none.
+  const SourceLocation* location = nullptr;
 };
 
 // Memory of a stage at a position of a pipeline of `stages` stages, one chip.

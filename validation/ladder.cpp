@@ -123,9 +123,14 @@ std::string ladder_text(const LadderReport& report) {
 
 PlanValidation plan_validation(const LadderReport& ladder, const Plan& plan) {
   PlanValidation out;
-  std::map<std::string, int> chips;
-  for (const auto& stage : plan.stages) chips[stage.island] += stage.tp * stage.dp;
-  for (const auto& [island, count] : chips) {
+  std::map<std::string, long long> chips;  // 64 bits: stages can sum past 2^31 chips
+  for (const auto& stage : plan.stages)
+    chips[stage.island] += static_cast<long long>(stage.tp) * stage.dp;
+  for (const auto& entry : chips) {
+    // Named copies, not a structured binding: the lambda below captures the name (C++20 lets
+    // it capture a binding, clang 14 does not).
+    const std::string& island = entry.first;
+    const long long count = entry.second;
     const auto state = std::find_if(ladder.islands.begin(), ladder.islands.end(),
                                     [&](const IslandLadder& s) { return s.island == island; });
     if (state == ladder.islands.end()) continue;

@@ -193,6 +193,24 @@ TEST(PlanCli, MissingScenarioIsOneErrorLineNamingTheFile) {
   EXPECT_NE(run.out.find("no/such/file.yaml"), std::string::npos) << run.out;
 }
 
+TEST(PlanCli, ATimeBudgetStopsTheSearchWithTheBestSoFarAndSaysSo) {
+  // A budget of a millisecond runs out before the first setting is done on any machine (the
+  // six-vendor search takes seconds); the plans found until then are ranked, exit 0.
+  const CliRun json = hetplan("plan scenarios/six-vendors.yaml --max-seconds 0.001 --json",
+                              " 2>/dev/null");
+  ASSERT_EQ(json.exit_code, 0) << json.out;
+  const auto report = nlohmann::json::parse(json.out);
+  EXPECT_EQ(report["search"]["stopped"], "the time budget of 0.001 s ran out");
+  EXPECT_LT(report["search"]["settings"].get<int>(), report["search"]["settings_total"].get<int>());
+  const CliRun text = hetplan("plan scenarios/six-vendors.yaml --max-seconds 0.001", " 2>/dev/null");
+  EXPECT_NE(text.out.find("search stopped early (the time budget of 0.001 s ran out) after "),
+            std::string::npos)
+      << text.out;
+  // A complete search says nothing of the kind.
+  const CliRun complete = hetplan("plan --json", " 2>/dev/null");
+  EXPECT_FALSE(nlohmann::json::parse(complete.out)["search"].contains("stopped"));
+}
+
 TEST(PlanCli, TopZeroIsAnInputError) {
   const CliRun run = hetplan("plan --top 0");
   EXPECT_EQ(run.exit_code, 2) << run.out;

@@ -200,7 +200,9 @@ TEST(Launch, OneFilePerIslandOfTheReferencePlan) {
     EXPECT_EQ(text.find("NOT VALIDATED"), std::string::npos);
     std::istringstream lines(text);
     for (std::string line; std::getline(lines, line);) {
-      if (line.rfind('#', 0) == 0) EXPECT_LE(line.size(), 100u) << line;
+      if (line.rfind('#', 0) == 0) {
+        EXPECT_LE(line.size(), 100u) << line;
+      }
     }
   }
   EXPECT_NE(files[0].text.find("#   stage 0: layers 0-11 (12), tp 8, dp 4, ranks 0-31\n"),

@@ -213,7 +213,7 @@ TEST(ChipErrors, ScalarDocument) {
 TEST(ChipErrors, NulByte) {
   std::string text = kChip;
   text[kChip.find("Test Corp")] = '\0';
-  EXPECT_EQ(chip_error(text), "chip.yaml: expected a text document, got a NUL byte");
+  EXPECT_EQ(chip_error(text), "chip.yaml:8:34: expected a text document, got a NUL byte");
 }
 
 TEST(ChipErrors, BadIdentifier) {

@@ -72,14 +72,14 @@ TEST(DocumentLimits, QuoteInPlainScalarDoesNotHideNesting) {
 }
 
 TEST(DocumentLimits, NulByteAnywhere) {
-  EXPECT_EQ(plan_error(std::string(1, '\0')), "deep.yaml: expected a text document, got a NUL byte");
+  EXPECT_EQ(plan_error(std::string(1, '\0')), "deep.yaml:1:1: expected a text document, got a NUL byte");
   EXPECT_EQ(plan_error(std::string("schema: hetplan/plan/v1\nname: a\0b\n", 33)),
-            "deep.yaml: expected a text document, got a NUL byte");
+            "deep.yaml:2:8: expected a text document, got a NUL byte");
 }
 
 TEST(DocumentLimits, OversizedDocument) {
   const std::string text(16u * 1024 * 1024 + 1, ' ');
-  EXPECT_EQ(plan_error(text), "deep.yaml: expected a document of at most 16 MiB, got 16777217 bytes");
+  EXPECT_EQ(plan_error(text), "deep.yaml:1:16777217: expected a document of at most 16 MiB, got 16777217 bytes");
 }
 
 TEST(DocumentLimits, ControlCharactersAreShownAsSpaces) {

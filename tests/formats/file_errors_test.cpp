@@ -96,8 +96,10 @@ TEST(ClusterErrors, TruncatedFile) {
 }
 
 TEST(ClusterErrors, ErrorInsideTheChipProfileNamesTheProfile) {
+  // Both places: the cluster's line that names the chip, then the profile's own error.
   EXPECT_EQ(cluster_error("cluster-broken-profile.yaml"),
-            kBad + "profiles/broken-chip.yaml:42:8: power.tdp: expected a power such as \"400 W\", got "
+            kBad + "cluster-broken-profile.yaml:13:11: islands[0].chip: " + kBad +
+                   "profiles/broken-chip.yaml:42:8: power.tdp: expected a power such as \"400 W\", got "
                    "\"400 Watt\"");
 }
 
@@ -127,7 +129,8 @@ TEST(WorkloadErrors, HfConfigFileMissing) {
 
 TEST(WorkloadErrors, ErrorInsideHfConfigNamesTheConfig) {
   EXPECT_EQ(workload_error("workload-bad-hf.yaml"),
-            kBad + "config-bad-activation.json:2:67: activation_function: expected an activation hetplan "
+            kBad + "workload-bad-hf.yaml:4:14: model.hf_config: " + kBad +
+                   "config-bad-activation.json:2:67: activation_function: expected an activation hetplan "
                    "models (silu, gelu, gelu_new, gelu_pytorch_tanh, relu), got \"tanh\"");
 }
 
@@ -155,7 +158,8 @@ TEST(WorkloadErrors, UnknownTrainingKey) {
 
 TEST(ScenarioErrors, PlanStageIslandNotInCluster) {
   EXPECT_EQ(scenario_error("scenario-unknown-island.yaml"),
-            kBad + "plan-unknown-island.yaml:5:14: stages[1].island: expected an island of cluster "
+            kBad + "scenario-unknown-island.yaml:5:7: plan: " + kBad +
+                   "plan-unknown-island.yaml:5:14: stages[1].island: expected an island of cluster "
                    "\"two-zone\" (a100, h100), got \"tpu-v5\"");
 }
 
@@ -179,7 +183,8 @@ TEST(ScenarioErrors, PriceInAnotherCurrency) {
 
 TEST(ScenarioErrors, ClusterFileMissing) {
   EXPECT_EQ(scenario_error("scenario-missing-cluster.yaml"),
-            kDataDir + "/no-such-cluster.yaml: cannot open the file for reading");
+            kBad + "scenario-missing-cluster.yaml:3:10: cluster: " + kDataDir +
+                "/no-such-cluster.yaml: cannot open the file for reading");
 }
 
 TEST(ScenarioErrors, StragglerOnUnknownIsland) {

@@ -206,7 +206,7 @@ TEST(HfConfigErrors, EmptyDocument) {
 TEST(HfConfigErrors, NulByte) {
   std::string text = kConfig;
   text[text.find("llama")] = '\0';
-  EXPECT_EQ(config_error(text), "config.json: expected a text document, got a NUL byte");
+  EXPECT_EQ(config_error(text), "config.json:2:18: expected a text document, got a NUL byte");
 }
 
 TEST(HfConfigErrors, DeepNesting) {

@@ -136,7 +136,7 @@ TEST(PlanErrors, ListDocument) {
 
 TEST(PlanErrors, NulByte) {
   EXPECT_EQ(plan_error(std::string("schema: hetplan/plan/v1\0\n", 25)),
-            "plan.yaml: expected a text document, got a NUL byte");
+            "plan.yaml:1:24: expected a text document, got a NUL byte");
 }
 
 // check_plan_references against tests/formats/data/cluster.yaml (islands a100, h100) and

@@ -292,7 +292,7 @@ TEST(NcclTestsTextErrors, NegativeSize) {
 TEST(NcclTestsTextErrors, LogWithoutTable) {
   EXPECT_EQ(import_error(kBad + "nccl-tests-no-table.log"),
             kBad +
-                "nccl-tests-no-table.log: expected a nccl-tests result table (a \"#  size  count  "
+                "nccl-tests-no-table.log:11:1: expected a nccl-tests result table (a \"#  size  count  "
                 "type ...\" header line followed by rows), got none");
 }
 
@@ -305,7 +305,7 @@ TEST(NcclTestsTextErrors, HeaderWithoutRows) {
 
 TEST(NcclTestsTextErrors, EmptyText) {
   EXPECT_EQ(input_error_of([] { (void)parse_nccl_tests("", "empty.log"); }),
-            "empty.log: expected a nccl-tests result table (a \"#  size  count  type ...\" header "
+            "empty.log:1:1: expected a nccl-tests result table (a \"#  size  count  type ...\" header "
             "line followed by rows), got none");
 }
 
@@ -596,7 +596,7 @@ TEST(HcclTestErrors, UnknownHeaderColumn) {
 
 TEST(HcclTestErrors, EmptyText) {
   EXPECT_EQ(input_error_of([] { (void)parse_hccl_test("\n\n", "h.txt"); }),
-            "h.txt: expected a hccl_test result table (a \"data_size(Bytes): | aveg_time(us): | "
+            "h.txt:3:1: expected a hccl_test result table (a \"data_size(Bytes): | aveg_time(us): | "
             "...\" header followed by rows), got none");
 }
 
@@ -625,14 +625,14 @@ TEST(CollectiveLogFormat, ImportDispatches) {
 TEST(CollectiveLogFormat, UnknownFormat) {
   EXPECT_EQ(import_error(kBad + "collective-unknown-format.txt"),
             kBad +
-                "collective-unknown-format.txt: expected nccl-tests or rccl-tests output (text or "
+                "collective-unknown-format.txt:1:1: expected nccl-tests or rccl-tests output (text or "
                 "-J JSON) or hccl_test output, got none of their headers");
 }
 
 TEST(CollectiveLogFormat, EmptyFile) {
   EXPECT_EQ(import_error(kBad + "collective-empty.log"),
             kBad +
-                "collective-empty.log: expected nccl-tests or rccl-tests output (text or -J JSON) "
+                "collective-empty.log:1:1: expected nccl-tests or rccl-tests output (text or -J JSON) "
                 "or hccl_test output, got an empty file");
 }
 

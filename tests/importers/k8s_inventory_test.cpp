@@ -538,7 +538,7 @@ TEST(K8sInventory, SingleNodeAndNodeList) {
 
 TEST(K8sInventoryErrors, EmptyFile) {
   EXPECT_EQ(parse_error(" \n"),
-            "nodes.json: expected the output of `kubectl get nodes -o json`, got an empty file");
+            "nodes.json:2:1: expected the output of `kubectl get nodes -o json`, got an empty file");
 }
 
 TEST(K8sInventoryErrors, YamlInsteadOfJson) {

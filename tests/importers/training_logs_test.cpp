@@ -279,7 +279,7 @@ TEST(TrainingLogErrors, NoIterationLines) {
   // The setup output of kMegatron64 up to "training ...": the job died before iteration 1.
   EXPECT_EQ(log_error("training-no-iterations.log"),
             kBad +
-                "training-no-iterations.log: expected Megatron-LM, MindSpeed-LLM or "
+                "training-no-iterations.log:168:1: expected Megatron-LM, MindSpeed-LLM or "
                 "Megatron-DeepSpeed iteration lines (\" iteration N/ M | ... |\"), got none");
 }
 

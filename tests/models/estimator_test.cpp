@@ -132,6 +132,25 @@ TEST(Estimator, RejectsPlansThatCannotRun) {
             "stage 0 (gpu): NVIDIA A100-SXM4-80GB is an inference-only chip");
 }
 
+TEST(Estimator, ReasonsOfAPlanFileNameTheStageLine) {
+  // A plan read from a file carries its stages' locations; the estimator's reasons start with
+  // the line of the stage they are about (the planner's plans have none, as above).
+  Cluster c = a100_cluster(2);
+  c.islands.push_back(island("far", 0, 1, "b"));
+  Plan plan = pipeline(2, 3, 1);
+  plan.stages[0].location = {"plan.yaml", 5, 5};
+  plan.stages[1].location = {"plan.yaml", 6, 5};
+  plan.stages[1].island_location = {"plan.yaml", 6, 15};
+  plan.stages[1].island = "far";
+  plan.stages[1].tp = 16;
+  const auto reasons = estimate_step(c, small_llama(), plan).reasons;
+  ASSERT_GE(reasons.size(), 3u);
+  EXPECT_EQ(reasons[0], "plan.yaml:6:15: island far has 8 chips; the plan places 16 there");
+  EXPECT_EQ(reasons[1].substr(0, 58), "plan.yaml:5:5: stage 0 (gpu): tp 3 does not divide the 16 ");
+  EXPECT_EQ(reasons.back(),
+            "plan.yaml:6:5: stages 0 and 1: zones a and b have no link between them");
+}
+
 TEST(Estimator, UnconnectedZonesCannotShareAPipeline) {
   Cluster c = a100_cluster(1);
   c.islands.push_back(island("far", 0, 1, "b"));

@@ -466,5 +466,97 @@ TEST(PlanSearch, SameInputsSamePlans) {
   EXPECT_EQ(x.evaluations, y.evaluations);
 }
 
+// --- progress and stopping -------------------------------------------------------------------
+
+struct Recorder : SearchObserver {
+  std::vector<SearchProgress> calls;
+  StopToken* stop = nullptr;
+  std::size_t stop_after = 0;  // request a stop at this call (0: never)
+  void on_progress(const SearchProgress& p) override {
+    calls.push_back(p);
+    if (stop && calls.size() == stop_after) stop->request_stop();
+  }
+};
+
+Scenario two_islands() {
+  Builder b;
+  b.add("a100", chip("nvidia-a100-sxm4-80gb"), 2, 8);
+  b.add("mlu", chip("cambricon-mlu370-x8"), 2, 8, "b");
+  return b.s;
+}
+
+TEST(PlanSearchProgress, ReportsEverySettingAndEndsComplete) {
+  Recorder recorder;
+  SearchOptions options;
+  options.observer = &recorder;
+  const SearchResult result = search_plans(two_islands(), options);
+  ASSERT_GE(recorder.calls.size(), 2u);
+  EXPECT_TRUE(result.stopped.empty());
+  EXPECT_GT(result.settings_total, 0u);
+  EXPECT_EQ(result.settings, result.settings_total);
+  for (std::size_t k = 1; k < recorder.calls.size(); ++k) {
+    EXPECT_GE(recorder.calls[k].settings_done, recorder.calls[k - 1].settings_done);
+    EXPECT_GE(recorder.calls[k].evaluations, recorder.calls[k - 1].evaluations);
+    EXPECT_EQ(recorder.calls[k].settings_total, result.settings_total);
+  }
+  // At least one call per setting, and the last one says all of them are done.
+  EXPECT_GE(recorder.calls.size(), result.settings_total);
+  EXPECT_EQ(recorder.calls.back().settings_done, result.settings_total);
+  EXPECT_EQ(recorder.calls.back().evaluations, result.evaluations);
+}
+
+TEST(PlanSearchProgress, AnObserverChangesNothing) {
+  Recorder recorder;
+  SearchOptions watched;
+  watched.observer = &recorder;
+  StopToken never;
+  watched.stop = &never;
+  watched.max_seconds = 1e6;
+  const SearchResult a = search_plans(two_islands());
+  const SearchResult b = search_plans(two_islands(), watched);
+  ASSERT_EQ(a.ranked.size(), b.ranked.size());
+  for (std::size_t k = 0; k < a.ranked.size(); ++k) {
+    EXPECT_EQ(a.ranked[k].plan.name, b.ranked[k].plan.name);
+    EXPECT_EQ(a.ranked[k].tokens_per_s, b.ranked[k].tokens_per_s);
+  }
+  EXPECT_EQ(a.evaluations, b.evaluations);
+  EXPECT_EQ(a.pruned, b.pruned);
+}
+
+TEST(PlanSearchProgress, AStopBeforeTheStartSearchesNothing) {
+  StopToken stop;
+  stop.request_stop();
+  SearchOptions options;
+  options.stop = &stop;
+  const SearchResult result = search_plans(two_islands(), options);
+  EXPECT_EQ(result.stopped, "stopped on request");
+  EXPECT_EQ(result.settings, 0u);
+  EXPECT_EQ(result.evaluations, 0u);
+  EXPECT_TRUE(result.ranked.empty());
+}
+
+TEST(PlanSearchProgress, AStopMidwayKeepsTheBestPlansSoFar) {
+  const SearchResult full = search_plans(two_islands());
+  ASSERT_GT(full.settings_total, 4u);
+  StopToken stop;
+  Recorder recorder;
+  recorder.stop = &stop;
+  recorder.stop_after = 4;  // the start and three settings
+  SearchOptions options;
+  options.stop = &stop;
+  options.observer = &recorder;
+  const SearchResult part = search_plans(two_islands(), options);
+  EXPECT_EQ(part.stopped, "stopped on request");
+  EXPECT_LT(part.settings, full.settings_total);
+  EXPECT_EQ(part.settings_total, full.settings_total);
+  ASSERT_FALSE(part.ranked.empty());
+  for (const auto& ranked : part.ranked) {
+    if (ranked.mode == Mode::resource_pool) continue;
+    EXPECT_TRUE(ranked.estimate.feasible) << ranked.plan.name;
+    // Found among fewer settings: never better than the complete search's best.
+    EXPECT_LE(ranked.tokens_per_s, best_job(full)->tokens_per_s * (1 + 1e-12));
+  }
+}
+
 }  // namespace
 }  // namespace hetplan::planner
