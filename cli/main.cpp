@@ -24,6 +24,7 @@
 #include "cli/report.hpp"
 #include "cli/twin_report.hpp"
 #include "core/error.hpp"
+#include "core/scratch_files.hpp"
 #include "formats/loaders.hpp"
 #include "formats/paths.hpp"
 #include "exporters/export.hpp"
@@ -102,16 +103,32 @@ int run_simulate(const std::string& scenario_path, const std::string& plan_path,
   const hetplan::Plan plan = plan_of(scenario, plan_path);
   const auto estimate = hetplan::sim::estimate_step(scenario.cluster, scenario.workload, plan);
   if (!estimate.feasible) {
+    // At the line of the first reason's stage, which the reason then does not repeat (the
+    // others keep their own stage's line).
+    hetplan::SourceLocation where{plan_path.empty() ? scenario_path : plan_path};
+    for (const auto& stage : plan.stages) {
+      const std::string prefix = hetplan::to_string(stage.location) + ": ";
+      if (stage.location.line > 0 && estimate.reasons.front().rfind(prefix, 0) == 0) {
+        where = stage.location;
+        break;
+      }
+    }
+    const std::string lead = where.line > 0 ? hetplan::to_string(where) + ": " : "";
     std::string why;
-    for (const auto& reason : estimate.reasons) why += (why.empty() ? "" : "; ") + reason;
-    throw hetplan::InputError({plan_path.empty() ? scenario_path : plan_path, 0, 0}, "plan",
+    for (const auto& reason : estimate.reasons) {
+      const bool same = !lead.empty() && reason.rfind(lead, 0) == 0;
+      why += (why.empty() ? "" : "; ") + (same ? reason.substr(lead.size()) : reason);
+    }
+    throw hetplan::InputError(where, "plan",
                               "expected a plan that can run, got one that cannot: " + why);
   }
   hetplan::sim::TwinOptions options = hetplan::cli::twin_options(scenario, seed);
+  std::optional<hetplan::ScratchFile> trace_scratch;  // removed if a signal ends the process
   // The worker writes the trace beside its destination; it replaces the destination only once
   // the simulation has succeeded.
   if (!trace_path.empty()) {
     options.trace_path = trace_path + ".partial-" + std::to_string(::getpid());
+    trace_scratch.emplace(options.trace_path);
     // Find out now, not after the simulation, whether the trace can be written there.
     if (!std::ofstream(options.trace_path, std::ios::binary | std::ios::trunc)) {
       throw hetplan::InputError({trace_path, 0, 0}, "--trace",
@@ -299,11 +316,13 @@ class ProgressLine : public hetplan::planner::SearchObserver {
   std::chrono::steady_clock::time_point last_;
 };
 
-// Ctrl-C during a search stops it with the best plans so far; a second one ends the process.
+// Ctrl-C during a search stops it with the best plans so far; a second one ends the process
+// (removing its scratch files first, as every signal does).
 hetplan::planner::StopToken* g_search_stop = nullptr;
+extern "C" void remove_scratch_and_die(int signal_number);
 extern "C" void stop_search_on_signal(int) {
   if (g_search_stop) g_search_stop->request_stop();  // a lock-free atomic store
-  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGINT, remove_scratch_and_die);
 }
 
 int run_plan(const std::string& scenario_path, std::size_t top, bool json,
@@ -774,7 +793,17 @@ int run_export(const std::string& plan_path, const std::string& scenario_path,
 
 }  // namespace
 
+// A signal that ends the process first removes the scratch files it was writing (temporaries
+// beside a destination, a trace being filled in), then ends it as the signal would have.
+extern "C" void remove_scratch_and_die(int signal_number) {
+  hetplan::remove_scratch_files();
+  std::signal(signal_number, SIG_DFL);
+  std::raise(signal_number);
+}
+
 int main(int argc, char** argv) {
+  for (const int signal_number : {SIGINT, SIGTERM, SIGHUP})
+    std::signal(signal_number, remove_scratch_and_die);
   CLI::App app{"hetplan: plan and simulate LLM training on mixed-vendor accelerator clusters"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "hetplan 0.1.0");

@@ -1,5 +1,6 @@
 #include "formats/writers.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <array>
@@ -23,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/scratch_files.hpp"
 #include "core/units.hpp"
 #include "formats/loaders.hpp"
 
@@ -595,16 +597,34 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   const std::filesystem::path temporary =
       target.parent_path() / ("." + target.filename().string() + ".tmp" +
                               std::to_string(static_cast<long>(::getpid())));
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    file << text;
-    file.flush();
-    if (!file) {
-      std::error_code ignored;
-      std::filesystem::remove(temporary, ignored);
-      throw std::runtime_error(path + ": cannot write (" + std::strerror(errno) + ")");
+  // Removed by the front end's signal handler if the process is interrupted before the rename.
+  const ScratchFile scratch(temporary.string());
+  auto fail = [&](const std::string& what, int code) {
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
+    throw std::runtime_error(path + ": " + what + " (" + std::strerror(code) + ")");
+  };
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("cannot write", errno);
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t put = ::write(fd, text.data() + done, text.size() - done);
+    if (put < 0 && errno == EINTR) continue;
+    if (put <= 0) {
+      const int code = put < 0 ? errno : EIO;
+      ::close(fd);
+      fail("cannot write", code);
     }
+    done += static_cast<std::size_t>(put);
   }
+  // On disk before it takes the destination's name: a crash after the rename never leaves an
+  // empty or partial file under it.
+  if (::fsync(fd) != 0) {
+    const int code = errno;
+    ::close(fd);
+    fail("cannot write", code);
+  }
+  if (::close(fd) != 0) fail("cannot write", errno);
   std::error_code error;
   std::filesystem::rename(temporary, target, error);
   if (error) {

@@ -68,9 +68,17 @@ Outcome run_one(const TwinInput& input, const WorkerCommand& command) {
   posix_spawn_file_actions_adddup2(&actions, err.write, 2);
   std::string program = command.executable;
   char* argv[] = {program.data(), nullptr};
+  // The worker arms a death signal and checks that this process is still its parent
+  // (worker_main.cpp): it never outlives us.
+  std::string parent = "HETPLAN_TWIN_PARENT=" + std::to_string(getpid());
+  std::vector<char*> env;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "HETPLAN_TWIN_PARENT=", 20) != 0) env.push_back(*e);
+  env.push_back(parent.data());
+  env.push_back(nullptr);
   pid_t pid = 0;
   const int spawned =
-      posix_spawn(&pid, program.c_str(), &actions, nullptr, argv, environ);
+      posix_spawn(&pid, program.c_str(), &actions, nullptr, argv, env.data());
   posix_spawn_file_actions_destroy(&actions);
   close_fd(in.read);
   close_fd(out.write);

@@ -5,7 +5,12 @@
 //
 // Exit codes: 0 done; 2 the input was rejected (one line on standard error says why). A SimGrid
 // assertion aborts the process; the caller reports the signal.
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -29,6 +34,13 @@ int reject(const std::string& why) {
 
 int main() {
   using namespace hetplan::sim;
+  // Die with the process that started us (killed, crashed or interrupted), never simulate on
+  // as an orphan. The parent names itself in HETPLAN_TWIN_PARENT: if it is already gone when
+  // the death signal is armed, stop now.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (const char* parent = std::getenv("HETPLAN_TWIN_PARENT")) {
+    if (std::to_string(getppid()) != parent) return 1;
+  }
   std::string text;
   {
     char buffer[1 << 16];

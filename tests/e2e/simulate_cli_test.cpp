@@ -141,7 +141,10 @@ TEST(SimulateCli, APlanThatCannotRunIsRefusedWithItsReasons) {
   EXPECT_EQ(count_lines(run.out), 1u) << run.out;
   EXPECT_EQ(
       run.out.rfind(
-          "error: " + plan + ": plan: expected a plan that can run, got one that cannot: ", 0),
+          "error: " + plan +
+              ":6:5: plan: expected a plan that can run, got one that cannot: stage 0 "
+              "(ascend-910b): needs ",
+          0),
       0u)
       << run.out;
   EXPECT_NE(run.out.find("ascend-910b has 64.0 GiB"), std::string::npos) << run.out;

@@ -6,7 +6,14 @@
 // slow node; give the same bytes for the same seed; write a trace Perfetto can open; turn every
 // kind of worker failure into a message; and refuse, or fail to read, input it cannot simulate.
 #include <gtest/gtest.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <thread>
 
 #include <algorithm>
 #include <cmath>
@@ -851,6 +858,54 @@ TEST(TwinJson, MalformedInputsNameTheField) {
   EXPECT_EQ(read_error(not_an_object), "input.islands[0]: expected an object");
 
   EXPECT_EQ(read_error(nlohmann::json::array()), "input: expected an object");
+}
+
+// A worker whose parent dies ends with it: killed by the death signal it armed, or, if the
+// parent was gone before that, stopped by its parent check. Its standard input stays open (this
+// process holds the pipe's write end), so a worker that outlived its parent would wait forever.
+TEST(TwinWorker, DiesWithItsParent) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);  // orphans come to this process, to be waited for
+  int input[2], report[2];
+  ASSERT_EQ(pipe(input), 0);
+  ASSERT_EQ(pipe(report), 0);
+  const pid_t parent = fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {
+    // As run_workers does: the parent names itself (not the child asking getppid(), which
+    // would name this test's process once the parent is gone).
+    setenv("HETPLAN_TWIN_PARENT", std::to_string(getpid()).c_str(), 1);
+    const pid_t worker = fork();
+    if (worker == 0) {
+      dup2(input[0], 0);
+      execl(HETPLAN_TWIN_WORKER, HETPLAN_TWIN_WORKER, static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    (void)!write(report[1], &worker, sizeof worker);
+    _exit(0);  // the worker's parent dies while the worker waits for its input
+  }
+  close(input[0]);
+  close(report[1]);
+  pid_t worker = -1;
+  ASSERT_EQ(read(report[0], &worker, sizeof worker), static_cast<ssize_t>(sizeof worker));
+  int status = 0;
+  ASSERT_EQ(waitpid(parent, &status, 0), parent);
+  // Wait for the worker (reparented to this process); a worker still alive after 30 s is the
+  // failure this test is for.
+  pid_t done = 0;
+  for (int k = 0; k < 3000 && done == 0; ++k) {
+    done = waitpid(worker, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (done == 0) {
+    kill(worker, SIGKILL);
+    waitpid(worker, &status, 0);
+  }
+  close(input[1]);
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+  ASSERT_EQ(done, worker) << "the worker outlived its parent";
+  const bool killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+  const bool stopped = WIFEXITED(status) && WEXITSTATUS(status) == 1;
+  EXPECT_TRUE(killed || stopped) << "status " << status;
 }
 
 }  // namespace
