@@ -88,6 +88,16 @@ def inline_number(line, rng):
     return line[:m.start()] + rng.choice(HOSTILE_NUMBERS) + line[m.end():]
 
 
+def whole_text(kind, text, rng):
+    """The changes every format shares: the text cut short, a byte-order mark, CRLF line ends."""
+    if kind == "truncate":
+        cut = rng.randrange(0, max(1, len(text)))
+        return text[:cut], f"truncated at byte {cut}"
+    if kind == "bom":
+        return "\ufeff" + text, "byte-order mark"
+    return text.replace("\n", "\r\n"), "CRLF line ends"
+
+
 def mutate_yaml(text, rng):
     """One hostile change to a YAML document; returns (text, description)."""
     lines = text.split("\n")
@@ -121,13 +131,8 @@ def mutate_yaml(text, rng):
             i = rng.choice(options)
             lines[i] = inline_number(lines[i], rng)
             return "\n".join(lines), f"inline number at line {i + 1}"
-    if kind == "truncate":
-        cut = rng.randrange(0, max(1, len(text)))
-        return text[:cut], f"truncated at byte {cut}"
-    if kind == "bom":
-        return "\ufeff" + text, "byte-order mark"
-    if kind == "crlf":
-        return text.replace("\n", "\r\n"), "CRLF line ends"
+    if kind in ("truncate", "bom", "crlf"):
+        return whole_text(kind, text, rng)
     if kind == "control":
         cut = rng.randrange(0, max(1, len(text)))
         return text[:cut] + rng.choice(["\x00", "\x07", "\x1b[2J", "\x7f"]) + text[cut:], \
@@ -191,13 +196,8 @@ def mutate_json(text, rng):
                 json_set(doc, path, 123456789)
                 dumped = json.dumps(doc).replace("123456789", rng.choice(["1e999", "-1e999", "1" * 400]), 1)
             return dumped, f"{kind} at {'/'.join(map(str, path))}"
-    if kind == "truncate":
-        cut = rng.randrange(0, max(1, len(text)))
-        return text[:cut], f"truncated at byte {cut}"
-    if kind == "bom":
-        return "\ufeff" + text, "byte-order mark"
-    if kind == "crlf":
-        return text.replace("\n", "\r\n"), "CRLF line ends"
+    if kind in ("truncate", "bom", "crlf"):
+        return whole_text(kind, text, rng)
     if kind == "nest":
         depth = rng.choice([100, 10000])
         return "[" * depth + text + "]" * depth, f"nesting {depth}"
@@ -232,13 +232,8 @@ def mutate_log(text, rng):
         i = rng.randrange(len(lines) - 1)
         lines[i], lines[i + 1] = lines[i + 1], lines[i]
         return "\n".join(lines), f"lines {i + 1} and {i + 2} swapped"
-    if kind == "truncate":
-        cut = rng.randrange(0, max(1, len(text)))
-        return text[:cut], f"truncated at byte {cut}"
-    if kind == "bom":
-        return "\ufeff" + text, "byte-order mark"
-    if kind == "crlf":
-        return text.replace("\n", "\r\n"), "CRLF line ends"
+    if kind in ("truncate", "bom", "crlf"):
+        return whole_text(kind, text, rng)
     if kind == "longline":
         i = rng.randrange(max(1, len(lines)))
         lines.insert(i, "9" * 200000)

@@ -94,13 +94,19 @@ def main():
                     except OSError:
                         pass
             handled = sig != signal.SIGKILL
+
+            def scratch_left(path, what):
+                """A scratch file is a finding after a signal the process handles; clear it."""
+                if handled:
+                    findings.append(f"run {run}: {argv[1]} after {sig.name}: {what} left: "
+                                    + os.path.basename(path))
+                os.remove(path)
+
             if os.path.isdir(out):
                 for name in sorted(os.listdir(out)):
                     path = os.path.join(out, name)
                     if name.startswith("."):
-                        if handled:
-                            findings.append(f"run {run}: plan after {sig.name}: scratch file left: {name}")
-                        os.remove(path)
+                        scratch_left(path, "scratch file")
                         continue
                     check = subprocess.run([hetplan, "check", path], capture_output=True)
                     if check.returncode != 0:
@@ -109,9 +115,7 @@ def main():
             for name in sorted(os.listdir(work)):
                 path = os.path.join(work, name)
                 if name.startswith("step.json.partial-"):
-                    if handled:
-                        findings.append(f"run {run}: simulate after {sig.name}: scratch trace left: {name}")
-                    os.remove(path)
+                    scratch_left(path, "scratch trace")
                 elif name == "step.json":
                     try:
                         with open(path, encoding="utf-8") as f:
