@@ -28,19 +28,24 @@ import time
 SEED = 7
 
 
-def twin_workers(twin):
-    """Pids of running hetplan-twin processes started from this build."""
+def twin_workers(twin, parent):
+    """Pids of running hetplan-twin workers that `parent` started (each names its parent in
+    HETPLAN_TWIN_PARENT; workers of other processes running beside this test do not count)."""
     pids = []
+    mark = f"HETPLAN_TWIN_PARENT={parent}".encode()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as f:
                 argv0 = f.read().split(b"\0")[0].decode("utf-8", "replace")
+            if argv0 != twin:
+                continue
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if mark in f.read().split(b"\0"):
+                    pids.append(int(entry))
         except OSError:
             continue
-        if argv0 == twin:
-            pids.append(int(entry))
     return pids
 
 
@@ -82,10 +87,10 @@ def main():
             counts[key] = counts.get(key, 0) + 1
             # Workers die with their parent (the death signal fires at once; allow a moment).
             for _ in range(100):
-                if not twin_workers(twin):
+                if not twin_workers(twin, proc.pid):
                     break
                 time.sleep(0.02)
-            left = twin_workers(twin)
+            left = twin_workers(twin, proc.pid)
             if left:
                 findings.append(f"run {run}: {argv[1]} after {sig.name}: twin workers left: {left}")
                 for pid in left:

@@ -1,0 +1,150 @@
+// The main window driven as a person would, headless (QT_QPA_PLATFORM=offscreen): open the
+// default scenario, edit an island, search to the end and compare the table with the planner's
+// own result, cancel a long search, open a broken scenario. The models pass Qt's model tester.
+#include <QAbstractItemModelTester>
+#include <QAction>
+#include <QElapsedTimer>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+
+#include <algorithm>
+#include <fstream>
+
+#include "formats/loaders.hpp"
+#include "gui/main_window.hpp"
+#include "planner/search.hpp"
+
+namespace hetplan::gui {
+
+const QString kSource = QStringLiteral(HETPLAN_SOURCE_DIR);
+const QString kDefault = kSource + QStringLiteral("/scenarios/default.yaml");
+
+class MainWindowTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void opensTheDefaultScenarioAndItsModelsPassTheTester() {
+    MainWindow window;
+    QAbstractItemModelTester islands_tester(window.islands_model());
+    QAbstractItemModelTester plans_tester(window.plans_model());
+    QVERIFY(window.open_scenario(kDefault));
+    QCOMPARE(window.islands_model()->rowCount(), 3);
+    QCOMPARE(window.islands_model()->index(0, IslandsModel::kName).data().toString(),
+             QStringLiteral("ascend-910b"));
+    QCOMPARE(window.islands_model()->index(0, IslandsModel::kNodes).data().toInt(), 32);
+  }
+
+  // Changing an island's nodes in the table changes the scenario the search sees; a value the
+  // loader would refuse is refused with its words and changes nothing.
+  void anEditedNodeCountReachesTheSearch() {
+    MainWindow window;
+    QVERIFY(window.open_scenario(kDefault));
+    IslandsModel* model = window.islands_model();
+    const QModelIndex nodes = model->index(1, IslandsModel::kNodes);
+    QVERIFY(model->setData(nodes, QStringLiteral("8")));
+    QCOMPARE(window.scenario()->cluster.islands[1].nodes, 8);
+    QCOMPARE(window.scenario()->cluster.islands[1].free_nodes, 8);
+    QVERIFY(!model->setData(nodes, QStringLiteral("zero")));
+    QCOMPARE(window.scenario()->cluster.islands[1].nodes, 8);
+    QCOMPARE(window.message(), QStringLiteral(
+        "error: islands[1].nodes: expected an integer from 1 to 100000, got \"zero\""));
+
+    QSignalSpy done(&window, &MainWindow::search_done);
+    window.search();
+    QVERIFY(done.wait(300000));
+    Scenario edited = formats::load_scenario(kDefault.toStdString());
+    edited.cluster.islands[1].nodes = 8;
+    edited.cluster.islands[1].free_nodes = 8;
+    const planner::SearchResult expected = planner::search_plans(edited);
+    expect_rows(window, expected);
+  }
+
+  // The search runs off the GUI thread: the table ends with the planner's own ranking, and a
+  // timer on the GUI thread keeps firing meanwhile (its worst gap is the latency a user sees).
+  void searchesInTheBackgroundAndShowsThePlannersRanking() {
+    MainWindow window;
+    window.show();
+    QVERIFY(window.open_scenario(kDefault));
+    QElapsedTimer clock;
+    qint64 last = 0, worst = 0;
+    QTimer tick;
+    tick.setInterval(10);
+    connect(&tick, &QTimer::timeout, [&] {
+      const qint64 now = clock.elapsed();
+      worst = std::max(worst, now - last);
+      last = now;
+    });
+    QSignalSpy done(&window, &MainWindow::search_done);
+    QSignalSpy progress(window.runner(), &SearchRunner::progress);
+    clock.start();
+    tick.start();
+    window.search();
+    QVERIFY(!window.search_action()->isEnabled());
+    QVERIFY(done.wait(300000));
+    tick.stop();
+    QVERIFY(progress.count() >= 2);
+    qInfo("GUI thread: worst timer gap %lld ms during a search of %lld ms", worst,
+          clock.elapsed());
+    QVERIFY2(worst < 100, qPrintable(QStringLiteral("worst gap %1 ms").arg(worst)));
+    expect_rows(window, planner::search_plans(formats::load_scenario(kDefault.toStdString())));
+    QVERIFY(window.message().startsWith(QStringLiteral("searched ")));
+    QVERIFY(window.search_action()->isEnabled());
+  }
+
+  // Cancel stops a long search (six chip types, seconds of work) within a second, with the
+  // best plans found until then.
+  void cancelStopsALongSearchWithinASecond() {
+    MainWindow window;
+    QVERIFY(window.open_scenario(kSource + QStringLiteral("/scenarios/six-vendors.yaml")));
+    QSignalSpy progress(window.runner(), &SearchRunner::progress);
+    QSignalSpy done(&window, &MainWindow::search_done);
+    window.search();
+    QVERIFY(progress.wait(60000));
+    QVERIFY(window.cancel_action()->isEnabled());
+    QElapsedTimer clock;
+    clock.start();
+    window.cancel_action()->trigger();
+    QVERIFY(done.wait(10000));
+    qInfo("cancel took %lld ms", clock.elapsed());
+    QVERIFY(clock.elapsed() < 1000);
+    QVERIFY(window.message().contains(QStringLiteral("stopped early (stopped on request)")));
+  }
+
+  // A broken scenario: the CLI's one line, and the window keeps the scenario it had.
+  void aBrokenScenarioShowsTheOneLineError() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("broken.yaml"));
+    {
+      std::ofstream out(path.toStdString());
+      out << "schema: hetplan/scenario/v1\nname: broken\ncluster: missing.yaml\n";
+    }
+    MainWindow window;
+    QVERIFY(window.open_scenario(kDefault));
+    QVERIFY(!window.open_scenario(path));
+    const QString expected = QStringLiteral("error: ") + path +
+                             QStringLiteral(":3:10: cluster: ") + dir.path() +
+                             QStringLiteral("/missing.yaml: cannot open the file for reading");
+    QCOMPARE(window.message(), expected);
+    QCOMPARE(window.scenario()->name, std::string("default"));
+  }
+
+ private:
+  static void expect_rows(const MainWindow& window, const planner::SearchResult& expected) {
+    const PlansModel* plans = window.plans_model();
+    QCOMPARE(plans->rowCount(), static_cast<int>(expected.ranked.size()));
+    for (int row = 0; row < plans->rowCount(); ++row) {
+      const planner::RankedPlan& want = expected.ranked[static_cast<std::size_t>(row)];
+      QCOMPARE(plans->plan_at(row)->plan.name, want.plan.name);
+      QCOMPARE(plans->plan_at(row)->tokens_per_s, want.tokens_per_s);
+      QCOMPARE(plans->index(row, PlansModel::kTokens).data().toString(),
+               QString::number(want.tokens_per_s, 'f', 0));
+    }
+  }
+};
+
+}  // namespace hetplan::gui
+
+QTEST_MAIN(hetplan::gui::MainWindowTest)
+#include "gui_test.moc"

@@ -1,0 +1,46 @@
+// hetplan-gui: the desktop front end. `hetplan-gui [SCENARIO]` opens the scenario (default: the
+// bundled one). `hetplan-gui --screenshot DIR [SCENARIO]` opens it, searches, writes the main
+// window to DIR/main.png and quits (offscreen with QT_QPA_PLATFORM=offscreen).
+#include <QApplication>
+#include <QDir>
+#include <QStringList>
+#include <QTimer>
+
+#include <cstdio>
+
+#include "formats/paths.hpp"
+#include "gui/main_window.hpp"
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setApplicationName(QStringLiteral("hetplan-gui"));
+  QStringList args = QApplication::arguments();
+  args.removeFirst();
+  QString screenshots;
+  if (const auto at = args.indexOf(QStringLiteral("--screenshot")); at >= 0) {
+    if (at + 1 >= args.size()) {
+      std::fprintf(stderr, "error: --screenshot: expected a folder\n");
+      return 2;
+    }
+    screenshots = args.at(at + 1);
+    args.remove(at, 2);
+  }
+  const QString scenario =
+      args.isEmpty() ? QString::fromStdString(hetplan::formats::bundled_path("scenarios/default.yaml"))
+                     : args.front();
+  hetplan::gui::MainWindow window;
+  window.show();
+  const bool opened = window.open_scenario(scenario);
+  if (screenshots.isEmpty()) return QApplication::exec();
+  if (!opened) {
+    std::fprintf(stderr, "%s\n", window.message().toUtf8().constData());
+    return 2;
+  }
+  QObject::connect(&window, &hetplan::gui::MainWindow::search_done, &app, [&] {
+    QDir().mkpath(screenshots);
+    const bool saved = window.grab().save(QDir(screenshots).filePath(QStringLiteral("main.png")));
+    QApplication::exit(saved ? 0 : 1);
+  });
+  QTimer::singleShot(0, &window, [&] { window.search(); });
+  return QApplication::exec();
+}

@@ -1,0 +1,61 @@
+// Qt item models over hetplan's core types, for the main window's tables. They copy nothing
+// they do not show and never compute figures: the plans model shows the search result exactly
+// as `hetplan plan` prints it.
+#pragma once
+
+#include <QAbstractTableModel>
+#include <QString>
+
+#include <memory>
+
+#include "core/scenario.hpp"
+#include "planner/search.hpp"
+
+namespace hetplan::gui {
+
+// The scenario's islands; the node and free-node counts are editable (checked as the cluster
+// loader checks them: 1..100000 nodes, free nodes at most the nodes).
+class IslandsModel : public QAbstractTableModel {
+  Q_OBJECT
+
+ public:
+  enum Column { kName, kChip, kNodes, kFreeNodes, kChipsPerNode, kNics, kZone, kColumns };
+  explicit IslandsModel(QObject* parent = nullptr);
+  void set_cluster(Cluster* cluster);  // edits go into it; null shows nothing
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+  Qt::ItemFlags flags(const QModelIndex& index) const override;
+  bool setData(const QModelIndex& index, const QVariant& value, int role = Qt::EditRole) override;
+
+ signals:
+  // A value the model refused, in the loader's words ("islands[1].nodes: expected ...").
+  void rejected(const QString& message);
+  void edited();
+
+ private:
+  Cluster* cluster_ = nullptr;
+};
+
+// The ranked plans of a search, one row per plan, the columns of `hetplan plan`.
+class PlansModel : public QAbstractTableModel {
+  Q_OBJECT
+
+ public:
+  enum Column { kRank, kMode, kPlan, kChips, kStep, kTokens, kMfu, kBubble, kComm, kCost, kColumns };
+  explicit PlansModel(QObject* parent = nullptr);
+  void set_result(std::shared_ptr<const planner::SearchResult> result);
+  const planner::RankedPlan* plan_at(int row) const;
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+
+ private:
+  std::shared_ptr<const planner::SearchResult> result_;
+};
+
+}  // namespace hetplan::gui
