@@ -2,6 +2,11 @@
 // default scenario, edit an island, search to the end and compare the table with the planner's
 // own result, cancel a long search, open a broken scenario. The models pass Qt's model tester.
 #include <QAbstractItemModelTester>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QStackedBarSeries>
+#include <QTableView>
 #include <QAction>
 #include <QElapsedTimer>
 #include <QSignalSpy>
@@ -10,6 +15,7 @@
 #include <QTimer>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 
 #include "formats/loaders.hpp"
@@ -110,6 +116,40 @@ class MainWindowTest : public QObject {
     qInfo("cancel took %lld ms", clock.elapsed());
     QVERIFY(clock.elapsed() < 1000);
     QVERIFY(window.message().contains(QStringLiteral("stopped early (stopped on request)")));
+  }
+
+  // After a search the detail tab shows the best one-job plan: its stages as `hetplan eval`
+  // lists them and each stage's memory by part, stacked, beside what a process can use.
+  void theBestPlansStagesAndMemoryAreShown() {
+    MainWindow window;
+    QVERIFY(window.open_scenario(kDefault));
+    QSignalSpy done(&window, &MainWindow::search_done);
+    window.search();
+    QVERIFY(done.wait(300000));
+    const planner::SearchResult expected =
+        planner::search_plans(formats::load_scenario(kDefault.toStdString()));
+    const planner::RankedPlan* best = planner::best_job(expected);
+    QVERIFY(best && window.detailed_plan());
+    QCOMPARE(window.detailed_plan()->plan.name, best->plan.name);
+    const sim::Estimate& e = best->estimate;
+    QAbstractItemModel* stages = window.stages_view()->model();
+    QAbstractItemModelTester tester(stages);
+    QCOMPARE(stages->rowCount(), static_cast<int>(e.stages.size()));
+    QCOMPARE(stages->index(0, StagesModel::kIsland).data().toString(),
+             QString::fromStdString(e.stages[0].island));
+    QCOMPARE(stages->index(0, StagesModel::kLayers).data().toString(),
+             QStringLiteral("0-%1").arg(e.stages[0].num_layers - 1));
+    const auto series = window.memory_chart()->chart()->series();
+    QCOMPARE(series.size(), 2);
+    auto* bars = qobject_cast<QStackedBarSeries*>(series[0]);
+    QVERIFY(bars);
+    QCOMPARE(bars->count(), 5);  // weights, gradients, optimizer, activations, buffers
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    for (std::size_t i = 0; i < e.stages.size(); ++i) {
+      double sum = 0;
+      for (QBarSet* set : bars->barSets()) sum += set->at(static_cast<int>(i));
+      QVERIFY(std::abs(sum - e.stages[i].memory.total() / kGiB) < 1e-9 * sum + 1e-12);
+    }
   }
 
   // A broken scenario: the CLI's one line, and the window keeps the scenario it had.

@@ -1,6 +1,6 @@
 // hetplan-gui: the desktop front end. `hetplan-gui [SCENARIO]` opens the scenario (default: the
 // bundled one). `hetplan-gui --screenshot DIR [SCENARIO]` opens it, searches, writes the main
-// window to DIR/main.png and quits (offscreen with QT_QPA_PLATFORM=offscreen).
+// window to DIR/main.png (the three states) and DIR/plan.png (the best plan's detail) and quits (offscreen with QT_QPA_PLATFORM=offscreen).
 #include <QApplication>
 #include <QDir>
 #include <QStringList>
@@ -38,7 +38,10 @@ int main(int argc, char** argv) {
   }
   QObject::connect(&window, &hetplan::gui::MainWindow::search_done, &app, [&] {
     QDir().mkpath(screenshots);
-    const bool saved = window.grab().save(QDir(screenshots).filePath(QStringLiteral("main.png")));
+    // The three states and why the best plan wins, then the best plan's detail.
+    bool saved = window.grab().save(QDir(screenshots).filePath(QStringLiteral("main.png")));
+    window.show_tab(1);
+    saved = window.grab().save(QDir(screenshots).filePath(QStringLiteral("plan.png"))) && saved;
     QApplication::exit(saved ? 0 : 1);
   });
   QTimer::singleShot(0, &window, [&] { window.search(); });

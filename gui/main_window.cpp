@@ -8,7 +8,11 @@
 #include <QChartView>
 #include <QFileDialog>
 #include <QHeaderView>
+#include <QItemSelectionModel>
 #include <QLabel>
+#include <QLineSeries>
+#include <QStackedBarSeries>
+#include <QTabWidget>
 #include <QPainter>
 #include <QProgressBar>
 #include <QSortFilterProxyModel>
@@ -31,6 +35,7 @@ MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent),
       islands_(new IslandsModel(this)),
       plans_(new PlansModel(this)),
+      stages_(new StagesModel(this)),
       sorted_plans_(new QSortFilterProxyModel(this)),
       runner_(new SearchRunner(this)) {
   setWindowTitle(tr("hetplan"));
@@ -72,13 +77,31 @@ MainWindow::MainWindow(QWidget* parent)
   plans_view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   plans_view_->horizontalHeader()->setStretchLastSection(true);
 
-  auto* bottom = new QSplitter(Qt::Horizontal, split);
-  chart_ = new QChartView(bottom);
+  // Below the plans: the three states beside why the best plan wins, and the selected plan.
+  tabs_ = new QTabWidget(split);
+  auto* overview = new QSplitter(Qt::Horizontal);
+  chart_ = new QChartView(overview);
   chart_->setMinimumSize(520, 260);
   chart_->setRenderHint(QPainter::Antialiasing);
-  why_ = new QTextBrowser(bottom);
-  bottom->setSizes({620, 780});
-  bottom->setChildrenCollapsible(false);
+  why_ = new QTextBrowser(overview);
+  overview->setSizes({620, 780});
+  overview->setChildrenCollapsible(false);
+  tabs_->addTab(overview, tr("Three states and why"));
+  auto* detail = new QSplitter(Qt::Horizontal);
+  auto* left = new QSplitter(Qt::Vertical, detail);
+  stages_view_ = new QTableView(left);
+  stages_view_->setModel(stages_);
+  stages_view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  breakdown_ = new QTextBrowser(left);
+  memory_chart_ = new QChartView(detail);
+  memory_chart_->setMinimumSize(520, 260);
+  memory_chart_->setRenderHint(QPainter::Antialiasing);
+  detail->setSizes({760, 640});
+  tabs_->addTab(detail, tr("Plan detail"));
+  connect(plans_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) {
+            if (current.isValid()) show_plan_row(current.row());
+          });
   split->setStretchFactor(0, 1);
   split->setStretchFactor(1, 3);
   split->setStretchFactor(2, 2);
@@ -146,7 +169,9 @@ bool MainWindow::open_scenario(const QString& path) {
   islands_->set_cluster(&scenario_->cluster);
   plans_->set_result(nullptr);
   why_->clear();
-  replace_chart(new QChart());
+  replace_chart(chart_, new QChart());
+  show_plan(nullptr);
+  result_.reset();
   const ModelShape& m = scenario_->workload.model;
   summary_->setText(tr("Scenario %1: workload %2 (%3 layers, hidden %4, %5 heads) on cluster %6, "
                        "%7 islands; objective %8")
@@ -179,6 +204,8 @@ void MainWindow::cancel() {
 void MainWindow::show_result(std::shared_ptr<const planner::SearchResult> result) {
   search_action_->setEnabled(true);
   cancel_action_->setEnabled(false);
+  show_plan(nullptr);
+  result_ = result;
   plans_->set_result(result);
   progress_->setRange(0, static_cast<int>(std::max<std::size_t>(result->settings_total, 1)));
   progress_->setValue(static_cast<int>(result->settings));
@@ -196,6 +223,15 @@ void MainWindow::show_result(std::shared_ptr<const planner::SearchResult> result
            QStringLiteral("</p>");
   why_->setHtml(why);
   update_chart(*result);
+  // The best one-job plan in the detail tab.
+  for (int row = 0; row < sorted_plans_->rowCount(); ++row) {
+    const planner::RankedPlan* ranked = plans_->plan_at(sorted_plans_->mapToSource(sorted_plans_->index(row, 0)).row());
+    if (ranked && ranked->mode != planner::Mode::resource_pool) {
+      plans_view_->selectRow(row);
+      show_plan_row(row);
+      break;
+    }
+  }
   emit search_done();
 }
 
@@ -227,13 +263,95 @@ void MainWindow::update_chart(const planner::SearchResult& result) {
   series->attachAxis(y);
   y->applyNiceNumbers();
   chart->legend()->hide();
-  replace_chart(chart);
+  replace_chart(chart_, chart);
 }
 
-void MainWindow::replace_chart(QChart* chart) {
-  QChart* old = chart_->chart();
-  chart_->setChart(chart);
+void MainWindow::replace_chart(QChartView* view, QChart* chart) {
+  QChart* old = view->chart();
+  view->setChart(chart);
   delete old;
+}
+
+void MainWindow::show_tab(int index) { tabs_->setCurrentIndex(index); }
+
+void MainWindow::show_plan_row(int row) {
+  const QModelIndex source = sorted_plans_->mapToSource(sorted_plans_->index(row, 0));
+  show_plan(source.isValid() ? plans_->plan_at(source.row()) : nullptr);
+}
+
+// The selected plan: its stages, each stage's memory by part against what a process can use,
+// and where its step goes. A resource pool has no single pipeline to show.
+void MainWindow::show_plan(const planner::RankedPlan* plan) {
+  if (plan && plan->mode == planner::Mode::resource_pool) plan = nullptr;
+  detailed_ = plan;
+  stages_->set_estimate(plan ? &plan->estimate : nullptr);
+  if (!plan) {
+    breakdown_->clear();
+    replace_chart(memory_chart_, new QChart());
+    return;
+  }
+  const sim::Estimate& e = plan->estimate;
+  auto seconds = [](double s) { return QString::number(s, 'f', 3); };
+  QString html = QStringLiteral("<p><b>%1</b></p>").arg(QString::fromStdString(plan->plan.name).toHtmlEscaped());
+  html += tr("<p>step %1 s, %2 tokens/s, MFU %3 %; %4 micro-batches of %5</p>")
+              .arg(seconds(e.step_time_s))
+              .arg(e.tokens_per_s, 0, 'f', 0)
+              .arg(100 * e.mfu, 0, 'f', 1)
+              .arg(e.micro_batches)
+              .arg(e.micro_batch);
+  html += tr("<p>compute %1 s (bottleneck stage), bubble %2 s, optimizer %3 s<br>"
+             "exposed communication: tensor-parallel %4 s, pipeline %5 s, cross-island %6 s, "
+             "data-parallel %7 s</p>")
+              .arg(seconds(e.compute_s), seconds(e.bubble_s), seconds(e.optimizer_s),
+                   seconds(e.exposed.tensor_parallel), seconds(e.exposed.pipeline),
+                   seconds(e.exposed.cross_island), seconds(e.exposed.data_parallel));
+  if (!e.assumptions.empty()) {
+    html += tr("<p>Assumed (priors where a profile leaves a figure unknown):</p><ul>");
+    for (const auto& a : e.assumptions)
+      html += QStringLiteral("<li>%1</li>").arg(QString::fromStdString(a).toHtmlEscaped());
+    html += QStringLiteral("</ul>");
+  }
+  breakdown_->setHtml(html);
+
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  auto* weights = new QBarSet(tr("weights"));
+  auto* gradients = new QBarSet(tr("gradients"));
+  auto* optimizer = new QBarSet(tr("optimizer"));
+  auto* activations = new QBarSet(tr("activations"));
+  auto* transient = new QBarSet(tr("buffers"));
+  auto* usable = new QLineSeries();
+  usable->setName(tr("usable"));
+  QStringList names;
+  double top = 0;
+  for (std::size_t i = 0; i < e.stages.size(); ++i) {
+    const sim::StageEstimate& s = e.stages[i];
+    names << QString::number(i);  // the stage; its island is in the table beside
+    *weights << s.memory.weights / kGiB;
+    *gradients << s.memory.gradients / kGiB;
+    *optimizer << s.memory.optimizer / kGiB;
+    *activations << (s.memory.activations + s.memory.head) / kGiB;
+    *transient << s.memory.transient / kGiB;
+    usable->append(static_cast<double>(i), s.memory_usable / kGiB);
+    top = std::max({top, s.memory.total() / kGiB, s.memory_usable / kGiB});
+  }
+  auto* bars = new QStackedBarSeries();
+  for (QBarSet* set : {weights, gradients, optimizer, activations, transient}) bars->append(set);
+  auto* chart = new QChart();
+  chart->addSeries(bars);
+  chart->addSeries(usable);
+  chart->setTitle(tr("Memory per chip of each stage (0, 1, ...), GiB"));
+  auto* x = new QBarCategoryAxis();
+  x->append(names);
+  chart->addAxis(x, Qt::AlignBottom);
+  bars->attachAxis(x);
+  usable->attachAxis(x);
+  auto* y = new QValueAxis();
+  y->setRange(0, top * 1.05);
+  y->setLabelFormat(QStringLiteral("%.0f"));
+  chart->addAxis(y, Qt::AlignLeft);
+  bars->attachAxis(y);
+  usable->attachAxis(y);
+  replace_chart(memory_chart_, chart);
 }
 
 }  // namespace hetplan::gui

@@ -17,6 +17,7 @@ class QLabel;
 class QProgressBar;
 class QSortFilterProxyModel;
 class QTableView;
+class QTabWidget;
 class QTextBrowser;
 class QChart;
 class QChartView;
@@ -43,6 +44,14 @@ class MainWindow : public QMainWindow {
   const Scenario* scenario() const { return scenario_ ? &*scenario_ : nullptr; }
   QString message() const;
   QAction* search_action() const { return search_action_; }
+  // The plan shown in the detail tab (the best one-job plan after a search), or null.
+  const planner::RankedPlan* detailed_plan() const { return detailed_; }
+  QTableView* stages_view() const { return stages_view_; }
+  QChartView* memory_chart() const { return memory_chart_; }
+  // Shows the plan of a row of the ranked table (in the table's current order).
+  void show_plan_row(int row);
+  // Brings the tab below the plans to the front: 0 the three states and why, 1 the plan detail.
+  void show_tab(int index);
   QAction* cancel_action() const { return cancel_action_; }
 
  signals:
@@ -52,18 +61,26 @@ class MainWindow : public QMainWindow {
   void show_message(const QString& text, bool error);
   void show_result(std::shared_ptr<const planner::SearchResult> result);
   void update_chart(const planner::SearchResult& result);
-  void replace_chart(QChart* chart);  // the view owns the new one; the old one is deleted
+  void replace_chart(QChartView* view, QChart* chart);  // the old chart is deleted
+  void show_plan(const planner::RankedPlan* plan);
 
   std::optional<Scenario> scenario_;
   QString scenario_path_;
   IslandsModel* islands_;
   PlansModel* plans_;
+  StagesModel* stages_;
   QSortFilterProxyModel* sorted_plans_;
   SearchRunner* runner_;
   QTableView* islands_view_;
   QTableView* plans_view_;
   QChartView* chart_;
   QTextBrowser* why_;
+  QTabWidget* tabs_;
+  QTableView* stages_view_;
+  QChartView* memory_chart_;
+  QTextBrowser* breakdown_;
+  const planner::RankedPlan* detailed_ = nullptr;
+  std::shared_ptr<const planner::SearchResult> result_;
   QLabel* summary_;
   QLabel* message_;
   QProgressBar* progress_;

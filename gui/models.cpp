@@ -1,5 +1,6 @@
 #include "gui/models.hpp"
 
+#include <QColor>
 #include <QLocale>
 
 namespace hetplan::gui {
@@ -91,6 +92,68 @@ bool IslandsModel::setData(const QModelIndex& index, const QVariant& value, int 
   emit dataChanged(this->index(index.row(), kNodes), this->index(index.row(), kFreeNodes));
   emit edited();
   return true;
+}
+
+// ---- stages --------------------------------------------------------------------------------
+
+StagesModel::StagesModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void StagesModel::set_estimate(const sim::Estimate* estimate) {
+  beginResetModel();
+  estimate_ = estimate;
+  endResetModel();
+}
+
+int StagesModel::rowCount(const QModelIndex& parent) const {
+  if (parent.isValid() || !estimate_) return 0;
+  return static_cast<int>(estimate_->stages.size());
+}
+
+int StagesModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : kColumns;
+}
+
+QVariant StagesModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (role != Qt::DisplayRole || orientation != Qt::Horizontal) return {};
+  switch (section) {
+    case kStage: return tr("Stage");
+    case kIsland: return tr("Island");
+    case kChip: return tr("Chip");
+    case kLayers: return tr("Layers");
+    case kTp: return tr("tp");
+    case kDp: return tr("dp");
+    case kMicroBatch: return tr("fwd+bwd per micro-batch");
+    case kMemory: return tr("Memory peak / usable");
+    default: return {};
+  }
+}
+
+QVariant StagesModel::data(const QModelIndex& index, int role) const {
+  if (!estimate_ || !index.isValid() || index.row() >= rowCount()) return {};
+  const sim::StageEstimate& s = estimate_->stages[static_cast<std::size_t>(index.row())];
+  if (role == Qt::ForegroundRole && index.column() == kMemory && !s.fits)
+    return QColor(0xb0, 0x00, 0x20);
+  if (role != Qt::DisplayRole) return {};
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  switch (index.column()) {
+    case kStage: return index.row();
+    case kIsland: return QString::fromStdString(s.island);
+    case kChip: return QString::fromStdString(s.chip);
+    case kLayers:
+      return QStringLiteral("%1-%2").arg(s.first_layer).arg(s.first_layer + s.num_layers - 1);
+    case kTp: return s.tp;
+    case kDp: return s.dp;
+    case kMicroBatch: return tr("%1 ms").arg(1e3 * s.micro_batch_s, 0, 'f', 1);
+    case kMemory: {
+      QString text = tr("%1 GiB / %2 GiB")
+                         .arg(s.memory.total() / kGiB, 0, 'f', 1)
+                         .arg(s.memory_usable / kGiB, 0, 'f', 1);
+      if (!s.fits) text += tr("  does not fit");
+      else if (s.tight) text += tr("  tight");
+      return text;
+    }
+    default: return {};
+  }
 }
 
 // ---- plans ---------------------------------------------------------------------------------

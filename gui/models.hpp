@@ -39,6 +39,24 @@ class IslandsModel : public QAbstractTableModel {
   Cluster* cluster_ = nullptr;
 };
 
+// The stages of one plan's estimate: what `hetplan eval` prints per stage.
+class StagesModel : public QAbstractTableModel {
+  Q_OBJECT
+
+ public:
+  enum Column { kStage, kIsland, kChip, kLayers, kTp, kDp, kMicroBatch, kMemory, kColumns };
+  explicit StagesModel(QObject* parent = nullptr);
+  void set_estimate(const sim::Estimate* estimate);  // null shows nothing; must outlive the model's use
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+
+ private:
+  const sim::Estimate* estimate_ = nullptr;
+};
+
 // The ranked plans of a search, one row per plan, the columns of `hetplan plan`.
 class PlansModel : public QAbstractTableModel {
   Q_OBJECT
