@@ -20,6 +20,7 @@
 
 #include "formats/loaders.hpp"
 #include "gui/main_window.hpp"
+#include "gui/translation.hpp"
 #include "planner/search.hpp"
 
 namespace hetplan::gui {
@@ -150,6 +151,27 @@ class MainWindowTest : public QObject {
       for (QBarSet* set : bars->barSets()) sum += set->at(static_cast<int>(i));
       QVERIFY(std::abs(sum - e.stages[i].memory.total() / kGiB) < 1e-9 * sum + 1e-12);
     }
+  }
+
+  // The window speaks Simplified Chinese under a zh_CN locale, English elsewhere.
+  void theChineseTranslationShipsAndOthersKeepEnglish() {
+    QVERIFY(!install_translation(*QCoreApplication::instance(), QLocale(QLocale::French)));
+    {
+      MainWindow english;
+      QCOMPARE(english.search_action()->text(), QStringLiteral("Search plans"));
+    }
+    QVERIFY(install_translation(*QCoreApplication::instance(),
+                                QLocale(QLocale::Chinese, QLocale::China)));
+    MainWindow chinese;
+    QCOMPARE(chinese.search_action()->text(), QStringLiteral("搜索方案"));
+    QVERIFY(chinese.open_scenario(kDefault));
+    QCOMPARE(chinese.islands_model()->headerData(IslandsModel::kName, Qt::Horizontal,
+                                                 Qt::DisplayRole).toString(),
+             QStringLiteral("计算岛"));
+    // Errors keep the loaders' own (English) words, as the CLI prints them.
+    QVERIFY(!chinese.islands_model()->setData(chinese.islands_model()->index(0, IslandsModel::kNodes),
+                                              QStringLiteral("0")));
+    QVERIFY(chinese.message().startsWith(QStringLiteral("error: islands[0].nodes：")));
   }
 
   // A broken scenario: the CLI's one line, and the window keeps the scenario it had.

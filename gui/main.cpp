@@ -10,10 +10,12 @@
 
 #include "formats/paths.hpp"
 #include "gui/main_window.hpp"
+#include "gui/translation.hpp"
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setApplicationName(QStringLiteral("hetplan-gui"));
+  hetplan::gui::install_translation(app, QLocale());  // the system's locale (LANG)
   QStringList args = QApplication::arguments();
   args.removeFirst();
   QString screenshots;

@@ -224,7 +224,13 @@ QVariant PlansModel::data(const QModelIndex& index, int role) const {
   const QString dash = QStringLiteral("-");
   switch (index.column()) {
     case kRank: return index.row() + 1;
-    case kMode: return QString::fromUtf8(to_string(r->mode).data(), static_cast<qsizetype>(to_string(r->mode).size()));
+    case kMode:
+      switch (r->mode) {
+        case planner::Mode::single_island: return tr("single-island");
+        case planner::Mode::resource_pool: return tr("resource-pool");
+        case planner::Mode::task_level: return tr("task-level");
+      }
+      return {};
     case kPlan: {
       if (!pool) return QString::fromStdString(r->plan.name);
       QString name = tr("pool: ");
