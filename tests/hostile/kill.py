@@ -85,8 +85,10 @@ def main():
             ended = "finished" if code >= 0 else "interrupted"
             key = f"{argv[1]} {sig.name} {ended}"
             counts[key] = counts.get(key, 0) + 1
-            # Workers die with their parent (the death signal fires at once; allow a moment).
-            for _ in range(100):
+            # Workers die with their parent: the death signal fires at once, and a worker that
+            # starts after its parent died stops at its parent check, which a sanitizer build
+            # reaches only after its runtime's start-up; allow up to 30 s.
+            for _ in range(1500):
                 if not twin_workers(twin, proc.pid):
                     break
                 time.sleep(0.02)
