@@ -30,6 +30,33 @@
 #include "formats/loaders.hpp"
 
 namespace hetplan::gui {
+namespace {
+
+// A chart of the series over named categories, with a value axis from 0 to `top` (0: rounded
+// to nice numbers from the data).
+QChart* bar_chart(const QString& title, std::initializer_list<QAbstractSeries*> series,
+                  const QStringList& categories, double top) {
+  auto* chart = new QChart();
+  chart->setTitle(title);
+  auto* x = new QBarCategoryAxis();
+  x->append(categories);
+  auto* y = new QValueAxis();
+  y->setLabelFormat(QStringLiteral("%.0f"));
+  chart->addAxis(x, Qt::AlignBottom);
+  chart->addAxis(y, Qt::AlignLeft);
+  for (QAbstractSeries* s : series) {
+    chart->addSeries(s);
+    s->attachAxis(x);
+    s->attachAxis(y);
+  }
+  if (top > 0)
+    y->setRange(0, top);
+  else
+    y->applyNiceNumbers();
+  return chart;
+}
+
+}  // namespace
 
 MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent),
@@ -250,18 +277,8 @@ void MainWindow::update_chart(const planner::SearchResult& result) {
   *set << (result.task_level ? result.task_level->tokens_per_s : 0.0);
   auto* series = new QBarSeries();
   series->append(set);
-  auto* chart = new QChart();
-  chart->addSeries(series);
-  chart->setTitle(tr("Tokens/s: each island alone, the resource pool, one task-level job"));
-  auto* x = new QBarCategoryAxis();
-  x->append(names);
-  chart->addAxis(x, Qt::AlignBottom);
-  series->attachAxis(x);
-  auto* y = new QValueAxis();
-  y->setLabelFormat(QStringLiteral("%.0f"));
-  chart->addAxis(y, Qt::AlignLeft);
-  series->attachAxis(y);
-  y->applyNiceNumbers();
+  auto* chart = bar_chart(tr("Tokens/s: each island alone, the resource pool, one task-level job"),
+                          {series}, names, 0);
   chart->legend()->hide();
   replace_chart(chart_, chart);
 }
@@ -336,21 +353,8 @@ void MainWindow::show_plan(const planner::RankedPlan* plan) {
   }
   auto* bars = new QStackedBarSeries();
   for (QBarSet* set : {weights, gradients, optimizer, activations, transient}) bars->append(set);
-  auto* chart = new QChart();
-  chart->addSeries(bars);
-  chart->addSeries(usable);
-  chart->setTitle(tr("Memory per chip of each stage (0, 1, ...), GiB"));
-  auto* x = new QBarCategoryAxis();
-  x->append(names);
-  chart->addAxis(x, Qt::AlignBottom);
-  bars->attachAxis(x);
-  usable->attachAxis(x);
-  auto* y = new QValueAxis();
-  y->setRange(0, top * 1.05);
-  y->setLabelFormat(QStringLiteral("%.0f"));
-  chart->addAxis(y, Qt::AlignLeft);
-  bars->attachAxis(y);
-  usable->attachAxis(y);
+  auto* chart = bar_chart(tr("Memory per chip of each stage (0, 1, ...), GiB"), {bars, usable},
+                          names, top * 1.05);
   replace_chart(memory_chart_, chart);
 }
 
