@@ -97,31 +97,37 @@ std::vector<hetplan::sim::TwinResult> simulate_plans(
   return results;
 }
 
+// The estimate of a plan that must run (simulate, export, validate --run): one that cannot is bad
+// input at the line of the first reason's stage, which the reason then does not repeat (the
+// others keep their own stage's line), else at the file that holds the plan.
+hetplan::sim::Estimate runnable_estimate(const hetplan::Scenario& scenario,
+                                         const hetplan::Plan& plan, const std::string& plan_file) {
+  auto estimate = hetplan::sim::estimate_step(scenario.cluster, scenario.workload, plan);
+  if (estimate.feasible) return estimate;
+  hetplan::SourceLocation where{plan_file};
+  for (const auto& stage : plan.stages) {
+    const std::string prefix = hetplan::to_string(stage.location) + ": ";
+    if (stage.location.line > 0 && estimate.reasons.front().rfind(prefix, 0) == 0) {
+      where = stage.location;
+      break;
+    }
+  }
+  const std::string lead = where.line > 0 ? hetplan::to_string(where) + ": " : "";
+  std::string why;
+  for (const auto& reason : estimate.reasons) {
+    const bool same = !lead.empty() && reason.rfind(lead, 0) == 0;
+    why += (why.empty() ? "" : "; ") + (same ? reason.substr(lead.size()) : reason);
+  }
+  throw hetplan::InputError(where, "plan",
+                            "expected a plan that can run, got one that cannot: " + why);
+}
+
 int run_simulate(const std::string& scenario_path, const std::string& plan_path,
                  const std::string& trace_path, std::optional<std::uint64_t> seed, bool json) {
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
   const hetplan::Plan plan = plan_of(scenario, plan_path);
-  const auto estimate = hetplan::sim::estimate_step(scenario.cluster, scenario.workload, plan);
-  if (!estimate.feasible) {
-    // At the line of the first reason's stage, which the reason then does not repeat (the
-    // others keep their own stage's line).
-    hetplan::SourceLocation where{plan_path.empty() ? scenario_path : plan_path};
-    for (const auto& stage : plan.stages) {
-      const std::string prefix = hetplan::to_string(stage.location) + ": ";
-      if (stage.location.line > 0 && estimate.reasons.front().rfind(prefix, 0) == 0) {
-        where = stage.location;
-        break;
-      }
-    }
-    const std::string lead = where.line > 0 ? hetplan::to_string(where) + ": " : "";
-    std::string why;
-    for (const auto& reason : estimate.reasons) {
-      const bool same = !lead.empty() && reason.rfind(lead, 0) == 0;
-      why += (why.empty() ? "" : "; ") + (same ? reason.substr(lead.size()) : reason);
-    }
-    throw hetplan::InputError(where, "plan",
-                              "expected a plan that can run, got one that cannot: " + why);
-  }
+  const auto estimate =
+      runnable_estimate(scenario, plan, plan_path.empty() ? scenario_path : plan_path);
   hetplan::sim::TwinOptions options = hetplan::cli::twin_options(scenario, seed);
   std::optional<hetplan::ScratchFile> trace_scratch;  // removed if a signal ends the process
   // The worker writes the trace beside its destination; it replaces the destination only once
@@ -480,18 +486,6 @@ int run_calibrate(const std::string& profile_path, const std::vector<std::string
     if (!checks.empty()) std::cout << hetplan::cli::checks_text(checks);
   }
   return 0;
-}
-
-// The estimate of a plan that must run: one that cannot is bad input naming the plan file.
-hetplan::sim::Estimate runnable_estimate(const hetplan::Scenario& scenario,
-                                         const hetplan::Plan& plan, const std::string& plan_path) {
-  auto estimate = hetplan::sim::estimate_step(scenario.cluster, scenario.workload, plan);
-  if (!estimate.feasible) {
-    throw hetplan::InputError({plan_path, 0, 0}, "plan",
-                              "expected a plan that can run; the estimator says: " +
-                                  estimate.reasons.front());
-  }
-  return estimate;
 }
 
 // A run of the plan at scale, from its training log: the measured step against the estimate, and

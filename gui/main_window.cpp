@@ -250,14 +250,12 @@ void MainWindow::show_result(std::shared_ptr<const planner::SearchResult> result
            QStringLiteral("</p>");
   why_->setHtml(why);
   update_chart(*result);
-  // The best one-job plan in the detail tab.
-  for (int row = 0; row < sorted_plans_->rowCount(); ++row) {
-    const planner::RankedPlan* ranked = plans_->plan_at(sorted_plans_->mapToSource(sorted_plans_->index(row, 0)).row());
-    if (ranked && ranked->mode != planner::Mode::resource_pool) {
-      plans_view_->selectRow(row);
-      show_plan_row(row);
-      break;
-    }
+  // The best one-job plan (planner::best_job) in the detail tab, selected in the table.
+  if (const planner::RankedPlan* best = planner::best_job(*result)) {
+    const int source_row = static_cast<int>(best - result->ranked.data());
+    // Selecting the row shows it (currentRowChanged); show it here if the selection did not move.
+    plans_view_->selectRow(sorted_plans_->mapFromSource(plans_->index(source_row, 0)).row());
+    if (detailed_ != best) show_plan(best);
   }
   emit search_done();
 }

@@ -1017,29 +1017,35 @@ SearchResult Searcher::run() {
       if (layers_ % v == 0) chunk_counts.push_back(v);
   }
 
-  // How many settings the loops below will try, for the progress (the same conditions).
+  // Each dtype's islands and their largest free chip count, once for the count of settings
+  // (the progress's total) and the search itself.
+  std::vector<std::vector<IslandInfo>> islands_of;
+  std::vector<int> most_chips;
   for (DType dtype : dtypes) {
+    islands_of.push_back(dtype == training.dtype ? base_islands : check_islands(dtype));
     int most = 0;
-    for (const auto& info : dtype == training.dtype ? base_islands : check_islands(dtype))
+    for (const auto& info : islands_of.back())
       if (info.eligible) most = std::max(most, info.island->free_chip_count());
+    most_chips.push_back(most);
+  }
+  // How many settings the loops below will try (the same conditions).
+  std::size_t chunks = 0;
+  for (int v : chunk_counts) chunks += layers_ % v == 0;
+  for (std::size_t d = 0; d < dtypes.size(); ++d) {
     for (int mb : micro_batches) {
       if (training.global_batch % mb != 0) continue;
       const int samples = training.global_batch / mb;
       std::size_t dps = 0;
-      for (int dp = 1; dp <= std::min(samples, most); ++dp) dps += samples % dp == 0;
-      std::size_t chunks = 0;
-      for (int v : chunk_counts) chunks += layers_ % v == 0;
+      for (int dp = 1; dp <= std::min(samples, most_chips[d]); ++dp) dps += samples % dp == 0;
       settings_total_ += recomputes.size() * zero_stages.size() * chunks * dps;
     }
   }
   poll();
 
-  std::vector<IslandInfo> reference = base_islands;
-  for (DType dtype : dtypes) {
-    const auto islands = dtype == training.dtype ? base_islands : check_islands(dtype);
-    int max_chips = 0;
-    for (const auto& info : islands)
-      if (info.eligible) max_chips = std::max(max_chips, info.island->free_chip_count());
+  for (std::size_t d = 0; d < dtypes.size(); ++d) {
+    const DType dtype = dtypes[d];
+    const std::vector<IslandInfo>& islands = islands_of[d];
+    const int max_chips = most_chips[d];
     for (int mb : micro_batches) {
       if (training.global_batch % mb != 0) {
         reject(kStructure, "micro-batch " + std::to_string(mb) + " does not divide the global batch");
@@ -1085,16 +1091,16 @@ SearchResult Searcher::run() {
     IslandBaseline baseline;
     baseline.island = cluster_.islands[i].name;
     if (single_best_[i].score < kInf) {
-      baseline.best = rank(single_best_[i], reference);
-    } else if (!reference[i].eligible) {
-      baseline.why_not = reference[i].why_not;
+      baseline.best = rank(single_best_[i], base_islands);
+    } else if (!base_islands[i].eligible) {
+      baseline.why_not = base_islands[i].why_not;
     } else {
       baseline.why_not = "no plan on its " + std::to_string(cluster_.islands[i].free_chip_count()) +
                          " free chips fits the model in memory";
     }
     result.islands.push_back(std::move(baseline));
   }
-  if (task_best_.score < kInf) result.task_level = rank(task_best_, reference);
+  if (task_best_.score < kInf) result.task_level = rank(task_best_, base_islands);
 
   std::vector<RankedPlan> jobs;
   for (const auto& baseline : result.islands)
@@ -1144,7 +1150,7 @@ SearchResult Searcher::run() {
     });
     if (!listed) shapes.push_back(forced);
   }
-  for (const Found* found : shapes) result.ranked.push_back(rank(*found, reference));
+  for (const Found* found : shapes) result.ranked.push_back(rank(*found, base_islands));
   if (result.resource_pool) result.ranked.push_back(*result.resource_pool);
   const bool by_cost = scenario_.objective == Objective::cost;
   std::stable_sort(result.ranked.begin(), result.ranked.end(),
