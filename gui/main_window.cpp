@@ -24,6 +24,7 @@
 #include <QVBoxLayout>
 #include <QValueAxis>
 
+#include <algorithm>
 #include <exception>
 
 #include "core/error.hpp"
@@ -102,7 +103,7 @@ MainWindow::MainWindow(QWidget* parent)
   plans_view_->sortByColumn(PlansModel::kRank, Qt::AscendingOrder);
   plans_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
   plans_view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  plans_view_->horizontalHeader()->setStretchLastSection(true);
+  plans_view_->horizontalHeader()->setSectionResizeMode(PlansModel::kPlan, QHeaderView::Stretch);
 
   // Below the plans: the three states beside why the best plan wins, and the selected plan.
   tabs_ = new QTabWidget(split);
@@ -194,6 +195,11 @@ bool MainWindow::open_scenario(const QString& path) {
   }
   scenario_path_ = path;
   islands_->set_cluster(&scenario_->cluster);
+  // Every island in sight (up to eight rows; more scroll).
+  const int rows = std::min(islands_->rowCount(), 8);
+  islands_view_->setMinimumHeight(islands_view_->horizontalHeader()->sizeHint().height() +
+                                  rows * islands_view_->verticalHeader()->defaultSectionSize() +
+                                  2 * islands_view_->frameWidth() + 2);
   plans_->set_result(nullptr);
   why_->clear();
   replace_chart(chart_, new QChart());
