@@ -640,7 +640,8 @@ int run_inventory_import(const std::string& nodes_path, const std::string& name,
 }
 
 int run_extender(const std::string& plan_path, const std::string& scenario_path,
-                 const std::string& listen, const std::string& nodes_path) {
+                 const std::string& listen, const std::string& nodes_path,
+                 double request_timeout) {
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
   const hetplan::Plan plan = hetplan::formats::load_plan(plan_path);
   hetplan::formats::check_plan_references(plan, scenario.cluster, scenario.workload);
@@ -657,7 +658,9 @@ int run_extender(const std::string& plan_path, const std::string& scenario_path,
                               "expected HOST:PORT such as 127.0.0.1:8888, got \"" + listen + "\"");
   }
   const std::string host = listen.substr(0, colon);
-  hetplan::extender::Server server(hetplan::extender::stage_table(scenario.cluster, plan), {});
+  hetplan::extender::ExtenderConfig config;
+  config.request_timeout = request_timeout;
+  hetplan::extender::Server server(hetplan::extender::stage_table(scenario.cluster, plan), config);
   if (!nodes_path.empty()) {
     const auto nodes = hetplan::extender::parse_json(
         hetplan::formats::read_text_file(nodes_path), nodes_path);
@@ -950,6 +953,7 @@ int main(int argc, char** argv) {
 
   std::string extender_plan, extender_scenario = hetplan::formats::bundled_path("scenarios/default.yaml"), extender_listen,
       extender_nodes;
+  double extender_request_timeout = hetplan::extender::ExtenderConfig{}.request_timeout;
   auto* extender = app.add_subcommand(
       "extender", "Serve kube-scheduler's extender protocol (filter, prioritize) for a plan");
   extender->add_option("--plan", extender_plan, "The plan whose stage groups to place")
@@ -960,6 +964,9 @@ int main(int argc, char** argv) {
       ->required();
   extender->add_option("--nodes", extender_nodes,
                        "kubectl get nodes -o json, to fill the node cache (nodeCacheCapable)");
+  extender->add_option("--request-timeout", extender_request_timeout,
+                       "Seconds a request may take to arrive whole; a slower client gets 408 "
+                       "(default 10)");
 
   std::string base_profile, label, calibrated_out;
   std::vector<std::string> bundle_paths;
@@ -1023,7 +1030,8 @@ int main(int argc, char** argv) {
       return run_validate(folder, profiles, microbench, validate_twin, json);
     }
     if (*extender) {
-      return run_extender(extender_plan, extender_scenario, extender_listen, extender_nodes);
+      return run_extender(extender_plan, extender_scenario, extender_listen, extender_nodes,
+                          extender_request_timeout);
     }
     if (*import_nodes) {
       return run_inventory_import(nodes_path, inventory_name, inventory_profiles, inventory_out);

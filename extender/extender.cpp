@@ -1,20 +1,15 @@
 #include "extender/extender.hpp"
 
-#include <httplib.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
+#include <cmath>
+#include <cstdio>
 #include <exception>
-#include <functional>
 #include <new>
-#include <thread>
+
+#include "extender/http_server.hpp"
 
 namespace hetplan::extender {
 
@@ -298,80 +293,18 @@ std::optional<std::string> failure(const PodGroup& group, const Candidate& candi
   return mismatch(*group.group, *candidate.labels);
 }
 
-// ---- The bounded worker pool --------------------------------------------------------------
-
-// httplib's own pool queues connections without bound. This one has `threads` workers and lets
-// at most `max_queued` accepted connections wait; beyond that the accepting thread waits, and
-// further clients wait in the kernel's listen backlog.
-class BoundedPool : public httplib::TaskQueue {
- public:
-  BoundedPool(std::size_t threads, std::size_t max_queued) : max_queued_(max_queued) {
-    workers_.reserve(threads);
-    for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
-  }
-  ~BoundedPool() override { shutdown(); }
-  BoundedPool(const BoundedPool&) = delete;
-  BoundedPool& operator=(const BoundedPool&) = delete;
-
-  void enqueue(std::function<void()> job) override {
-    std::unique_lock lock(mutex_);
-    room_.wait(lock, [&] { return jobs_.size() < max_queued_ || stopping_; });
-    jobs_.push_back(std::move(job));
-    work_.notify_one();
-  }
-
-  void shutdown() override {
-    {
-      std::lock_guard lock(mutex_);
-      if (stopping_ && workers_.empty()) return;
-      stopping_ = true;
-    }
-    work_.notify_all();
-    room_.notify_all();
-    for (auto& worker : workers_) worker.join();
-    workers_.clear();
-  }
-
- private:
-  void work() {
-    for (;;) {
-      std::function<void()> job;
-      {
-        std::unique_lock lock(mutex_);
-        work_.wait(lock, [&] { return !jobs_.empty() || stopping_; });
-        if (jobs_.empty()) return;  // stopping, and every accepted connection served
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
-      }
-      room_.notify_one();
-      job();
-    }
-  }
-
-  std::size_t max_queued_;
-  std::mutex mutex_;
-  std::condition_variable work_;
-  std::condition_variable room_;
-  std::deque<std::function<void()>> jobs_;
-  std::vector<std::thread> workers_;
-  bool stopping_ = false;
-};
-
-std::string regex_escaped(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '.') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 void check_config(const ExtenderConfig& config) {
   const SourceLocation where{"extender", 0, 0};
   if (config.threads < 1 || config.threads > kMaxThreads) {
     throw InputError(where, "threads",
                      "expected an integer from 1 to " + std::to_string(kMaxThreads) + ", got " +
                          std::to_string(config.threads));
+  }
+  if (!(config.request_timeout >= 0.1 && config.request_timeout <= 3600)) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", config.request_timeout);
+    throw InputError(where, "request_timeout",
+                     std::string("expected seconds from 0.1 to 3600, got ") + got);
   }
   if (config.max_body < 1024) {
     throw InputError(where, "max_body",
@@ -576,172 +509,75 @@ struct Server::Impl {
   StageTable table;
   ExtenderConfig config;
   NodeCache cache;
-  httplib::Server http;
-  std::atomic<bool> stop_requested{false};
-  std::atomic<bool> listening{false};
-  socket_t listen_socket = -1;      // the socket httplib bound, once `bound`
-  bool bound = false;               // by bind_any_port() or listen()
-  std::atomic<bool> served{false};  // httplib's accept loop was entered (it closes the socket)
+  std::string filter_path;
+  std::string prioritize_path;
+  http::Server http;
 
-  // After httplib bound a socket (or failed to).
-  void on_bind(bool ok) {
-    bound = ok;
-    if (!ok) {
-      listen_socket = -1;  // httplib closed the sockets it tried
-      return;
-    }
-    // httplib listens with a backlog of 5: concurrent connects beyond it were seen to fail with
-    // read errors at the client. Listening again on the bound socket raises the backlog.
-    ::listen(listen_socket, kBacklog);
+  Impl(StageTable stage_table, ExtenderConfig extender_config)
+      : table(std::move(stage_table)),
+        config(std::move(extender_config)),
+        filter_path(config.prefix + "/filter"),
+        prioritize_path(config.prefix + "/prioritize"),
+        http(limits(config), [this](const http::Request& req, http::Response& res) { handle(req, res); },
+             [](std::string_view message) { return error_body(std::string(message)); }) {}
+
+  static http::Limits limits(const ExtenderConfig& config) {
+    http::Limits limits;
+    limits.max_body = config.max_body;
+    limits.threads = static_cast<std::size_t>(config.threads);
+    limits.queued = limits.threads * kQueuedPerThread;
+    limits.backlog = kBacklog;
+    limits.request_deadline =
+        std::chrono::milliseconds(std::lround(config.request_timeout * 1000.0));
+    return limits;
   }
 
-  void serve(const httplib::Request& req, httplib::Response& res, bool is_filter) {
+  void handle(const http::Request& req, http::Response& res) {
+    const bool is_filter = req.path == filter_path;
+    if (!is_filter && req.path != prioritize_path) {
+      res.status = 404;
+      res.body = error_body("no such endpoint: " + req.method + " " + req.path);
+      return;
+    }
+    if (req.method != "POST") {
+      res.status = 405;
+      res.headers.emplace_back("Allow", "POST");
+      res.body = error_body("method " + req.method + " not allowed: use POST");
+      return;
+    }
     try {
       const json args = parse_json(req.body, is_filter ? "filter request" : "prioritize request");
       const json result = is_filter ? filter(table, cache, args) : prioritize(table, cache, args);
-      res.status = 200;
-      res.set_content(result.dump(-1, ' ', false, json::error_handler_t::replace),
-                      "application/json");
+      res.body = result.dump(-1, ' ', false, json::error_handler_t::replace);
     } catch (const InputError& error) {
       res.status = 400;
-      res.set_content(error_body(error.what()), "application/json");
-    } catch (const std::bad_alloc&) {
-      res.status = 503;
-      res.set_content(error_body("out of memory"), "application/json");
-    } catch (const std::exception& error) {
-      res.status = 500;
-      res.set_content(error_body(std::string("internal error: ") + error.what()),
-                      "application/json");
+      res.body = error_body(error.what());
     }
-  }
-
-  void routes() {
-    const std::size_t threads = static_cast<std::size_t>(config.threads);
-    http.new_task_queue = [threads] {
-      return new BoundedPool(threads, threads * kQueuedPerThread);
-    };
-    http.set_payload_max_length(config.max_body);
-    http.set_tcp_nodelay(true);
-    // httplib's default sets SO_REUSEPORT, which lets a second server bind the same port and
-    // silently share its connections; SO_REUSEADDR alone makes that bind fail.
-    http.set_socket_options([this](socket_t sock) {
-      listen_socket = sock;  // the last socket offered is the one bound
-      int yes = 1;
-      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    });
-    http.set_keep_alive_max_count(100);
-    http.set_keep_alive_timeout(1);  // s; also bounds how long stop() waits for idle connections
-    http.set_read_timeout(5);
-    http.set_write_timeout(5);
-
-    const std::string base = regex_escaped(config.prefix);
-    for (const bool is_filter : {true, false}) {
-      const std::string path = base + (is_filter ? "/filter" : "/prioritize");
-      http.Post(path, [this, is_filter](const httplib::Request& req, httplib::Response& res) {
-        serve(req, res, is_filter);
-      });
-      const auto not_allowed = [](const httplib::Request& req, httplib::Response& res) {
-        res.status = 405;
-        res.set_header("Allow", "POST");
-        res.set_content(error_body("method " + req.method + " not allowed: use POST"),
-                        "application/json");
-      };
-      http.Get(path, not_allowed);
-      http.Put(path, not_allowed);
-      http.Patch(path, not_allowed);
-      http.Delete(path, not_allowed);
-      http.Options(path, not_allowed);
-    }
-    // httplib caps bodies with a Content-Length (413, the body is read and dropped) but reads
-    // chunked bodies, and bodies without a length until the client closes, whole into memory:
-    // refuse those before a byte of the body is read.
-    http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-      const bool has_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
-                            req.method == "DELETE" || req.method == "PRI";
-      if (!has_body) return httplib::Server::HandlerResponse::Unhandled;
-      if (req.has_header("Transfer-Encoding")) {
-        res.status = 411;
-        res.set_content(error_body("chunked request bodies are not accepted: send Content-Length"),
-                        "application/json");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      if (!req.has_header("Content-Length")) {
-        res.status = 411;
-        res.set_content(error_body("a request needs a Content-Length"), "application/json");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      return httplib::Server::HandlerResponse::Unhandled;
-    });
-    // Errors httplib answers itself (404 no route, 413 too large, 400 bad request line) get a
-    // JSON body too; responses that already have one keep it.
-    http.set_error_handler(httplib::Server::HandlerWithResponse(
-        [](const httplib::Request& req, httplib::Response& res) {
-          if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-          std::string message;
-          switch (res.status) {
-            case 404:
-              message = "no such endpoint: " + req.method + " " + req.path;
-              break;
-            case 413:
-              message = "request body too large";
-              break;
-            default:
-              message = "HTTP status " + std::to_string(res.status);
-          }
-          res.set_content(error_body(message), "application/json");
-          return httplib::Server::HandlerResponse::Handled;
-        }));
-    http.set_exception_handler(
-        [](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {
-          res.status = 500;
-          res.set_content(error_body("internal error"), "application/json");
-        });
   }
 };
 
-Server::Server(StageTable table, ExtenderConfig config) : impl_(std::make_unique<Impl>()) {
+Server::Server(StageTable table, ExtenderConfig config) {
   check_config(config);
-  impl_->table = std::move(table);
-  impl_->config = std::move(config);
-  impl_->routes();
+  impl_ = std::make_unique<Impl>(std::move(table), std::move(config));
 }
 
-Server::~Server() {
-  stop();
-  // httplib closes its socket only when its accept loop ends; one that never ran leaves it open.
-  if (impl_->bound && !impl_->served) ::close(impl_->listen_socket);
-}
+Server::~Server() = default;
 
 bool Server::listen(const std::string& host, int port) {
-  impl_->on_bind(impl_->http.bind_to_port(host, port));
-  if (!impl_->bound) return false;
+  if (impl_->http.bind(host, port) < 0) return false;
   listen_after_bind();
   return true;
 }
 
 int Server::bind_any_port(const std::string& host) {
-  const int port = impl_->http.bind_to_any_port(host);
-  impl_->on_bind(port > 0);
-  return port > 0 ? port : -1;
+  return impl_->http.bind(host, 0);
 }
 
 void Server::listen_after_bind() {
-  // stop() and this function each set their flag before reading the other's, so a stop() that
-  // comes before httplib starts running is never lost.
-  impl_->listening = true;
-  if (!impl_->stop_requested) {
-    impl_->served = true;
-    impl_->http.listen_after_bind();
-  }
-  impl_->listening = false;
+  impl_->http.run();
 }
 
 void Server::stop() {
-  impl_->stop_requested = true;
-  // httplib's stop() does nothing until its accept loop runs: wait for it if it is starting.
-  while (impl_->listening && !impl_->http.is_running()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
   impl_->http.stop();
 }
 

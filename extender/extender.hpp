@@ -112,6 +112,9 @@ struct ExtenderConfig {
   std::string prefix = "/hetplan";  // urlPrefix's path: POST {prefix}/filter, {prefix}/prioritize
   std::size_t max_body = 8 << 20;   // bytes; larger requests get 413
   int threads = 4;                  // worker threads; connections beyond them wait (bounded)
+  // Seconds a request may take from the moment a worker waits for it to its last byte; a
+  // slower client gets 408 and is disconnected (docs/extender.md#limits).
+  double request_timeout = 10;
 };
 
 // The HTTP server. Use listen() (blocks until stop()), or bind_any_port() then
