@@ -285,9 +285,24 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   const sim::Estimate estimate = sim::estimate_step(cluster, workload, plan);
   result.feasible = estimate.feasible;
   result.reasons = estimate.reasons;
+  constexpr double kGiB = 1ull << 30;
+  CaseResult::Breakdown& b = result.breakdown;
+  b.step_s = estimate.step_time_s;
+  b.compute_s = estimate.compute_s;
+  b.bubble_s = estimate.bubble_s;
+  b.optimizer_s = estimate.optimizer_s;
+  b.tensor_parallel_s = estimate.exposed.tensor_parallel;
+  b.pipeline_s = estimate.exposed.pipeline + estimate.exposed.cross_island;
+  b.data_parallel_s = estimate.exposed.data_parallel;
   for (const auto& stage : estimate.stages) {
-    result.predicted_memory_gib =
-        std::max(result.predicted_memory_gib, stage.memory.total() / (1ull << 30));
+    if (stage.memory.total() / kGiB <= result.predicted_memory_gib) continue;
+    result.predicted_memory_gib = stage.memory.total() / kGiB;
+    b.weights_gib = stage.memory.weights / kGiB;
+    b.gradients_gib = stage.memory.gradients / kGiB;
+    b.optimizer_gib = stage.memory.optimizer / kGiB;
+    b.activations_gib = stage.memory.activations / kGiB;
+    b.head_gib = stage.memory.head / kGiB;
+    b.transient_gib = stage.memory.transient / kGiB;
   }
   formats::MapReader measured(*c.measured);
   if (auto v = measured.optional("memory_gib")) result.measured_memory_gib = v->as_number(1e-3, 1e6);
@@ -540,6 +555,17 @@ nlohmann::ordered_json report_json(const ValidationReport& report) {
     c["correct"] = r.correct;
     c["predicted_memory_gib"] = r.predicted_memory_gib;
     c["reasons"] = r.reasons;
+    const CaseResult::Breakdown& b = r.breakdown;
+    c["step"] = {{"step_s", b.step_s},
+                 {"compute_s", b.compute_s},
+                 {"bubble_s", b.bubble_s},
+                 {"tensor_parallel_s", b.tensor_parallel_s},
+                 {"pipeline_s", b.pipeline_s},
+                 {"data_parallel_s", b.data_parallel_s},
+                 {"optimizer_s", b.optimizer_s}};
+    c["memory_gib"] = {{"weights", b.weights_gib},         {"gradients", b.gradients_gib},
+                       {"optimizer", b.optimizer_gib},     {"activations", b.activations_gib},
+                       {"head", b.head_gib},               {"transient", b.transient_gib}};
     cases.push_back(std::move(c));
   }
   j["mean_absolute_error"] = report.mean_absolute_error;

@@ -26,6 +26,14 @@ struct CaseResult {
   double predicted_memory_gib = 0;  // the largest stage peak
   double measured_memory_gib = 0;   // when the source gives it, else 0
   std::vector<std::string> reasons;
+  // Where the predicted step goes (seconds) and what fills the fullest stage's memory (GiB),
+  // so a user can see which term a case's error comes from.
+  struct Breakdown {
+    double step_s = 0, compute_s = 0, bubble_s = 0, optimizer_s = 0;
+    double tensor_parallel_s = 0, pipeline_s = 0, data_parallel_s = 0;
+    double weights_gib = 0, gradients_gib = 0, optimizer_gib = 0, activations_gib = 0,
+           head_gib = 0, transient_gib = 0;
+  } breakdown;
   // With the twin, for a step-time or throughput case the estimator found feasible: the
   // simulated prediction of the same metric and its error, or why the case was not simulated.
   std::optional<double> twin_predicted;

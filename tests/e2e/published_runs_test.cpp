@@ -33,6 +33,26 @@ TEST(PublishedRuns, MeanAbsoluteErrorWithinTenPercent) {
   }
 }
 
+// Each case says where its predicted step and memory go; the parts are the estimate's.
+TEST(PublishedRuns, EachCaseCarriesItsBreakdown) {
+  const auto report = validate_published_runs(kPublished, kProfiles);
+  for (const auto& c : report.cases) {
+    const auto& b = c.breakdown;
+    EXPECT_GT(b.step_s, 0) << c.id;
+    // Compute, the bubble, the optimizer and the exposed communication make up the step.
+    const double parts = b.compute_s + b.bubble_s + b.optimizer_s + b.tensor_parallel_s +
+                         b.pipeline_s + b.data_parallel_s;
+    EXPECT_LE(parts, b.step_s * (1 + 1e-9)) << c.id;
+    EXPECT_GT(b.compute_s, 0.5 * b.step_s) << c.id;
+    const double memory = b.weights_gib + b.gradients_gib + b.optimizer_gib + b.activations_gib +
+                          b.head_gib + b.transient_gib;
+    EXPECT_NEAR(memory, c.predicted_memory_gib, 1e-9) << c.id;
+  }
+  const auto j = report_json(report);
+  EXPECT_TRUE(j["cases"][0].contains("step"));
+  EXPECT_TRUE(j["cases"][0]["memory_gib"].contains("activations"));
+}
+
 // A one-case published-run file; `model`, `training` and `extra` are spliced into the case.
 std::string one_case(const std::string& model, const std::string& training,
                      const std::string& extra = "") {
