@@ -356,15 +356,10 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
                                     : std::vector<hetplan::cli::RankedSimulation>{};
 
   if (!out_dir.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(out_dir, error);
-    if (error) {
-      throw hetplan::InputError({out_dir, 0, 0}, "--out",
-                                "expected a folder hetplan can create, got " + error.message());
-    }
     const std::string scenario_hash =
         hetplan::exporters::sha256_hex(hetplan::formats::read_text_file(scenario_path));
-    auto write = [&](std::size_t rank, const hetplan::planner::RankedPlan& ranked) {
+    std::vector<hetplan::formats::NamedText> files;
+    auto add = [&](std::size_t rank, const hetplan::planner::RankedPlan& ranked) {
       char prefix[32];
       std::snprintf(prefix, sizeof prefix, "%02zu-", rank);
       const std::string comment =
@@ -372,8 +367,6 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
           std::string(to_string(ranked.mode)) + "), " +
           std::to_string(static_cast<long long>(ranked.tokens_per_s)) + " tokens/s on " +
           std::to_string(ranked.chips) + " chips.";
-      const std::string path =
-          (std::filesystem::path(out_dir) / (prefix + ranked.plan.name + ".yaml")).string();
       // The plan names the scenario it was made for, so that `hetplan export` needs no
       // --scenario and notices a scenario that changed since.
       hetplan::Plan recorded = ranked.plan;
@@ -382,20 +375,28 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
               .lexically_relative(std::filesystem::absolute(out_dir))
               .generic_string(),
           scenario_hash};
-      try {
-        hetplan::formats::write_file_atomically(path,
-                                                hetplan::formats::plan_yaml(recorded, comment));
-      } catch (const std::runtime_error& failure) {
-        throw hetplan::InputError({path, 0, 0}, "--out", failure.what());
-      }
+      files.push_back({prefix + ranked.plan.name + ".yaml",
+                       hetplan::formats::plan_yaml(recorded, comment)});
     };
     for (std::size_t k = 0; k < result.ranked.size(); ++k) {
       const auto& ranked = result.ranked[k];
       if (ranked.mode == hetplan::planner::Mode::resource_pool) {
-        for (const auto& job : ranked.jobs) write(k + 1, job);
+        for (const auto& job : ranked.jobs) add(k + 1, job);
       } else {
-        write(k + 1, ranked);
+        add(k + 1, ranked);
       }
+    }
+    // All the ranked plans appear at once, or none of them; an earlier run's ranked plans
+    // (NN-*.yaml) go, other files stay.
+    const auto ranked_plan = [](const std::string& name) {
+      return name.size() > 8 && std::isdigit(static_cast<unsigned char>(name[0])) &&
+             std::isdigit(static_cast<unsigned char>(name[1])) && name[2] == '-' &&
+             name.ends_with(".yaml");
+    };
+    try {
+      hetplan::formats::write_folder_atomically(out_dir, files, ranked_plan);
+    } catch (const std::exception& failure) {
+      throw hetplan::InputError({out_dir, 0, 0}, "--out", failure.what());
     }
   }
   if (json) {
@@ -536,6 +537,7 @@ int run_validate_run(const std::string& log_path, const std::string& scenario_pa
       throw hetplan::InputError({folder, 0, 0}, "--records",
                                 "expected a folder hetplan can create, got " + created.message());
     }
+    std::vector<hetplan::formats::NamedText> records_to_write;
     std::map<std::string, long long> chips;
     for (const auto& stage : plan.stages) chips[stage.island] += static_cast<long long>(stage.tp) * stage.dp;
     const std::string evidence =
@@ -554,10 +556,13 @@ int run_validate_run(const std::string& log_path, const std::string& scenario_pa
       text += "ladder:\n";
       text += "  - {step: scale, passed: " + std::string(passed ? "true" : "false") + ", date: " + date +
               ", evidence: " + nlohmann::json(evidence).dump() + ", chips: " + std::to_string(count) + "}\n";
-      const std::string path =
-          (std::filesystem::path(folder) / ("scale-" + date + "-" + plan.name + "-" + name + ".yaml")).string();
-      hetplan::formats::write_file_atomically(path, text);
-      written.push_back(path);
+      records_to_write.push_back({"scale-" + date + "-" + plan.name + "-" + name + ".yaml", text});
+    }
+    // The records of one run appear together.
+    try {
+      written = hetplan::formats::write_folder_atomically(folder, records_to_write);
+    } catch (const std::exception& failure) {
+      throw hetplan::InputError({folder, 0, 0}, "--records", failure.what());
     }
     // What was written reads back as records.
     (void)hetplan::formats::load_validation_records(folder);
@@ -767,21 +772,16 @@ int run_export(const std::string& plan_path, const std::string& scenario_path,
   } catch (const std::invalid_argument& cannot) {
     throw hetplan::InputError({plan_path, 0, 0}, "plan", cannot.what());
   }
-  std::error_code error;
-  std::filesystem::create_directories(out_dir, error);
-  if (error) {
-    throw hetplan::InputError({out_dir, 0, 0}, "--out",
-                              "expected a folder hetplan can create, got " + error.message());
+  // The files of one export appear together (a Job never without its ConfigMap).
+  std::vector<hetplan::formats::NamedText> named;
+  for (const auto& file : files) named.push_back({file.name, file.text});
+  std::vector<std::string> written;
+  try {
+    written = hetplan::formats::write_folder_atomically(out_dir, named);
+  } catch (const std::exception& failure) {
+    throw hetplan::InputError({out_dir, 0, 0}, "--out", failure.what());
   }
-  for (const auto& file : files) {
-    const std::string path = (std::filesystem::path(out_dir) / file.name).string();
-    try {
-      hetplan::formats::write_file_atomically(path, file.text);
-    } catch (const std::runtime_error& failure) {
-      throw hetplan::InputError({path, 0, 0}, "--out", failure.what());
-    }
-    std::cout << "wrote " << path << "\n";
-  }
+  for (const auto& path : written) std::cout << "wrote " << path << "\n";
   if (!input.validation.validated) {
     std::cout << "note: exported unvalidated, as asked; every file says so\n";
   }

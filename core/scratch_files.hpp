@@ -11,7 +11,8 @@ namespace hetplan {
 
 class ScratchFile {
  public:
-  explicit ScratchFile(std::string path);
+  // A folder (`folder` true) is emptied and removed, with whatever files are in it then.
+  explicit ScratchFile(std::string path, bool folder = false);
   ~ScratchFile();  // forgets the path; does not remove the file (the owner renamed or removed it)
   ScratchFile(const ScratchFile&) = delete;
   ScratchFile& operator=(const ScratchFile&) = delete;
@@ -20,9 +21,12 @@ class ScratchFile {
  private:
   std::string path_;
   int slot_ = -1;  // -1: the table was full; the file is then not cleaned up on a signal
+  bool folder_ = false;
 };
 
-// Unlinks every registered scratch file. Async-signal-safe: only atomic loads and unlink().
+// Unlinks every registered scratch file, then empties and removes every registered folder.
+// Async-signal-safe: only atomic loads and system calls (unlink, open, getdents64, unlinkat,
+// rmdir).
 void remove_scratch_files();
 
 }  // namespace hetplan

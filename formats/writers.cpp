@@ -1,6 +1,7 @@
 #include "formats/writers.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -632,6 +633,130 @@ void write_file_atomically(const std::string& path, const std::string& text) {
     std::filesystem::remove(temporary, ignored);
     throw std::runtime_error(path + ": cannot replace (" + error.message() + ")");
   }
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// fsync of a folder, so that the names in it are on disk.
+void sync_folder(const fs::path& folder) {
+  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+std::vector<std::string> write_each(const fs::path& folder, const std::vector<NamedText>& files,
+                                    const std::function<bool(const std::string&)>& superseded) {
+  std::error_code error;
+  fs::create_directories(folder, error);
+  if (error) throw std::runtime_error(folder.string() + ": cannot create (" + error.message() + ")");
+  if (superseded) {
+    std::vector<fs::path> stale;
+    for (const auto& entry : fs::directory_iterator(folder, error)) {
+      const std::string name = entry.path().filename().string();
+      bool rewritten = false;
+      for (const auto& file : files) rewritten |= file.name == name;
+      if (!rewritten && entry.is_regular_file() && superseded(name)) stale.push_back(entry.path());
+    }
+    for (const auto& path : stale) fs::remove(path, error);
+  }
+  std::vector<std::string> written;
+  for (const auto& file : files) {
+    const std::string path = (folder / file.name).string();
+    write_file_atomically(path, file.text);
+    written.push_back(path);
+  }
+  return written;
+}
+
+}  // namespace
+
+std::vector<std::string> write_folder_atomically(
+    const std::string& folder, const std::vector<NamedText>& files,
+    const std::function<bool(const std::string& name)>& superseded) {
+  for (const auto& file : files) {
+    if (file.name.empty() || file.name == "." || file.name == ".." ||
+        file.name.find('/') != std::string::npos || file.name.find('\0') != std::string::npos)
+      throw std::invalid_argument("not a plain file name: \"" + file.name + "\"");
+  }
+  // The folder by its own name ("out/" and "." name their folders too).
+  fs::path target = fs::absolute(folder).lexically_normal();
+  if (!target.has_filename()) target = target.parent_path();
+  const fs::path parent = target.parent_path();
+  if (target == parent) return write_each(target, files, superseded);  // the root
+  std::error_code error;
+  fs::create_directories(parent, error);
+  if (error) throw std::runtime_error(parent.string() + ": cannot create (" + error.message() + ")");
+
+  const fs::file_status status = fs::symlink_status(target, error);
+  const bool exists = fs::exists(status);
+  if (exists && !fs::is_directory(status)) {
+    if (fs::is_symlink(status)) return write_each(target, files, superseded);
+    throw std::runtime_error(target.string() + ": not a folder");
+  }
+  std::vector<fs::path> kept;  // the folder's other files, to link into the new one
+  if (exists) {
+    for (const auto& entry : fs::directory_iterator(target, error)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.is_directory() && !entry.is_symlink()) return write_each(target, files, superseded);
+      bool replaced = false;
+      for (const auto& file : files) replaced |= file.name == name;
+      if (!replaced && superseded && !entry.is_symlink() && entry.is_regular_file())
+        replaced = superseded(name);
+      if (!replaced) kept.push_back(entry.path());
+    }
+    if (error) throw std::runtime_error(target.string() + ": cannot read (" + error.message() + ")");
+  }
+
+  const fs::path temporary =
+      parent / ("." + target.filename().string() + ".tmp" + std::to_string(static_cast<long>(::getpid())));
+  fs::remove_all(temporary, error);  // a folder a killed run of this process id left
+  if (::mkdir(temporary.c_str(), 0755) != 0)
+    throw std::runtime_error(temporary.string() + ": cannot create (" + std::strerror(errno) + ")");
+  // Emptied and removed by the front end's signal handler if the process is interrupted.
+  const ScratchFile scratch(temporary.string(), true);
+  auto abandon = [&] {
+    std::error_code ignored;
+    fs::remove_all(temporary, ignored);
+  };
+  try {
+    for (const auto& path : kept) {
+      const fs::path link = temporary / path.filename();
+      if (fs::is_symlink(fs::symlink_status(path))) {
+        fs::copy_symlink(path, link);
+      } else if (::link(path.c_str(), link.c_str()) != 0) {
+        abandon();  // a file system without hard links, or a file that went away
+        return write_each(target, files, superseded);
+      }
+    }
+    for (const auto& file : files) write_file_atomically((temporary / file.name).string(), file.text);
+  } catch (...) {
+    abandon();
+    throw;
+  }
+  if (exists) {
+    struct stat old {};
+    if (::stat(target.c_str(), &old) == 0) ::chmod(temporary.c_str(), old.st_mode & 07777);
+  }
+  sync_folder(temporary);
+  if (exists) {
+    if (::renameat2(AT_FDCWD, temporary.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0) {
+      abandon();  // no exchange on this file system, or a mount point
+      return write_each(target, files, superseded);
+    }
+    abandon();  // the old folder, now under the temporary name
+  } else if (::rename(temporary.c_str(), target.c_str()) != 0) {
+    const int code = errno;
+    abandon();
+    if (code == EEXIST || code == ENOTEMPTY) return write_each(target, files, superseded);  // made meanwhile
+    throw std::runtime_error(target.string() + ": cannot create (" + std::strerror(code) + ")");
+  }
+  sync_folder(parent);
+  std::vector<std::string> written;
+  for (const auto& file : files) written.push_back((fs::path(folder) / file.name).string());
+  return written;
 }
 
 }  // namespace hetplan::formats

@@ -3,7 +3,9 @@
 // interrupted write leaves the old file whole.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "core/chip.hpp"
 #include "core/plan.hpp"
@@ -38,5 +40,25 @@ std::string chip_yaml(const ChipProfile& chip, const std::string& comment = {});
 
 // Writes `text` to `path` atomically. Throws std::runtime_error naming the path on failure.
 void write_file_atomically(const std::string& path, const std::string& text);
+
+// One file of a set written together: a plain name (no '/') and its text.
+struct NamedText {
+  std::string name;
+  std::string text;
+};
+
+// Writes `files` into `folder` so that a reader sees the folder either as it was or with every
+// file of the set, never with part of it: the set is written into a new folder beside it, which
+// then takes the folder's place in one rename (an exchange with renameat2 when the folder
+// exists; its other files are kept, linked into the new one, and the old folder is removed).
+// Where that cannot be done (the folder is a symbolic link or a mount point, holds subfolders,
+// or its file system has no exchange), each file is written atomically on its own. Creates the
+// folder's parents. `superseded`, when given, names earlier files of the folder that the set
+// replaces although it has no file of their name (an earlier run's outputs); they are not kept.
+// Returns the paths written, in order. Throws std::runtime_error naming the path on failure;
+// std::invalid_argument for a name that is not plain.
+std::vector<std::string> write_folder_atomically(
+    const std::string& folder, const std::vector<NamedText>& files,
+    const std::function<bool(const std::string& name)>& superseded = {});
 
 }  // namespace hetplan::formats

@@ -7,7 +7,8 @@ SIGKILL, SIGTERM or SIGINT, and checks after each:
   - every file under a destination name is whole: each plan file passes `hetplan check`, the
     trace, if there, is complete JSON;
   - after SIGTERM or SIGINT (exit paths the process controls) no scratch file is left: no
-    `.NAME.tmpPID` beside the plans, no `TRACE.partial-PID`;
+    `.NAME.tmpPID` beside the plans, no `.plans.tmpPID` folder, no `TRACE.partial-PID`;
+  - the plans folder is absent or holds ranks 01 to K of one run, no gap, no earlier run's;
   - no hetplan-twin worker outlives the run.
 SIGKILL cannot be handled, so its scratch files may stay (never under a destination name).
 The delays come from a fixed seed. Exits 1 on any finding.
@@ -19,6 +20,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -109,6 +111,19 @@ def main():
                                     + os.path.basename(path))
                 os.remove(path)
 
+            # The plans appear as one set: the folder is absent (no run finished yet) or holds
+            # ranks 01 to K of one run (a stopped search ranks fewer), never another run's ranks
+            # beyond them; the set is written into `.plans.tmpPID` beside it first.
+            if os.path.isdir(out):
+                ranks = {name[:2] for name in os.listdir(out) if name[:2].isdigit()}
+                if not ranks or ranks != {f"{k:02d}" for k in range(1, len(ranks) + 1)}:
+                    findings.append(f"run {run}: plan after {sig.name}: the folder holds ranks "
+                                    f"{sorted(ranks)}, not one whole set")
+            for name in sorted(os.listdir(work)):
+                if name.startswith(".plans.tmp"):
+                    if handled:
+                        findings.append(f"run {run}: plan after {sig.name}: scratch folder left: {name}")
+                    shutil.rmtree(os.path.join(work, name))
             if os.path.isdir(out):
                 for name in sorted(os.listdir(out)):
                     path = os.path.join(out, name)
