@@ -20,7 +20,6 @@ namespace {
 constexpr int kMaxDepth = 64;           // nesting levels a request may have
 constexpr std::size_t kMaxQuoted = 64;  // characters of a found value quoted in a message
 constexpr int kMaxThreads = 256;
-constexpr std::size_t kQueuedPerThread = 16;  // connections waiting for a worker, per worker
 constexpr int kBacklog = 128;                 // connections waiting in the kernel to be accepted
 
 // ---- JSON helpers -------------------------------------------------------------------------
@@ -525,7 +524,6 @@ struct Server::Impl {
     http::Limits limits;
     limits.max_body = config.max_body;
     limits.threads = static_cast<std::size_t>(config.threads);
-    limits.queued = limits.threads * kQueuedPerThread;
     limits.backlog = kBacklog;
     limits.request_deadline =
         std::chrono::milliseconds(std::lround(config.request_timeout * 1000.0));

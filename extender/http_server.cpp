@@ -179,11 +179,11 @@ std::string render(const Request* request, const Response& response, bool keep_a
   return out;
 }
 
-// Connection workers with a bounded queue: when it is full the accepting thread waits, and
-// further clients wait in the kernel's listen backlog.
+// The workers that answer complete requests. Its queue needs no bound of its own: each open
+// connection has at most one request in it (Limits::max_connections).
 class Pool {
  public:
-  Pool(std::size_t threads, std::size_t max_queued) : max_queued_(max_queued) {
+  explicit Pool(std::size_t threads) {
     workers_.reserve(threads);
     for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
   }
@@ -191,16 +191,10 @@ class Pool {
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
 
-  // False when the pool is finishing and the job was not taken.
-  bool enqueue(std::function<void()> job, const std::atomic<bool>& stopping) {
-    std::unique_lock lock(mutex_);
-    while (jobs_.size() >= max_queued_ && !finishing_ && !stopping) {
-      room_.wait_for(lock, std::chrono::milliseconds(50));
-    }
-    if (finishing_ || stopping) return false;
+  void enqueue(std::function<void()> job) {
+    std::lock_guard lock(mutex_);
     jobs_.push_back(std::move(job));
     work_.notify_one();
-    return true;
   }
 
   // Runs every queued job, then joins the workers.
@@ -210,7 +204,6 @@ class Pool {
       finishing_ = true;
     }
     work_.notify_all();
-    room_.notify_all();
     for (auto& worker : workers_) worker.join();
     workers_.clear();
   }
@@ -226,15 +219,12 @@ class Pool {
         job = std::move(jobs_.front());
         jobs_.pop_front();
       }
-      room_.notify_one();
       job();
     }
   }
 
-  std::size_t max_queued_;
   std::mutex mutex_;
   std::condition_variable work_;
-  std::condition_variable room_;
   std::deque<std::function<void()>> jobs_;
   std::vector<std::thread> workers_;
   bool finishing_ = false;
@@ -266,82 +256,103 @@ std::string_view reason_phrase(int status) {
   }
 }
 
+// One client connection. The I/O thread owns it while it waits for or reads a request, or
+// drains after a refusal; a worker owns it while it answers a complete request.
+struct Connection {
+  enum class State { idle, reading, draining };
+  int fd = -1;
+  State state = State::idle;
+  std::string in;  // bytes received and not yet consumed
+  Clock::time_point until;  // idle: the next request's first byte; reading: the request's
+                            // deadline; draining: when to close
+  Clock::time_point started;
+  int served = 0;
+  // Once the head of the current request is parsed.
+  std::optional<Request> head;
+  std::size_t body_start = 0;
+  std::size_t length = 0;
+  ~Connection() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+using ConnectionPtr = std::shared_ptr<Connection>;
+
 struct Server::Impl {
   Limits limits;
   Handler handler;
   ErrorBody error_body;
   int listen_fd = -1;
   int stop_fd = -1;  // an eventfd, readable once stop() was called
+  int wake_fd = -1;  // an eventfd, readable when a worker hands a kept-alive connection back
   std::atomic<bool> stopping{false};
+  std::mutex returned_mutex;
+  std::vector<ConnectionPtr> returned;  // kept-alive connections workers handed back
+  std::atomic<std::size_t> busy{0};     // connections a worker holds
 
-  void refuse(int fd, const Request* request, const Refusal& refusal, Clock::time_point started) {
+  // Writes a refusal without waiting (it is small) and lets the connection drain: reading what
+  // the client still sends for a moment before closing keeps the kernel from resetting the
+  // connection before the client has read the answer.
+  void refuse(Connection& c, const Request* request, const Refusal& refusal) {
     Response response;
     response.status = refusal.status;
     response.body = error_body(refusal.message);
-    if (write_all(fd, render(request, response, false), Clock::now() + limits.write_deadline)) {
-      // Read what the client still sends for a moment before closing: closing with unread
-      // bytes makes the kernel reset the connection, and the client may lose the answer.
-      ::shutdown(fd, SHUT_WR);
-      const auto until = std::min(started + limits.request_deadline,
-                                  Clock::now() + std::chrono::milliseconds(500));
-      char sink[4096];
-      while (wait_for(fd, POLLIN, -1, until) == Wait::ready &&
-             ::recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
-      }
+    const std::string out = render(request, response, false);
+    const ssize_t sent = ::send(c.fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    c.in.clear();
+    c.head.reset();
+    if (sent != static_cast<ssize_t>(out.size())) {
+      c.state = Connection::State::draining;
+      c.until = Clock::now();  // closes at the next look
+      return;
     }
+    ::shutdown(c.fd, SHUT_WR);
+    c.state = Connection::State::draining;
+    c.until = Clock::now() + std::chrono::milliseconds(500);
   }
 
-  // Serves the requests of one connection, one at a time, then returns (the caller closes).
-  void serve(int fd) {
-    std::string in;  // bytes received and not yet consumed
-    for (int served = 0; served < limits.keep_alive_max; ++served) {
-      // The request's clock starts when the worker begins waiting for it; its first byte must
-      // come within the idle timeout (a request already received has come).
-      const auto started = Clock::now();
-      const auto deadline = started + limits.request_deadline;
-      if (in.empty()) {
-        const auto first_byte = started + std::min(limits.idle_timeout, limits.request_deadline);
-        if (wait_for(fd, POLLIN, stop_fd, first_byte) != Wait::ready) return;
-      }
+  // Parses what a reading connection has; true when a whole request is there.
+  bool complete(Connection& c) {
+    if (!c.head) {
+      // Blank lines before a request line are ignored (RFC 9112 section 2.2).
+      const std::size_t text = c.in.find_first_not_of("\r\n");
+      c.in.erase(0, text == std::string::npos ? c.in.size() : text);
       std::size_t head_end = std::string::npos;
-      std::size_t body_start = 0;
-      for (;;) {
-        // Blank lines before a request line are ignored (RFC 9112 section 2.2).
-        const std::size_t text = in.find_first_not_of("\r\n");
-        in.erase(0, text == std::string::npos ? in.size() : text);
-        if (const std::size_t crlf = in.find("\r\n\r\n"); crlf != std::string::npos) {
-          head_end = crlf;
-          body_start = crlf + 4;
+      if (const std::size_t crlf = c.in.find("\r\n\r\n"); crlf != std::string::npos) {
+        head_end = crlf;
+        c.body_start = crlf + 4;
+      }
+      if (const std::size_t lf = c.in.find("\n\n"); lf != std::string::npos && lf < head_end) {
+        head_end = lf;
+        c.body_start = lf + 2;
+      }
+      if (head_end == std::string::npos || head_end > limits.max_head) {
+        if (c.in.size() > limits.max_head || head_end != std::string::npos) {
+          refuse(c, nullptr, {431, "request line and headers longer than " +
+                                       std::to_string(limits.max_head) + " bytes"});
         }
-        if (const std::size_t lf = in.find("\n\n"); lf != std::string::npos && lf < head_end) {
-          head_end = lf;
-          body_start = lf + 2;
-        }
-        if (head_end != std::string::npos && head_end <= limits.max_head) break;
-        if (in.size() > limits.max_head) {
-          refuse(fd, nullptr, {431, "request line and headers longer than " +
-                                        std::to_string(limits.max_head) + " bytes"},
-                 started);
-          return;
-        }
-        if (!receive(fd, in, deadline, started)) return;
+        return false;
       }
       Request request;
-      if (auto refusal = parse_head(std::string_view(in).substr(0, head_end), request)) {
-        refuse(fd, nullptr, *refusal, started);
-        return;
+      if (auto refusal = parse_head(std::string_view(c.in).substr(0, head_end), request)) {
+        refuse(c, nullptr, *refusal);
+        return false;
       }
-      std::size_t length = 0;
-      if (auto refusal = body_length(request, limits.max_body, length)) {
-        refuse(fd, &request, *refusal, started);
-        return;
+      if (auto refusal = body_length(request, limits.max_body, c.length)) {
+        refuse(c, &request, *refusal);
+        return false;
       }
-      while (in.size() - body_start < length) {
-        if (!receive(fd, in, deadline, started)) return;
-      }
-      request.body = in.substr(body_start, length);
-      in.erase(0, body_start + length);
+      c.head = std::move(request);
+    }
+    return c.in.size() - c.body_start >= c.length;
+  }
 
+  // A worker answers the connection's complete request, then hands it back or closes it.
+  std::function<void()> answer(ConnectionPtr c) {
+    return [this, c] {
+      Request request = std::move(*c->head);
+      c->head.reset();
+      request.body = c->in.substr(c->body_start, c->length);
+      c->in.erase(0, c->body_start + c->length);
       Response response;
       try {
         handler(request, response);
@@ -354,40 +365,140 @@ struct Server::Impl {
         response.status = 500;
         response.body = error_body("internal error");
       }
-      const bool keep = keeps_alive(request) && served + 1 < limits.keep_alive_max && !stopping;
+      const bool keep = keeps_alive(request) && c->served + 1 < limits.keep_alive_max && !stopping;
       const bool written =
-          write_all(fd, render(&request, response, keep), Clock::now() + limits.write_deadline);
+          write_all(c->fd, render(&request, response, keep), Clock::now() + limits.write_deadline);
       if (request.body.size() >= limits.trim_after) {
         request = {};
         response = {};
-        std::string().swap(in);
+        c->in.shrink_to_fit();
         ::malloc_trim(0);  // a large body's pages go back to the system, not to the next peak
       }
-      if (!written || !keep) return;
+      if (written && keep) {
+        ++c->served;
+        c->state = Connection::State::idle;
+        c->until = Clock::now() + limits.idle_timeout;
+        std::lock_guard lock(returned_mutex);
+        returned.push_back(c);
+        const std::uint64_t one = 1;
+        [[maybe_unused]] const ssize_t ignored = ::write(wake_fd, &one, sizeof one);
+      }
+      --busy;
+    };
+  }
+
+  // Reads what a connection has; false when it is done (closed by the client, an error).
+  bool read_from(Connection& c) {
+    char buffer[65536];
+    const ssize_t got = ::recv(c.fd, buffer, sizeof buffer, MSG_DONTWAIT);
+    if (got == 0) return false;
+    if (got < 0) return errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK;
+    if (c.state == Connection::State::draining) return true;
+    if (c.state == Connection::State::idle) {
+      c.state = Connection::State::reading;
+      c.started = Clock::now();
+      c.until = c.started + limits.request_deadline;
+    }
+    c.in.append(buffer, static_cast<std::size_t>(got));
+    return true;
+  }
+
+  void serve(Pool& pool) {
+    std::vector<ConnectionPtr> open;
+    std::vector<pollfd> fds;
+    std::vector<char> drop;
+    // Bytes all reading connections may hold together: beyond it they are read no further
+    // until some request completes or meets its deadline.
+    const std::size_t budget = 4 * limits.max_body + (1 << 20);
+    for (;;) {
+      {
+        std::lock_guard lock(returned_mutex);
+        for (auto& c : returned) open.push_back(std::move(c));
+        returned.clear();
+      }
+      std::size_t buffered = 0;
+      for (const auto& c : open) buffered += c->in.size();
+      fds.clear();
+      fds.push_back({stop_fd, POLLIN, 0});
+      fds.push_back({wake_fd, POLLIN, 0});
+      const bool room = open.size() + busy < limits.max_connections;
+      fds.push_back({room ? listen_fd : -1, POLLIN, 0});
+      auto next = Clock::time_point::max();
+      for (const auto& c : open) {
+        const bool read = c->state != Connection::State::reading || buffered < budget;
+        fds.push_back({c->fd, static_cast<short>(read ? POLLIN : 0), 0});
+        next = std::min(next, c->until);
+      }
+      int timeout = -1;
+      if (next != Clock::time_point::max()) {
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(next - Clock::now());
+        timeout = static_cast<int>(std::clamp<long long>(left.count(), 0, INT_MAX));
+      }
+      if (::poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) break;
+      if (fds[0].revents & POLLIN) break;  // stopped
+      if (fds[1].revents & POLLIN) {
+        std::uint64_t count = 0;
+        [[maybe_unused]] const ssize_t ignored = ::read(wake_fd, &count, sizeof count);
+      }
+      drop.assign(open.size(), 0);
+      const auto now = Clock::now();
+      for (std::size_t i = 0; i < open.size(); ++i) {
+        Connection& c = *open[i];
+        if (fds[3 + i].revents & (POLLIN | POLLHUP | POLLERR)) {
+          if (!read_from(c)) {
+            drop[i] = 1;
+            continue;
+          }
+        }
+        // A kept-alive connection handed back may already hold the next request.
+        if (c.state == Connection::State::idle && !c.in.empty()) {
+          c.state = Connection::State::reading;
+          c.started = now;
+          c.until = now + limits.request_deadline;
+        }
+        if (c.state == Connection::State::reading && complete(c)) {
+          ++busy;
+          pool.enqueue(answer(open[i]));
+          drop[i] = 2;  // a worker holds it now
+          continue;
+        }
+        if (now >= c.until) {
+          if (c.state == Connection::State::reading) {
+            const auto seconds = std::chrono::duration<double>(limits.request_deadline).count();
+            char message[96];
+            std::snprintf(message, sizeof message, "request not complete within %g s", seconds);
+            refuse(c, nullptr, {408, message});
+          } else {
+            drop[i] = 1;  // idle too long, or drained
+          }
+        }
+      }
+      std::size_t kept = 0;
+      for (std::size_t i = 0; i < open.size(); ++i) {
+        if (!drop[i]) open[kept++] = std::move(open[i]);
+      }
+      open.resize(kept);
+      if (room && (fds[2].revents & POLLIN)) accept_all(open);
     }
   }
 
-  // Reads more of a request; on its deadline answers 408. False: the connection is done.
-  bool receive(int fd, std::string& in, Clock::time_point deadline, Clock::time_point started) {
-    switch (wait_for(fd, POLLIN, -1, deadline)) {
-      case Wait::ready:
-        break;
-      case Wait::timeout: {
-        const auto seconds = std::chrono::duration<double>(limits.request_deadline).count();
-        char message[96];
-        std::snprintf(message, sizeof message, "request not complete within %g s", seconds);
-        refuse(fd, nullptr, {408, message}, started);
-        return false;
+  void accept_all(std::vector<ConnectionPtr>& open) {
+    while (open.size() + busy < limits.max_connections) {
+      const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) {
+        // Out of descriptors (EMFILE, ENFILE) or memory: wait a moment instead of spinning.
+        if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED)
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        return;
       }
-      default:
-        return false;
+      int yes = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+      auto c = std::make_shared<Connection>();
+      c->fd = fd;
+      // The first request's first byte, like a kept-alive connection's next one.
+      c->until = Clock::now() + std::min(limits.idle_timeout, limits.request_deadline);
+      open.push_back(std::move(c));
     }
-    char buffer[16384];
-    const ssize_t got = ::recv(fd, buffer, sizeof buffer, MSG_DONTWAIT);
-    if (got == 0) return false;  // the client closed
-    if (got < 0) return errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK;
-    in.append(buffer, static_cast<std::size_t>(got));
-    return true;
   }
 };
 
@@ -397,12 +508,14 @@ Server::Server(Limits limits, Handler handler, ErrorBody error_body)
   impl_->handler = std::move(handler);
   impl_->error_body = std::move(error_body);
   impl_->stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  impl_->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 }
 
 Server::~Server() {
   stop();
   if (impl_->listen_fd >= 0) ::close(impl_->listen_fd);
   if (impl_->stop_fd >= 0) ::close(impl_->stop_fd);
+  if (impl_->wake_fd >= 0) ::close(impl_->wake_fd);
 }
 
 int Server::bind(const std::string& host, int port) {
@@ -417,7 +530,8 @@ int Server::bind(const std::string& host, int port) {
     return -1;
   int bound = -1;
   for (addrinfo* a = found; a && bound < 0; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    const int fd =
+        ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
     if (fd < 0) continue;
     // SO_REUSEADDR alone: a second server binding the same port fails (SO_REUSEPORT would let
     // it share the connections silently).
@@ -445,30 +559,14 @@ int Server::bind(const std::string& host, int port) {
 
 void Server::run() {
   Impl& s = *impl_;
-  if (s.listen_fd < 0 || s.stop_fd < 0 || s.stopping) return;
-  Pool pool(s.limits.threads, s.limits.queued);
-  for (;;) {
-    const Wait wait = wait_for(s.listen_fd, POLLIN, s.stop_fd, Clock::time_point::max());
-    if (wait == Wait::stopped || wait == Wait::failed) break;
-    if (wait != Wait::ready) continue;
-    const int fd = ::accept4(s.listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) {
-      // Out of descriptors (EMFILE, ENFILE) or memory: wait a moment instead of spinning.
-      if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      continue;
-    }
-    int yes = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
-    const bool taken = pool.enqueue(
-        [&s, fd] {
-          s.serve(fd);
-          ::close(fd);
-        },
-        s.stopping);
-    if (!taken) ::close(fd);
+  if (s.listen_fd < 0 || s.stop_fd < 0 || s.wake_fd < 0 || s.stopping) return;
+  {
+    Pool pool(s.limits.threads);
+    s.serve(pool);
+    pool.finish();  // the requests workers hold are answered; they hand nothing back now
   }
-  pool.finish();
+  std::lock_guard lock(s.returned_mutex);
+  s.returned.clear();  // closes them
 }
 
 void Server::stop() {

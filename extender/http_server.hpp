@@ -1,6 +1,7 @@
-// The extender's HTTP/1.1 server: an accept loop, a bounded pool of connection workers, and a
-// request reader that gives every request a total deadline, not only one per read, so that a
-// client sending a byte every few seconds cannot hold a worker (docs/extender.md#limits).
+// The extender's HTTP/1.1 server: one I/O thread reads every open connection (poll) and gives
+// each request a total deadline, not only one per read; a pool of workers answers complete
+// requests. A client sending a byte every few seconds holds no worker and delays no one else
+// (docs/extender.md#limits).
 // It speaks only what kube-scheduler's extender client sends: requests with a Content-Length
 // body (or none), keep-alive, no chunked bodies, no pipelining beyond one request at a time.
 #pragma once
@@ -42,8 +43,11 @@ struct Limits {
   std::chrono::milliseconds idle_timeout{1'000};    // between requests of a kept-alive connection
   std::chrono::milliseconds write_deadline{5'000};  // to write one response
   int keep_alive_max = 100;                         // requests per connection
-  std::size_t threads = 4;                          // connection workers
-  std::size_t queued = 64;                          // accepted connections waiting for a worker
+  std::size_t threads = 4;                          // workers answering complete requests
+  // Open connections; beyond them new ones wait in the kernel's backlog. The requests being
+  // read hold at most 4 x max_body + 1 MiB together; beyond that they are read no further until
+  // one completes or meets its deadline.
+  std::size_t max_connections = 512;
   int backlog = 128;                                // connections waiting in the kernel
   // After a request of at least this many bytes the worker returns free heap to the system.
   std::size_t trim_after = 1 << 20;
@@ -65,9 +69,9 @@ class Server {
   // -1 when it cannot bind.
   int bind(const std::string& host, int port);
   // Accepts and serves until stop(); returns at once when stop() came first or nothing is bound.
-  // Returns after every accepted connection has been answered or closed.
+  // Returns after the requests workers hold are answered; other connections are closed.
   void run();
-  // Thread-safe; any time, also before run(). Idle kept-alive connections close at once.
+  // Thread-safe; any time, also before run().
   void stop();
 
  private:
