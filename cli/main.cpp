@@ -28,6 +28,7 @@
 #include "formats/loaders.hpp"
 #include "formats/paths.hpp"
 #include "exporters/export.hpp"
+#include "cli/sweep_command.hpp"
 #include "extender/extender.hpp"
 #include "formats/writers.hpp"
 #include "importers/k8s_inventory.hpp"
@@ -982,6 +983,25 @@ int main(int argc, char** argv) {
                         "Where to write the new profile (default: next to the base, named by id)");
   calibrate->add_flag("--json", json, "Print JSON instead of a table");
 
+  hetplan::cli::SweepCommand sweep_command;
+  std::vector<std::string> merge_folders;
+  std::string merge_out;
+  auto* sweep = app.add_subcommand(
+      "sweep", "Batch what-if: run the plan search at every point of a sweep file, in parallel");
+  sweep->add_option("sweep", sweep_command.sweep_file, "Sweep file (hetplan/sweep/v1)");
+  sweep->add_option("--jobs", sweep_command.jobs, "Points at once (default: one per hardware thread)")
+      ->check(CLI::Range(1, 1024));
+  sweep->add_option("--out", sweep_command.out_dir,
+                    "Folder for results.jsonl, results.csv and each point's result (default: the "
+                    "JSON lines on stdout)");
+  sweep->add_flag("--resume", sweep_command.resume,
+                  "Reuse the points an earlier run left in --out instead of running them again");
+  sweep->add_option("--shard", sweep_command.shard,
+                    "I/N: run only the points whose index modulo N is I (merge the shards after)");
+  auto* sweep_merge = sweep->add_subcommand("merge", "Merge the results of a sweep's shards");
+  sweep_merge->add_option("folders", merge_folders, "The shards' --out folders")->required();
+  sweep_merge->add_option("--out", merge_out, "Folder for the merged results")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -1041,6 +1061,14 @@ int main(int argc, char** argv) {
                         allow_unvalidated, records, images, resource_overrides);
     }
     if (*calibrate) return run_calibrate(base_profile, bundle_paths, label, calibrated_out, json);
+    if (*sweep_merge) return hetplan::cli::run_sweep_merge(merge_folders, merge_out);
+    if (*sweep) {
+      if (sweep_command.sweep_file.empty()) {
+        std::cerr << "error: sweep: expected a sweep file (or: hetplan sweep merge DIR... --out DIR)\n";
+        return kInputErrorExit;
+      }
+      return hetplan::cli::run_sweep_command(sweep_command);
+    }
     if (*plan) return run_plan(plan_scenario, top, json, out_dir, timings, records, simulate_count,
                                     max_seconds);
   } catch (const hetplan::InputError& error) {

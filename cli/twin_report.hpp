@@ -18,12 +18,6 @@ namespace hetplan::cli {
 // the scenario's, which wins over 0.
 sim::TwinOptions twin_options(const Scenario& scenario, std::optional<std::uint64_t> seed);
 
-// Goodput of a plan running at `tokens_per_s` with steps of `step_time_s`, from the scenario's
-// `reliability:` section. None without one; `notes` says what was not counted.
-std::optional<models::Goodput> plan_goodput(const Scenario& scenario, const Plan& plan,
-                                            double tokens_per_s, double step_time_s,
-                                            std::vector<std::string>& notes);
-
 struct Simulated {
   sim::TwinResult result;
   std::uint64_t seed = 0;

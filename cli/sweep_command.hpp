@@ -1,0 +1,21 @@
+// `hetplan sweep` and `hetplan sweep merge`: the batch what-if front end over hetplan_sweep
+// (docs/sweep.md). It draws the progress line, handles Ctrl-C and writes the files.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace hetplan::cli {
+
+struct SweepCommand {
+  std::string sweep_file;
+  int jobs = 0;  // 0: one per hardware thread
+  std::string out_dir;  // empty: the JSON lines on stdout
+  bool resume = false;
+  std::string shard;  // "I/N"; empty: the whole sweep
+};
+
+int run_sweep_command(const SweepCommand& command);
+int run_sweep_merge(const std::vector<std::string>& folders, const std::string& out_dir);
+
+}  // namespace hetplan::cli

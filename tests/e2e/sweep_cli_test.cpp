@@ -1,0 +1,94 @@
+// `hetplan sweep` as a user runs it: every bundled sweep runs and writes its results, a bad axis
+// fails before any point runs, an interrupted sweep resumes without redoing finished points, and
+// shards merge to the single run's bytes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/e2e/cli_run.hpp"
+
+namespace hetplan::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::size_t lines_of(const std::string& text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+TEST(SweepCli, EveryBundledSweepRuns) {
+  TempFolder folder;
+  std::size_t sweeps = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/sweeps")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++sweeps;
+    const std::string out = folder.file(entry.path().stem().string());
+    const auto run = hetplan("sweep " + entry.path().string() + " --jobs 2 --out " + out);
+    ASSERT_EQ(run.exit_code, 0) << entry.path() << ": " << run.out;
+    EXPECT_NE(run.out.find(", 0 failed;"), std::string::npos) << run.out;
+    const std::string jsonl = read(fs::path(out) / "results.jsonl");
+    const std::string csv = read(fs::path(out) / "results.csv");
+    EXPECT_GE(lines_of(jsonl), 4u) << entry.path();
+    EXPECT_EQ(lines_of(csv), lines_of(jsonl) + 1) << entry.path();  // with its header
+    EXPECT_EQ(jsonl.find("\"status\":\"failed\""), std::string::npos) << entry.path();
+  }
+  EXPECT_GE(sweeps, 3u);
+}
+
+TEST(SweepCli, ABadAxisFailsBeforeAnyPointRuns) {
+  TempFolder folder;
+  std::ofstream(folder.file("bad.yaml"))
+      << "schema: hetplan/sweep/v1\nname: bad\nscenario: " << HETPLAN_SOURCE_DIR
+      << "/scenarios/default.yaml\naxes:\n  - path: cluster.islands[ascend-910b].nodes\n"
+         "    values: [8, many]\n";
+  const auto run = hetplan("sweep " + folder.file("bad.yaml") + " --out " + folder.file("out"));
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(run.out, "error: " + folder.file("bad.yaml") +
+                         ":6:17: cluster.islands[ascend-910b].nodes: expected an integer from 1 "
+                         "to 100000, got \"many\"\n");
+  EXPECT_FALSE(fs::exists(fs::path(folder.file("out")) / "results.jsonl"));
+}
+
+TEST(SweepCli, ResumeRunsOnlyWhatIsMissingAndShardsMergeToTheSameBytes) {
+  TempFolder folder;
+  const std::string sweep = std::string(HETPLAN_SOURCE_DIR) + "/scenarios/sweeps/ascend-scaling.yaml";
+  const std::string whole = folder.file("whole");
+  ASSERT_EQ(hetplan("sweep " + sweep + " --jobs 1 --out " + whole).exit_code, 0);
+  const std::string expected = read(fs::path(whole) / "results.jsonl");
+  // An interrupted run: two points' files are gone, and the results are not written yet.
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(fs::path(whole) / "points")) files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  ASSERT_EQ(files.size(), 5u);
+  fs::remove(files[1]);
+  fs::remove(files[3]);
+  fs::remove(fs::path(whole) / "results.jsonl");
+  const auto resumed = hetplan("sweep " + sweep + " --jobs 2 --resume --out " + whole);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_EQ(read(fs::path(whole) / "results.jsonl"), expected);
+  std::size_t point_files = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(fs::path(whole) / "points")) ++point_files;
+  EXPECT_EQ(point_files, 5u);
+
+  std::string parts;
+  for (int i = 0; i < 3; ++i) {
+    const std::string shard = folder.file("shard" + std::to_string(i));
+    ASSERT_EQ(hetplan("sweep " + sweep + " --shard " + std::to_string(i) + "/3 --out " + shard).exit_code, 0);
+    parts += " " + shard;
+  }
+  const auto merged = hetplan("sweep merge" + parts + " --out " + folder.file("merged"));
+  ASSERT_EQ(merged.exit_code, 0) << merged.out;
+  EXPECT_EQ(read(fs::path(folder.file("merged")) / "results.jsonl"), expected);
+  EXPECT_EQ(read(fs::path(folder.file("merged")) / "results.csv"), read(fs::path(whole) / "results.csv"));
+  EXPECT_EQ(hetplan("sweep " + sweep + " --shard 3/3").exit_code, 2);
+}
+
+}  // namespace
+}  // namespace hetplan::e2e

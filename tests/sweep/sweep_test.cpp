@@ -1,0 +1,235 @@
+// The sweep: its file read strictly with located errors, its points in a fixed order, values set
+// into the scenario, and results that do not depend on the number of workers, on sharding or on
+// resuming.
+#include "sweep/sweep.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <mutex>
+#include <set>
+
+#include "formats/loaders.hpp"
+#include "tests/support/temp_folder.hpp"
+
+namespace hetplan::sweep {
+namespace {
+
+const std::string kDefault = std::string(HETPLAN_SOURCE_DIR) + "/scenarios/default.yaml";
+
+std::string sweep_text(const std::string& axes, const std::string& extra = "") {
+  return "schema: hetplan/sweep/v1\nname: t\nscenario: " + kDefault + "\n" + extra + "axes:\n" + axes;
+}
+
+struct Written {
+  test::TempFolder folder;
+  std::string path;
+  explicit Written(const std::string& text) : path(folder.file("sweep.yaml")) {
+    std::ofstream(path) << text;
+  }
+};
+
+// The error of loading (and checking) a sweep, without the folder's path; "no error" if none.
+std::string error_of(const std::string& text) {
+  Written written(text);
+  try {
+    const Sweep sweep = load_sweep(written.path);
+    check(sweep, formats::load_scenario(sweep.scenario));
+  } catch (const InputError& error) {
+    std::string what = error.what();
+    const std::size_t at = what.find(written.path);
+    if (at != std::string::npos) what.replace(at, written.path.size(), "sweep.yaml");
+    return what;
+  }
+  return "no error";
+}
+
+TEST(SweepFile, BadPathsAndValuesAreLocated) {
+  EXPECT_EQ(error_of(sweep_text("  - path: cluster.islands[dcu].nodes\n    values: [4]\n")),
+            "sweep.yaml:5:11: path: no island \"dcu\" (the cluster has ascend-910b, dcu-k100, "
+            "mlu370) in \"cluster.islands[dcu].nodes\" (docs/sweep.md#paths lists the paths)");
+  EXPECT_EQ(error_of(sweep_text("  - path: cluster.islands[dcu-k100].nodes\n    values: [4, 0]\n")),
+            "sweep.yaml:6:17: cluster.islands[dcu-k100].nodes: expected an integer from 1 to "
+            "100000, got \"0\"");
+  EXPECT_EQ(error_of(sweep_text("  - path: cluster.fabric.leaf_uplink_speed\n"
+                                "    range: {from: 100 Gbps, to: 4 TB, steps: 2}\n")),
+            "sweep.yaml:6:33: axes[0].range.to: expected the unit of from (\"Gbps\"), got \"TB\"");
+  EXPECT_EQ(error_of(sweep_text("  - path: cluster.fabric.leaf_uplink_speed\n"
+                                "    values: [100 GB]\n")),
+            "sweep.yaml:6:14: cluster.fabric.leaf_uplink_speed: expected a bandwidth such as "
+            "\"200 Gbps\", between 1 MB/s and 1 PB/s, got \"100 GB\"");
+  EXPECT_EQ(error_of(sweep_text("  - path: workload.model.heads\n    values: [63]\n")),
+            "sweep.yaml:6:14: workload.model.heads: expected hidden size (8192) divisible by the "
+            "number of attention heads (63)");
+  EXPECT_EQ(error_of(sweep_text("  - path: objective\n    values: [cost]\n")),
+            "sweep.yaml:6:14: objective: expected prices when the objective is cost");
+  EXPECT_EQ(error_of(sweep_text("  - path: objective\n    values: [cost]\n", "combine: random\n")),
+            "sweep.yaml:1:1: expected samples: N with combine: random");
+  EXPECT_EQ(error_of(sweep_text("  - path: objective\n    values: [throughput]\n", "colour: red\n")),
+            "sweep.yaml:4:1: colour: unknown key");
+  EXPECT_EQ(error_of(sweep_text("  - path: objective\n    values: [throughput]\n"
+                                "  - path: objective\n    values: [throughput]\n")),
+            "sweep.yaml:7:11: path: expected each path once, got \"objective\" again");
+  EXPECT_EQ(error_of(sweep_text("  - path: cluster.islands[dcu-k100].nodes\n    values: [4, 8]\n"
+                                "  - path: cluster.fabric.oversubscription\n    values: [1]\n",
+                                "combine: zip\n")),
+            "sweep.yaml:8:11: path: expected as many values as the first axis (2) to zip, got 1");
+}
+
+TEST(SweepFile, RangesGenerateTheirValues) {
+  Written written(sweep_text("  - path: cluster.islands[dcu-k100].nodes\n"
+                             "    range: {from: 4, to: 32, steps: 4, scale: log}\n"
+                             "  - path: cluster.fabric.leaf_uplink_speed\n"
+                             "    range: {from: 100 Gbps, to: 400 Gbps, steps: 3}\n"));
+  const Sweep sweep = load_sweep(written.path);
+  ASSERT_EQ(sweep.axes.size(), 2u);
+  std::vector<std::string> nodes, speeds;
+  for (const auto& v : sweep.axes[0].values) nodes.push_back(v.text);
+  for (const auto& v : sweep.axes[1].values) speeds.push_back(v.text);
+  EXPECT_EQ(nodes, (std::vector<std::string>{"4", "8", "16", "32"}));
+  EXPECT_EQ(speeds, (std::vector<std::string>{"100 Gbps", "250 Gbps", "400 Gbps"}));
+}
+
+TEST(SweepPoints, GridZipAndRandomOrders) {
+  Written grid(sweep_text("  - path: a\n    values: [1, 2]\n  - path: b\n    values: [x, y, z]\n"));
+  const auto g = points(load_sweep(grid.path));
+  ASSERT_EQ(g.size(), 6u);
+  // The last axis varies fastest.
+  EXPECT_EQ(g[0].values, (std::vector<std::size_t>{0, 0}));
+  EXPECT_EQ(g[1].values, (std::vector<std::size_t>{0, 1}));
+  EXPECT_EQ(g[3].values, (std::vector<std::size_t>{1, 0}));
+  Written zip(sweep_text("  - path: a\n    values: [1, 2]\n  - path: b\n    values: [x, y]\n",
+                         "combine: zip\n"));
+  const auto z = points(load_sweep(zip.path));
+  ASSERT_EQ(z.size(), 2u);
+  EXPECT_EQ(z[1].values, (std::vector<std::size_t>{1, 1}));
+
+  std::string many = "  - path: a\n    range: {from: 1, to: 100, steps: 100}\n"
+                     "  - path: b\n    range: {from: 1, to: 100, steps: 100}\n";
+  auto draw = [&](int seed) {
+    Written random(sweep_text(many, "combine: random\nsamples: 50\nseed: " + std::to_string(seed) + "\n"));
+    std::vector<std::vector<std::size_t>> out;
+    for (const auto& p : points(load_sweep(random.path))) out.push_back(p.values);
+    return out;
+  };
+  const auto first = draw(7);
+  ASSERT_EQ(first.size(), 50u);
+  EXPECT_EQ(std::set<std::vector<std::size_t>>(first.begin(), first.end()).size(), 50u);
+  EXPECT_TRUE(std::is_sorted(first.begin(), first.end()));  // kept in grid order
+  EXPECT_EQ(draw(7), first);
+  EXPECT_NE(draw(8), first);
+}
+
+TEST(SweepApply, ValuesReachTheScenario) {
+  Written written(sweep_text("  - path: cluster.islands[dcu-k100].nodes\n    values: [4]\n"
+                             "  - path: chips[ascend-910b].memory.capacity\n    values: [32 GiB]\n"
+                             "  - path: reliability.node_mtbf[hygon-k100-ai]\n    values: [10 h]\n"
+                             "  - path: workload.training.global_batch\n    values: [512]\n"));
+  const Sweep sweep = load_sweep(written.path);
+  const Scenario base = formats::load_scenario(sweep.scenario);
+  Scenario s = base;
+  apply(sweep, points(sweep).front(), s);
+  const Island& dcu = *s.cluster.find_island("dcu-k100");
+  EXPECT_EQ(dcu.nodes, 4);
+  EXPECT_EQ(dcu.free_nodes, 4);  // all of the island was free, and still is
+  const ChipProfile& ascend = s.cluster.chips[s.cluster.find_island("ascend-910b")->chip];
+  const ChipProfile& before = base.cluster.chips[base.cluster.find_island("ascend-910b")->chip];
+  EXPECT_DOUBLE_EQ(*ascend.memory_capacity, 32.0 * (1ull << 30));
+  // The usable share of the capacity stays the profile's.
+  EXPECT_DOUBLE_EQ(*ascend.memory_usable / *ascend.memory_capacity,
+                   *before.memory_usable / *before.memory_capacity);
+  EXPECT_DOUBLE_EQ(s.reliability->node_mtbf.at("hygon-k100-ai"), 36000.0);
+  EXPECT_EQ(s.workload.training.global_batch, 512);
+}
+
+// A small sweep of the default scenario: four points; each value is fine alone, but the last
+// point's heads (128) do not divide its hidden size (8128), and it fails on its own.
+const std::string kSmall =
+    "  - path: workload.model.hidden\n    values: [8192, 8128]\n"
+    "  - path: workload.model.heads\n    values: [64, 128]\n";
+
+TEST(SweepRun, ResultsAreTheSameForAnyJobsShardsAndResume) {
+  Written written(sweep_text(kSmall, "top: 2\n"));
+  const Sweep sweep = load_sweep(written.path);
+  SweepOptions one;
+  one.jobs = 1;
+  const SweepResult serial = run_sweep(sweep, one);
+  ASSERT_EQ(serial.points.size(), 4u);
+  EXPECT_FALSE(serial.stopped);
+  const std::string expected = results_jsonl(serial.points);
+  EXPECT_TRUE(serial.points[0].ok);
+  EXPECT_TRUE(serial.points[1].ok);
+  EXPECT_TRUE(serial.points[2].ok);
+  EXPECT_FALSE(serial.points[3].ok);
+  EXPECT_EQ(serial.points[3].line["error"],
+            written.path + ":7:20: workload.model.hidden: expected hidden size (8128) divisible by "
+                           "the number of attention heads (128)");
+  EXPECT_NE(serial.points[0].line["best"], serial.points[2].line["best"]);
+
+  SweepOptions two;
+  two.jobs = 2;
+  EXPECT_EQ(results_jsonl(run_sweep(sweep, two).points), expected);
+
+  std::vector<std::pair<std::string, std::string>> parts;
+  for (std::size_t i = 0; i < 3; ++i) {
+    SweepOptions shard;
+    shard.shard = {i, 3};
+    parts.emplace_back("shard" + std::to_string(i), results_jsonl(run_sweep(sweep, shard).points));
+  }
+  EXPECT_EQ(results_jsonl(merge_results(parts)), expected);
+  EXPECT_EQ(results_csv(axis_paths(sweep), merge_results(parts)),
+            results_csv(axis_paths(sweep), serial.points));
+
+  // Resume: every point but one is known; only that one runs, and the result is the same.
+  SweepOptions resume;
+  std::mutex lock;
+  std::vector<std::string> ran;
+  resume.earlier = [&](const std::string& key) -> std::optional<nlohmann::ordered_json> {
+    for (const auto& p : serial.points) {
+      if (p.key == key && p.index != 2) return p.line;
+    }
+    return std::nullopt;
+  };
+  resume.finished = [&](const PointResult& p) {
+    std::lock_guard guard(lock);
+    ran.push_back(std::to_string(p.index));
+  };
+  EXPECT_EQ(results_jsonl(run_sweep(sweep, resume).points), expected);
+  EXPECT_EQ(ran, (std::vector<std::string>{"2"}));
+}
+
+TEST(SweepRun, AStopLeavesTheRestForLater) {
+  Written written(sweep_text(kSmall));
+  const Sweep sweep = load_sweep(written.path);
+  planner::StopToken stop;
+  stop.request_stop();
+  SweepOptions options;
+  options.stop = &stop;
+  const SweepResult result = run_sweep(sweep, options);
+  EXPECT_TRUE(result.stopped);
+  EXPECT_TRUE(result.points.empty());
+  EXPECT_EQ(result.total_points, 4u);
+}
+
+TEST(SweepMerge, PointsOfAnotherSweepOrConflictingPointsAreErrors) {
+  const std::string a = R"({"sweep":"a","points":2,"index":0,"key":"k","status":"ok"})";
+  const std::string b = R"({"sweep":"b","points":2,"index":1,"key":"k","status":"ok"})";
+  const std::string a_other = R"({"sweep":"a","points":2,"index":0,"key":"k","status":"failed"})";
+  auto error = [](const std::vector<std::pair<std::string, std::string>>& parts) {
+    try {
+      merge_results(parts);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error({{"x", a + "\n"}, {"y", b + "\n"}}),
+            "y:1:1: sweep: expected points of sweep a (2 points), got b (2 points)");
+  EXPECT_EQ(error({{"x", a + "\n"}, {"y", a_other + "\n"}}),
+            "y:1:1: index: point 0 is given twice with different results");
+  EXPECT_EQ(error({{"x", "not json\n"}}), "x:1:1: line: expected one JSON object per line (a sweep point)");
+  EXPECT_EQ(error({{"x", a + "\n"}, {"y", a + "\n"}}), "no error");  // the same point twice
+}
+
+}  // namespace
+}  // namespace hetplan::sweep
