@@ -13,10 +13,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string read(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_text(path.string());
 }
 
 std::size_t lines_of(const std::string& text) {
