@@ -1001,6 +1001,11 @@ int main(int argc, char** argv) {
   auto* sweep_merge = sweep->add_subcommand("merge", "Merge the results of a sweep's shards");
   sweep_merge->add_option("folders", merge_folders, "The shards' --out folders")->required();
   sweep_merge->add_option("--out", merge_out, "Folder for the merged results")->required();
+  std::string report_folder, report_out;
+  auto* sweep_report = sweep->add_subcommand(
+      "report", "One HTML page of charts (and each chart as SVG) from a sweep's results");
+  sweep_report->add_option("folder", report_folder, "The sweep's --out folder")->required();
+  sweep_report->add_option("--out", report_out, "The HTML file (default: FOLDER/report.html)");
 
   try {
     app.parse(argc, argv);
@@ -1062,9 +1067,11 @@ int main(int argc, char** argv) {
     }
     if (*calibrate) return run_calibrate(base_profile, bundle_paths, label, calibrated_out, json);
     if (*sweep_merge) return hetplan::cli::run_sweep_merge(merge_folders, merge_out);
+    if (*sweep_report) return hetplan::cli::run_sweep_report(report_folder, report_out);
     if (*sweep) {
       if (sweep_command.sweep_file.empty()) {
-        std::cerr << "error: sweep: expected a sweep file (or: hetplan sweep merge DIR... --out DIR)\n";
+        std::cerr << "error: sweep: expected a sweep file (or: hetplan sweep merge DIR... --out DIR, "
+                     "hetplan sweep report DIR)\n";
         return kInputErrorExit;
       }
       return hetplan::cli::run_sweep_command(sweep_command);

@@ -160,6 +160,40 @@ int run_sweep_command(const SweepCommand& command) {
   return 0;
 }
 
+namespace {
+
+// The axis paths of results, from their first point's values.
+std::vector<std::string> paths_of(const std::vector<sweep::PointResult>& points) {
+  std::vector<std::string> paths;
+  if (!points.empty() && points.front().line.contains("values")) {
+    for (const auto& [path, value] : points.front().line["values"].items()) paths.push_back(path);
+  }
+  return paths;
+}
+
+}  // namespace
+
+int run_sweep_report(const std::string& folder, const std::string& out_file) {
+  const std::string results = (fs::path(folder) / "results.jsonl").string();
+  const auto points = sweep::merge_results({{results, formats::read_text_file(results)}});
+  const std::vector<std::string> paths = paths_of(points);
+  const fs::path html = out_file.empty() ? fs::path(folder) / "report.html" : fs::path(out_file);
+  std::vector<std::string> written;
+  try {
+    for (const auto& chart : sweep::report_charts(paths, points)) {
+      const fs::path svg = html.parent_path() / (html.stem().string() + "-" + chart.name + ".svg");
+      formats::write_file_atomically(svg.string(), chart.svg);
+      written.push_back(svg.string());
+    }
+    formats::write_file_atomically(html.string(), sweep::report_html(paths, points));
+  } catch (const std::runtime_error& failure) {
+    throw InputError({html.string(), 0, 0}, "--out", failure.what());
+  }
+  std::cout << "wrote " << html.string() << " (" << points.size() << " points, " << written.size()
+            << " charts, each also as SVG beside it)\n";
+  return 0;
+}
+
 int run_sweep_merge(const std::vector<std::string>& folders, const std::string& out_dir) {
   std::vector<std::pair<std::string, std::string>> parts;
   for (const auto& folder : folders) {
@@ -167,10 +201,7 @@ int run_sweep_merge(const std::vector<std::string>& folders, const std::string& 
     parts.emplace_back(file, formats::read_text_file(file));
   }
   const auto merged = sweep::merge_results(parts);
-  std::vector<std::string> paths;
-  if (!merged.empty() && merged.front().line.contains("values")) {
-    for (const auto& [path, value] : merged.front().line["values"].items()) paths.push_back(path);
-  }
+  const std::vector<std::string> paths = paths_of(merged);
   std::size_t total = 0;
   if (!merged.empty()) total = merged.front().line["points"].get<std::size_t>();
   std::error_code error;

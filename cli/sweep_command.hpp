@@ -17,5 +17,8 @@ struct SweepCommand {
 
 int run_sweep_command(const SweepCommand& command);
 int run_sweep_merge(const std::vector<std::string>& folders, const std::string& out_dir);
+// DIR/results.jsonl to one HTML page (default DIR/report.html) and each chart as an SVG file
+// beside it (report-<chart>.svg).
+int run_sweep_report(const std::string& folder, const std::string& out_file);
 
 }  // namespace hetplan::cli

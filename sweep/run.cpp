@@ -152,7 +152,10 @@ SweepResult run_sweep(const Sweep& sweep, const SweepOptions& options) {
     if (options.earlier) {
       if (auto line = options.earlier(r.key)) {
         r.line = std::move(*line);
-        r.line["index"] = point.index;  // the key holds the values, not the position
+        // The key holds the inputs, not the point's place in this sweep (or its name).
+        r.line["sweep"] = sweep.name;
+        r.line["points"] = all.size();
+        r.line["index"] = point.index;
         r.ok = r.line.value("status", "") == "ok";
         r.reused = true;
         return r;

@@ -535,12 +535,12 @@ void check(const Sweep& sweep, const Scenario& base) {
   for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
     const Axis& axis = sweep.axes[a];
     const Setter set = resolve(axis, base);
+    Sweep just_this;  // the axis alone, for check_consistent's messages
+    just_this.axes = {axis};
     for (std::size_t v = 0; v < axis.values.size(); ++v) {
       // The value alone on the base: what the other axes change is checked at each point.
       Scenario copy = base;
       set(copy, axis.values[v]);
-      Sweep just_this = sweep;
-      just_this.axes = {axis};
       check_consistent(just_this, {0, {v}}, copy);
     }
   }

@@ -131,6 +131,18 @@ std::string results_csv(const std::vector<std::string>& axis_paths,
                         const std::vector<PointResult>& points);
 std::vector<std::string> axis_paths(const Sweep& sweep);
 
+// The report (docs/sweep.md#report): charts as standalone SVG, named for their files ("states",
+// "best", "scaling", "gain", "cost"; those the results have data for), and one self-contained
+// HTML page with the charts inline and a table of the points. No script, nothing fetched.
+struct ReportChart {
+  std::string name;
+  std::string svg;
+};
+std::vector<ReportChart> report_charts(const std::vector<std::string>& axis_paths,
+                                       const std::vector<PointResult>& points);
+std::string report_html(const std::vector<std::string>& axis_paths,
+                        const std::vector<PointResult>& points);
+
 // Reads the JSON lines of shards (each `results.jsonl` text with its name for messages) and
 // returns every point once, in order. Throws InputError for a line that is not a point, a
 // point given twice with different contents, or shards of different sweeps.

@@ -35,6 +35,12 @@ TEST(SweepCli, EveryBundledSweepRuns) {
     EXPECT_GE(lines_of(jsonl), 4u) << entry.path();
     EXPECT_EQ(lines_of(csv), lines_of(jsonl) + 1) << entry.path();  // with its header
     EXPECT_EQ(jsonl.find("\"status\":\"failed\""), std::string::npos) << entry.path();
+    // Its report: one page and each chart beside it as SVG.
+    const auto report = hetplan("sweep report " + out);
+    ASSERT_EQ(report.exit_code, 0) << report.out;
+    const std::string html = read(fs::path(out) / "report.html");
+    EXPECT_NE(html.find("<svg"), std::string::npos) << entry.path();
+    EXPECT_TRUE(fs::exists(fs::path(out) / "report-states.svg")) << entry.path();
   }
   EXPECT_GE(sweeps, 3u);
 }

@@ -233,3 +233,101 @@ TEST(SweepMerge, PointsOfAnotherSweepOrConflictingPointsAreErrors) {
 
 }  // namespace
 }  // namespace hetplan::sweep
+
+namespace hetplan::sweep {
+namespace {
+
+// Results written by hand: a 2 x 2 grid over nodes and oversubscription, one point failed.
+std::vector<PointResult> grid_results() {
+  std::vector<PointResult> points;
+  const char* nodes[] = {"4", "8"};
+  const char* ratios[] = {"1", "2 <&>"};
+  for (std::size_t i = 0; i < 4; ++i) {
+    PointResult p;
+    p.index = i;
+    p.key = "k" + std::to_string(i);
+    p.ok = i != 3;
+    nlohmann::ordered_json& line = p.line;
+    line["sweep"] = "g";
+    line["points"] = 4;
+    line["index"] = i;
+    line["key"] = p.key;
+    line["values"] = {{"cluster.islands[a].nodes", nodes[i / 2]},
+                      {"cluster.fabric.oversubscription", ratios[i % 2]}};
+    line["status"] = p.ok ? "ok" : "failed";
+    if (!p.ok) {
+      line["error"] = "x.yaml:1:1: no <good>";
+    } else {
+      const double t = 1000.0 * static_cast<double>(i + 1);
+      line["best"] = {{"mode", "task-level"}, {"plan", "mix"}, {"chips", 16}, {"tokens_per_s", t},
+                      {"tokens_per_s_per_chip", t / 16}, {"goodput_tokens_per_s", 0.9 * t}};
+      line["single_island"] = nlohmann::ordered_json::array(
+          {{{"island", "a"}, {"best", {{"chips", 8}, {"tokens_per_s", t / 2}, {"tokens_per_s_per_chip", t / 16}}}}});
+      line["resource_pool"] = nullptr;
+      line["task_level"] = {{"tokens_per_s", t}};
+      line["task_level_gain"] = 0.1 * static_cast<double>(i);
+    }
+    points.push_back(std::move(p));
+  }
+  return points;
+}
+
+TEST(SweepReport, OneSelfContainedPageWithTheChartsTheResultsHaveDataFor) {
+  const auto points = grid_results();
+  const std::vector<std::string> paths = {"cluster.islands[a].nodes", "cluster.fabric.oversubscription"};
+  const auto charts = report_charts(paths, points);
+  std::vector<std::string> names;
+  for (const auto& chart : charts) names.push_back(chart.name);
+  // A grid over two axes: the three states, the best job, and where mixing pays; no scaling
+  // (a grid) and no cost (no prices).
+  EXPECT_EQ(names, (std::vector<std::string>{"states", "best", "gain"}));
+  for (const auto& chart : charts) {
+    EXPECT_EQ(chart.svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u) << chart.name;
+  }
+  // The gain map has a cell per pair: three gains and the failed point's "-".
+  const std::string& gain = charts[2].svg;
+  EXPECT_NE(gain.find(">+0.0%<"), std::string::npos);
+  EXPECT_NE(gain.find(">+10.0%<"), std::string::npos);
+  EXPECT_NE(gain.find(">+20.0%<"), std::string::npos);
+  EXPECT_NE(gain.find(">-<"), std::string::npos);
+
+  const std::string html = report_html(paths, points);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  // Nothing is fetched or run: no script, no link, no source, no URL but the SVG namespace.
+  for (const char* absent : {"<script", "<link", "src=", "href=", "@import", "url("})
+    EXPECT_EQ(html.find(absent), std::string::npos) << absent;
+  std::size_t urls = 0;
+  for (std::size_t at = html.find("http"); at != std::string::npos; at = html.find("http", at + 1)) {
+    EXPECT_EQ(html.compare(at, 26, "http://www.w3.org/2000/svg"), 0);
+    ++urls;
+  }
+  EXPECT_EQ(urls, charts.size());
+  // Values and errors are escaped.
+  EXPECT_NE(html.find("2 &lt;&amp;&gt;"), std::string::npos);
+  EXPECT_EQ(html.find("2 <&>"), std::string::npos);
+  EXPECT_NE(html.find("no &lt;good&gt;"), std::string::npos);
+  EXPECT_NE(html.find("4 of 4 points, 1 failed"), std::string::npos);
+  // A row per point.
+  std::size_t rows = 0;
+  for (std::size_t at = html.find("<tr><td>"); at != std::string::npos; at = html.find("<tr><td>", at + 1))
+    ++rows;
+  EXPECT_EQ(rows, 4u);
+}
+
+TEST(SweepReport, OneAxisGetsTheScalingOfEachIslandWhoseChipsChange) {
+  auto points = grid_results();
+  points.resize(3);  // points 0 and 2: nodes 4 and 8 (oversubscription 1)
+  points.erase(points.begin() + 1);
+  for (auto& p : points) p.line["values"].erase("cluster.fabric.oversubscription");
+  points[1].line["single_island"][0]["best"]["chips"] = 16;
+  const auto charts = report_charts({"cluster.islands[a].nodes"}, points);
+  std::vector<std::string> names;
+  for (const auto& chart : charts) names.push_back(chart.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"states", "best", "scaling"}));
+  // Island a: 1000/16 per chip at 8 chips, 3000/16 at 16 chips: 300% of its first point.
+  EXPECT_NE(charts[2].svg.find("a alone: 300"), std::string::npos);
+  EXPECT_NE(charts[2].svg.find("a alone: 100"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hetplan::sweep
