@@ -44,30 +44,23 @@ bool is_token(std::string_view text) {
   return true;
 }
 
-enum class Wait { ready, timeout, stopped, failed };
-
-// Waits until `fd` is ready for `events`, `stop_fd` (when not -1) is readable, or the deadline.
-Wait wait_for(int fd, short events, int stop_fd, Clock::time_point deadline) {
+// Waits until `fd` can take more bytes; false at the deadline or on an error.
+bool writable_by(int fd, Clock::time_point deadline) {
   for (;;) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return Wait::timeout;
-    pollfd fds[2] = {{fd, events, 0}, {stop_fd, POLLIN, 0}};
-    const int n = ::poll(fds, stop_fd >= 0 ? 2 : 1,
-                         static_cast<int>(std::min<long long>(left.count(), INT_MAX)));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Wait::failed;
-    }
-    if (n == 0) continue;  // the deadline is checked again above
-    if (stop_fd >= 0 && (fds[1].revents & POLLIN)) return Wait::stopped;
-    if (fds[0].revents & (events | POLLHUP | POLLERR)) return Wait::ready;
-    if (fds[0].revents & POLLNVAL) return Wait::failed;
+    if (left.count() <= 0) return false;
+    pollfd ready{fd, POLLOUT, 0};
+    const int n = ::poll(&ready, 1, static_cast<int>(std::min<long long>(left.count(), INT_MAX)));
+    if (n < 0 && errno != EINTR) return false;
+    if (n <= 0) continue;  // interrupted, or the deadline is checked again above
+    if (ready.revents & (POLLERR | POLLNVAL)) return false;
+    if (ready.revents & (POLLOUT | POLLHUP)) return true;
   }
 }
 
 bool write_all(int fd, std::string_view data, Clock::time_point deadline) {
   while (!data.empty()) {
-    if (wait_for(fd, POLLOUT, -1, deadline) != Wait::ready) return false;
+    if (!writable_by(fd, deadline)) return false;
     const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
@@ -265,7 +258,6 @@ struct Connection {
   std::string in;  // bytes received and not yet consumed
   Clock::time_point until;  // idle: the next request's first byte; reading: the request's
                             // deadline; draining: when to close
-  Clock::time_point started;
   int served = 0;
   // Once the head of the current request is parsed.
   std::optional<Request> head;
@@ -396,8 +388,7 @@ struct Server::Impl {
     if (c.state == Connection::State::draining) return true;
     if (c.state == Connection::State::idle) {
       c.state = Connection::State::reading;
-      c.started = Clock::now();
-      c.until = c.started + limits.request_deadline;
+      c.until = Clock::now() + limits.request_deadline;
     }
     c.in.append(buffer, static_cast<std::size_t>(got));
     return true;
@@ -453,7 +444,6 @@ struct Server::Impl {
         // A kept-alive connection handed back may already hold the next request.
         if (c.state == Connection::State::idle && !c.in.empty()) {
           c.state = Connection::State::reading;
-          c.started = now;
           c.until = now + limits.request_deadline;
         }
         if (c.state == Connection::State::reading && complete(c)) {
