@@ -29,6 +29,7 @@
 #include "formats/paths.hpp"
 #include "exporters/export.hpp"
 #include "cli/sweep_command.hpp"
+#include "core/version.hpp"
 #include "extender/extender.hpp"
 #include "formats/writers.hpp"
 #include "importers/k8s_inventory.hpp"
@@ -804,7 +805,7 @@ int main(int argc, char** argv) {
     std::signal(signal_number, remove_scratch_and_die);
   CLI::App app{"hetplan: plan and simulate LLM training on mixed-vendor accelerator clusters"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "hetplan 0.1.0");
+  app.set_version_flag("--version", "hetplan " + std::string(hetplan::version()));
 
   std::string scenario_path, plan_path, records;
   bool json = false;

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/version.hpp"
 #include "exporters/export.hpp"
 #include "formats/document.hpp"
 #include "formats/loaders.hpp"
@@ -89,7 +90,8 @@ ordered_json summarise(const planner::SearchResult& result, std::size_t top,
 // Everything a point's result depends on except its values: the base files' bytes (by their
 // hashes), the sweep's settings and the program.
 std::string inputs_digest(const Sweep& sweep, const Scenario& base) {
-  std::string digest = "hetplan sweep point v1; hetplan 0.1.0; top " + std::to_string(sweep.top) + "\n";
+  std::string digest = "hetplan sweep point v1; hetplan " + std::string(version()) + "; top " +
+                       std::to_string(sweep.top) + "\n";
   for (const auto& [path, hash] : exporters::input_hashes(base, sweep.scenario))
     digest += path + " " + hash + "\n";
   return digest;

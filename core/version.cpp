@@ -1,0 +1,9 @@
+#include "core/version.hpp"
+
+namespace hetplan {
+
+std::string_view version() {
+  return HETPLAN_VERSION;
+}
+
+}  // namespace hetplan
