@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
@@ -70,6 +71,15 @@ struct EfficiencyModel {
   std::optional<double> tp_comm_overlap;
 };
 
+// A comment of a profile's file, kept so that a profile written again (a calibration) carries
+// it (docs/formats/chip.md#comments). The text is what follows the `#`.
+struct FieldComment {
+  std::vector<std::string> leading;  // whole-line comments above the key
+  std::string trailing;              // the comment at the end of the key's line
+  bool on_values = false;  // the key's line holds its value(s): the comment speaks of them
+  bool operator==(const FieldComment&) const = default;
+};
+
 struct ChipProfile {
   std::string id;
   std::string vendor;
@@ -102,6 +112,8 @@ struct ChipProfile {
 
   std::map<std::string, std::string> sources;   // source id -> citation
   std::map<std::string, std::string> cited_by;  // field path -> source id, for every number
+  // By the dotted path of the key a comment belongs to ("" for comments after the last key).
+  std::map<std::string, FieldComment> comments;
 
   bool supports(DType dtype) const { return peak_flops.contains(dtype); }
   std::optional<double> peak(DType dtype) const;

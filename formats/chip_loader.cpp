@@ -2,6 +2,8 @@
 // `source:` or one inherited from an enclosing mapping's `source:`.
 #include <algorithm>
 #include <array>
+#include <sstream>
+#include <string_view>
 
 #include "formats/document.hpp"
 #include "formats/loaders.hpp"
@@ -274,6 +276,103 @@ void read_efficiency(MapReader& root, ChipProfile& chip, ChipReader& reader) {
 
 }  // namespace
 
+// Where a comment starts on a line (the `#` that begins it), or npos: a `#` at the line's start
+// or after a blank, outside quoted scalars.
+std::size_t comment_start(std::string_view line) {
+  char quote = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote == '"') {
+      if (c == '\\') ++i;
+      else if (c == '"') quote = 0;
+    } else if (quote == '\'') {
+      if (c == '\'' && i + 1 < line.size() && line[i + 1] == '\'') ++i;  // '' is a quote
+      else if (c == '\'') quote = 0;
+    } else if (c == '"' || c == '\'') {
+      // A quote opens a quoted scalar only where a scalar starts (an apostrophe inside a plain
+      // scalar is text).
+      const std::size_t before = line.find_last_not_of(" \t", i == 0 ? 0 : i - 1);
+      if (i == 0 || before == std::string_view::npos ||
+          std::string_view(":{[,-").find(line[before]) != std::string_view::npos)
+        quote = c;
+    } else if (c == '#' && (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t')) {
+      return i;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// The dotted path of the first key on each line (a flow mapping's keys share its line), and
+// whether that line holds the key's value.
+struct KeyLine {
+  std::string path;
+  bool on_values = false;
+  std::size_t indent = 0;
+};
+
+void key_lines(const YAML::Node& node, const std::string& path, std::map<int, KeyLine>& out) {
+  if (!node.IsMap()) return;
+  for (const auto& entry : node) {
+    if (!entry.first.IsScalar()) continue;
+    const std::string child =
+        path.empty() ? entry.first.Scalar() : path + "." + entry.first.Scalar();
+    const YAML::Mark mark = entry.first.Mark();
+    const YAML::Node& value = entry.second;
+    const bool block =
+        (value.IsMap() || value.IsSequence()) && value.Style() != YAML::EmitterStyle::Flow;
+    if (mark.line >= 0 && !out.contains(mark.line)) {
+      out[mark.line] = {child, !block, static_cast<std::size_t>(std::max(0, mark.column))};
+    }
+    key_lines(value, child, out);
+  }
+}
+
+// The file's comments by the key they belong to: a comment that ends a key's line is that key's;
+// whole-line comments belong to the next key below them (those after the last key to "").
+std::map<std::string, FieldComment> read_comments(const std::string& text, const YAML::Node& root) {
+  std::map<int, KeyLine> keys;
+  key_lines(root, "", keys);
+  std::map<std::string, FieldComment> out;
+  std::vector<std::string> pending;
+  // Inside a `|` or `>` block scalar of a key at this indent (-1: not): the lines indented
+  // further are its text.
+  long scalar_indent = -1;
+  std::istringstream lines(text);
+  int number = 0;
+  for (std::string line; std::getline(lines, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::size_t first = line.find_first_not_of(" \t");
+    const auto key = keys.find(number);
+    if (scalar_indent >= 0 && key == keys.end() &&
+        (first == std::string::npos || static_cast<long>(first) > scalar_indent))
+      continue;  // the block scalar's own text, `#` and all
+    scalar_indent = -1;
+    if (key != keys.end()) {
+      FieldComment& comment = out[key->second.path];
+      comment.on_values = key->second.on_values;
+      comment.leading.insert(comment.leading.end(), pending.begin(), pending.end());
+      pending.clear();
+      const std::size_t start = comment_start(line);
+      if (start != std::string::npos) {
+        comment.trailing = line.substr(start + 1);
+        line.resize(start);
+      }
+      // A `|` or `>` block scalar: its lines follow, indented past the key.
+      const std::size_t colon = line.find(':', key->second.indent);
+      if (colon != std::string::npos) {
+        const std::size_t value = line.find_first_not_of(" \t", colon + 1);
+        if (value != std::string::npos && (line[value] == '|' || line[value] == '>'))
+          scalar_indent = static_cast<long>(key->second.indent);
+      }
+      if (comment.leading.empty() && comment.trailing.empty()) out.erase(key->second.path);
+    } else if (first != std::string::npos && line[first] == '#') {
+      pending.push_back(line.substr(first + 1));
+    }
+  }
+  if (!pending.empty()) out[""].leading = std::move(pending);
+  return out;
+}
+
 ChipProfile parse_chip(const std::string& text, const std::string& file_name) {
   const YAML::Node root_node = parse_document(text, file_name);
   const Field root_field = document_root(root_node, file_name, kChipSchema);
@@ -314,6 +413,7 @@ ChipProfile parse_chip(const std::string& text, const std::string& file_name) {
   read_efficiency(root, chip, reader);
   root.done();
   reader.check_sources();
+  chip.comments = read_comments(text, root_node);
   return chip;
 }
 

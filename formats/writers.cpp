@@ -348,24 +348,47 @@ std::string flow_map(const ChipProfile& chip, const YamlNode& map, const std::st
   return out + "}";
 }
 
+// The profile's comments for the key at `path` (docs/formats/chip.md#comments): the lines above
+// it at its indent, and the one that ends its line.
+void leading_comments(std::ostream& out, const ChipProfile& chip, const std::string& path,
+                      const std::string& pad) {
+  const auto it = chip.comments.find(path);
+  if (it == chip.comments.end()) return;
+  for (const auto& line : it->second.leading) out << pad << "#" << line << "\n";
+}
+
+std::string trailing_comment(const ChipProfile& chip, const std::string& path) {
+  const auto it = chip.comments.find(path);
+  if (it == chip.comments.end() || it->second.trailing.empty()) return {};
+  return "   #" + it->second.trailing;
+}
+
+// A key's line with its comments.
+void key_line(std::ostream& out, const ChipProfile& chip, const std::string& path,
+              const std::string& pad, const std::string& text) {
+  leading_comments(out, chip, path, pad);
+  out << pad << text << trailing_comment(chip, path) << "\n";
+}
+
 void block_map(std::ostream& out, const ChipProfile& chip, const YamlNode& map,
                const std::string& inherited, int indent) {
   const auto [stated, effective] = resolve_source(chip, map, inherited);
   const std::string pad(static_cast<std::size_t>(indent), ' ');
+  const std::string source_path = map.path + ".source";
   bool source_written = stated.empty();
   for (const auto& child : map.children) {
     if (!source_written && child.cited()) {
-      out << pad << "source: " << stated << "\n";
+      key_line(out, chip, source_path, pad, "source: " + stated);
       source_written = true;
     }
     if (child.is_map && !child.flow && !child.children.empty()) {
-      out << pad << child.key << ":\n";
+      key_line(out, chip, child.path, pad, child.key + ":");
       block_map(out, chip, child, effective, indent + 2);
     } else {
-      out << pad << child.key << ": " << child_text(chip, child, effective) << "\n";
+      key_line(out, chip, child.path, pad, child.key + ": " + child_text(chip, child, effective));
     }
   }
-  if (!source_written) out << pad << "source: " << stated << "\n";
+  if (!source_written) key_line(out, chip, source_path, pad, "source: " + stated);
 }
 
 std::string plain_number(const ChipProfile& chip, const std::string& path, double value, double min,
@@ -554,42 +577,48 @@ std::string chip_yaml(const ChipProfile& chip, const std::string& comment) {
   if (model.tp_comm_overlap) number(efficiency, "tp_comm_overlap", model.tp_comm_overlap, 0.0, 1.0);
 
   tree.check_all_used();
+  for (const auto& [path, note] : chip.comments) {
+    bool one_line = note.trailing.find_first_of("\r\n") == std::string::npos;
+    for (const auto& line : note.leading) one_line &= line.find_first_of("\r\n") == std::string::npos;
+    if (!one_line) chip_fail(chip, path, "expected comments of one line each");
+  }
 
   std::ostringstream out;
   std::istringstream lines(comment);
   for (std::string line; std::getline(lines, line);) {
     out << (line.empty() ? "#" : "# " + line) << "\n";
   }
-  out << "schema: " << kChipSchema << "\n";
-  out << "id: " << chip.id << "\n";
-  out << "vendor: " << yaml_string(chip.vendor) << "\n";
-  out << "model: " << yaml_string(chip.model) << "\n";
-  out << "family: " << chip.family << "\n";
-  out << "role: " << to_string(chip.role) << "\n";
-  out << "sources:\n";
+  const auto top = [&](const std::string& key, const std::string& value) {
+    key_line(out, chip, key, "", key + ":" + (value.empty() ? "" : " " + value));
+  };
+  top("schema", std::string(kChipSchema));
+  top("id", chip.id);
+  top("vendor", yaml_string(chip.vendor));
+  top("model", yaml_string(chip.model));
+  top("family", chip.family);
+  top("role", std::string(to_string(chip.role)));
+  top("sources", "");
   for (const auto& [id, citation] : chip.sources) {
     std::string quoted = yaml_string(citation);
     if (quoted.front() != '"') quoted = "\"" + quoted + "\"";
-    out << "  " << id << ": " << quoted << "\n";
+    key_line(out, chip, "sources." + id, "  ", id + ": " + quoted);
   }
-  out << "software:\n";
+  top("software", "");
   for (const auto& [key, component] :
        {std::pair<const char*, const SoftwareComponent*>{"runtime", &chip.runtime},
         {"framework_adapter", &chip.framework_adapter},
         {"collective_library", &chip.collective_library}}) {
     std::string version = yaml_string(component->version);
     if (version.front() != '"') version = "\"" + version + "\"";
-    out << "  " << key << ": {name: " << yaml_string(component->name) << ", version: " << version
-        << "}\n";
+    key_line(out, chip, std::string("software.") + key, "  ",
+             std::string(key) + ": {name: " + yaml_string(component->name) +
+                 ", version: " + version + "}");
   }
   for (const YamlNode* section : {&compute, &memory, &node, &power, &operators, &efficiency}) {
-    if (section->children.empty()) {
-      out << section->key << ": {}\n";
-      continue;
-    }
-    out << section->key << ":\n";
-    block_map(out, chip, *section, "", 2);
+    top(section->key, section->children.empty() ? "{}" : "");
+    if (!section->children.empty()) block_map(out, chip, *section, "", 2);
   }
+  leading_comments(out, chip, "", "");
   return out.str();
 }
 

@@ -2,6 +2,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -509,7 +510,37 @@ Calibration calibrate(const ChipProfile& base, const std::vector<CalibrationBund
     cite("efficiency.intra_node_collectives.bus_efficiency");
     cite("efficiency.intra_node_collectives.latency");
   }
+  carry_comments(base, p);
   return out;
+}
+
+void carry_comments(const ChipProfile& base, ChipProfile& profile) {
+  profile.comments = base.comments;
+  // A number's source, in either of the forms cited_by names it.
+  auto source_of = [](const ChipProfile& chip, const std::string& path) -> std::string {
+    if (const auto it = chip.cited_by.find(path); it != chip.cited_by.end()) return it->second;
+    if (const auto it = chip.cited_by.find(path + ".value"); it != chip.cited_by.end())
+      return it->second;
+    return {};
+  };
+  std::set<std::string> changed;
+  for (const ChipProfile* chip : std::array<const ChipProfile*, 2>{&base, &profile}) {
+    for (const auto& [key, source] : chip->cited_by) {
+      const std::string path = key.ends_with(".value") ? key.substr(0, key.size() - 6) : key;
+      if (source_of(base, path) != source_of(profile, path)) changed.insert(path);
+    }
+  }
+  // A comment on a line that holds values speaks of them ("271.2 / 312"): it goes when one of
+  // them was fitted. Comments on a section's own line stay.
+  for (auto it = profile.comments.begin(); it != profile.comments.end();) {
+    const std::string& at = it->first;
+    const bool stale = it->second.on_values && std::any_of(changed.begin(), changed.end(),
+                                                           [&](const std::string& path) {
+                                                             return path == at ||
+                                                                    path.starts_with(at + ".");
+                                                           });
+    it = stale ? profile.comments.erase(it) : std::next(it);
+  }
 }
 
 namespace {

@@ -88,6 +88,10 @@ struct Calibration {
 Calibration calibrate(const ChipProfile& base, const std::vector<CalibrationBundle>& bundles,
                       const std::string& label);
 
+// `profile`, a new version of `base`, takes base's file comments, less those beside a number
+// whose source differs between the two (a comment that explains the old figure).
+void carry_comments(const ChipProfile& base, ChipProfile& profile);
+
 // A held-out check: a measured layer or training step in a bundle against the estimator's
 // prediction for it on `profile` (one chip, tp = dp = pp = 1).
 struct StepCheck {

@@ -825,6 +825,7 @@ Calibration calibrate_from_microbenchmarks(const ChipProfile& base, const Calibr
                         " ranks measured at one size: its bus bandwidth is fitted, its latency "
                         "stays the base profile's");
   }
+  carry_comments(base, out.profile);  // a number restored to the base's keeps its comment
   return out;
 }
 

@@ -47,6 +47,15 @@ TEST(CalibrateCli, NcclTestsLogCalibratesANewProfileVersion) {
   EXPECT_NE(notes.find("runtime not in the bundle: kept the base profile's CUDA 12.4"),
             std::string::npos)
       << notes;
+  // The base profile's comments stay beside the numbers the log did not fit; the one that
+  // derived the old intra-node efficiency (361.86 / 450) goes with it.
+  EXPECT_NE(text.find("    bf16: 989.5 TFLOPS   # datasheet 1979* (sparse) / 2\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  gemm: {max: 0.83}   # 821.2 / 989.5"), std::string::npos) << text;
+  EXPECT_NE(text.find("  tdp: 700 W   # \"up to 700W (configurable)\"\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("361.86 / 450"), std::string::npos) << text;
 }
 
 TEST(CalibrateCli, NeverOverwritesTheBaseProfile) {

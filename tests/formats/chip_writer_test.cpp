@@ -4,9 +4,11 @@
 // would) round-trips too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -169,7 +171,9 @@ std::string expect_round_trip(const ChipProfile& chip, const std::string& commen
   }
   const auto diff = differences(chip, back);
   EXPECT_TRUE(diff.empty()) << "original vs re-read:\n" << joined(diff) << "text:\n" << text;
-  EXPECT_EQ(formats::chip_yaml(back, comment), text) << "writing the re-read profile differs";
+  // The header comment is now the profile's own (its file's first comment lines).
+  EXPECT_EQ(formats::chip_yaml(back), text) << "writing the re-read profile differs";
+  if (comment.empty()) EXPECT_EQ(back.comments, chip.comments) << text;
   return text;
 }
 
@@ -194,15 +198,18 @@ TEST(ChipWriter, CommentLinesAndA100Text) {
   for (const char* line : {
            "    bf16: 312 TFLOPS\n",
            "    fp32: 19.5 TFLOPS\n",
-           "  capacity: {value: 80 GiB, source: torch-trace-a100}\n",
+           "  capacity: {value: 80 GiB, source: torch-trace-a100}   # datasheet '80GB'; "
+           "NVIDIA's HBM 'GB' are binary (see source)\n",
            "  bandwidth: 2039 GB/s\n",
            "  source: dgx-a100\n",
-           "    bandwidth: {value: 300 GB/s, source: datasheet}\n",
-           "  nics: {count: 8, speed: 200 Gbps}\n",
+           "    bandwidth: {value: 300 GB/s, source: datasheet}   # NVLink 600 GB/s "
+           "bidirectional / 2\n",
+           "  nics: {count: 8, speed: 200 Gbps}   # 8x ConnectX-6 HDR compute ports (storage "
+           "ports excluded)\n",
            "  tdp: 400 W\n",
            "  classes: {}\n",
            "  calibrated: false\n  source: mamf\n",
-           "  attention: {max: 0.65, source: flash-attention-2}\n",
+           "  attention: {max: 0.65, source: flash-attention-2}   # 203 / 312\n",
            "  runtime: {name: CUDA, version: \"12.4\"}\n",
        }) {
     EXPECT_NE(text.find(line), std::string::npos) << "lacks: " << line << "in:\n" << text;
@@ -213,6 +220,7 @@ TEST(ChipWriter, CommentLinesAndA100Text) {
 // are not short decimals in any unit.
 ChipProfile calibrated_a100() {
   ChipProfile chip = formats::load_chip(kSourceDir + "/profiles/nvidia-a100-sxm4-80gb.yaml");
+  chip.comments.clear();  // they explain the file's figures, which this one changes
   chip.sources["calib-2025-01"] = "calibration: hetplan calibrate run 2025-01, 3 nodes x 8 A100";
   EfficiencyModel& model = chip.efficiency;
   model.calibrated = true;
@@ -277,6 +285,128 @@ TEST(ChipWriter, CalibratedProfileRoundTrips) {
   EXPECT_NE(text.find("  source: datasheet\n  classes:\n"), std::string::npos) << text;
   EXPECT_NE(text.find("    dropout: {support: fallback, slowdown: unknown}\n"), std::string::npos)
       << text;
+}
+
+// The file's comments come back in the written profile, each where it stood: above its key or at
+// the end of its line; a `#` inside a quoted or block scalar is text.
+TEST(ChipWriter, CommentsAreCarried) {
+  const std::string text = R"(# header line one
+#   indented header
+schema: hetplan/chip/v1
+id: commented
+vendor: NVIDIA's lab   # an apostrophe in a plain scalar
+model: "Model #7"
+family: nvidia
+role: training
+sources:
+  sheet: >-
+    A folded citation whose second line
+    # starts with a hash that is text
+  other: 'it''s # quoted'   # after a quoted scalar
+software:
+  runtime: {name: CUDA, version: "12.4"}
+  framework_adapter: {name: PyTorch, version: "2.4"}
+  collective_library: {name: NCCL, version: "2.21"}
+compute:
+  source: sheet   # the section's source
+  peak:
+    # above the dtype
+    bf16: 100 TFLOPS   # 2 x 50
+memory:
+  source: sheet
+  capacity: 16 GiB
+  bandwidth: unknown
+node:
+  source: sheet
+  chips_per_node: 8
+  intra_node: {kind: pcie, topology: pcie-tree, group_size: unknown, bandwidth: unknown}
+  nics: {count: unknown, speed: unknown}
+power:
+  source: sheet
+  tdp: unknown
+operators:
+  default: native
+  classes: {}
+efficiency:
+  # about the section
+  calibrated: false
+  gemm: {max: unknown}
+  memory: unknown
+  intra_node_collectives: {bus_efficiency: unknown}
+  network_collectives: {bus_efficiency: unknown}
+# after the last key
+)";
+  const ChipProfile chip = formats::parse_chip(text, "commented.yaml");
+  EXPECT_EQ(chip.sources.at("sheet"),
+            "A folded citation whose second line # starts with a hash that is text");
+  EXPECT_EQ(chip.model, "Model #7");
+  const auto& comments = chip.comments;
+  ASSERT_TRUE(comments.contains("schema"));
+  EXPECT_EQ(comments.at("schema").leading,
+            (std::vector<std::string>{" header line one", "   indented header"}));
+  EXPECT_EQ(comments.at("vendor").trailing, " an apostrophe in a plain scalar");
+  EXPECT_EQ(comments.at("sources.other").trailing, " after a quoted scalar");
+  EXPECT_FALSE(comments.contains("model"));
+  EXPECT_FALSE(comments.contains("sources.sheet"));
+  EXPECT_EQ(comments.at("compute.source").trailing, " the section's source");
+  EXPECT_EQ(comments.at("compute.peak.bf16").leading, std::vector<std::string>{" above the dtype"});
+  EXPECT_EQ(comments.at("compute.peak.bf16").trailing, " 2 x 50");
+  EXPECT_TRUE(comments.at("compute.peak.bf16").on_values);
+  EXPECT_EQ(comments.at("efficiency.calibrated").leading,
+            std::vector<std::string>{" about the section"});
+  EXPECT_EQ(comments.at("").leading, std::vector<std::string>{" after the last key"});
+  EXPECT_EQ(comments.size(), 7u);
+
+  const std::string written = expect_round_trip(chip);
+  for (const char* line : {"# header line one\n#   indented header\nschema: hetplan/chip/v1\n",
+                           "lab\"   # an apostrophe in a plain scalar\nmodel: ",
+                           "  source: sheet   # the section's source\n",
+                           "    # above the dtype\n    bf16: 100 TFLOPS   # 2 x 50\n",
+                           "  # about the section\n  calibrated: false\n"}) {
+    EXPECT_NE(written.find(line), std::string::npos) << "lacks: " << line << "in:\n" << written;
+  }
+  EXPECT_TRUE(written.ends_with("\n# after the last key\n")) << written;
+
+  ChipProfile broken = chip;
+  broken.comments["vendor"].trailing = " two\nlines";
+  EXPECT_THROW(formats::chip_yaml(broken), std::invalid_argument);
+}
+
+// Every comment of every bundled profile is still in the profile written from it, on its key's
+// line (the writer's key order may differ from the file's).
+TEST(ChipWriter, BundledProfilesKeepEveryComment) {
+  auto lines_of = [](std::istream& in) {
+    std::vector<std::string> out;
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  };
+  // The key a line starts with ("" for a comment line).
+  auto key_of = [](const std::string& line) {
+    const auto start = line.find_first_not_of(' ');
+    if (start == std::string::npos || line[start] == '#') return std::string();
+    return line.substr(0, line.find(':'));
+  };
+  for (const auto& entry : std::filesystem::directory_iterator(kSourceDir + "/profiles")) {
+    if (entry.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(entry.path().string());
+    std::ifstream file(entry.path());
+    std::istringstream written(formats::chip_yaml(formats::load_chip(entry.path().string())));
+    const auto originals = lines_of(file);
+    const auto copies = lines_of(written);
+    int comments = 0;
+    for (const auto& line : originals) {
+      // The bundled profiles keep `#` out of their strings, so each `#` starts a comment.
+      const auto hash = line.find('#');
+      if (hash == std::string::npos) continue;
+      ++comments;
+      const std::string comment = line.substr(hash);
+      const bool kept = std::any_of(copies.begin(), copies.end(), [&](const std::string& copy) {
+        return copy.ends_with(comment) && key_of(copy) == key_of(line);
+      });
+      EXPECT_TRUE(kept) << "lost: " << line;
+    }
+    EXPECT_GT(comments, 0);
+  }
 }
 
 TEST(ChipWriter, RefusesProfilesThatCannotBeWritten) {
