@@ -2,6 +2,7 @@
 // errors print one line and exit with code 2.
 #include <CLI/CLI.hpp>
 #include <cctype>
+#include <cmath>
 #include <chrono>
 #include <cerrno>
 #include <csignal>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <iostream>
 #include <thread>
 #include <unistd.h>
@@ -544,6 +546,40 @@ int run_validate_run(const std::string& log_path, const std::string& scenario_pa
     for (const auto& stage : plan.stages) chips[stage.island] += static_cast<long long>(stage.tp) * stage.dp;
     const std::string evidence =
         std::filesystem::absolute(log_path).lexically_relative(std::filesystem::absolute(folder)).generic_string();
+    // A boundary between consecutive stages on different chips or stacks, which the run crossed
+    // every iteration: its numerics (every loss finite, no NaN iteration) are what the log
+    // shows of it; it is recorded on the earlier stage's record.
+    int losses = 0;
+    bool finite = true;
+    std::optional<double> first_loss, last_loss;
+    for (const auto& iteration : log.iterations) {
+      finite &= iteration.nan_iterations == 0;
+      if (!iteration.loss) continue;
+      ++losses;
+      finite &= std::isfinite(*iteration.loss);
+      if (!first_loss) first_loss = iteration.loss;
+      last_loss = iteration.loss;
+    }
+    std::map<std::string, std::vector<std::string>> boundaries;  // island -> ladder entries
+    std::set<std::pair<std::string, std::string>> crossed;
+    for (std::size_t i = 0; losses > 0 && i + 1 < plan.stages.size(); ++i) {
+      const hetplan::Island& a = *scenario.cluster.find_island(plan.stages[i].island);
+      const hetplan::Island& b = *scenario.cluster.find_island(plan.stages[i + 1].island);
+      const hetplan::ChipProfile& chip_b = scenario.cluster.chip_of(b);
+      if (&a == &b || !crossed.insert({a.name, b.name}).second) continue;
+      const std::string note =
+          "stages " + std::to_string(i) + " and " + std::to_string(i + 1) + " of plan " +
+          plan.name + ": " + std::to_string(losses) + " iterations trained through it, loss " +
+          hetplan::cli::fixed(*first_loss, 3) + " to " + hetplan::cli::fixed(*last_loss, 3) +
+          (finite ? ", every loss finite" : ", with a NaN or infinite loss") +
+          "; outputs not compared with a reference";
+      boundaries[a.name].push_back(
+          "  - {step: boundary, passed: " + std::string(finite ? "true" : "false") + ", date: " +
+          date + ", evidence: " + nlohmann::json(evidence).dump() + ", with: {chip: " +
+          chip_b.id + ", runtime: {name: " + nlohmann::json(b.runtime.name).dump() +
+          ", version: " + nlohmann::json(b.runtime.version).dump() + "}}, note: " +
+          nlohmann::json(note).dump() + "}\n");
+    }
     for (const auto& [name, count] : chips) {
       const hetplan::Island& island = *scenario.cluster.find_island(name);
       const hetplan::ChipProfile& chip = scenario.cluster.chip_of(island);
@@ -558,6 +594,7 @@ int run_validate_run(const std::string& log_path, const std::string& scenario_pa
       text += "ladder:\n";
       text += "  - {step: scale, passed: " + std::string(passed ? "true" : "false") + ", date: " + date +
               ", evidence: " + nlohmann::json(evidence).dump() + ", chips: " + std::to_string(count) + "}\n";
+      for (const auto& entry : boundaries[name]) text += entry;
       records_to_write.push_back({"scale-" + date + "-" + plan.name + "-" + name + ".yaml", text});
     }
     // The records of one run appear together.

@@ -96,8 +96,40 @@ TEST(ValidateRunCli, ALogAtScaleBecomesScaleRecords) {
   EXPECT_NE(ascend.find("chip: ascend-910b"), std::string::npos) << ascend;
   EXPECT_NE(ascend.find("{step: scale, passed: false, date: 2026-12-01"), std::string::npos) << ascend;
   EXPECT_NE(ascend.find("chips: 28}"), std::string::npos) << ascend;
+  // Stages 6 and 7 cross from the 910B island to the DCU one: the run trained through that
+  // boundary, and the earlier side's record says so (the later side's has no boundary entry).
+  EXPECT_NE(ascend.find("  - {step: boundary, passed: true, date: 2026-12-01, evidence: "),
+            std::string::npos)
+      << ascend;
+  EXPECT_NE(ascend.find("with: {chip: hygon-k100-ai, runtime: {name: \"DTK\", version: \"24.04\"}}"),
+            std::string::npos)
+      << ascend;
+  EXPECT_NE(ascend.find("stages 6 and 7 of plan log-layout: 19 iterations trained through it, loss "
+                        "12.106 to 7.534, every loss finite; outputs not compared with a reference"),
+            std::string::npos)
+      << ascend;
+  const std::string dcu = hetplan::e2e::read_text(records + "/scale-2026-12-01-log-layout-dcu-k100.yaml");
+  EXPECT_EQ(dcu.find("boundary"), std::string::npos) << dcu;
   const auto ladder = hetplan("validate --ladder scenarios/default.yaml --records " + records);
   EXPECT_EQ(ladder.exit_code, 0) << ladder.out;
+  EXPECT_NE(ladder.out.find("ascend-910b <-> dcu-k100: passed"), std::string::npos) << ladder.out;
+
+  // A NaN loss in the run: the boundary is recorded as not passed.
+  std::string text = hetplan::e2e::read_text(std::string(HETPLAN_SOURCE_DIR) + "/" + log);
+  const auto loss = text.find("lm loss: 2.648119E+01");
+  ASSERT_NE(loss, std::string::npos);
+  text.replace(loss, std::string("lm loss: 2.648119E+01").size(), "lm loss: nan");
+  std::ofstream(folder.file("nan.log")) << text;
+  const std::string nan_records = folder.path() + "/nan-records";
+  const auto nan_run = hetplan("validate --run " + folder.file("nan.log") +
+                               " --scenario scenarios/default.yaml --plan " +
+                               folder.file("plan.yaml") + " --records " + nan_records +
+                               " --date 2026-12-01");
+  ASSERT_EQ(nan_run.exit_code, 0) << nan_run.out;
+  const std::string nan_ascend =
+      hetplan::e2e::read_text(nan_records + "/scale-2026-12-01-log-layout-ascend-910b.yaml");
+  EXPECT_NE(nan_ascend.find("{step: boundary, passed: false"), std::string::npos) << nan_ascend;
+  EXPECT_NE(nan_ascend.find("with a NaN or infinite loss"), std::string::npos) << nan_ascend;
 
   // A plan of another layout than the log's is refused.
   std::ofstream(folder.file("pp4.yaml"))
