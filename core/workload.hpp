@@ -29,6 +29,7 @@ struct ModelShape {
   bool qkv_bias = false;           // biases on Q, K and V only (Qwen2), when linear_bias is false
   double rope_theta = 10000;       // rotary base (Llama 3: 500000, Qwen2: 1000000)
   double norm_eps = 1e-5;          // epsilon of the norms
+  double rotary_percent = 1.0;     // share of each head's dimensions the rotary embedding turns
   bool dropout = false;            // dropout layers present during training (GPT-2/Megatron era)
   bool learned_positions = false;  // a learned position-embedding table (GPT-2, OPT)
   int max_positions = 0;

@@ -358,6 +358,11 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
                       : "%g",
                   model.rope_theta);
     model_args.push_back(std::string("--rotary-base ") + theta);
+    if (model.rotary_percent < 1.0) {
+      char share[32];
+      std::snprintf(share, sizeof share, "%g", model.rotary_percent);
+      model_args.push_back(std::string("--rotary-percent ") + share);
+    }
   }
   if (model.qkv_bias && !model.linear_bias) model_args.push_back("--add-qkv-bias");
   if (model.activation == Activation::swiglu) model_args.push_back("--swiglu");

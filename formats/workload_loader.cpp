@@ -98,6 +98,7 @@ ModelShape read_hf(const Field& root) {
       model.linear_bias = true;
       model.learned_positions = true;
       model.dropout = hf.number("resid_pdrop").value_or(0.1) > 0.0;
+      if (auto eps = hf.number("layer_norm_epsilon", 1e-12, 0.1)) model.norm_eps = *eps;
       break;
     }
     case 4: {  // gpt_neox
@@ -114,6 +115,10 @@ ModelShape read_hf(const Field& root) {
       model.tied_embeddings = hf.flag("tie_word_embeddings").value_or(false);
       model.linear_bias = true;
       model.dropout = hf.number("hidden_dropout").value_or(0.0) > 0.0;
+      if (auto base = hf.number("rotary_emb_base", 1.0, 1e12)) model.rope_theta = *base;
+      if (auto eps = hf.number("layer_norm_eps", 1e-12, 0.1)) model.norm_eps = *eps;
+      // Pythia turns a quarter of each head's dimensions (rotary_pct 0.25).
+      if (auto share = hf.number("rotary_pct", 0.01, 1.0)) model.rotary_percent = *share;
       break;
     }
     default: {  // opt
@@ -177,6 +182,7 @@ ModelShape read_inline(const Field& field) {
   if (auto bias = map.optional("qkv_bias")) model.qkv_bias = bias->as_bool() && !model.linear_bias;
   if (auto theta = map.optional("rope_theta")) model.rope_theta = theta->as_number(1.0, 1e12);
   if (auto eps = map.optional("norm_eps")) model.norm_eps = eps->as_number(1e-12, 0.1);
+  if (auto share = map.optional("rotary_percent")) model.rotary_percent = share->as_number(0.01, 1.0);
   if (auto dropout = map.optional("dropout")) model.dropout = dropout->as_bool();
   if (auto learned = map.optional("learned_positions"))
     model.learned_positions = learned->as_bool();

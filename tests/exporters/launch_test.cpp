@@ -496,6 +496,48 @@ TEST(Launch, RotaryBaseNormEpsilonAndQkvBiasFromTheConfig) {
   const auto llama = sourced(export_megatron(input_for(reference()))[0].text, "HETPLAN_MODEL_ARGS");
   EXPECT_EQ(value_of(llama, "--rotary-base"), "10000");
   EXPECT_FALSE(has_flag(llama, "--add-qkv-bias"));
+  EXPECT_FALSE(has_flag(llama, "--rotary-percent"));
+}
+
+// GPT-NeoX names them otherwise: Pythia-160m's config.json says rotary_emb_base 10000,
+// layer_norm_eps 1e-05 and rotary_pct 0.25 (a quarter of each head's dimensions rotate). GPT-2's
+// layer_norm_epsilon is its norms' epsilon; its positions are learned, so no rotary base.
+TEST(Launch, GptNeoXAndGpt2NameTheirRotaryAndNormFigures) {
+  const std::string data = std::string(HETPLAN_SOURCE_DIR) + "/tests/formats/data/hf/";
+  Scenario s = scenario();
+  s.workload.model = formats::parse_hf_config(formats::read_text_file(data + "pythia-160m.json"),
+                                              "pythia-160m.json");
+  const Plan plan = plan_on("ascend-910b", {12}, 4, 1);
+  ExportInput input = input_for(plan);
+  input.scenario = &s;
+  {
+    Scenario other = s;
+    std::string text = formats::read_text_file(data + "pythia-160m.json");
+    const auto at = text.find("\"layer_norm_eps\": 1e-05");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, std::string("\"layer_norm_eps\": 1e-05").size(), "\"layer_norm_eps\": 2e-06");
+    other.workload.model = formats::parse_hf_config(text, "pythia-160m.json");
+    EXPECT_EQ(other.workload.model.norm_eps, 2e-6);  // read from the file, not the default
+  }
+  const auto args = sourced(export_megatron(input)[0].text, "HETPLAN_MODEL_ARGS");
+  EXPECT_EQ(value_of(args, "--rotary-base"), "10000");
+  EXPECT_EQ(value_of(args, "--norm-epsilon"), "1e-05");
+  EXPECT_EQ(value_of(args, "--rotary-percent"), "0.25");
+  EXPECT_EQ(value_of(args, "--position-embedding-type"), "rope");
+
+  s.workload.model =
+      formats::parse_hf_config(formats::read_text_file(data + "gpt2.json"), "gpt2.json");
+  std::string text = formats::read_text_file(data + "gpt2.json");
+  const auto at = text.find("\"layer_norm_epsilon\": 1e-05");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, std::string("\"layer_norm_epsilon\": 1e-05").size(), "\"layer_norm_epsilon\": 3e-06");
+  s.workload.model = formats::parse_hf_config(text, "gpt2.json");
+  ExportInput gpt2 = input_for(plan);
+  gpt2.scenario = &s;
+  const auto gpt2_args = sourced(export_megatron(gpt2)[0].text, "HETPLAN_MODEL_ARGS");
+  EXPECT_EQ(value_of(gpt2_args, "--norm-epsilon"), "3e-06");
+  EXPECT_EQ(value_of(gpt2_args, "--position-embedding-type"), "learned_absolute");
+  EXPECT_FALSE(has_flag(gpt2_args, "--rotary-base"));
 }
 
 }  // namespace
