@@ -474,6 +474,9 @@ int run_calibrate(const std::string& profile_path, const std::vector<std::string
   std::string comment = "Calibrated version of " + base.id + " (" + profile_path +
                         ") written by `hetplan calibrate` from:";
   for (const auto& path : bundle_paths) comment += "\n  " + path;
+  // What was capped, kept or not fitted travels with the profile.
+  if (!calibration.notes.empty()) comment += "\nNotes of the calibration:";
+  for (const auto& note : calibration.notes) comment += "\n  " + note;
   try {
     hetplan::formats::write_file_atomically(
         out_path, hetplan::formats::chip_yaml(calibration.profile, comment));

@@ -846,11 +846,11 @@ CalibratedValidation validate_published_runs_calibrated(const std::string& folde
     const ChipProfile base = formats::load_chip(profiles_folder + "/" + id + ".yaml");
     CalibrationBundle bundle = microbench_bundle(microbench_dir, chip);
     Calibration calibration = calibrate_from_microbenchmarks(base, bundle, "microbench");
-    formats::write_file_atomically(
-        calibrated_folder + "/" + id + ".yaml",
-        formats::chip_yaml(calibration.profile,
-                           "calibrated by hetplan from the published microbenchmarks in " +
-                               microbench_dir + " (chip " + chip + ")"));
+    std::string comment = "calibrated by hetplan from the published microbenchmarks in " +
+                          microbench_dir + " (chip " + chip + ")";
+    for (const auto& note : calibration.notes) comment += "\n  " + note;
+    formats::write_file_atomically(calibrated_folder + "/" + id + ".yaml",
+                                   formats::chip_yaml(calibration.profile, comment));
     out.calibrations.push_back(std::move(calibration));
     out.bundles.push_back(std::move(bundle));
   }

@@ -56,6 +56,11 @@ TEST(CalibrateCli, NcclTestsLogCalibratesANewProfileVersion) {
   EXPECT_NE(text.find("  tdp: 700 W   # \"up to 700W (configurable)\"\n"), std::string::npos)
       << text;
   EXPECT_EQ(text.find("361.86 / 450"), std::string::npos) << text;
+  // The notes are in the profile too: what was kept and skipped.
+  EXPECT_NE(text.find("# Notes of the calibration:\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("#   runtime not in the bundle: kept the base profile's CUDA 12.4"),
+            std::string::npos)
+      << text;
 }
 
 TEST(CalibrateCli, NeverOverwritesTheBaseProfile) {
