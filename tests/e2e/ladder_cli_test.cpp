@@ -144,3 +144,47 @@ TEST(ValidateRunCli, ALogAtScaleBecomesScaleRecords) {
 }
 
 }  // namespace
+
+namespace {
+
+// Every training log the project ships (the real outputs of Megatron-LM, Megatron-DeepSpeed and
+// MindSpeed-LLM) validates against a plan of its layout: a measured step, an estimate and a
+// scale record. Logs that state no layout take any plan.
+TEST(ValidateRunCli, EveryTrainingLogValidatesAgainstAPlanOfItsLayout) {
+  struct Case {
+    const char* log;
+    int pp;  // the log's layout (tp 4, dp 1), or the plan's where the log states none
+    int iterations;
+  };
+  const Case cases[] = {
+      {"megatron-lm-gpt2-v100-32rank-tp4-pp8-2021-bigscience.out", 8, 17},
+      {"megatron-lm-gpt2-64rank-tp4-pp16-2021-bigscience-ds-off.out", 16, 61},
+      {"megatron-deepspeed-bloom176b-a100-samplespersec-tflops-3iters.log", 8, 2},
+      {"mindspeed-llm-fsdp2-qwen3-8b-finetune-A2-3iters.log", 8, 2},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.log);
+    hetplan::e2e::TempFolder folder;
+    std::string plan = "schema: hetplan/plan/v1\nname: layout\nstages:\n";
+    const int layers = 80 / c.pp;
+    for (int i = 0; i < c.pp; ++i) {
+      plan += "  - {island: ascend-910b, first_layer: " + std::to_string(layers * i) +
+              ", num_layers: " + std::to_string(layers) + ", tp: 4, dp: 1}\n";
+    }
+    std::ofstream(folder.file("plan.yaml")) << plan;
+    const auto run = hetplan("validate --run tests/importers/data/" + std::string(c.log) +
+                             " --scenario scenarios/default.yaml --plan " + folder.file("plan.yaml") +
+                             " --records " + folder.path() + "/records --date 2026-12-01 --json");
+    ASSERT_EQ(run.exit_code, 0) << run.out;
+    const auto j = nlohmann::json::parse(run.out);
+    EXPECT_EQ(j["iterations"], c.iterations);  // the iteration lines after the first
+    EXPECT_GT(j["measured_step_s"].get<double>(), 0);
+    EXPECT_GT(j["predicted_step_s"].get<double>(), 0);
+    ASSERT_EQ(j["records"].size(), 1u);
+    const std::string record = hetplan::e2e::read_text(j["records"][0].get<std::string>());
+    EXPECT_NE(record.find("{step: scale, passed: "), std::string::npos) << record;
+    EXPECT_NE(record.find("chips: " + std::to_string(4 * c.pp) + "}"), std::string::npos) << record;
+  }
+}
+
+}  // namespace
