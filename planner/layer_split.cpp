@@ -86,14 +86,39 @@ std::optional<Split> solve_split(const SplitProblem& problem) {
                    [&](std::size_t a, std::size_t b) { return units[a].time < units[b].time; });
 
   // The smallest feasible bottleneck: add units one at a time where tau stays smallest (optimal
-  // for a min-max of increasing functions). Ties go to the earlier stage.
+  // for a min-max of increasing functions). Only its value is kept.
+  //
+  // The adding starts below the fluid level tau_f, where sum (tau_f - fixed) / time reaches the
+  // unit count: no allocation's bottleneck is lower, so a start whose every stage ends below
+  // tau_f (one unit under its floor there, at least one) is part of some optimal allocation,
+  // and adding from it reaches the same bottleneck as adding from one unit each — with a few
+  // steps per stage instead of one per unit.
   using Next = std::pair<double, std::size_t>;  // tau after one more unit, stage
-  std::priority_queue<Next, std::vector<Next>, std::greater<>> grow;
   std::vector<int> counts(p, 1);
-  for (std::size_t j = 0; j < p; ++j) {
-    if (units[j].cap > 1) grow.emplace(units[j].fixed + 2 * units[j].time, j);
+  {
+    double inverse = 0, offset = 0;
+    for (const Unit& u : units) {
+      inverse += 1.0 / u.time;
+      offset += u.fixed / u.time;
+    }
+    const double fluid = (total + offset) / inverse;
+    int started = 0;
+    for (std::size_t j = 0; j < p; ++j) {
+      const double below = std::floor((fluid - units[j].fixed) / units[j].time) - 1.0;
+      counts[j] = below >= 1.0 ? static_cast<int>(std::min<double>(below, units[j].cap)) : 1;
+      started += counts[j];
+    }
+    if (started > total) std::fill(counts.begin(), counts.end(), 1);
   }
-  for (int placed = static_cast<int>(p); placed < total; ++placed) {
+  std::vector<Next> heap;
+  heap.reserve(p);
+  int placed = 0;
+  for (std::size_t j = 0; j < p; ++j) {
+    placed += counts[j];
+    if (counts[j] < units[j].cap) heap.emplace_back(units[j].fixed + (counts[j] + 1) * units[j].time, j);
+  }
+  std::priority_queue<Next, std::vector<Next>, std::greater<>> grow(std::greater<>{}, std::move(heap));
+  for (; placed < total; ++placed) {
     const std::size_t j = grow.top().second;  // capacity >= total guarantees one
     grow.pop();
     ++counts[j];

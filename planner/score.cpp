@@ -11,7 +11,7 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
                              const sim::StepSettings& settings, int micro_batches,
                              const std::vector<const sim::StageKernel*>& kernels,
                              std::vector<sim::StageSlot>& slots, sim::Estimate& estimate,
-                             double cutoff_s) {
+                             double cutoff_s, ScoreCache* cache) {
   const int v = settings.virtual_stages;
   const int m = micro_batches;
   const int p = static_cast<int>(kernels.size());
@@ -29,10 +29,11 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
     if (j == 0) s.fixed_s += k.embedding_forward_s + k.embedding_backward_s + k.boundary_tp_s;
     if (j == p - 1) s.fixed_s += k.head_forward_s + k.head_backward_s + k.boundary_tp_s;
     if (j + 1 < p) {
-      const sim::Boundary boundary =
-          sim::stage_boundary(cluster, model, settings, k, *kernels[static_cast<std::size_t>(j + 1)]);
-      s.fixed_s += boundary.time_s;
-      problem.stages[static_cast<std::size_t>(j + 1)].fixed_s += boundary.time_s;
+      const sim::StageKernel& next = *kernels[static_cast<std::size_t>(j + 1)];
+      auto compute = [&] { return sim::stage_boundary(cluster, model, settings, k, next).time_s; };
+      const double boundary = cache ? cache->boundary(&k, &next, compute) : compute();
+      s.fixed_s += boundary;
+      problem.stages[static_cast<std::size_t>(j + 1)].fixed_s += boundary;
     }
   }
   if (std::isfinite(cutoff_s)) {
@@ -53,6 +54,12 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
   for (int j = 0; j < p; ++j) {
     const sim::StageKernel& k = *kernels[static_cast<std::size_t>(j)];
     SplitStage& s = problem.stages[static_cast<std::size_t>(j)];
+    int* cached = cache ? &cache->cap(&k, j, p) : nullptr;
+    if (cached && *cached >= 0) {
+      if (*cached < v) return {ScoreStatus::stage_too_small, j};
+      s.max_layers = *cached;
+      continue;
+    }
     // Memory cap: a stage's memory grows linearly with its layers.
     const double one = sim::slot_memory(model, settings, k, v, j, p, m).total();
     const double two = sim::slot_memory(model, settings, k, 2 * v, j, p, m).total();
@@ -67,6 +74,7 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
       while (cap > v && sim::slot_memory(model, settings, k, cap, j, p, m).total() > capacity)
         cap -= v;
     }
+    if (cached) *cached = cap;
     if (cap < v) return {ScoreStatus::stage_too_small, j};
     s.max_layers = cap;
   }

@@ -1,6 +1,7 @@
 #include "planner/search.hpp"
 
 #include <algorithm>
+#include <type_traits>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -146,11 +147,18 @@ class Searcher {
 
  private:
   void reject(Pass pass, const std::string& why) {
+    reject(pass, [&] { return why; });
+  }
+  // `why` builds the reason only while the pass still collects examples.
+  template <typename Why>
+    requires std::is_invocable_r_v<std::string, Why>
+  void reject(Pass pass, Why&& why) {
     PassReport& report = passes_[pass];
     ++report.rejected;
-    if (report.examples.size() < kExamplesPerPass &&
-        std::find(report.examples.begin(), report.examples.end(), why) == report.examples.end())
-      report.examples.push_back(why);
+    if (report.examples.size() >= kExamplesPerPass) return;
+    std::string text = why();
+    if (std::find(report.examples.begin(), report.examples.end(), text) == report.examples.end())
+      report.examples.push_back(std::move(text));
   }
   std::vector<IslandInfo> check_islands(DType dtype);
   void search_setting(const Setting& setting, const std::vector<IslandInfo>& islands);
@@ -190,6 +198,12 @@ class Searcher {
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   sim::Estimate scratch_;
   std::vector<sim::StageSlot> slots_;
+  ScoreCache* cache_ = nullptr;  // the current setting's (its kernels' boundaries and caps)
+  // evaluate()'s buffers, kept between calls.
+  std::vector<const sim::StageKernel*> eval_kernels_;
+  std::vector<StageSpec> eval_stages_;
+  std::vector<std::pair<int, int>> eval_members_;
+  Shape eval_shape_;
 };
 
 std::vector<IslandInfo> Searcher::check_islands(DType dtype) {
@@ -307,8 +321,11 @@ double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<i
   // parts[k]: the option and stage count of island order[k].
   const int v = setting.virtual_stages;
   const int m = setting.micro_batches;
-  std::vector<const sim::StageKernel*> kernels;
-  std::vector<StageSpec> stages;
+  // Reused buffers: most candidates are cut off or refused, and allocate nothing.
+  std::vector<const sim::StageKernel*>& kernels = eval_kernels_;
+  std::vector<StageSpec>& stages = eval_stages_;
+  kernels.clear();
+  stages.clear();
   for (const auto& [option, count] : parts) {
     for (int s = 0; s < count; ++s) {
       kernels.push_back(option->kernel);
@@ -317,15 +334,18 @@ double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<i
   }
   const int p = static_cast<int>(kernels.size());
   if (v > 1 && m % p != 0) {
-    reject(kStructure, "interleaving needs the micro-batch count (" + std::to_string(m) +
-                           ") to be a multiple of the stages (" + std::to_string(p) + ")");
+    reject(kStructure, [&] {
+      return "interleaving needs the micro-batch count (" + std::to_string(m) +
+             ") to be a multiple of the stages (" + std::to_string(p) + ")";
+    });
     return kInf;
   }
   if (p * v > layers_) {
-    reject(kStructure, "a pipeline of " + std::to_string(p) + " stages with " +
-                           std::to_string(v) + " chunk(s) each needs at least " +
-                           std::to_string(p * v) + " layers; the model has " +
-                           std::to_string(layers_));
+    reject(kStructure, [&] {
+      return "a pipeline of " + std::to_string(p) + " stages with " + std::to_string(v) +
+             " chunk(s) each needs at least " + std::to_string(p * v) + " layers; the model has " +
+             std::to_string(layers_);
+    });
     return kInf;
   }
 
@@ -338,21 +358,25 @@ double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<i
     cutoff = step_for(incumbent, money);
   }
   const PipelineScore scored =
-      score_pipeline(cluster_, model_, setting.step, m, kernels, slots_, scratch_, cutoff);
+      score_pipeline(cluster_, model_, setting.step, m, kernels, slots_, scratch_, cutoff, cache_);
   if (scored.status == ScoreStatus::cut_off) {
     ++pruned_;
     return kInf;
   }
   if (scored.status == ScoreStatus::stage_too_small) {
     const sim::StageKernel& k = *kernels[static_cast<std::size_t>(scored.stage)];
-    reject(kMemory, "stage " + std::to_string(scored.stage) + " on " + k.island->name + " (tp " +
-                        std::to_string(k.tp) + ", dp " + std::to_string(k.dp) +
-                        ") does not fit even " + std::to_string(v) + " layer(s)");
+    reject(kMemory, [&] {
+      return "stage " + std::to_string(scored.stage) + " on " + k.island->name + " (tp " +
+             std::to_string(k.tp) + ", dp " + std::to_string(k.dp) + ") does not fit even " +
+             std::to_string(v) + " layer(s)";
+    });
     return kInf;
   }
   if (scored.status == ScoreStatus::layers_do_not_fit) {
-    reject(kMemory, "a pipeline of " + std::to_string(p) + " stage(s) cannot hold the model's " +
-                        std::to_string(layers_) + " layers within memory");
+    reject(kMemory, [&] {
+      return "a pipeline of " + std::to_string(p) + " stage(s) cannot hold the model's " +
+             std::to_string(layers_) + " layers within memory";
+    });
     return kInf;
   }
   for (int j = 0; j < p; ++j)
@@ -365,22 +389,30 @@ double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<i
     return kInf;
   }
   const double value = score(scratch_.step_time_s, money);
-  Found found{mode, value, scratch_.step_time_s, setting, std::move(stages)};
   Found& incumbent = mode == Mode::task_level
                          ? task_best_
                          : single_best_[static_cast<std::size_t>(order.front())];
-  if (value < incumbent.score) incumbent = found;
+  auto found = [&] { return Found{mode, value, scratch_.step_time_s, setting, stages}; };
+  if (value < incumbent.score) incumbent = found();
   // Orders of the same islands compete for one place.
-  std::vector<std::pair<int, int>> members;
+  std::vector<std::pair<int, int>>& members = eval_members_;
+  members.clear();
   for (const auto& part : parts) members.emplace_back(part.first->island, part.first->tp);
   std::sort(members.begin(), members.end());
-  Shape shape{mode, {}, {}, setting.dp};
+  Shape& shape = eval_shape_;
+  shape.mode = mode;
+  shape.islands.clear();
+  shape.tps.clear();
+  shape.dp = setting.dp;
   for (const auto& [island, tp] : members) {
     shape.islands.push_back(island);
     shape.tps.push_back(tp);
   }
-  auto [it, inserted] = best_by_shape_.try_emplace(std::move(shape), found);
-  if (!inserted && value < it->second.score) it->second = std::move(found);
+  const auto known = best_by_shape_.find(shape);
+  if (known == best_by_shape_.end())
+    best_by_shape_.emplace(shape, found());
+  else if (value < known->second.score)
+    known->second = found();
   return value;
 }
 
@@ -885,6 +917,12 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
   }
   // kernels must not move from here on: options point into it.
   for (std::size_t o = 0; o < options.size(); ++o) options[o].kernel = &kernels[o];
+  ScoreCache cache;
+  cache_ = &cache;
+  struct Forget {
+    ScoreCache*& cache;
+    ~Forget() { cache = nullptr; }
+  } forget{cache_};
 
   clock.emplace(phases_[kPhaseSingle]);
   phase_ = kPhaseSingle;
