@@ -126,6 +126,18 @@ TEST(InventoryCli, KubectlNodesBecomeAClusterThatCheckAccepts) {
   const auto check = hetplan("check " + out);
   ASSERT_EQ(check.exit_code, 0) << check.out;
   EXPECT_NE(check.out.find("lab: 3 islands"), std::string::npos) << check.out;
+  // A relative --profiles is written relative to the cluster file, not to where it ran.
+  const auto relative = hetplan("inventory import tests/importers/data/kubectl-get-nodes-ascend-dcu-mlu.json "
+                                "--name lab --profiles profiles --out " + out);
+  ASSERT_EQ(relative.exit_code, 0) << relative.out;
+  const std::string expected =
+      std::filesystem::path(HETPLAN_SOURCE_DIR "/profiles")
+          .lexically_normal()
+          .lexically_relative(std::filesystem::path(folder.path() + "/site").lexically_normal())
+          .generic_string();
+  EXPECT_NE(hetplan::e2e::read_text(out).find("profiles: [\"" + expected + "\"]"), std::string::npos)
+      << expected << "\n" << hetplan::e2e::read_text(out);
+  EXPECT_EQ(hetplan("check " + out).exit_code, 0);
   const auto bad = hetplan("inventory import README.md");
   EXPECT_EQ(bad.exit_code, 2) << bad.out;
   EXPECT_EQ(bad.out.rfind("error: README.md", 0), 0u) << bad.out;

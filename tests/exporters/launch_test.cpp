@@ -555,6 +555,8 @@ TEST(Labels, RealNodeNamesAndNoKubeletLabels) {
     for (int n = 0; n < island.nodes; ++n) island.node_names.push_back("npu-" + std::to_string(n));
     island.labels["topology.kubernetes.io/zone"] = "hall-a";
     island.labels["node-role.kubernetes.io/worker"] = "";
+    island.labels["node.k8s.io/instance-type"] = "atlas-800t-a2";
+    island.labels["cloud.example.com/rack"] = "r7";  // another domain: written
   }
   ExportInput input = input_for(reference());
   input.scenario = &s;
@@ -564,6 +566,8 @@ TEST(Labels, RealNodeNamesAndNoKubeletLabels) {
   EXPECT_NE(text.find("dcu-k100-node-01"), std::string::npos);  // not named: placeholders
   EXPECT_EQ(text.find("topology.kubernetes.io/zone="), std::string::npos);
   EXPECT_EQ(text.find("node-role.kubernetes.io/worker="), std::string::npos);
+  EXPECT_EQ(text.find("k8s.io/"), std::string::npos) << text;
+  EXPECT_NE(text.find("cloud.example.com/rack=r7"), std::string::npos) << text;
   EXPECT_NE(text.find("accelerator.model=ascend-910b"), std::string::npos);
 }
 

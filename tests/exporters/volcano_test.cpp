@@ -854,6 +854,11 @@ TEST(Volcano, AnImportedInventoryGetsAJobThatSchedules) {
   std::vector<ChipProfile> profiles;
   for (const auto& island : inventory.islands) {
     ASSERT_NE(island.chip_id, "unknown") << island.name;
+    // The practice's labels decide: fabric.zone over the cloud's topology zone ("hall-a" on
+    // every node), and accelerator.model names the profile, so no island asks for its chip.
+    EXPECT_EQ(island.zone, island.family == "ascend" ? "zone-a" : "zone-b") << island.name;
+    for (const auto& question : island.questions)
+      EXPECT_NE(question.rfind("chip:", 0), 0u) << island.name << ": " << question;
     profiles.push_back(formats::load_chip(HETPLAN_SOURCE_DIR "/profiles/" + island.chip_id + ".yaml"));
   }
   const std::string cluster_path = folder.file("site.yaml");
@@ -872,6 +877,7 @@ TEST(Volcano, AnImportedInventoryGetsAJobThatSchedules) {
   std::set<std::string> islands_seen;
   for (const planner::RankedPlan* ranked : plans) {
     const json job = parse_yaml(export_text(input_for(scenario, ranked->plan, &ranked->estimate)));
+    EXPECT_EQ(job_errors(job), std::vector<std::string>{}) << joined(job_errors(job));
     for (const json& task : job["spec"]["tasks"]) {
       const json& spec = task["template"]["spec"];
       const json& requests = spec["containers"][0]["resources"]["requests"];

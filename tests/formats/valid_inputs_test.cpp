@@ -3,10 +3,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include "formats/loaders.hpp"
 #include "tests/formats/test_support.hpp"
+#include "tests/support/temp_folder.hpp"
 
 namespace hetplan {
 namespace {
@@ -83,6 +85,35 @@ TEST(ValidInputs, ClusterFreeNodesGiven) {
   EXPECT_EQ(cluster.islands[0].free_chip_count(), 24);  // 3 nodes x 8 from the profile
   EXPECT_EQ(cluster.islands[1].free_nodes, 0);          // 0 is allowed: nothing free now
   EXPECT_EQ(cluster.islands[1].free_chip_count(), 0);
+}
+
+// What the inventory import writes for an island of a real site: the resources its device
+// plugins register, its container image and its nodes' names, as the export uses them.
+TEST(ValidInputs, ClusterIslandResourcesImageAndNodeNames) {
+  const test::TempFolder folder;
+  std::ofstream(folder.file("site.yaml"))
+      << "schema: hetplan/cluster/v1\nname: site\nprofiles: [\"" << kSourceDir << "/profiles\"]\n"
+      << "fabric: {kind: roce-v2, topology: single-switch, leaf_uplink_speed: 400 Gbps,\n"
+         "         switch_latency: 600 ns, link_latency: 50 ns, zones: [lab]}\n"
+         "islands:\n"
+         "  - name: mlu\n"
+         "    chip: cambricon-mlu370-x8\n"
+         "    nodes: 2\n"
+         "    nics: {count: 4, speed: 200 Gbps}\n"
+         "    zone: lab\n"
+         "    resources: {device: cambricon.com/mlu, rdma: rdma/hca_shared_devices_b}\n"
+         "    image: registry.local/neuware-pytorch:5.10-x86_64\n"
+         "    node_names: [mlu-0, mlu-1]\n"
+         "  - {name: npu, chip: ascend-910b, nodes: 1, zone: lab, resources: {rdma: none}}\n";
+  const Cluster cluster = formats::load_cluster(folder.file("site.yaml"));
+  ASSERT_EQ(cluster.islands.size(), 2u);
+  const Island& mlu = cluster.islands[0];
+  EXPECT_EQ(mlu.device_resource, "cambricon.com/mlu");
+  EXPECT_EQ(mlu.rdma_resource, "rdma/hca_shared_devices_b");
+  EXPECT_EQ(mlu.image, "registry.local/neuware-pytorch:5.10-x86_64");
+  EXPECT_EQ(mlu.node_names, (std::vector<std::string>{"mlu-0", "mlu-1"}));
+  EXPECT_EQ(cluster.islands[1].rdma_resource, "none");
+  EXPECT_TRUE(cluster.islands[1].image.empty());
 }
 
 TEST(ValidInputs, WorkloadFromHfConfig) {

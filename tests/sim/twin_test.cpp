@@ -565,6 +565,38 @@ TEST(TwinTrace, NoSliceOverlapsItsNeighbourOnItsTrack) {
   EXPECT_TRUE(problems.empty()) << problems.size() << " overlaps, the first: " << problems.front();
 }
 
+// The same on the six-vendor cluster: a pipeline through five chip types in three zones (tp 8,
+// dp 4), with jitter.
+TEST(TwinTrace, NoSliceOverlapsOnTheSixVendorCluster) {
+  const TempFolder folder;
+  const Scenario scenario = formats::load_scenario(kSource + "/scenarios/six-vendors.yaml");
+  Plan plan;
+  plan.name = "six-hand";
+  int first = 0;
+  for (const char* island :
+       {"h100", "h100", "a100", "a100", "ascend-910b", "ascend-910b", "dcu-k100", "mlu370"}) {
+    PlanStage& stage = plan.stages.emplace_back();
+    stage.island = island;
+    stage.first_layer = first;
+    stage.num_layers = scenario.workload.model.layers / 8;
+    stage.tp = 8;
+    stage.dp = 4;
+    first += stage.num_layers;
+  }
+  formats::check_plan_references(plan, scenario.cluster, scenario.workload);
+  TwinOptions options;
+  options.trace_path = folder.file("trace.json");
+  options.jitter = 0.05;
+  options.seed = 5;
+  simulate(lower(scenario, plan, options));
+  std::ifstream in(options.trace_path);
+  ASSERT_TRUE(in);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  ASSERT_GT(trace["traceEvents"].size(), 1000u);
+  const auto problems = overlapping_slices(trace);
+  EXPECT_TRUE(problems.empty()) << problems.size() << " overlaps, the first: " << problems.front();
+}
+
 // --- worker failures --------------------------------------------------------------------------
 
 // A small valid input to hand to broken workers.

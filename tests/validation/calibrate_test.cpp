@@ -137,6 +137,33 @@ TEST(Calibrate, NewProfileVersionCitesTheBundleAndKeepsTheBase) {
   EXPECT_EQ(again.cited_by, p.cited_by);
 }
 
+// An all-reduce across two nodes at twice what the profile's NICs carry (a switch that reduces in
+// the network, or NICs the profile undercounts) is capped at 1.5 of the NICs, and a note says so.
+TEST(Calibrate, ANetworkFasterThanItsNicsIsCappedWithANote) {
+  const ChipProfile base =
+      formats::load_chip(std::string(HETPLAN_SOURCE_DIR) + "/profiles/nvidia-h100-sxm5-80gb.yaml");
+  const double per_chip = *base.nic_count * *base.nic_speed / *base.chips_per_node;  // 50 GB/s
+  CalibrationBundle bundle;
+  bundle.file = "two-nodes.log";
+  const int ranks = 16;
+  for (double bytes = 1 << 20; bytes <= 1 << 30; bytes *= 4) {
+    CollectiveSample s;
+    s.collective = "all_reduce";
+    s.ranks = ranks;
+    s.bytes = bytes;
+    s.seconds = 2.0 * (ranks - 1) * 10e-6 + 2.0 * (ranks - 1) / ranks * bytes / (2.0 * per_chip);
+    bundle.collectives.push_back(s);
+  }
+  const Calibration result = calibrate(base, {bundle}, "net");
+  ASSERT_TRUE(result.profile.efficiency.network_bus_efficiency);
+  EXPECT_EQ(*result.profile.efficiency.network_bus_efficiency, 1.5);
+  const bool noted = std::any_of(result.notes.begin(), result.notes.end(), [](const std::string& n) {
+    return n.find("network bus efficiency measured at 2") != std::string::npos &&
+           n.find("capped at 1.5") != std::string::npos;
+  });
+  EXPECT_TRUE(noted) << ::testing::PrintToString(result.notes);
+}
+
 // A real GPU bundle whose small GEMMs all measure the launch cost (about 16 us), not the
 // arithmetic. Fitted naively, the flat small points made the curve's half-dimension run to the
 // edge of its range (7,813) and the rate to 62 PFLOP/s capped at the peak; the profile then
