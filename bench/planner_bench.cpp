@@ -3,8 +3,10 @@
 // six chip types x 1,024 chips. Each search reports its phases as counters (seconds, plans).
 #include <benchmark/benchmark.h>
 
-#include <map>
+#include <algorithm>
+#include <limits>
 #include <tuple>
+#include <vector>
 
 #include "formats/loaders.hpp"
 #include "planner/score.hpp"
@@ -17,33 +19,38 @@ hetplan::Scenario load(const char* name) {
 }
 
 // The default scenario's reference plan, eight stages on three chip types, with its kernels
-// built once as the search caches them.
+// built once and a score cache, as the search keeps them per setting.
 void BM_ScorePipeline(benchmark::State& state) {
   const auto scenario = load("default.yaml");
   const hetplan::Plan& plan = *scenario.reference_plan;
   const auto settings = hetplan::sim::step_settings(scenario.workload, plan);
   const int dp = plan.stages.front().dp;
   const int micro_batches = settings.training.global_batch / (dp * settings.micro_batch);
-  std::map<std::tuple<std::string, int>, hetplan::sim::StageKernel> cache;
-  std::vector<const hetplan::sim::StageKernel*> kernels;
+  std::vector<std::tuple<std::string, int>> keys;  // one kernel per distinct (island, tp)
+  std::vector<hetplan::sim::StageKernel> distinct;
+  distinct.reserve(plan.stages.size());
+  std::vector<std::size_t> of_stage;
   for (const auto& stage : plan.stages) {
-    auto key = std::make_tuple(stage.island, stage.tp);
-    auto found = cache.find(key);
-    if (found == cache.end()) {
-      found = cache
-                  .emplace(key, hetplan::sim::make_stage_kernel(
-                                    scenario.cluster, scenario.workload.model, settings,
-                                    *scenario.cluster.find_island(stage.island), stage.tp, dp))
-                  .first;
+    const auto key = std::make_tuple(stage.island, stage.tp);
+    auto found = std::find(keys.begin(), keys.end(), key);
+    if (found == keys.end()) {
+      keys.push_back(key);
+      distinct.push_back(hetplan::sim::make_stage_kernel(
+          scenario.cluster, scenario.workload.model, settings,
+          *scenario.cluster.find_island(stage.island), stage.tp, dp));
+      found = std::prev(keys.end());
     }
-    kernels.push_back(&found->second);
+    of_stage.push_back(static_cast<std::size_t>(found - keys.begin()));
   }
+  std::vector<const hetplan::sim::StageKernel*> kernels;
+  for (std::size_t k : of_stage) kernels.push_back(&distinct[k]);
+  hetplan::planner::ScoreCache cache(distinct);
   std::vector<hetplan::sim::StageSlot> slots;
   hetplan::sim::Estimate estimate;
   for (auto _ : state) {
-    const auto score = hetplan::planner::score_pipeline(scenario.cluster, scenario.workload.model,
-                                                        settings, micro_batches, kernels, slots,
-                                                        estimate);
+    const auto score = hetplan::planner::score_pipeline(
+        scenario.cluster, scenario.workload.model, settings, micro_batches, kernels, slots, estimate,
+        std::numeric_limits<double>::infinity(), &cache);
     benchmark::DoNotOptimize(score.status);
     benchmark::DoNotOptimize(estimate.step_time_s);
   }

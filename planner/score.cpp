@@ -54,7 +54,7 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
   for (int j = 0; j < p; ++j) {
     const sim::StageKernel& k = *kernels[static_cast<std::size_t>(j)];
     SplitStage& s = problem.stages[static_cast<std::size_t>(j)];
-    int* cached = cache ? &cache->cap(&k, j, p) : nullptr;
+    int* cached = cache ? cache->cap(&k, j, p) : nullptr;
     if (cached && *cached >= 0) {
       if (*cached < v) return {ScoreStatus::stage_too_small, j};
       s.max_layers = *cached;

@@ -2,10 +2,9 @@
 // estimator's assembly. The search calls this for every plan it scores; the benchmark times it.
 #pragma once
 
-#include <functional>
+#include <cmath>
 #include <limits>
-#include <unordered_map>
-#include <utility>
+#include <span>
 #include <vector>
 
 #include "core/cluster.hpp"
@@ -28,34 +27,49 @@ struct PipelineScore {
 
 // What scoring pipelines computes again and again for the same stage kernels: the boundary
 // between two kernels, and a stage's memory cap (layers) at a position of a pipeline. Valid for
-// one set of kernels under one step setting and micro-batch count; the search keeps one per
-// setting. Its entries are pure functions of their keys, so results never depend on what was
-// scored before.
+// the kernels it was made for (one contiguous array) under one step setting and micro-batch
+// count; the search keeps one per setting. Its entries are pure functions of their keys, so
+// results never depend on what was scored before. Kernels outside the array are not cached.
 class ScoreCache {
  public:
+  explicit ScoreCache(std::span<const sim::StageKernel> kernels)
+      : kernels_(kernels),
+        boundaries_(kernels.size() * kernels.size(), std::numeric_limits<double>::quiet_NaN()),
+        caps_(kernels.size()) {}
+
   // The boundary time between stages of kernels `a` and `b` (sim::stage_boundary).
   template <typename Compute>
   double boundary(const sim::StageKernel* a, const sim::StageKernel* b, Compute&& compute) {
-    const auto [it, inserted] = boundaries_.try_emplace({a, b}, 0.0);
-    if (inserted) it->second = compute();
-    return it->second;
+    const std::size_t i = index(a), j = index(b);
+    if (i == kNone || j == kNone) return compute();
+    double& entry = boundaries_[i * kernels_.size() + j];
+    if (std::isnan(entry)) entry = compute();
+    return entry;
   }
-  // The cap of a stage of kernel `k` at index `stage` of `stages` (-1 before it is known).
-  int& cap(const sim::StageKernel* k, int stage, int stages) {
-    return caps_.try_emplace({k, (static_cast<long long>(stages) << 32) | stage}, -1).first->second;
+  // The cap of a stage of kernel `k` at index `stage` of `stages`: -1 before it is known, and
+  // nullptr for a kernel outside the array.
+  int* cap(const sim::StageKernel* k, int stage, int stages) {
+    const std::size_t i = index(k);
+    if (i == kNone) return nullptr;
+    // Pipelines of p stages take the p slots after those of shorter ones.
+    const std::size_t slot =
+        static_cast<std::size_t>(stages) * static_cast<std::size_t>(stages - 1) / 2 +
+        static_cast<std::size_t>(stage);
+    std::vector<int>& caps = caps_[i];
+    if (slot >= caps.size()) caps.resize(slot + static_cast<std::size_t>(stages) + 1, -1);
+    return &caps[slot];
   }
 
  private:
-  struct PairHash {
-    template <typename A, typename B>
-    std::size_t operator()(const std::pair<A, B>& key) const {
-      const std::size_t h1 = std::hash<A>{}(key.first);
-      return h1 ^ (std::hash<B>{}(key.second) + 0x9e3779b97f4a7c15ULL + (h1 << 6) + (h1 >> 2));
-    }
-  };
-  std::unordered_map<std::pair<const sim::StageKernel*, const sim::StageKernel*>, double, PairHash>
-      boundaries_;
-  std::unordered_map<std::pair<const sim::StageKernel*, long long>, int, PairHash> caps_;
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::size_t index(const sim::StageKernel* k) const {
+    if (kernels_.empty() || k < kernels_.data() || k >= kernels_.data() + kernels_.size())
+      return kNone;
+    return static_cast<std::size_t>(k - kernels_.data());
+  }
+  std::span<const sim::StageKernel> kernels_;
+  std::vector<double> boundaries_;      // [a][b], NaN until computed
+  std::vector<std::vector<int>> caps_;  // per kernel, by pipeline length and stage
 };
 
 // Places the model's layers on the stages (`kernels`, first to last; each stage holds a

@@ -917,7 +917,7 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
   }
   // kernels must not move from here on: options point into it.
   for (std::size_t o = 0; o < options.size(); ++o) options[o].kernel = &kernels[o];
-  ScoreCache cache;
+  ScoreCache cache(kernels);
   cache_ = &cache;
   struct Forget {
     ScoreCache*& cache;
