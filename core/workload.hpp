@@ -75,6 +75,7 @@ struct Workload {
   ModelShape model;
   TrainingSettings training;
   SourceLocation location;
+  std::string model_file;  // the Hugging Face config.json the model was read from, if any
 };
 
 std::string_view to_string(Activation activation);

@@ -91,6 +91,7 @@ std::map<std::string, std::string> input_hashes(const Scenario& scenario,
   add(scenario_path);
   add(scenario.cluster.location.file);
   add(scenario.workload.location.file);
+  add(scenario.workload.model_file);  // a config.json: its shape is the model's
   for (const ChipProfile& chip : scenario.cluster.chips) add(chip.location.file);
   if (scenario.reference_plan) add(scenario.reference_plan->location.file);
   if (scenario.validation_records) {

@@ -279,6 +279,7 @@ Workload load_workload(const std::string& path) {
                error.message() + ")");
     }
     workload.model = load_referenced(*hf, [&] { return parse_hf_config(config_text, config_path); });
+    workload.model_file = config_path;
   } else if (shape) {
     workload.model = read_inline(*shape);
   } else {

@@ -116,6 +116,8 @@ TEST(InputHashes, EveryFileOfTheDefaultScenario) {
       {"default.yaml", root + "/scenarios/default.yaml"},
       {"../topologies/mixed-roce-64.yaml", root + "/topologies/mixed-roce-64.yaml"},
       {"../workloads/llama-70b-pretrain.yaml", root + "/workloads/llama-70b-pretrain.yaml"},
+      // The config.json the workload reads its model from: a changed shape is a changed input.
+      {"../workloads/hf/llama-2-70b/config.json", root + "/workloads/hf/llama-2-70b/config.json"},
       {"../profiles/ascend-910b.yaml", root + "/profiles/ascend-910b.yaml"},
       {"../profiles/hygon-k100-ai.yaml", root + "/profiles/hygon-k100-ai.yaml"},
       {"../profiles/cambricon-mlu370-x8.yaml", root + "/profiles/cambricon-mlu370-x8.yaml"},
