@@ -1067,6 +1067,26 @@ int main(int argc, char** argv) {
   auto* sweep_merge = sweep->add_subcommand("merge", "Merge the results of a sweep's shards");
   sweep_merge->add_option("folders", merge_folders, "The shards' --out folders")->required();
   sweep_merge->add_option("--out", merge_out, "Folder for the merged results")->required();
+  hetplan::cli::SweepJobCommand job_command;
+  auto* sweep_job = sweep->add_subcommand(
+      "job", "Kubernetes manifests that run the sweep as an Indexed Job of N shards, then merge "
+             "them and draw the report");
+  sweep_job->add_option("sweep", job_command.sweep_file, "Sweep file (hetplan/sweep/v1)")->required();
+  sweep_job->add_option("--shards", job_command.shards, "Pods, each running one shard")->required();
+  sweep_job->add_option("--image", job_command.image, "Container image with hetplan on its PATH")
+      ->required();
+  sweep_job->add_option("--out", job_command.out_dir,
+                        "Folder for configmap.yaml, job.yaml and merge-job.yaml")
+      ->required();
+  sweep_job->add_option("--name", job_command.name, "The Job's name (default: the sweep's)");
+  sweep_job->add_option("--results-claim", job_command.results_claim,
+                        "PersistentVolumeClaim (ReadWriteMany) the pods write their results to")
+      ->capture_default_str();
+  sweep_job->add_option("--namespace", job_command.namespace_name, "Namespace of the objects");
+  sweep_job->add_option("--scheduler", job_command.scheduler,
+                        "schedulerName of the pods (e.g. volcano; default: the cluster's default)");
+  sweep_job->add_option("--cpus", job_command.cpus, "CPUs a pod requests and its --jobs")
+      ->capture_default_str();
   std::string report_folder, report_out;
   auto* sweep_report = sweep->add_subcommand(
       "report", "One HTML page of charts (and each chart as SVG) from a sweep's results");
@@ -1134,6 +1154,7 @@ int main(int argc, char** argv) {
     if (*calibrate) return run_calibrate(base_profile, bundle_paths, label, calibrated_out, json);
     if (*sweep_merge) return hetplan::cli::run_sweep_merge(merge_folders, merge_out);
     if (*sweep_report) return hetplan::cli::run_sweep_report(report_folder, report_out);
+    if (*sweep_job) return hetplan::cli::run_sweep_job(job_command);
     if (*sweep) {
       if (sweep_command.sweep_file.empty()) {
         std::cerr << "error: sweep: expected a sweep file (or: hetplan sweep merge DIR... --out DIR, "

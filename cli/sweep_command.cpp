@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "formats/loaders.hpp"
 #include "formats/writers.hpp"
+#include "sweep/job.hpp"
 #include "sweep/sweep.hpp"
 
 extern "C" void remove_scratch_and_die(int signal_number);  // cli/main.cpp
@@ -172,6 +173,37 @@ std::vector<std::string> paths_of(const std::vector<sweep::PointResult>& points)
 }
 
 }  // namespace
+
+int run_sweep_job(const SweepJobCommand& command) {
+  const sweep::Sweep loaded = sweep::load_sweep(command.sweep_file);
+  sweep::JobOptions options;
+  options.shards = command.shards;
+  options.image = command.image;
+  options.name = command.name;
+  options.results_claim = command.results_claim;
+  options.namespace_name = command.namespace_name;
+  options.scheduler = command.scheduler;
+  options.cpus = command.cpus;
+  std::vector<formats::NamedText> files;
+  for (auto& file : sweep::sweep_job(loaded, options)) files.push_back({file.name, std::move(file.text)});
+  try {
+    formats::write_folder_atomically(command.out_dir, files);
+  } catch (const std::exception& failure) {
+    throw InputError({command.out_dir, 0, 0}, "--out", failure.what());
+  }
+  const std::string name = command.name.empty() ? loaded.name : command.name;
+  const std::string ns = command.namespace_name.empty() ? "" : " -n " + command.namespace_name;
+  const fs::path out(command.out_dir);
+  std::cout << "wrote " << (out / "configmap.yaml").string() << ", " << (out / "job.yaml").string()
+            << " and " << (out / "merge-job.yaml").string() << " (" << command.shards
+            << " shards; results on the claim " << command.results_claim << ")\n"
+            << "run:\n"
+            << "  kubectl" << ns << " apply -f " << (out / "configmap.yaml").string() << " -f "
+            << (out / "job.yaml").string() << "\n"
+            << "  kubectl" << ns << " wait --for=condition=complete --timeout=24h job/" << name << "\n"
+            << "  kubectl" << ns << " apply -f " << (out / "merge-job.yaml").string() << "\n";
+  return 0;
+}
 
 int run_sweep_report(const std::string& folder, const std::string& out_file) {
   const std::string results = (fs::path(folder) / "results.jsonl").string();

@@ -16,6 +16,20 @@ struct SweepCommand {
 };
 
 int run_sweep_command(const SweepCommand& command);
+
+// `hetplan sweep job`: the Kubernetes manifests of a sharded sweep into a folder.
+struct SweepJobCommand {
+  std::string sweep_file;
+  std::size_t shards = 0;
+  std::string image;
+  std::string out_dir;
+  std::string name;
+  std::string results_claim = "hetplan-sweep-results";
+  std::string namespace_name;
+  std::string scheduler;
+  int cpus = 1;
+};
+int run_sweep_job(const SweepJobCommand& command);
 int run_sweep_merge(const std::vector<std::string>& folders, const std::string& out_dir);
 // DIR/results.jsonl to one HTML page (default DIR/report.html) and each chart as an SVG file
 // beside it (report-<chart>.svg).

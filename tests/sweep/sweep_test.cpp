@@ -3,13 +3,17 @@
 // resuming.
 #include "sweep/sweep.hpp"
 
+#include <yaml-cpp/yaml.h>
+
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <set>
 
 #include "formats/loaders.hpp"
+#include "sweep/job.hpp"
 #include "tests/support/temp_folder.hpp"
 
 namespace hetplan::sweep {
@@ -327,6 +331,135 @@ TEST(SweepReport, OneAxisGetsTheScalingOfEachIslandWhoseChipsChange) {
   // Island a: 1000/16 per chip at 8 chips, 3000/16 at 16 chips: 300% of its first point.
   EXPECT_NE(charts[2].svg.find("a alone: 300"), std::string::npos);
   EXPECT_NE(charts[2].svg.find("a alone: 100"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hetplan::sweep
+
+namespace hetplan::sweep {
+namespace {
+
+std::vector<std::string> strings(const YAML::Node& list) {
+  std::vector<std::string> out;
+  for (const auto& item : list) out.push_back(item.as<std::string>());
+  return out;
+}
+
+// `hetplan sweep job`: a ConfigMap with the sweep and every file its scenario reads, an Indexed
+// Job of N pods each running its shard, and a merge Job. The inputs rebuilt from the ConfigMap
+// alone, and the shards run with the arguments the Job gives its pods, merge to the bytes of the
+// sweep run in the source tree.
+TEST(SweepJob, ShardsOfTheManifestMergeToTheSingleRun) {
+  const Sweep sweep =
+      load_sweep(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/sweeps/dcu-mlu-mtbf.yaml");
+  JobOptions options;
+  options.shards = 3;
+  options.image = "registry.local/hetplan:1";
+  options.scheduler = "volcano";
+  options.cpus = 2;
+  const auto files = sweep_job(sweep, options);
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_EQ(files[0].name, "configmap.yaml");
+  EXPECT_EQ(files[1].name, "job.yaml");
+  EXPECT_EQ(files[2].name, "merge-job.yaml");
+  const YAML::Node configmap = YAML::Load(files[0].text);
+  const YAML::Node job = YAML::Load(files[1].text);
+  const YAML::Node merge = YAML::Load(files[2].text);
+
+  EXPECT_EQ(configmap["kind"].as<std::string>(), "ConfigMap");
+  EXPECT_EQ(configmap["metadata"]["name"].as<std::string>(), "dcu-mlu-mtbf-inputs");
+  EXPECT_EQ(job["apiVersion"].as<std::string>(), "batch/v1");
+  EXPECT_EQ(job["kind"].as<std::string>(), "Job");
+  EXPECT_EQ(job["spec"]["completionMode"].as<std::string>(), "Indexed");
+  EXPECT_EQ(job["spec"]["completions"].as<int>(), 3);
+  EXPECT_EQ(job["spec"]["parallelism"].as<int>(), 3);
+  const YAML::Node pod = job["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["restartPolicy"].as<std::string>(), "Never");
+  EXPECT_EQ(pod["schedulerName"].as<std::string>(), "volcano");
+  ASSERT_EQ(pod["containers"].size(), 1u);
+  const YAML::Node container = pod["containers"][0];
+  EXPECT_EQ(container["image"].as<std::string>(), "registry.local/hetplan:1");
+  EXPECT_EQ(container["resources"]["requests"]["cpu"].as<std::string>(), "2");
+  EXPECT_EQ(container["env"][0]["name"].as<std::string>(), "SHARD");
+  EXPECT_EQ(container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>(),
+            "metadata.annotations['batch.kubernetes.io/job-completion-index']");
+  const auto args = strings(container["args"]);
+  ASSERT_EQ(args.size(), 9u);
+  EXPECT_EQ(args[0], "sweep");
+  EXPECT_EQ(args[2], "--shard");
+  EXPECT_EQ(args[3], "$(SHARD)/3");
+  EXPECT_EQ(args[4], "--jobs");
+  EXPECT_EQ(args[5], "2");
+  EXPECT_EQ(args[7], "/results/dcu-mlu-mtbf/shard-$(SHARD)");
+  EXPECT_EQ(args[8], "--resume");
+
+  // Rebuild the inputs as the pods see them under /inputs, from the ConfigMap's data and the
+  // volume's key-to-path items; the sweep is the first argument.
+  const test::TempFolder folder;
+  const std::string mount = folder.path() + "/inputs";
+  std::size_t items = 0;
+  for (const auto& volume : pod["volumes"]) {
+    if (!volume["configMap"]) continue;
+    EXPECT_EQ(volume["configMap"]["name"].as<std::string>(), "dcu-mlu-mtbf-inputs");
+    for (const auto& item : volume["configMap"]["items"]) {
+      const std::string key = item["key"].as<std::string>();
+      const std::string path = item["path"].as<std::string>();
+      ASSERT_TRUE(configmap["data"][key]) << key;
+      const std::filesystem::path file = std::filesystem::path(mount) / path;
+      std::filesystem::create_directories(file.parent_path());
+      std::ofstream(file, std::ios::binary) << configmap["data"][key].as<std::string>();
+      ++items;
+    }
+  }
+  EXPECT_EQ(items, configmap["data"].size());
+  ASSERT_EQ(args[1].rfind("/inputs/", 0), 0u) << args[1];
+  const Sweep rebuilt = load_sweep(mount + args[1].substr(std::string("/inputs").size()));
+
+  // Pod i's $(SHARD) is i: each pod runs shard i/3.
+  std::vector<std::pair<std::string, std::string>> parts;
+  for (std::size_t i = 0; i < 3; ++i) {
+    SweepOptions run;
+    run.shard = {i, 3};
+    parts.emplace_back("shard" + std::to_string(i), results_jsonl(run_sweep(rebuilt, run).points));
+  }
+  const std::string single = results_jsonl(run_sweep(sweep, {}).points);
+  EXPECT_EQ(results_jsonl(merge_results(parts)), single);
+
+  // The merge Job reads the three shards' folders and reports the merged one.
+  EXPECT_EQ(merge["metadata"]["name"].as<std::string>(), "dcu-mlu-mtbf-merge");
+  const YAML::Node merge_pod = merge["spec"]["template"]["spec"];
+  EXPECT_EQ(strings(merge_pod["initContainers"][0]["args"]),
+            (std::vector<std::string>{"sweep", "merge", "/results/dcu-mlu-mtbf/shard-0",
+                                      "/results/dcu-mlu-mtbf/shard-1",
+                                      "/results/dcu-mlu-mtbf/shard-2", "--out",
+                                      "/results/dcu-mlu-mtbf/merged"}));
+  EXPECT_EQ(strings(merge_pod["containers"][0]["args"]),
+            (std::vector<std::string>{"sweep", "report", "/results/dcu-mlu-mtbf/merged"}));
+}
+
+TEST(SweepJob, OptionsKubernetesWouldRefuseAreErrors) {
+  const Sweep sweep =
+      load_sweep(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/sweeps/dcu-mlu-mtbf.yaml");
+  JobOptions options;
+  options.shards = 3;
+  options.image = "img:1";
+  auto error = [&](JobOptions o) {
+    try {
+      sweep_job(sweep, o);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  JobOptions many = options;
+  many.shards = 6;
+  EXPECT_EQ(error(many), "sweep job: --shards: expected 1 to 5 shards (the sweep's points), got 6");
+  JobOptions named = options;
+  named.name = "Mixed_Sweep";
+  EXPECT_NE(error(named).find("--name: expected a Kubernetes name"), std::string::npos);
+  JobOptions imageless = options;
+  imageless.image = "";
+  EXPECT_NE(error(imageless).find("--image: expected a container image reference"), std::string::npos);
 }
 
 }  // namespace
