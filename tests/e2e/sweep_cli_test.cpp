@@ -93,5 +93,24 @@ TEST(SweepCli, ResumeRunsOnlyWhatIsMissingAndShardsMergeToTheSameBytes) {
   EXPECT_EQ(hetplan("sweep " + sweep + " --shard 3/3").exit_code, 2);
 }
 
+// `hetplan sweep job` writes its three manifests into the folder; options Kubernetes would
+// refuse are one line and exit 2, and nothing is written.
+TEST(SweepCli, JobWritesItsManifests) {
+  TempFolder folder;
+  const std::string sweep = "scenarios/sweeps/dcu-mlu-mtbf.yaml";
+  const auto run = hetplan("sweep job " + sweep + " --shards 2 --image img:1 --out " + folder.file("job"));
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find("kubectl apply -f " + folder.file("job") + "/configmap.yaml"), std::string::npos)
+      << run.out;
+  for (const char* name : {"configmap.yaml", "job.yaml", "merge-job.yaml"})
+    EXPECT_TRUE(fs::is_regular_file(fs::path(folder.file("job")) / name)) << name;
+  EXPECT_NE(read(fs::path(folder.file("job")) / "job.yaml").find("completionMode: Indexed"),
+            std::string::npos);
+  const auto bad = hetplan("sweep job " + sweep + " --shards 9 --image img:1 --out " + folder.file("bad"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_EQ(bad.out, "error: sweep job: --shards: expected 1 to 5 shards (the sweep's points), got 9\n");
+  EXPECT_FALSE(fs::exists(folder.file("bad")));
+}
+
 }  // namespace
 }  // namespace hetplan::e2e
