@@ -133,7 +133,7 @@ int run_simulate(const std::string& scenario_path, const std::string& plan_path,
   const hetplan::Plan plan = plan_of(scenario, plan_path);
   const auto estimate =
       runnable_estimate(scenario, plan, plan_path.empty() ? scenario_path : plan_path);
-  hetplan::sim::TwinOptions options = hetplan::cli::twin_options(scenario, seed);
+  hetplan::sim::TwinOptions options = hetplan::sim::twin_options(scenario, seed);
   std::optional<hetplan::ScratchFile> trace_scratch;  // removed if a signal ends the process
   // The worker writes the trace beside its destination; it replaces the destination only once
   // the simulation has succeeded.
@@ -301,7 +301,7 @@ std::vector<hetplan::cli::RankedSimulation> simulate_top(
     chosen.push_back(&ranked);
     ranks.push_back(k + 1);
   }
-  const hetplan::sim::TwinOptions options = hetplan::cli::twin_options(scenario, std::nullopt);
+  const hetplan::sim::TwinOptions options = hetplan::sim::twin_options(scenario);
   std::vector<hetplan::sim::TwinInput> inputs;
   for (const auto* ranked : chosen) {
     inputs.push_back(hetplan::sim::make_twin_input(scenario.cluster, scenario.workload,

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "formats/loaders.hpp"
 #include "formats/writers.hpp"
+#include "sim/twin/runner.hpp"
 #include "sweep/job.hpp"
 #include "sweep/sweep.hpp"
 
@@ -97,6 +98,7 @@ int run_sweep_command(const SweepCommand& command) {
   options.jobs = command.jobs > 0 ? command.jobs
                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (!command.shard.empty()) options.shard = parse_shard(command.shard);
+  options.twin_worker = sim::twin::worker_beside_this_executable();
   if (command.resume && command.out_dir.empty())
     throw InputError({"sweep", 0, 0}, "--resume", "expected --out DIR too (the results to resume)");
   const fs::path points_dir = fs::path(command.out_dir) / "points";

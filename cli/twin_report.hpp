@@ -14,10 +14,6 @@
 
 namespace hetplan::cli {
 
-// Variability from the scenario's `simulation:` section; `seed` (the command line's) wins over
-// the scenario's, which wins over 0.
-sim::TwinOptions twin_options(const Scenario& scenario, std::optional<std::uint64_t> seed);
-
 struct Simulated {
   sim::TwinResult result;
   std::uint64_t seed = 0;

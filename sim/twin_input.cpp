@@ -280,4 +280,20 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
   return problems;
 }
 
+TwinOptions twin_options(const Scenario& scenario, std::optional<std::uint64_t> seed) {
+  TwinOptions options;
+  if (scenario.simulation) {
+    options.jitter = scenario.simulation->jitter;
+    for (const Straggler& slow : scenario.simulation->stragglers)
+      options.stragglers.push_back({slow.island, slow.node, slow.slowdown});
+    if (scenario.simulation->seed) options.seed = *scenario.simulation->seed;
+    if (const auto& random = scenario.simulation->random_stragglers) {
+      options.straggler_fraction = random->fraction;
+      options.straggler_slowdown = random->slowdown;
+    }
+  }
+  if (seed) options.seed = *seed;
+  return options;
+}
+
 }  // namespace hetplan::sim

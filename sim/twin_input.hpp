@@ -9,10 +9,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/cluster.hpp"
+#include "core/scenario.hpp"
 #include "core/plan.hpp"
 #include "core/workload.hpp"
 #include "models/collectives.hpp"
@@ -162,6 +164,10 @@ struct TwinOptions {
   std::string trace_path;
   EstimateOptions estimate;
 };
+
+// Variability from the scenario's `simulation:` section; `seed` (the command line's) wins over
+// the scenario's, which wins over 0.
+TwinOptions twin_options(const Scenario& scenario, std::optional<std::uint64_t> seed = std::nullopt);
 
 // Lowers a plan and its analytic estimate onto the cluster. The estimate must be feasible
 // (the twin simulates plans that can run); the plan must have passed the reference checks.

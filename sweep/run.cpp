@@ -13,6 +13,8 @@
 #include "formats/loaders.hpp"
 #include "planner/search.hpp"
 #include "sim/goodput.hpp"
+#include "sim/twin/runner.hpp"
+#include "sim/twin_input.hpp"
 #include "sweep/sweep.hpp"
 
 namespace hetplan::sweep {
@@ -87,11 +89,49 @@ ordered_json summarise(const planner::SearchResult& result, std::size_t top,
   return out;
 }
 
+// The best `count` jobs of the ranking (the pool is not one job) through the twin, in worker
+// processes: each with its rank, the twin's step and tokens/s, and how far the estimate is from
+// the twin; a simulation that fails records its one-line error.
+ordered_json simulate_best(const planner::SearchResult& result, std::size_t count,
+                           const Scenario& scenario, const std::string& worker) {
+  std::vector<std::size_t> ranks;
+  std::vector<sim::TwinInput> inputs;
+  const sim::TwinOptions twin = sim::twin_options(scenario);
+  for (std::size_t k = 0; k < result.ranked.size() && ranks.size() < count; ++k) {
+    const planner::RankedPlan& ranked = result.ranked[k];
+    if (ranked.mode == planner::Mode::resource_pool || !ranked.estimate.feasible) continue;
+    ranks.push_back(k + 1);
+    inputs.push_back(sim::make_twin_input(scenario.cluster, scenario.workload, ranked.plan,
+                                          ranked.estimate, twin));
+  }
+  const auto outcomes = sim::twin::run_workers(inputs, {worker}, 1);
+  ordered_json out = ordered_json::array();
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const planner::RankedPlan& ranked = result.ranked[ranks[i] - 1];
+    ordered_json entry;
+    entry["rank"] = ranks[i];
+    entry["plan"] = ranked.plan.name;
+    if (const auto& simulated = outcomes[i].result) {
+      entry["step_time_s"] = simulated->step_time_s;
+      entry["tokens_per_s"] = simulated->tokens_per_s;
+      entry["estimate_step_time_s"] = ranked.estimate.step_time_s;
+      // Relative: (estimate - twin) / twin.
+      entry["estimate_vs_twin"] = simulated->step_time_s > 0
+                                      ? ordered_json(ranked.estimate.step_time_s / simulated->step_time_s - 1)
+                                      : ordered_json(nullptr);
+    } else {
+      entry["error"] = outcomes[i].error;
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 // Everything a point's result depends on except its values: the base files' bytes (by their
 // hashes), the sweep's settings and the program.
 std::string inputs_digest(const Sweep& sweep, const Scenario& base) {
   std::string digest = "hetplan sweep point v1; hetplan " + std::string(version()) + "; top " +
-                       std::to_string(sweep.top) + "\n";
+                       std::to_string(sweep.top) + "; twin " + std::to_string(sweep.twin) + "\n";
   for (const auto& [path, hash] : exporters::input_hashes(base, sweep.scenario))
     digest += path + " " + hash + "\n";
   return digest;
@@ -124,6 +164,8 @@ SweepResult run_sweep(const Sweep& sweep, const SweepOptions& options) {
     }
   }();
   check(sweep, base);
+  if (sweep.twin > 0 && options.twin_worker.empty())
+    throw InputError({sweep.file, 0, 0}, "twin", "expected the twin's worker (hetplan-twin) to run it");
   const std::string digest = inputs_digest(sweep, base);
   const std::vector<Point> all = points(sweep);
   const std::size_t shards = std::max<std::size_t>(1, options.shard.count);
@@ -177,6 +219,7 @@ SweepResult run_sweep(const Sweep& sweep, const SweepOptions& options) {
       r.line["status"] = "ok";
       const ordered_json summary = summarise(found, sweep.top, scenario);
       for (const auto& [name, value] : summary.items()) r.line[name] = value;
+      if (sweep.twin > 0) r.line["twin"] = simulate_best(found, sweep.twin, scenario, options.twin_worker);
       r.ok = true;
     } catch (const InputError& error) {
       r.line["status"] = "failed";
@@ -241,7 +284,7 @@ std::string results_csv(const std::vector<std::string>& axis_paths,
   out << ",status,best_mode,best_plan,best_chips,best_tokens_per_s,best_tokens_per_s_per_chip,"
          "best_step_time_s,best_mfu,best_goodput_tokens_per_s,best_cost_per_million_tokens,"
          "resource_pool_tokens_per_s,"
-         "task_level_tokens_per_s,task_level_gain,error";
+         "task_level_tokens_per_s,task_level_gain,twin_step_time_s,twin_tokens_per_s,error";
   // Each island alone, in the order the points name them.
   std::vector<std::string> islands;
   for (const PointResult& point : points) {
@@ -274,6 +317,12 @@ std::string results_csv(const std::vector<std::string>& axis_paths,
       out << "," << csv_value(plan.is_object() ? plan["tokens_per_s"] : ordered_json());
     }
     out << "," << csv_value(line.value("task_level_gain", ordered_json()));
+    // The twin's figures for the best job, where the sweep ran the twin.
+    const ordered_json twin = line.contains("twin") && line["twin"].is_array() && !line["twin"].empty()
+                                  ? line["twin"][0]
+                                  : ordered_json();
+    for (const char* field : {"step_time_s", "tokens_per_s"})
+      out << "," << csv_value(twin.is_object() && twin.contains(field) ? twin[field] : ordered_json());
     out << "," << csv_value(line.value("error", ordered_json()));
     for (const std::string& island : islands) {
       ordered_json alone;

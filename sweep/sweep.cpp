@@ -451,6 +451,11 @@ Sweep parse_sweep(const std::string& text, const std::string& path) {
   auto samples = map.optional("samples");
   auto seed = map.optional("seed");
   if (auto top = map.optional("top")) sweep.top = static_cast<std::size_t>(top->as_int(1, 100));
+  if (auto twin = map.optional("twin")) {
+    sweep.twin = static_cast<std::size_t>(twin->as_int(0, 100));
+    if (sweep.twin > sweep.top)
+      twin->fail_expected("at most top (" + std::to_string(sweep.top) + ") plans for the twin");
+  }
   const Field axes = map.required("axes");
   map.done();
   for (const Field& axis : axes.elements()) sweep.axes.push_back(read_axis(axis));

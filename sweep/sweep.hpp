@@ -47,6 +47,7 @@ struct Sweep {
   std::uint64_t seed = 0;   // random
   std::vector<Axis> axes;
   std::size_t top = 3;  // ranked plans a point keeps
+  std::size_t twin = 0;  // of those, the best this many jobs simulated by the twin as well
 };
 
 // Reads a sweep file strictly (unknown keys, wrong types, values and ranges that cannot be
@@ -111,6 +112,9 @@ struct SweepOptions {
   std::function<std::optional<nlohmann::ordered_json>(const std::string& key)> earlier;
   // Each finished point as it finishes (one call at a time): a front end keeps it for resume.
   std::function<void(const PointResult&)> finished;
+  // The twin's worker executable (hetplan-twin), for a sweep with `twin:`; each point runs its
+  // simulations in worker processes of its own, one at a time.
+  std::string twin_worker;
 };
 
 struct SweepResult {

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -200,6 +201,43 @@ TEST(SweepRun, ResultsAreTheSameForAnyJobsShardsAndResume) {
   };
   EXPECT_EQ(results_jsonl(run_sweep(sweep, resume).points), expected);
   EXPECT_EQ(ran, (std::vector<std::string>{"2"}));
+}
+
+// `twin: 2`: each point's two best jobs also go through the twin, in worker processes; the
+// result lines are the same for one worker thread or two, and the CSV carries the best job's
+// twin figures.
+TEST(SweepRun, TheTwinOnEachPointsBestJobs) {
+  Written written(sweep_text("  - path: cluster.islands[dcu-k100].nodes\n    values: [8, 16]\n",
+                             "top: 3\ntwin: 2\n"));
+  const Sweep sweep = load_sweep(written.path);
+  EXPECT_EQ(sweep.twin, 2u);
+  SweepOptions one;
+  one.twin_worker = HETPLAN_TWIN_WORKER;
+  const SweepResult serial = run_sweep(sweep, one);
+  ASSERT_EQ(serial.points.size(), 2u);
+  for (const auto& point : serial.points) {
+    ASSERT_TRUE(point.ok) << point.line.dump();
+    const auto& twin = point.line["twin"];
+    ASSERT_EQ(twin.size(), 2u) << point.line.dump();
+    EXPECT_EQ(twin[0]["plan"], point.line["best"]["plan"]);
+    for (const auto& entry : twin) {
+      ASSERT_TRUE(entry.contains("step_time_s")) << entry.dump();
+      EXPECT_GT(entry["step_time_s"].get<double>(), 0);
+      // The twin and the estimate price the same plan: within a factor of two of each other.
+      EXPECT_LT(std::abs(entry["estimate_vs_twin"].get<double>()), 1.0) << entry.dump();
+    }
+  }
+  SweepOptions two = one;
+  two.jobs = 2;
+  EXPECT_EQ(results_jsonl(run_sweep(sweep, two).points), results_jsonl(serial.points));
+  const std::string csv = results_csv(axis_paths(sweep), serial.points);
+  EXPECT_NE(csv.find(",twin_step_time_s,twin_tokens_per_s,"), std::string::npos) << csv;
+
+  // Without a worker the sweep refuses before any point runs; twin above top is an error.
+  EXPECT_THROW(run_sweep(sweep, {}), InputError);
+  EXPECT_EQ(error_of(sweep_text("  - path: cluster.islands[dcu-k100].nodes\n    values: [8]\n",
+                                "top: 2\ntwin: 3\n")),
+            "sweep.yaml:5:7: twin: expected at most top (2) plans for the twin, got \"3\"");
 }
 
 TEST(SweepRun, AStopLeavesTheRestForLater) {
