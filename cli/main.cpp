@@ -180,9 +180,13 @@ int run_simulate(const std::string& scenario_path, const std::string& plan_path,
 
 // A file of the user's runs where a hetplan document was expected: the one line says what the
 // file is and which command reads it, instead of a YAML error about its first odd line.
-void refuse_run_file(const std::string& path, const std::string& expected) {
-  const auto kind = hetplan::importers::recognise_run_file(hetplan::formats::read_text_file(path));
-  if (kind) {
+template <typename Load>
+auto load_or_name_run_file(const std::string& path, const std::string& expected, Load&& load) {
+  try {
+    return load();
+  } catch (const hetplan::InputError&) {
+    const auto kind = hetplan::importers::recognise_run_file(hetplan::formats::read_text_file(path));
+    if (!kind) throw;
     throw hetplan::InputError({path, 1, 1}, "",
                               "expected " + expected + "; this is " + hetplan::importers::describe(*kind));
   }
@@ -190,14 +194,9 @@ void refuse_run_file(const std::string& path, const std::string& expected) {
 
 int run_check(const std::vector<std::string>& files) {
   for (const auto& file : files) {
-    hetplan::formats::CheckReport report;
-    try {
-      report = hetplan::formats::check_file(file);
-    } catch (const hetplan::InputError&) {
-      refuse_run_file(file, "a hetplan document (chip, cluster, workload, scenario or plan) or a "
-                            "Hugging Face config");
-      throw;
-    }
+    const auto report = load_or_name_run_file(
+        file, "a hetplan document (chip, cluster, workload, scenario or plan) or a Hugging Face config",
+        [&] { return hetplan::formats::check_file(file); });
     std::cout << file << ": ok (" << report.kind << ") " << report.summary << "\n";
   }
   return 0;
@@ -654,14 +653,9 @@ int run_validate_run(const std::string& log_path, const std::string& scenario_pa
 int run_validate_bundle(const std::string& profile_path, const std::string& bundle_path,
                         bool json) {
   const hetplan::ChipProfile profile = hetplan::formats::load_chip(profile_path);
-  hetplan::CalibrationBundle bundle;
-  try {
-    bundle = hetplan::formats::load_calibration_bundle(bundle_path);
-  } catch (const hetplan::InputError&) {
-    refuse_run_file(bundle_path, "a calibration bundle (hetplan/calibration-bundle/v1, as the "
-                                 "probe writes it)");
-    throw;
-  }
+  const auto bundle = load_or_name_run_file(
+      bundle_path, "a calibration bundle (hetplan/calibration-bundle/v1, as the probe writes it)",
+      [&] { return hetplan::formats::load_calibration_bundle(bundle_path); });
   const auto checks = hetplan::validation::check_bundle(profile, bundle);
   if (json) {
     hetplan::validation::Calibration none;

@@ -86,12 +86,6 @@ using hetplan::e2e::hetplan;
 // the median after the first is their mean, 1.15641 s; 19.07 GB peak allocated) and the MI250
 // trace (four devices).
 TEST(ImportCli, TheOtherLogsAndTrace) {
-  const std::string data = "tests/importers/data/";
-  auto imported = [&](const std::string& file) {
-    const CliRun run = hetplan("import " + data + file + " --json", " 2>&1");
-    EXPECT_EQ(run.exit_code, 0) << run.out;
-    return nlohmann::json::parse(run.out);
-  };
   const auto big = imported("megatron-lm-gpt2-64rank-tp4-pp16-2021-bigscience-ds-off.out");
   EXPECT_EQ(big["framework"], "megatron-lm");
   EXPECT_EQ(big["iteration_lines"], 62);
