@@ -1058,6 +1058,10 @@ int main(int argc, char** argv) {
                   "Reuse the points an earlier run left in --out instead of running them again");
   sweep->add_option("--shard", sweep_command.shard,
                     "I/N: run only the points whose index modulo N is I (merge the shards after)");
+  sweep->add_option("--max-seconds", sweep_command.max_seconds,
+                    "Start no new point after this many seconds (running points finish; --resume "
+                    "runs the rest)")
+      ->check(CLI::Range(0.001, 1e7));
   auto* sweep_merge = sweep->add_subcommand("merge", "Merge the results of a sweep's shards");
   sweep_merge->add_option("folders", merge_folders, "The shards' --out folders")->required();
   sweep_merge->add_option("--out", merge_out, "Folder for the merged results")->required();

@@ -99,6 +99,7 @@ int run_sweep_command(const SweepCommand& command) {
                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (!command.shard.empty()) options.shard = parse_shard(command.shard);
   options.twin_worker = sim::twin::worker_beside_this_executable();
+  options.max_seconds = command.max_seconds;
   if (command.resume && command.out_dir.empty())
     throw InputError({"sweep", 0, 0}, "--resume", "expected --out DIR too (the results to resume)");
   const fs::path points_dir = fs::path(command.out_dir) / "points";
@@ -157,7 +158,8 @@ int run_sweep_command(const SweepCommand& command) {
               << (fs::path(command.out_dir) / "results.jsonl").string() << " and results.csv\n";
   }
   if (result->stopped) {
-    std::cerr << "stopped: " << result->points.size() << " points ran before the stop"
+    std::cerr << "stopped (" << result->stopped_by << "): " << result->points.size()
+              << " points ran before the stop"
               << (command.out_dir.empty() ? "" : "; --resume runs the rest") << "\n";
   }
   return 0;

@@ -13,6 +13,7 @@ struct SweepCommand {
   std::string out_dir;  // empty: the JSON lines on stdout
   bool resume = false;
   std::string shard;  // "I/N"; empty: the whole sweep
+  double max_seconds = 0;  // 0: no budget
 };
 
 int run_sweep_command(const SweepCommand& command);

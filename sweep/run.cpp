@@ -2,6 +2,7 @@
 // copy of the base scenario; results summarised as one JSON line per point and a CSV.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -231,9 +232,19 @@ SweepResult run_sweep(const Sweep& sweep, const SweepOptions& options) {
     return r;
   };
 
+  const auto started = std::chrono::steady_clock::now();
+  std::atomic<bool> out_of_time{false};
   auto work = [&] {
     for (;;) {
       if (options.stop && options.stop->stop_requested()) return;
+      // A budget starts no new point once spent; the points running then finish, so every
+      // result is a whole search (and the same bytes as without a budget).
+      if (options.max_seconds > 0 &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() >=
+              options.max_seconds) {
+        out_of_time = true;
+        return;
+      }
       const std::size_t i = next.fetch_add(1);
       if (i >= mine.size()) return;
       PointResult r = run_point(mine[i]);
@@ -258,6 +269,7 @@ SweepResult run_sweep(const Sweep& sweep, const SweepOptions& options) {
       out.stopped = true;
     }
   }
+  if (out.stopped) out.stopped_by = out_of_time ? "the time budget ran out" : "stopped on request";
   return out;
 }
 

@@ -112,6 +112,8 @@ struct SweepOptions {
   std::function<std::optional<nlohmann::ordered_json>(const std::string& key)> earlier;
   // Each finished point as it finishes (one call at a time): a front end keeps it for resume.
   std::function<void(const PointResult&)> finished;
+  // Seconds after which no new point starts (0: no budget); points running then finish.
+  double max_seconds = 0;
   // The twin's worker executable (hetplan-twin), for a sweep with `twin:`; each point runs its
   // simulations in worker processes of its own, one at a time.
   std::string twin_worker;
@@ -121,6 +123,7 @@ struct SweepResult {
   std::vector<PointResult> points;  // of this shard, in point order
   std::size_t total_points = 0;     // of the whole sweep
   bool stopped = false;             // a stop came before every point of the shard had run
+  std::string stopped_by;           // why: "stopped on request" or "the time budget ran out"
 };
 
 // Loads the base scenario, checks the sweep against it, and runs the shard's points. Throws

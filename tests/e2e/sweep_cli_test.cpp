@@ -93,6 +93,23 @@ TEST(SweepCli, ResumeRunsOnlyWhatIsMissingAndShardsMergeToTheSameBytes) {
   EXPECT_EQ(hetplan("sweep " + sweep + " --shard 3/3").exit_code, 2);
 }
 
+// `--max-seconds`: a spent budget starts no new point, says so on stderr and exits 0; --resume
+// then runs the rest, and the results are the full run's bytes.
+TEST(SweepCli, ATimeBudgetLeavesTheRestForResume) {
+  TempFolder folder;
+  const std::string sweep = "scenarios/sweeps/dcu-mlu-mtbf.yaml";
+  const std::string out = folder.file("out");
+  const auto first = hetplan("sweep " + sweep + " --jobs 1 --max-seconds 0.001 --out " + out);
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  EXPECT_NE(first.out.find("stopped (the time budget ran out): "), std::string::npos) << first.out;
+  EXPECT_LT(lines_of(read(fs::path(out) / "results.jsonl")), 5u);
+  const auto rest = hetplan("sweep " + sweep + " --jobs 1 --resume --out " + out);
+  ASSERT_EQ(rest.exit_code, 0) << rest.out;
+  const auto whole = hetplan("sweep " + sweep + " --jobs 1 --out " + folder.file("whole"));
+  ASSERT_EQ(whole.exit_code, 0) << whole.out;
+  EXPECT_EQ(read(fs::path(out) / "results.jsonl"), read(fs::path(folder.file("whole")) / "results.jsonl"));
+}
+
 // `hetplan sweep job` writes its three manifests into the folder; options Kubernetes would
 // refuse are one line and exit 2, and nothing is written.
 TEST(SweepCli, JobWritesItsManifests) {

@@ -249,8 +249,22 @@ TEST(SweepRun, AStopLeavesTheRestForLater) {
   options.stop = &stop;
   const SweepResult result = run_sweep(sweep, options);
   EXPECT_TRUE(result.stopped);
+  EXPECT_EQ(result.stopped_by, "stopped on request");
   EXPECT_TRUE(result.points.empty());
   EXPECT_EQ(result.total_points, 4u);
+
+  // A spent budget starts no point either, and says why; a budget that lasts changes nothing.
+  SweepOptions spent;
+  spent.max_seconds = 1e-12;
+  const SweepResult late = run_sweep(sweep, spent);
+  EXPECT_TRUE(late.stopped);
+  EXPECT_EQ(late.stopped_by, "the time budget ran out");
+  EXPECT_TRUE(late.points.empty());
+  SweepOptions ample;
+  ample.max_seconds = 1e6;
+  const SweepResult all = run_sweep(sweep, ample);
+  EXPECT_FALSE(all.stopped);
+  EXPECT_EQ(results_jsonl(all.points), results_jsonl(run_sweep(sweep, {}).points));
 }
 
 TEST(SweepMerge, PointsOfAnotherSweepOrConflictingPointsAreErrors) {
