@@ -173,7 +173,9 @@ std::string expect_round_trip(const ChipProfile& chip, const std::string& commen
   EXPECT_TRUE(diff.empty()) << "original vs re-read:\n" << joined(diff) << "text:\n" << text;
   // The header comment is now the profile's own (its file's first comment lines).
   EXPECT_EQ(formats::chip_yaml(back), text) << "writing the re-read profile differs";
-  if (comment.empty()) EXPECT_EQ(back.comments, chip.comments) << text;
+  if (comment.empty()) {
+    EXPECT_EQ(back.comments, chip.comments) << text;
+  }
   return text;
 }
 
