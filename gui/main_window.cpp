@@ -41,6 +41,7 @@ QChart* bar_chart(const QString& title, std::initializer_list<QAbstractSeries*> 
   chart->setTitle(title);
   auto* x = new QBarCategoryAxis();
   x->append(categories);
+  x->setTruncateLabels(false);  // an island's name whole ("ascend-910b"), even if it is wide
   auto* y = new QValueAxis();
   y->setLabelFormat(QStringLiteral("%.0f"));
   chart->addAxis(x, Qt::AlignBottom);
