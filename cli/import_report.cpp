@@ -10,6 +10,7 @@
 #include "formats/document.hpp"
 #include "importers/collective_logs.hpp"
 #include "importers/k8s_inventory.hpp"
+#include "importers/run_files.hpp"
 #include "importers/torch_trace.hpp"
 #include "importers/training_logs.hpp"
 
@@ -117,36 +118,43 @@ Json import_summary(const std::string& path) {
   Json j;
   j["file"] = path;
   Json body;
-  const bool kubectl = text.find("\"items\"") != std::string::npos &&
-                       (text.find("\"NodeList\"") != std::string::npos ||
-                        text.find("\"kind\": \"List\"") != std::string::npos ||
-                        text.find("\"kind\":\"List\"") != std::string::npos);
-  if (kubectl) {
-    const importers::Inventory inventory = importers::parse_kubectl_nodes(text, path);
-    body["kind"] = "kubectl-nodes";
-    std::size_t nodes = inventory.other_nodes.size();
-    body["islands"] = Json::array();
-    for (const auto& island : inventory.islands) {
-      nodes += static_cast<std::size_t>(island.nodes);
-      body["islands"].push_back({{"name", island.name},
-                                 {"chip", island.chip_id},
-                                 {"resource", island.resource},
-                                 {"nodes", island.nodes},
-                                 {"free_nodes", island.free_nodes}});
-    }
-    body["nodes"] = nodes;
-    body["other_nodes"] = inventory.other_nodes.size();
-  } else if (text.find("\"traceEvents\"") != std::string::npos) {
-    body = trace_summary(importers::parse_torch_trace(text, path));
-  } else if (const auto format = importers::sniff_collective_log(text)) {
-    body = collective_summary(importers::import_collective_log(path));
-  } else if (text.find("elapsed time per iteration") != std::string::npos) {
-    body = training_summary(importers::parse_training_log(text, path));
-  } else {
+  auto kind = importers::recognise_run_file(text);
+  // Any other JSON is read as nccl-tests -J output, so that a damaged one gets that reader's
+  // located error rather than "expected a training log ...".
+  if (!kind && importers::sniff_collective_log(text)) kind = importers::RunFile::collective_log;
+  if (!kind) {
     throw InputError({path, 1, 1}, "",
                      "expected a training log (Megatron-LM, MindSpeed-LLM or Megatron-DeepSpeed "
                      "iteration lines), a PyTorch profiler trace (traceEvents) or an nccl-tests / "
                      "hccl_test log");
+  }
+  switch (*kind) {
+    case importers::RunFile::kubectl_nodes: {
+      const importers::Inventory inventory = importers::parse_kubectl_nodes(text, path);
+      body["kind"] = "kubectl-nodes";
+      std::size_t nodes = inventory.other_nodes.size();
+      body["islands"] = Json::array();
+      for (const auto& island : inventory.islands) {
+        nodes += static_cast<std::size_t>(island.nodes);
+        body["islands"].push_back({{"name", island.name},
+                                   {"chip", island.chip_id},
+                                   {"resource", island.resource},
+                                   {"nodes", island.nodes},
+                                   {"free_nodes", island.free_nodes}});
+      }
+      body["nodes"] = nodes;
+      body["other_nodes"] = inventory.other_nodes.size();
+      break;
+    }
+    case importers::RunFile::torch_trace:
+      body = trace_summary(importers::parse_torch_trace(text, path));
+      break;
+    case importers::RunFile::collective_log:
+      body = collective_summary(importers::import_collective_log(path));
+      break;
+    case importers::RunFile::training_log:
+      body = training_summary(importers::parse_training_log(text, path));
+      break;
   }
   for (auto& [key, value] : body.items()) j[key] = value;
   return j;

@@ -294,10 +294,8 @@ std::vector<hetplan::cli::RankedSimulation> simulate_top(
     std::size_t count) {
   std::vector<const hetplan::planner::RankedPlan*> chosen;
   std::vector<std::size_t> ranks;
-  for (std::size_t k = 0; k < result.ranked.size() && chosen.size() < count; ++k) {
-    const auto& ranked = result.ranked[k];
-    if (ranked.mode == hetplan::planner::Mode::resource_pool || !ranked.estimate.feasible) continue;
-    chosen.push_back(&ranked);
+  for (const std::size_t k : hetplan::planner::runnable_jobs(result, count)) {
+    chosen.push_back(&result.ranked[k]);
     ranks.push_back(k + 1);
   }
   const hetplan::sim::TwinOptions options = hetplan::sim::twin_options(scenario);

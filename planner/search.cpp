@@ -198,7 +198,8 @@ class Searcher {
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   sim::Estimate scratch_;
   std::vector<sim::StageSlot> slots_;
-  ScoreCache* cache_ = nullptr;  // the current setting's (its kernels' boundaries and caps)
+  // The current setting's boundaries and caps, over its kernels (search_setting makes it).
+  std::optional<ScoreCache> cache_;
   // evaluate()'s buffers, kept between calls.
   std::vector<const sim::StageKernel*> eval_kernels_;
   std::vector<StageSpec> eval_stages_;
@@ -358,7 +359,7 @@ double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<i
     cutoff = step_for(incumbent, money);
   }
   const PipelineScore scored =
-      score_pipeline(cluster_, model_, setting.step, m, kernels, slots_, scratch_, cutoff, cache_);
+      score_pipeline(cluster_, model_, setting.step, m, kernels, slots_, scratch_, cutoff, &*cache_);
   if (scored.status == ScoreStatus::cut_off) {
     ++pruned_;
     return kInf;
@@ -917,12 +918,7 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
   }
   // kernels must not move from here on: options point into it.
   for (std::size_t o = 0; o < options.size(); ++o) options[o].kernel = &kernels[o];
-  ScoreCache cache(kernels);
-  cache_ = &cache;
-  struct Forget {
-    ScoreCache*& cache;
-    ~Forget() { cache = nullptr; }
-  } forget{cache_};
+  cache_.emplace(kernels);
 
   clock.emplace(phases_[kPhaseSingle]);
   phase_ = kPhaseSingle;
@@ -1231,6 +1227,15 @@ const RankedPlan* best_job(const SearchResult& result) {
   for (const auto& ranked : result.ranked)
     if (ranked.mode != Mode::resource_pool) return &ranked;
   return nullptr;
+}
+
+std::vector<std::size_t> runnable_jobs(const SearchResult& result, std::size_t count) {
+  std::vector<std::size_t> out;
+  for (std::size_t k = 0; k < result.ranked.size() && out.size() < count; ++k) {
+    const RankedPlan& ranked = result.ranked[k];
+    if (ranked.mode != Mode::resource_pool && ranked.estimate.feasible) out.push_back(k);
+  }
+  return out;
 }
 
 SearchResult search_plans(const Scenario& scenario, const SearchOptions& options) {

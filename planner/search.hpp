@@ -99,6 +99,10 @@ struct SearchResult {
 // The best plan for one job (single-island or task-level), or null when there is none.
 const RankedPlan* best_job(const SearchResult& result);
 
+// The indices into `result.ranked` of the best `count` plans that are one job (not the pool)
+// and can run: what the twin simulates of a ranking.
+std::vector<std::size_t> runnable_jobs(const SearchResult& result, std::size_t count);
+
 SearchResult search_plans(const Scenario& scenario, const SearchOptions& options = {});
 
 // Sentences explaining the result: why the best plan beats the runner-up and each

@@ -95,22 +95,20 @@ ordered_json summarise(const planner::SearchResult& result, std::size_t top,
 // the twin; a simulation that fails records its one-line error.
 ordered_json simulate_best(const planner::SearchResult& result, std::size_t count,
                            const Scenario& scenario, const std::string& worker) {
-  std::vector<std::size_t> ranks;
+  const std::vector<std::size_t> chosen = planner::runnable_jobs(result, count);
   std::vector<sim::TwinInput> inputs;
   const sim::TwinOptions twin = sim::twin_options(scenario);
-  for (std::size_t k = 0; k < result.ranked.size() && ranks.size() < count; ++k) {
+  for (const std::size_t k : chosen) {
     const planner::RankedPlan& ranked = result.ranked[k];
-    if (ranked.mode == planner::Mode::resource_pool || !ranked.estimate.feasible) continue;
-    ranks.push_back(k + 1);
     inputs.push_back(sim::make_twin_input(scenario.cluster, scenario.workload, ranked.plan,
                                           ranked.estimate, twin));
   }
   const auto outcomes = sim::twin::run_workers(inputs, {worker}, 1);
   ordered_json out = ordered_json::array();
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    const planner::RankedPlan& ranked = result.ranked[ranks[i] - 1];
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    const planner::RankedPlan& ranked = result.ranked[chosen[i]];
     ordered_json entry;
-    entry["rank"] = ranks[i];
+    entry["rank"] = chosen[i] + 1;
     entry["plan"] = ranked.plan.name;
     if (const auto& simulated = outcomes[i].result) {
       entry["step_time_s"] = simulated->step_time_s;
