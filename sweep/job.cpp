@@ -6,6 +6,7 @@
 #include <set>
 
 #include "exporters/export.hpp"
+#include "core/input_file.hpp"
 #include "formats/loaders.hpp"
 
 namespace hetplan::sweep {
@@ -16,7 +17,8 @@ using nlohmann::json;
 
 constexpr std::size_t kConfigMapBytes = 1 << 20;  // Kubernetes' limit on a ConfigMap's data
 
-std::string quoted(const std::string& text) { return json(text).dump(-1, ' ', false); }
+// A YAML double-quoted scalar: JSON's escapes are YAML's, so any text goes in whole.
+std::string yaml_quoted(const std::string& text) { return json(text).dump(-1, ' ', false); }
 
 // A DNS-1123 label: lower-case letters, digits and '-', starting and ending alphanumeric.
 bool dns_label(const std::string& name, std::size_t longest) {
@@ -62,8 +64,15 @@ std::vector<JobInput> job_inputs(const Sweep& sweep) {
     std::string leaf = unique[i].filename().string();
     for (char& c : leaf)
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+    std::string text = formats::read_text_file(unique[i].string());
+    try {
+      (void)yaml_quoted(text);
+    } catch (const json::exception&) {  // a ConfigMap's data is UTF-8
+      throw InputError({unique[i].string(), 0, 0}, "",
+                       "expected UTF-8 text to carry in the sweep's ConfigMap");
+    }
     out.push_back({"f" + key + "-" + leaf, unique[i].lexically_relative(root).generic_string(),
-                   formats::read_text_file(unique[i].string())});
+                   std::move(text)});
   }
   return out;
 }
@@ -75,16 +84,16 @@ std::vector<JobFile> sweep_job(const Sweep& sweep, const JobOptions& options) {
   if (!dns_label(name, 52))
     throw InputError(where, "--name",
                      "expected a Kubernetes name of at most 52 lower-case letters, digits and '-' "
-                     "(the sweep's name, or --name), got " + quoted(name));
+                     "(the sweep's name, or --name), got " + hetplan::quoted(name));
   if (options.image.empty() || options.image.find_first_of(" \t\r\n\"") != std::string::npos)
-    throw InputError(where, "--image", "expected a container image reference, got " + quoted(options.image));
+    throw InputError(where, "--image", "expected a container image reference, got " + hetplan::quoted(options.image));
   if (!dns_label(options.results_claim, 253))
     throw InputError(where, "--results-claim",
-                     "expected a PersistentVolumeClaim's name, got " + quoted(options.results_claim));
+                     "expected a PersistentVolumeClaim's name, got " + hetplan::quoted(options.results_claim));
   if (!options.namespace_name.empty() && !dns_label(options.namespace_name, 63))
-    throw InputError(where, "--namespace", "expected a namespace's name, got " + quoted(options.namespace_name));
+    throw InputError(where, "--namespace", "expected a namespace's name, got " + hetplan::quoted(options.namespace_name));
   if (!options.scheduler.empty() && !dns_label(options.scheduler, 253))
-    throw InputError(where, "--scheduler", "expected a scheduler's name, got " + quoted(options.scheduler));
+    throw InputError(where, "--scheduler", "expected a scheduler's name, got " + hetplan::quoted(options.scheduler));
   if (options.cpus < 1 || options.cpus > 1024)
     throw InputError(where, "--cpus", "expected 1 to 1024 CPUs a pod, got " + std::to_string(options.cpus));
   const std::size_t total = points(sweep).size();
@@ -110,13 +119,13 @@ std::vector<JobFile> sweep_job(const Sweep& sweep, const JobOptions& options) {
     text += "  labels: {app.kubernetes.io/name: hetplan-sweep, hetplan.io/sweep: " + name + "}\n";
     return text;
   };
-  const std::string header = "# hetplan sweep job for " + quoted(sweep.file) + " (" +
+  const std::string header = "# hetplan sweep job for " + yaml_quoted(sweep.file) + " (" +
                              std::to_string(total) + " points in " + shards + " shards).\n";
 
   std::string configmap = header + "# The sweep and every file its base scenario reads.\n";
   configmap += "apiVersion: v1\nkind: ConfigMap\n" + metadata(name + "-inputs") + "data:\n";
   for (const auto& input : inputs)
-    configmap += "  " + input.key + ": " + quoted(input.text) + "\n";
+    configmap += "  " + input.key + ": " + yaml_quoted(input.text) + "\n";
 
   auto pod_spec = [&](const std::string& indent, bool with_inputs) {
     std::string text;
@@ -131,16 +140,16 @@ std::vector<JobFile> sweep_job(const Sweep& sweep, const JobOptions& options) {
     text += indent + "      name: " + name + "-inputs\n";
     text += indent + "      items:\n";
     for (const auto& input : inputs)
-      text += indent + "        - {key: " + input.key + ", path: " + quoted(input.path) + "}\n";
+      text += indent + "        - {key: " + input.key + ", path: " + yaml_quoted(input.path) + "}\n";
     return text;
   };
   auto container = [&](const std::string& indent, const std::string& container_name,
                        const std::vector<std::string>& args) {
     std::string text = indent + "- name: " + container_name + "\n";
-    text += indent + "  image: " + quoted(options.image) + "\n";
+    text += indent + "  image: " + yaml_quoted(options.image) + "\n";
     text += indent + "  command: [\"hetplan\"]\n";
     text += indent + "  args: [";
-    for (std::size_t i = 0; i < args.size(); ++i) text += (i ? ", " : "") + quoted(args[i]);
+    for (std::size_t i = 0; i < args.size(); ++i) text += (i ? ", " : "") + yaml_quoted(args[i]);
     text += "]\n";
     return text;
   };
