@@ -52,9 +52,19 @@ std::string last_words(const std::string& err) {
   return text;
 }
 
-Outcome run_one(const TwinInput& input, const WorkerCommand& command) {
+constexpr int kStopPollMs = 50;  // how often a running worker looks at the stop request
+
+Outcome cancelled_outcome(const std::string& who) {
+  Outcome outcome;
+  outcome.cancelled = true;
+  outcome.error = who + " was cancelled";
+  return outcome;
+}
+
+Outcome run_one(const TwinInput& input, const WorkerCommand& command, const std::stop_token& stop) {
   Outcome outcome;
   const std::string who = "the simulation of plan " + input.plan;
+  if (stop.stop_requested()) return cancelled_outcome(who);
   const std::string request = to_json(input).dump();
   Pipe in, out, err;
   if (!in.open() || !out.open() || !err.open()) {
@@ -97,13 +107,22 @@ Outcome run_one(const TwinInput& input, const WorkerCommand& command) {
   std::size_t written = 0;
   fcntl(in.write, F_SETFL, O_NONBLOCK);
   bool too_much = false;
+  bool stopped = false;
+  const int timeout = stop.stop_possible() ? kStopPollMs : -1;
   while (out.read >= 0 || err.read >= 0 || in.write >= 0) {
+    if (stop.stop_requested()) {
+      // Its answer no longer matters: kill it and stop listening (a process it started might
+      // hold the pipes open).
+      stopped = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
     pollfd fds[3];
     int n = 0;
     if (in.write >= 0) fds[n++] = {in.write, POLLOUT, 0};
     if (out.read >= 0) fds[n++] = {out.read, POLLIN, 0};
     if (err.read >= 0) fds[n++] = {err.read, POLLIN, 0};
-    if (::poll(fds, static_cast<nfds_t>(n), -1) < 0) {
+    if (::poll(fds, static_cast<nfds_t>(n), timeout) < 0) {
       if (errno == EINTR) continue;
       break;
     }
@@ -134,13 +153,18 @@ Outcome run_one(const TwinInput& input, const WorkerCommand& command) {
     }
   }
   close_fd(in.write);
+  close_fd(out.read);
+  close_fd(err.read);
   int status = 0;
   rusage usage{};
   while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
   outcome.peak_rss_kib = usage.ru_maxrss;
 
-  if (too_much) {
+  if (stopped) {
+    outcome = cancelled_outcome(who);
+    outcome.peak_rss_kib = usage.ru_maxrss;
+  } else if (too_much) {
     outcome.error = who + " failed: the worker wrote more than 64 MiB";
   } else if (WIFSIGNALED(status)) {
     outcome.error = who + " failed: the worker was killed by signal " +
@@ -164,7 +188,8 @@ Outcome run_one(const TwinInput& input, const WorkerCommand& command) {
 }  // namespace
 
 std::vector<Outcome> run_workers(const std::vector<TwinInput>& inputs,
-                                 const WorkerCommand& command, int parallel) {
+                                 const WorkerCommand& command, int parallel,
+                                 std::stop_token stop) {
   // A worker that dies while its input is written would raise SIGPIPE here; the write's EPIPE
   // is handled instead.
   ::signal(SIGPIPE, SIG_IGN);
@@ -172,7 +197,7 @@ std::vector<Outcome> run_workers(const std::vector<TwinInput>& inputs,
   std::atomic<std::size_t> next{0};
   auto work = [&] {
     for (std::size_t i = next++; i < inputs.size(); i = next++)
-      outcomes[i] = run_one(inputs[i], command);
+      outcomes[i] = run_one(inputs[i], command, stop);
   };
   const std::size_t threads =
       std::min(inputs.size(), static_cast<std::size_t>(std::max(1, parallel)));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -20,11 +21,15 @@ struct Outcome {
   std::optional<TwinResult> result;
   std::string error;  // when there is no result: one line saying what went wrong
   long peak_rss_kib = 0;  // the worker's peak resident memory
+  bool cancelled = false;  // stopped by the caller's stop request (error says so)
 };
 
-// One outcome per input, in input order. At most `parallel` workers run at a time.
+// One outcome per input, in input order. At most `parallel` workers run at a time. A stop
+// request (from any thread) kills the running workers within about 50 ms and starts no more;
+// their outcomes are cancelled.
 std::vector<Outcome> run_workers(const std::vector<TwinInput>& inputs,
-                                 const WorkerCommand& command, int parallel);
+                                 const WorkerCommand& command, int parallel,
+                                 std::stop_token stop = {});
 
 // The worker next to the running executable (both are built into one folder).
 std::string worker_beside_this_executable();

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <stop_token>
 #include <thread>
 
 #include <algorithm>
@@ -677,6 +678,44 @@ TEST(TwinWorkerFailures, OutcomesKeepTheirInputsOrder) {
   EXPECT_TRUE(outcomes[2].result) << outcomes[2].error;
   if (outcomes[0].result && outcomes[2].result) {
     EXPECT_EQ(twin::to_json(*outcomes[0].result).dump(), twin::to_json(*outcomes[2].result).dump());
+  }
+}
+
+TEST(TwinWorkerFailures, AStopRequestKillsTheWorkerAndStartsNoMore) {
+  const TempFolder folder;
+  // A worker that reads its input and then never answers.
+  const std::string sleeper = script(folder, "sleeper.sh", "cat > /dev/null; exec sleep 600");
+  std::stop_source stop;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    stop.request_stop();
+  });
+  const auto started = std::chrono::steady_clock::now();
+  const auto outcomes =
+      twin::run_workers({small_input(), small_input(), small_input()}, {sleeper}, 1, stop.get_token());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  canceller.join();
+  ASSERT_EQ(outcomes.size(), 3u);
+  for (const auto& outcome : outcomes) {
+    EXPECT_FALSE(outcome.result);
+    EXPECT_TRUE(outcome.cancelled);
+    EXPECT_NE(outcome.error.find("cancelled"), std::string::npos) << outcome.error;
+  }
+  // Not a timing goal: without the stop the call would wait for the sleeper's 600 s.
+  EXPECT_LT(seconds, 60.0);
+}
+
+TEST(TwinWorkerFailures, AStopThatNeverComesChangesNothing) {
+  std::stop_source stop;
+  const auto outcomes = twin::run_workers({small_input()}, kWorker, 1, stop.get_token());
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_TRUE(outcomes[0].result) << outcomes[0].error;
+  EXPECT_FALSE(outcomes[0].cancelled);
+  if (outcomes[0].result) {
+    const auto plain = twin::run_workers({small_input()}, kWorker, 1);
+    ASSERT_TRUE(plain[0].result) << plain[0].error;
+    EXPECT_EQ(twin::to_json(*outcomes[0].result).dump(), twin::to_json(*plain[0].result).dump());
   }
 }
 
