@@ -18,15 +18,30 @@
 #include <cmath>
 #include <fstream>
 
+#include <QFile>
+#include <QProcess>
+
+#include <nlohmann/json.hpp>
+
 #include "formats/loaders.hpp"
+#include "formats/writers.hpp"
 #include "gui/main_window.hpp"
 #include "gui/translation.hpp"
 #include "planner/search.hpp"
+#include "sim/estimator.hpp"
+#include "sim/twin/json.hpp"
+#include "sim/twin/runner.hpp"
 
 namespace hetplan::gui {
 
 const QString kSource = QStringLiteral(HETPLAN_SOURCE_DIR);
 const QString kDefault = kSource + QStringLiteral("/scenarios/default.yaml");
+const QString kCli = QStringLiteral(HETPLAN_CLI);
+
+QByteArray file_bytes(const QString& path) {
+  QFile file(path);
+  return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
+}
 
 class MainWindowTest : public QObject {
   Q_OBJECT
@@ -151,6 +166,116 @@ class MainWindowTest : public QObject {
       for (QBarSet* set : bars->barSets()) sum += set->at(static_cast<int>(i));
       QVERIFY(std::abs(sum - e.stages[i].memory.total() / kGiB) < 1e-9 * sum + 1e-12);
     }
+  }
+
+  // Simulate the best plan: the twin runs off the GUI thread (a timer keeps firing), and the
+  // window shows what `hetplan simulate --json` says of the same plan; its timeline ends at the
+  // simulated step, and the trace it saves is the CLI's --trace, byte for byte.
+  void simulatesThePlanAsTheCliDoes() {
+    MainWindow window;
+    window.show();
+    QVERIFY(window.open_scenario(kDefault));
+    QVERIFY(!window.simulate_action()->isEnabled());  // no plan yet
+    QSignalSpy searched(&window, &MainWindow::search_done);
+    window.search();
+    QVERIFY(searched.wait(300000));
+    QVERIFY(window.detailed_plan());
+    QVERIFY(window.simulate_action()->isEnabled());
+    QElapsedTimer clock;
+    qint64 last = 0, worst = 0;
+    QTimer tick;
+    tick.setInterval(10);
+    connect(&tick, &QTimer::timeout, [&] {
+      const qint64 now = clock.elapsed();
+      worst = std::max(worst, now - last);
+      last = now;
+    });
+    QSignalSpy simulated(&window, &MainWindow::simulation_done);
+    clock.start();
+    tick.start();
+    window.simulate_action()->trigger();
+    QVERIFY(!window.simulate_action()->isEnabled());
+    QVERIFY(!window.search_action()->isEnabled());
+    QVERIFY(window.cancel_action()->isEnabled());
+    QVERIFY(simulated.wait(300000));
+    tick.stop();
+    qInfo("GUI thread: worst timer gap %lld ms during a simulation of %lld ms", worst,
+          clock.elapsed());
+    QVERIFY2(worst < 100, qPrintable(QStringLiteral("worst gap %1 ms").arg(worst)));
+    QVERIFY2(window.simulation(), qPrintable(window.message()));
+    const Simulation& shown = *window.simulation();
+
+    // The CLI on the same plan, written as `hetplan plan --out` writes it.
+    QTemporaryDir dir;
+    const QString plan_path = dir.filePath(QStringLiteral("plan.yaml"));
+    {
+      std::ofstream out(plan_path.toStdString());
+      out << formats::plan_yaml(window.detailed_plan()->plan, "");
+    }
+    const QString cli_trace = dir.filePath(QStringLiteral("cli-trace.json"));
+    QProcess cli;
+    cli.start(kCli, {QStringLiteral("simulate"), kDefault, QStringLiteral("--plan"), plan_path,
+                     QStringLiteral("--json"), QStringLiteral("--trace"), cli_trace});
+    QVERIFY(cli.waitForFinished(300000));
+    QCOMPARE(cli.exitCode(), 0);
+    const auto report = nlohmann::json::parse(cli.readAllStandardOutput().toStdString());
+    QCOMPARE(report["plan"].get<std::string>(), shown.result.plan);
+    const double step = report["step_time_s"].get<double>();  // rounded to 6 figures
+    QVERIFY2(std::abs(shown.result.step_time_s - step) <= 1e-5 * step,
+             qPrintable(QStringLiteral("%1 vs %2").arg(shown.result.step_time_s).arg(step)));
+    QVERIFY(std::abs(shown.result.tokens_per_s - report["tokens_per_s"].get<double>()) <=
+            1e-5 * shown.result.tokens_per_s);
+    QCOMPARE(static_cast<qint64>(shown.result.ranks), report["ranks"].get<qint64>());
+
+    // The timeline: every stage, ending where the step ends.
+    const TimelineData& timeline = window.timeline_view()->timeline();
+    QVERIFY(std::abs(timeline.end_s - shown.result.step_time_s) <= 1e-6 * shown.result.step_time_s);
+    int stages = 0;
+    for (const auto& track : timeline.tracks) stages = std::max(stages, track.stage + 1);
+    QCOMPARE(stages, static_cast<int>(window.detailed_plan()->plan.stages.size()));
+    QVERIFY(window.timeline_view()->visible_tracks() > 0);
+    window.timeline_view()->zoom(8);
+    QVERIFY(std::abs(window.timeline_view()->view_span_s() - timeline.end_s / 8) < 1e-9 * timeline.end_s);
+    window.timeline_view()->zoom_to_fit();
+    QCOMPARE(window.timeline_view()->view_span_s(), timeline.end_s);
+
+    // Save trace: the CLI's trace, byte for byte.
+    const QString saved = dir.filePath(QStringLiteral("gui-trace.json"));
+    QVERIFY2(window.save_trace(saved), qPrintable(window.message()));
+    const QByteArray cli_bytes = file_bytes(cli_trace);
+    QVERIFY(!cli_bytes.isEmpty());
+    QVERIFY(file_bytes(saved) == cli_bytes);
+    // A folder that does not exist: the one-line error, nothing written.
+    QVERIFY(!window.save_trace(dir.filePath(QStringLiteral("missing/trace.json"))));
+    QVERIFY(window.message().startsWith(QStringLiteral("error: ")));
+    QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("missing/trace.json"))));
+    QVERIFY(window.search_action()->isEnabled());
+  }
+
+  // Cancel stops a simulation of seconds (a 1,024-rank plan of the six-vendor cluster) within a
+  // second: the worker is killed and the window says so.
+  void cancelStopsASimulationWithinASecond() {
+    MainWindow window;
+    QVERIFY(window.open_scenario(kSource + QStringLiteral("/scenarios/six-vendors.yaml")));
+    QSignalSpy searched(&window, &MainWindow::search_done);
+    window.search();
+    QVERIFY(searched.wait(300000));
+    QVERIFY(window.detailed_plan());
+    QSignalSpy simulated(&window, &MainWindow::simulation_done);
+    QSignalSpy cancelled(window.simulation_runner(), &SimulationRunner::cancelled);
+    window.simulate();
+    QTest::qWait(300);
+    QVERIFY(window.cancel_action()->isEnabled());
+    QElapsedTimer clock;
+    clock.start();
+    window.cancel_action()->trigger();
+    QVERIFY(simulated.wait(10000));
+    qInfo("cancelling the simulation took %lld ms", clock.elapsed());
+    QVERIFY(clock.elapsed() < 1000);
+    QCOMPARE(cancelled.count(), 1);
+    QVERIFY(!window.simulation());
+    QCOMPARE(window.message(), QStringLiteral("simulation cancelled"));
+    QVERIFY(window.simulate_action()->isEnabled());
   }
 
   // The window speaks Simplified Chinese under a zh_CN locale, English elsewhere.

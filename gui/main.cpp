@@ -1,6 +1,8 @@
 // hetplan-gui: the desktop front end. `hetplan-gui [SCENARIO]` opens the scenario (default: the
 // bundled one). `hetplan-gui --screenshot DIR [SCENARIO]` opens it, searches, writes the main
-// window to DIR/main.png (the three states) and DIR/plan.png (the best plan's detail) and quits (offscreen with QT_QPA_PLATFORM=offscreen).
+// window to DIR/main.png (the three states) and DIR/plan.png (the best plan's detail), simulates
+// that plan and writes DIR/simulation.png (its timeline), and quits (offscreen with
+// QT_QPA_PLATFORM=offscreen).
 #include <QApplication>
 #include <QDir>
 #include <QStringList>
@@ -38,12 +40,23 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", window.message().toUtf8().constData());
     return 2;
   }
+  bool saved = true;
   QObject::connect(&window, &hetplan::gui::MainWindow::search_done, &app, [&] {
     QDir().mkpath(screenshots);
     // The three states and why the best plan wins, then the best plan's detail.
-    bool saved = window.grab().save(QDir(screenshots).filePath(QStringLiteral("main.png")));
+    saved = window.grab().save(QDir(screenshots).filePath(QStringLiteral("main.png")));
     window.show_tab(1);
     saved = window.grab().save(QDir(screenshots).filePath(QStringLiteral("plan.png"))) && saved;
+    if (!window.simulate_action()->isEnabled()) QApplication::exit(saved ? 0 : 1);
+    window.simulate();
+  });
+  QObject::connect(&window, &hetplan::gui::MainWindow::simulation_done, &app, [&] {
+    if (!window.simulation()) {
+      std::fprintf(stderr, "%s\n", window.message().toUtf8().constData());
+      QApplication::exit(1);
+      return;
+    }
+    saved = window.grab().save(QDir(screenshots).filePath(QStringLiteral("simulation.png"))) && saved;
     QApplication::exit(saved ? 0 : 1);
   });
   QTimer::singleShot(0, &window, [&] { window.search(); });

@@ -15,6 +15,11 @@
 #include <QTabWidget>
 #include <QPainter>
 #include <QProgressBar>
+#include <QPushButton>
+#include <QCheckBox>
+#include <QSaveFile>
+#include <QFile>
+#include <QHBoxLayout>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStatusBar>
@@ -66,21 +71,24 @@ MainWindow::MainWindow(QWidget* parent)
       plans_(new PlansModel(this)),
       stages_(new StagesModel(this)),
       sorted_plans_(new QSortFilterProxyModel(this)),
-      runner_(new SearchRunner(this)) {
+      runner_(new SearchRunner(this)),
+      simulation_runner_(new SimulationRunner(this)) {
   setWindowTitle(tr("hetplan"));
   resize(1400, 900);
 
   QToolBar* tools = addToolBar(tr("Plan"));
   QAction* open = tools->addAction(tr("Open scenario..."));
   search_action_ = tools->addAction(tr("Search plans"));
+  simulate_action_ = tools->addAction(tr("Simulate plan"));
+  simulate_action_->setToolTip(tr("Simulate one step of the plan in the detail tab on the cluster's fabric"));
   cancel_action_ = tools->addAction(tr("Cancel"));
-  cancel_action_->setEnabled(false);
   connect(open, &QAction::triggered, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open a scenario"), scenario_path_,
                                                       tr("Scenarios (*.yaml *.yml)"));
     if (!path.isEmpty()) open_scenario(path);
   });
   connect(search_action_, &QAction::triggered, this, &MainWindow::search);
+  connect(simulate_action_, &QAction::triggered, this, &MainWindow::simulate);
   connect(cancel_action_, &QAction::triggered, this, &MainWindow::cancel);
 
   auto* central = new QWidget(this);
@@ -127,6 +135,49 @@ MainWindow::MainWindow(QWidget* parent)
   memory_chart_->setRenderHint(QPainter::Antialiasing);
   detail->setSizes({760, 640});
   tabs_->addTab(detail, tr("Plan detail"));
+  // The simulated step: what it says beside its timeline.
+  auto* simulated = new QSplitter(Qt::Horizontal);
+  simulation_text_ = new QTextBrowser(simulated);
+  auto* timeline_box = new QWidget(simulated);
+  auto* timeline_layout = new QVBoxLayout(timeline_box);
+  timeline_layout->setContentsMargins(0, 0, 0, 0);
+  auto* buttons = new QHBoxLayout();
+  auto* zoom_in = new QPushButton(tr("Zoom in"), timeline_box);
+  auto* zoom_out = new QPushButton(tr("Zoom out"), timeline_box);
+  auto* whole = new QPushButton(tr("Whole step"), timeline_box);
+  save_trace_ = new QPushButton(tr("Save trace for Perfetto..."), timeline_box);
+  save_trace_->setEnabled(false);
+  for (QPushButton* b : {zoom_in, zoom_out, whole, save_trace_}) buttons->addWidget(b);
+  auto* every = new QCheckBox(tr("Every replica"), timeline_box);
+  every->setToolTip(tr("Show every data-parallel replica of each stage, not only the first"));
+  buttons->addWidget(every);
+  buttons->addStretch(1);
+  auto* legend = new QLabel(timeline_box);
+  QString legend_html;
+  const std::pair<EventKind, QString> kinds[] = {
+      {EventKind::forward, tr("forward")},        {EventKind::backward, tr("backward")},
+      {EventKind::send, tr("pipeline send")},     {EventKind::wait, tr("waiting")},
+      {EventKind::data_parallel, tr("gradient sync")}, {EventKind::optimizer, tr("optimizer")}};
+  for (const auto& [kind, name] : kinds)
+    legend_html += QStringLiteral("<span style=\"color:%1\">&#9632;</span> %2&nbsp;&nbsp;")
+                       .arg(timeline_colour(kind).name(), name.toHtmlEscaped());
+  legend->setText(legend_html);
+  buttons->addWidget(legend);
+  timeline_layout->addLayout(buttons);
+  timeline_ = new TimelineView(timeline_box);
+  timeline_layout->addWidget(timeline_, 1);
+  simulated->setSizes({430, 970});
+  simulated->setChildrenCollapsible(false);
+  tabs_->addTab(simulated, tr("Simulated step"));
+  connect(zoom_in, &QPushButton::clicked, this, [this] { timeline_->zoom(2); });
+  connect(zoom_out, &QPushButton::clicked, this, [this] { timeline_->zoom(0.5); });
+  connect(whole, &QPushButton::clicked, this, [this] { timeline_->zoom_to_fit(); });
+  connect(every, &QCheckBox::toggled, this, [this](bool on) { timeline_->set_every_replica(on); });
+  connect(save_trace_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save the Chrome trace"), QStringLiteral("trace.json"),
+                                                      tr("Chrome traces (*.json)"));
+    if (!path.isEmpty()) save_trace(path);
+  });
   connect(plans_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& current) {
             if (current.isValid()) show_plan_row(current.row());
@@ -166,11 +217,31 @@ MainWindow::MainWindow(QWidget* parent)
           });
   connect(runner_, &SearchRunner::finished, this, &MainWindow::show_result);
   connect(runner_, &SearchRunner::failed, this, [this](const QString& text) {
-    search_action_->setEnabled(true);
-    cancel_action_->setEnabled(false);
+    update_actions();
     show_message(text, true);
     emit search_done();
   });
+  connect(simulation_runner_, &SimulationRunner::finished, this, &MainWindow::show_simulation);
+  connect(simulation_runner_, &SimulationRunner::cancelled, this, [this] {
+    update_actions();
+    progress_->setRange(0, 1);
+    show_message(tr("simulation cancelled"), false);
+    emit simulation_done();
+  });
+  connect(simulation_runner_, &SimulationRunner::failed, this, [this](const QString& text) {
+    update_actions();
+    progress_->setRange(0, 1);
+    show_message(text, true);
+    emit simulation_done();
+  });
+  update_actions();
+}
+
+void MainWindow::update_actions() {
+  const bool busy = runner_->running() || simulation_runner_->running();
+  search_action_->setEnabled(scenario_ && !busy);
+  simulate_action_->setEnabled(detailed_ && !busy);
+  cancel_action_->setEnabled(busy);
 }
 
 MainWindow::~MainWindow() = default;
@@ -183,7 +254,7 @@ void MainWindow::show_message(const QString& text, bool error) {
 }
 
 bool MainWindow::open_scenario(const QString& path) {
-  if (runner_->running()) return false;
+  if (runner_->running() || simulation_runner_->running()) return false;
   try {
     Scenario loaded = formats::load_scenario(path.toStdString());
     scenario_ = std::move(loaded);
@@ -217,27 +288,66 @@ bool MainWindow::open_scenario(const QString& path) {
                         .arg(QString::fromStdString(scenario_->cluster.name))
                         .arg(scenario_->cluster.islands.size())
                         .arg(scenario_->objective == Objective::cost ? tr("cost") : tr("throughput")));
+  show_simulation(nullptr);
   show_message(tr("opened %1").arg(path), false);
+  update_actions();
   return true;
 }
 
 void MainWindow::search() {
-  if (!scenario_ || runner_->running()) return;
+  if (!scenario_ || runner_->running() || simulation_runner_->running()) return;
   progress_->setRange(0, 0);  // busy until the first report gives the total
   if (!runner_->start(*scenario_)) return;
-  search_action_->setEnabled(false);
-  cancel_action_->setEnabled(true);
+  update_actions();
   show_message(tr("searching..."), false);
 }
 
+void MainWindow::simulate() {
+  if (!scenario_ || !detailed_ || runner_->running() || simulation_runner_->running()) return;
+  if (!simulation_runner_->start(*scenario_, detailed_->plan)) return;
+  progress_->setRange(0, 0);  // the twin reports no progress of its own
+  update_actions();
+  show_message(tr("simulating plan %1 on the fabric...").arg(QString::fromStdString(detailed_->plan.name)),
+               false);
+}
+
 void MainWindow::cancel() {
-  runner_->cancel();
-  show_message(tr("stopping the search..."), false);
+  if (simulation_runner_->running()) {
+    simulation_runner_->cancel();
+    show_message(tr("stopping the simulation..."), false);
+  }
+  if (runner_->running()) {
+    runner_->cancel();
+    show_message(tr("stopping the search..."), false);
+  }
+}
+
+bool MainWindow::save_trace(const QString& path) {
+  if (!simulation_) return false;
+  QFile source(QString::fromStdString(simulation_->trace_path));
+  QSaveFile target(path);  // the whole trace or, on failure, the file as it was
+  if (!source.open(QIODevice::ReadOnly) || !target.open(QIODevice::WriteOnly)) {
+    show_message(QStringLiteral("error: %1: expected a file hetplan can write, got %2")
+                     .arg(path, source.isOpen() ? target.errorString() : source.errorString()),
+                 true);
+    return false;
+  }
+  while (!source.atEnd()) {
+    const QByteArray chunk = source.read(1 << 20);
+    if (chunk.isEmpty() || target.write(chunk) != chunk.size()) break;
+  }
+  if (!source.atEnd() || !target.commit()) {
+    target.cancelWriting();
+    show_message(QStringLiteral("error: %1: expected a file hetplan can write, got %2")
+                     .arg(path, target.errorString()),
+                 true);
+    return false;
+  }
+  show_message(tr("trace written to %1 (open it in Perfetto, ui.perfetto.dev)").arg(path), false);
+  return true;
 }
 
 void MainWindow::show_result(std::shared_ptr<const planner::SearchResult> result) {
-  search_action_->setEnabled(true);
-  cancel_action_->setEnabled(false);
   show_plan(nullptr);
   result_ = result;
   plans_->set_result(result);
@@ -264,6 +374,7 @@ void MainWindow::show_result(std::shared_ptr<const planner::SearchResult> result
     plans_view_->selectRow(sorted_plans_->mapFromSource(plans_->index(source_row, 0)).row());
     if (detailed_ != best) show_plan(best);
   }
+  update_actions();
   emit search_done();
 }
 
@@ -306,6 +417,7 @@ void MainWindow::show_plan_row(int row) {
 void MainWindow::show_plan(const planner::RankedPlan* plan) {
   if (plan && plan->mode == planner::Mode::resource_pool) plan = nullptr;
   detailed_ = plan;
+  update_actions();
   stages_->set_estimate(plan ? &plan->estimate : nullptr);
   if (!plan) {
     breakdown_->clear();
@@ -361,6 +473,85 @@ void MainWindow::show_plan(const planner::RankedPlan* plan) {
   auto* chart = bar_chart(tr("Memory per chip of each stage (0, 1, ...), GiB"), {bars, usable},
                           names, top * 1.05);
   replace_chart(memory_chart_, chart);
+}
+
+// The simulated step: its figures against the analytic estimate, where the step goes, the most
+// loaded links, goodput and the checkpoint interval, beside the timeline.
+void MainWindow::show_simulation(std::shared_ptr<const Simulation> simulation) {
+  const bool finished = simulation != nullptr;
+  simulation_ = std::move(simulation);
+  save_trace_->setEnabled(simulation_ != nullptr);
+  if (!simulation_) {
+    simulation_text_->clear();
+    timeline_->set_timeline({});
+    if (finished) emit simulation_done();
+    return;
+  }
+  update_actions();
+  progress_->setRange(0, 1);
+  progress_->setValue(1);
+  const sim::TwinResult& r = simulation_->result;
+  const sim::TwinBreakdown& b = r.breakdown;
+  auto seconds = [](double s) { return QString::number(s, 'f', 3); };
+  QString html = QStringLiteral("<p><b>%1</b></p>").arg(QString::fromStdString(r.plan).toHtmlEscaped());
+  html += tr("<p>one step of %1 ranks on the fabric (%2 flows, seed %3)</p>")
+              .arg(r.ranks)
+              .arg(r.flows)
+              .arg(simulation_->seed);
+  const double delta = simulation_->analytic_step_time_s > 0
+                           ? 100 * (r.step_time_s / simulation_->analytic_step_time_s - 1)
+                           : 0;
+  html += tr("<p>step %1 s (analytic %2 s, %3 %)<br>%4 tokens/s, MFU %5 %</p>")
+              .arg(seconds(r.step_time_s), seconds(simulation_->analytic_step_time_s))
+              .arg(QString(delta >= 0 ? QStringLiteral("+") : QString()) + QString::number(delta, 'f', 1))
+              .arg(r.tokens_per_s, 0, 'f', 0)
+              .arg(100 * r.mfu, 0, 'f', 1);
+  html += tr("<p>where the step goes (stage %1, dp %2, the last to finish):</p>")
+              .arg(r.critical_stage)
+              .arg(r.critical_replica);
+  html += QStringLiteral("<table cellspacing=0 cellpadding=2>");
+  const std::pair<QString, double> parts[] = {
+      {tr("compute"), b.compute_s},           {tr("tensor parallel"), b.tensor_parallel_s},
+      {tr("pipeline sends"), b.pipeline_s},   {tr("cross-island sends"), b.cross_island_s},
+      {tr("data parallel (exposed)"), b.data_parallel_s}, {tr("pipeline bubble"), b.bubble_s},
+      {tr("stragglers"), b.stragglers_s},     {tr("optimizer"), b.optimizer_s}};
+  for (const auto& [name, value] : parts) {
+    html += QStringLiteral("<tr><td>%1</td><td align=right>%2 s</td><td align=right>%3 %</td></tr>")
+                .arg(name.toHtmlEscaped(), seconds(value))
+                .arg(r.step_time_s > 0 ? 100 * value / r.step_time_s : 0.0, 0, 'f', 1);
+  }
+  html += QStringLiteral("</table>");
+  html += tr("<p>most loaded links (time at full rate during the step):</p>");
+  if (r.links.empty()) html += tr("<p>none: no traffic left the chips' nodes</p>");
+  html += QStringLiteral("<table cellspacing=0 cellpadding=2>");
+  for (const auto& link : r.links) {
+    html += QStringLiteral("<tr><td>%1</td><td align=right>%2 s</td><td align=right>%3 %</td></tr>")
+                .arg(QString::fromStdString(link.name).toHtmlEscaped(), seconds(link.busy_s))
+                .arg(100 * link.utilization, 0, 'f', 1);
+  }
+  html += QStringLiteral("</table>");
+  if (const auto& g = simulation_->goodput) {
+    html += tr("<p>goodput %1 tokens/s (%2 % of the time is useful)")
+                .arg(g->goodput_tokens_per_s, 0, 'f', 0)
+                .arg(100 * g->useful_fraction, 0, 'f', 1);
+    if (g->mtbf_s > 0) {
+      html += tr("<br>job MTBF %1 h; checkpoint every %2 steps (%3 h; Young %4 h, Daly %5 h)")
+                  .arg(g->mtbf_s / 3600, 0, 'f', 2)
+                  .arg(g->interval_steps)
+                  .arg(g->interval_s / 3600, 0, 'f', 2)
+                  .arg(g->young_interval_s / 3600, 0, 'f', 2)
+                  .arg(g->daly_interval_s / 3600, 0, 'f', 2);
+    }
+    html += QStringLiteral("</p>");
+  }
+  for (const auto& note : simulation_->notes)
+    html += QStringLiteral("<p>note: %1</p>").arg(QString::fromStdString(note).toHtmlEscaped());
+  simulation_text_->setHtml(html);
+  timeline_->set_timeline(simulation_->timeline);
+  show_tab(2);
+  show_message(tr("simulated plan %1: step %2 s").arg(QString::fromStdString(r.plan), seconds(r.step_time_s)),
+               false);
+  emit simulation_done();
 }
 
 }  // namespace hetplan::gui

@@ -11,6 +11,7 @@
 #include "core/scenario.hpp"
 #include "gui/models.hpp"
 #include "gui/search_runner.hpp"
+#include "gui/simulation_runner.hpp"
 
 class QAction;
 class QLabel;
@@ -21,6 +22,7 @@ class QTabWidget;
 class QTextBrowser;
 class QChart;
 class QChartView;
+class QPushButton;
 
 namespace hetplan::gui {
 
@@ -35,7 +37,14 @@ class MainWindow : public QMainWindow {
   // ("error: FILE:LINE:COLUMN: ...") and keeps the scenario it had. True when it loaded.
   bool open_scenario(const QString& path);
   void search();
+  // Simulates the plan in the detail tab with the digital twin (off the GUI thread) and shows
+  // its step in the simulation tab.
+  void simulate();
+  // Stops the running search or simulation.
   void cancel();
+  // Copies the last simulation's Chrome trace to `path` (written whole or not at all); the
+  // one-line error otherwise.
+  bool save_trace(const QString& path);
 
   // For the tests and the screenshots.
   IslandsModel* islands_model() const { return islands_; }
@@ -50,12 +59,18 @@ class MainWindow : public QMainWindow {
   QChartView* memory_chart() const { return memory_chart_; }
   // Shows the plan of a row of the ranked table (in the table's current order).
   void show_plan_row(int row);
-  // Brings the tab below the plans to the front: 0 the three states and why, 1 the plan detail.
+  // Brings the tab below the plans to the front: 0 the three states and why, 1 the plan
+  // detail, 2 the simulated step.
   void show_tab(int index);
   QAction* cancel_action() const { return cancel_action_; }
+  QAction* simulate_action() const { return simulate_action_; }
+  SimulationRunner* simulation_runner() const { return simulation_runner_; }
+  const Simulation* simulation() const { return simulation_.get(); }
+  TimelineView* timeline_view() const { return timeline_; }
 
  signals:
   void search_done();
+  void simulation_done();  // finished, cancelled or failed
 
  private:
   void show_message(const QString& text, bool error);
@@ -63,6 +78,8 @@ class MainWindow : public QMainWindow {
   void update_chart(const planner::SearchResult& result);
   void replace_chart(QChartView* view, QChart* chart);  // the old chart is deleted
   void show_plan(const planner::RankedPlan* plan);
+  void show_simulation(std::shared_ptr<const Simulation> simulation);
+  void update_actions();
 
   std::optional<Scenario> scenario_;
   QString scenario_path_;
@@ -86,6 +103,12 @@ class MainWindow : public QMainWindow {
   QProgressBar* progress_;
   QAction* search_action_;
   QAction* cancel_action_;
+  QAction* simulate_action_;
+  SimulationRunner* simulation_runner_;
+  std::shared_ptr<const Simulation> simulation_;
+  QTextBrowser* simulation_text_;
+  TimelineView* timeline_;
+  QPushButton* save_trace_;
 };
 
 }  // namespace hetplan::gui
