@@ -251,10 +251,7 @@ int run_validate(const std::string& folder, const std::string& profiles,
 // from the scenario's validation_records, else none.
 std::optional<hetplan::validation::LadderReport> ladder_of(const hetplan::Scenario& scenario,
                                                            const std::string& records) {
-  const std::string folder = !records.empty() ? records : scenario.validation_records.value_or("");
-  if (folder.empty()) return std::nullopt;
-  return hetplan::validation::ladder_state(scenario.cluster,
-                                           hetplan::formats::load_validation_records(folder));
+  return hetplan::validation::scenario_ladder(scenario, records);
 }
 
 int run_ladder(const std::string& scenario_path, const std::string& records, bool json) {
@@ -782,20 +779,11 @@ int run_export(const std::string& plan_path, const std::string& scenario_path,
   hetplan::formats::check_plan_references(plan, scenario.cluster, scenario.workload);
   const auto estimate = runnable_estimate(scenario, plan, plan_path);
   const auto ladder = ladder_of(scenario, records);
-  hetplan::exporters::ExportInput input;
-  input.scenario = &scenario;
-  input.plan = &plan;
-  input.estimate = &estimate;
-  if (ladder) {
-    input.validation = hetplan::validation::plan_validation(*ladder, plan);
-  } else {
-    input.validation.missing.push_back(
-        "no validation records (scenario validation_records, or --records)");
-  }
+  hetplan::exporters::ExportInput input = hetplan::exporters::plan_export_input(
+      scenario, resolved, plan, estimate, ladder,
+      std::filesystem::path(plan_path).filename().string(),
+      hetplan::formats::read_text_file(plan_path));
   input.allow_unvalidated = allow_unvalidated;
-  input.inputs = hetplan::exporters::input_hashes(scenario, resolved);
-  input.inputs[std::filesystem::path(plan_path).filename().string()] =
-      hetplan::exporters::sha256_hex(hetplan::formats::read_text_file(plan_path));
   for (const auto& given : images) {
     // IMAGE for every island, or ISLAND=IMAGE. An image reference has no '=' of its own.
     const auto eq = given.find('=');
@@ -821,10 +809,8 @@ int run_export(const std::string& plan_path, const std::string& scenario_path,
   hetplan::exporters::check_export_overrides(input, "--resource", "--image");
   std::vector<hetplan::exporters::ExportedFile> files;
   try {
-    if (target == "volcano") files = hetplan::exporters::export_volcano(input);
-    if (target == "json") files = {hetplan::exporters::export_plan_json(input)};
-    if (target == "megatron") files = hetplan::exporters::export_megatron(input);
-    if (target == "labels") files = {hetplan::exporters::export_labels(input)};
+    if (const auto chosen = hetplan::exporters::export_target(target))
+      files = hetplan::exporters::export_plan(input, *chosen);
   } catch (const hetplan::exporters::UnvalidatedPlan& refused) {
     std::cerr << "refused: " << refused.what() << "\n";
     return kRefusedExit;

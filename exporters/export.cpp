@@ -78,4 +78,50 @@ std::string ascend_ring_controller(const ChipProfile& chip) {
   return {};
 }
 
+std::optional<ExportTarget> export_target(std::string_view name) {
+  for (ExportTarget target :
+       {ExportTarget::volcano, ExportTarget::json, ExportTarget::megatron, ExportTarget::labels})
+    if (to_string(target) == name) return target;
+  return std::nullopt;
+}
+
+std::string_view to_string(ExportTarget target) {
+  switch (target) {
+    case ExportTarget::volcano: return "volcano";
+    case ExportTarget::json: return "json";
+    case ExportTarget::megatron: return "megatron";
+    case ExportTarget::labels: return "labels";
+  }
+  return "?";
+}
+
+ExportInput plan_export_input(const Scenario& scenario, const std::string& scenario_path,
+                              const Plan& plan, const sim::Estimate& estimate,
+                              const std::optional<validation::LadderReport>& ladder,
+                              const std::string& plan_file_name, std::string_view plan_text) {
+  ExportInput input;
+  input.scenario = &scenario;
+  input.plan = &plan;
+  input.estimate = &estimate;
+  if (ladder) {
+    input.validation = validation::plan_validation(*ladder, plan);
+  } else {
+    input.validation.missing.push_back(
+        "no validation records (scenario validation_records, or --records)");
+  }
+  input.inputs = input_hashes(scenario, scenario_path);
+  input.inputs[plan_file_name] = sha256_hex(plan_text);
+  return input;
+}
+
+std::vector<ExportedFile> export_plan(const ExportInput& input, ExportTarget target) {
+  switch (target) {
+    case ExportTarget::volcano: return export_volcano(input);
+    case ExportTarget::json: return {export_plan_json(input)};
+    case ExportTarget::megatron: return export_megatron(input);
+    case ExportTarget::labels: return {export_labels(input)};
+  }
+  return {};
+}
+
 }  // namespace hetplan::exporters

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -111,5 +112,23 @@ std::vector<ExportedFile> export_megatron(const ExportInput& input);
 // Node labels (launch.cpp): "labels.sh", one `kubectl label node` command per node each island of
 // the plan needs, with the island's labels, on placeholder node names "<island>-node-NN".
 ExportedFile export_labels(const ExportInput& input);
+
+// What `hetplan export --target` names.
+enum class ExportTarget { volcano, json, megatron, labels };
+std::optional<ExportTarget> export_target(std::string_view name);  // "volcano", "json", ...
+std::string_view to_string(ExportTarget target);
+
+// The input of an export of `plan` as `hetplan export` makes it, for every front end: the plan's
+// validation from the ladder (none: "no validation records"), and the hashes of the scenario's
+// files and of the plan file itself under its file name (`plan_file_name`, `plan_text`: the
+// plan as the file that holds it says). Images, overrides and allow_unvalidated stay for the
+// caller to set.
+ExportInput plan_export_input(const Scenario& scenario, const std::string& scenario_path,
+                              const Plan& plan, const sim::Estimate& estimate,
+                              const std::optional<validation::LadderReport>& ladder,
+                              const std::string& plan_file_name, std::string_view plan_text);
+
+// The files of one target (throws as the target's exporter does).
+std::vector<ExportedFile> export_plan(const ExportInput& input, ExportTarget target);
 
 }  // namespace hetplan::exporters

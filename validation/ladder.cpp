@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "formats/loaders.hpp"
+
 namespace hetplan::validation {
 namespace {
 
@@ -158,6 +160,12 @@ PlanValidation plan_validation(const LadderReport& ladder, const Plan& plan) {
   }
   out.validated = out.missing.empty();
   return out;
+}
+
+std::optional<LadderReport> scenario_ladder(const Scenario& scenario, const std::string& records) {
+  const std::string folder = !records.empty() ? records : scenario.validation_records.value_or("");
+  if (folder.empty()) return std::nullopt;
+  return ladder_state(scenario.cluster, formats::load_validation_records(folder));
 }
 
 }  // namespace hetplan::validation

@@ -4,11 +4,13 @@
 // every cross-island boundary it has at step 3. docs/formats/validation-record.md.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/cluster.hpp"
 #include "core/ladder.hpp"
+#include "core/scenario.hpp"
 #include "core/plan.hpp"
 
 namespace hetplan::validation {
@@ -42,5 +44,10 @@ struct PlanValidation {
 };
 
 PlanValidation plan_validation(const LadderReport& ladder, const Plan& plan);
+
+// Where a scenario's cluster stands on the ladder: the records of the folder `records` when
+// given, else of the scenario's validation_records, else none. Throws InputError for records
+// that cannot be read.
+std::optional<LadderReport> scenario_ladder(const Scenario& scenario, const std::string& records = {});
 
 }  // namespace hetplan::validation
