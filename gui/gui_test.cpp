@@ -16,15 +16,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
 #include <QFile>
+#include <QLineEdit>
 #include <QProcess>
 
 #include <nlohmann/json.hpp>
 
 #include "formats/loaders.hpp"
 #include "formats/writers.hpp"
+#include "gui/export_dialog.hpp"
 #include "gui/main_window.hpp"
 #include "gui/translation.hpp"
 #include "planner/search.hpp"
@@ -276,6 +282,86 @@ class MainWindowTest : public QObject {
     QVERIFY(!window.simulation());
     QCOMPARE(window.message(), QStringLiteral("simulation cancelled"));
     QVERIFY(window.simulate_action()->isEnabled());
+  }
+
+  // As a person would: change an island's node count, save the cluster, search, export the
+  // best plan. An unvalidated plan is refused with the ladder's reasons until the override is
+  // ticked; then each target's files equal `hetplan export`'s of the plan file written beside
+  // them, byte for byte.
+  void editSaveSearchAndExportAsTheCliDoes() {
+    QTemporaryDir site;  // a copy of the bundled data: saving edits files
+    for (const char* folder : {"scenarios", "topologies", "workloads", "plans", "profiles"}) {
+      std::filesystem::copy((kSource + QStringLiteral("/") + QString::fromLatin1(folder)).toStdString(),
+                            site.filePath(QString::fromLatin1(folder)).toStdString(),
+                            std::filesystem::copy_options::recursive);
+    }
+    const QString scenario = site.filePath(QStringLiteral("scenarios/default.yaml"));
+    const QString cluster_file = site.filePath(QStringLiteral("topologies/mixed-roce-64.yaml"));
+    MainWindow window;
+    QVERIFY(window.open_scenario(scenario));
+    QVERIFY(!window.save_action()->isEnabled());
+    IslandsModel* islands = window.islands_model();
+    QCOMPARE(islands->index(2, IslandsModel::kName).data().toString(), QStringLiteral("mlu370"));
+    QVERIFY(islands->setData(islands->index(2, IslandsModel::kNodes), QStringLiteral("24")));
+    QVERIFY(window.save_action()->isEnabled());
+    QSignalSpy searched(&window, &MainWindow::search_done);
+    window.search();
+    QVERIFY(searched.wait(300000));
+    QVERIFY(window.detailed_plan());
+    QVERIFY(!window.export_dialog());  // edited and not saved
+    QVERIFY(window.message().contains(QStringLiteral("save the cluster first")));
+    const QByteArray before = file_bytes(cluster_file);
+    QVERIFY2(window.save_cluster(), qPrintable(window.message()));
+    QVERIFY(!window.save_action()->isEnabled());
+    const QByteArray after = file_bytes(cluster_file);
+    QCOMPARE(formats::load_cluster(cluster_file.toStdString()).islands[2].nodes, 24);
+    // Only the count changed.
+    QCOMPARE(QString::fromUtf8(after), QString::fromUtf8(before).replace(
+        QStringLiteral("  - name: mlu370\n    chip: cambricon-mlu370-x8\n    nodes: 16\n"),
+        QStringLiteral("  - name: mlu370\n    chip: cambricon-mlu370-x8\n    nodes: 24\n")));
+    // The search ran on what was saved: the same ranking as the planner's on the saved files.
+    expect_rows(window, planner::search_plans(formats::load_scenario(scenario.toStdString())));
+
+    std::unique_ptr<ExportDialog> dialog(window.export_dialog());
+    QVERIFY2(dialog, qPrintable(window.message()));
+    QVERIFY(!dialog->validated());  // the bundled scenario names no validation records
+    QVERIFY(dialog->override_box()->isVisible() || !dialog->override_box()->isHidden());
+    QTemporaryDir out;
+    const QStringList targets{QStringLiteral("volcano"), QStringLiteral("json"),
+                              QStringLiteral("megatron"), QStringLiteral("labels")};
+    for (const QString& target : targets) {
+      const QString gui_folder = out.filePath(QStringLiteral("gui-") + target);
+      const QString cli_folder = out.filePath(QStringLiteral("cli-") + target);
+      dialog->target_box()->setCurrentIndex(dialog->target_box()->findData(target));
+      dialog->folder_edit()->setText(gui_folder);
+      dialog->override_box()->setChecked(false);
+      QVERIFY(!dialog->export_now());
+      QVERIFY2(dialog->message().startsWith(QStringLiteral("refused: ")), qPrintable(dialog->message()));
+      QVERIFY(dialog->message().contains(QStringLiteral("no validation records")));
+      QVERIFY(!QDir(gui_folder).exists());  // nothing written
+      dialog->override_box()->setChecked(true);
+      QVERIFY2(dialog->export_now(), qPrintable(dialog->message()));
+      const QString plan_file = QDir(gui_folder).filePath(ExportDialog::plan_file_name(window.detailed_plan()->plan));
+      QVERIFY(QFile::exists(plan_file));
+      QProcess cli;
+      cli.start(kCli, {QStringLiteral("export"), plan_file, QStringLiteral("--to"), target,
+                       QStringLiteral("--out"), cli_folder, QStringLiteral("--allow-unvalidated")});
+      QVERIFY(cli.waitForFinished(300000));
+      QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+      const QStringList cli_files = QDir(cli_folder).entryList(QDir::Files, QDir::Name);
+      QStringList gui_files = QDir(gui_folder).entryList(QDir::Files, QDir::Name);
+      gui_files.removeAll(ExportDialog::plan_file_name(window.detailed_plan()->plan));
+      QCOMPARE(gui_files, cli_files);
+      QVERIFY(!cli_files.isEmpty());
+      for (const QString& name : cli_files) {
+        QVERIFY2(file_bytes(QDir(gui_folder).filePath(name)) == file_bytes(QDir(cli_folder).filePath(name)),
+                 qPrintable(target + QStringLiteral(": ") + name));
+      }
+    }
+    // A folder that cannot be made: the one-line error.
+    dialog->folder_edit()->setText(QStringLiteral("/proc/hetplan-cannot-write-here"));
+    QVERIFY(!dialog->export_now());
+    QVERIFY2(dialog->message().startsWith(QStringLiteral("error: ")), qPrintable(dialog->message()));
   }
 
   // The window speaks Simplified Chinese under a zh_CN locale, English elsewhere.

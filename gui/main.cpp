@@ -1,7 +1,8 @@
 // hetplan-gui: the desktop front end. `hetplan-gui [SCENARIO]` opens the scenario (default: the
 // bundled one). `hetplan-gui --screenshot DIR [SCENARIO]` opens it, searches, writes the main
 // window to DIR/main.png (the three states) and DIR/plan.png (the best plan's detail), simulates
-// that plan and writes DIR/simulation.png (its timeline), and quits (offscreen with
+// that plan and writes DIR/simulation.png (its timeline) and DIR/export.png (its export dialog),
+// and quits (offscreen with
 // QT_QPA_PLATFORM=offscreen).
 #include <QApplication>
 #include <QDir>
@@ -11,6 +12,7 @@
 #include <cstdio>
 
 #include "formats/paths.hpp"
+#include "gui/export_dialog.hpp"
 #include "gui/main_window.hpp"
 #include "gui/translation.hpp"
 
@@ -57,6 +59,12 @@ int main(int argc, char** argv) {
       return;
     }
     saved = window.grab().save(QDir(screenshots).filePath(QStringLiteral("simulation.png"))) && saved;
+    // The export dialog of the same plan.
+    if (auto* dialog = window.export_dialog()) {
+      dialog->show();
+      saved = dialog->grab().save(QDir(screenshots).filePath(QStringLiteral("export.png"))) && saved;
+      delete dialog;
+    }
     QApplication::exit(saved ? 0 : 1);
   });
   QTimer::singleShot(0, &window, [&] { window.search(); });

@@ -1,6 +1,8 @@
 #include "gui/main_window.hpp"
 
 #include <QAction>
+#include <QCoreApplication>
+#include <QKeySequence>
 #include <QBarCategoryAxis>
 #include <QBarSeries>
 #include <QBarSet>
@@ -30,10 +32,14 @@
 #include <QValueAxis>
 
 #include <algorithm>
+#include <filesystem>
 #include <exception>
 
 #include "core/error.hpp"
+#include "core/scratch_files.hpp"
 #include "formats/loaders.hpp"
+#include "formats/writers.hpp"
+#include "gui/export_dialog.hpp"
 
 namespace hetplan::gui {
 namespace {
@@ -78,9 +84,14 @@ MainWindow::MainWindow(QWidget* parent)
 
   QToolBar* tools = addToolBar(tr("Plan"));
   QAction* open = tools->addAction(tr("Open scenario..."));
+  save_action_ = tools->addAction(tr("Save cluster"));
+  save_action_->setToolTip(tr("Write the edited node counts into the cluster file"));
+  save_action_->setShortcut(QKeySequence::Save);
   search_action_ = tools->addAction(tr("Search plans"));
   simulate_action_ = tools->addAction(tr("Simulate plan"));
   simulate_action_->setToolTip(tr("Simulate one step of the plan in the detail tab on the cluster's fabric"));
+  export_action_ = tools->addAction(tr("Export plan..."));
+  export_action_->setToolTip(tr("Write the plan in the detail tab for the scheduler: Volcano Job, plan JSON, launch arguments, labels"));
   cancel_action_ = tools->addAction(tr("Cancel"));
   connect(open, &QAction::triggered, this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open a scenario"), scenario_path_,
@@ -88,7 +99,14 @@ MainWindow::MainWindow(QWidget* parent)
     if (!path.isEmpty()) open_scenario(path);
   });
   connect(search_action_, &QAction::triggered, this, &MainWindow::search);
+  connect(save_action_, &QAction::triggered, this, &MainWindow::save_cluster);
   connect(simulate_action_, &QAction::triggered, this, &MainWindow::simulate);
+  connect(export_action_, &QAction::triggered, this, [this] {
+    if (ExportDialog* dialog = export_dialog()) {
+      dialog->setAttribute(Qt::WA_DeleteOnClose);
+      dialog->open();
+    }
+  });
   connect(cancel_action_, &QAction::triggered, this, &MainWindow::cancel);
 
   auto* central = new QWidget(this);
@@ -157,7 +175,7 @@ MainWindow::MainWindow(QWidget* parent)
   const std::pair<EventKind, QString> kinds[] = {
       {EventKind::forward, tr("forward")},        {EventKind::backward, tr("backward")},
       {EventKind::send, tr("pipeline send")},     {EventKind::wait, tr("waiting")},
-      {EventKind::data_parallel, tr("gradient sync")}, {EventKind::optimizer, tr("optimizer")}};
+      {EventKind::data_parallel, tr("gradient sync")}, {EventKind::optimizer, tr("optimizer", "the optimizer step")}};
   for (const auto& [kind, name] : kinds)
     legend_html += QStringLiteral("<span style=\"color:%1\">&#9632;</span> %2&nbsp;&nbsp;")
                        .arg(timeline_colour(kind).name(), name.toHtmlEscaped());
@@ -199,6 +217,8 @@ MainWindow::MainWindow(QWidget* parent)
   connect(islands_, &IslandsModel::rejected, this,
           [this](const QString& text) { show_message(QStringLiteral("error: ") + text, true); });
   connect(islands_, &IslandsModel::edited, this, [this] {
+    edited_ = true;
+    update_actions();
     plans_->set_result(nullptr);
     show_message(tr("islands changed: search again for plans on the changed cluster"), false);
   });
@@ -241,6 +261,8 @@ void MainWindow::update_actions() {
   const bool busy = runner_->running() || simulation_runner_->running();
   search_action_->setEnabled(scenario_ && !busy);
   simulate_action_->setEnabled(detailed_ && !busy);
+  export_action_->setEnabled(detailed_ && !busy);
+  save_action_->setEnabled(scenario_ && edited_ && !busy);
   cancel_action_->setEnabled(busy);
 }
 
@@ -266,6 +288,7 @@ bool MainWindow::open_scenario(const QString& path) {
     return false;
   }
   scenario_path_ = path;
+  edited_ = false;
   islands_->set_cluster(&scenario_->cluster);
   // Every island in sight (up to eight rows; more scroll).
   const int rows = std::min(islands_->rowCount(), 8);
@@ -320,6 +343,63 @@ void MainWindow::cancel() {
     runner_->cancel();
     show_message(tr("stopping the search..."), false);
   }
+}
+
+bool MainWindow::save_cluster() {
+  if (!scenario_ || !edited_ || runner_->running() || simulation_runner_->running()) return false;
+  const std::string path = scenario_->cluster.location.file;
+  try {
+    const std::string text = formats::read_text_file(path);
+    const Cluster on_disk = formats::load_cluster(path);
+    const std::string edited = formats::edit_island_counts(text, on_disk, scenario_->cluster);
+    // Read the new text back before it replaces the file (beside it, so that its profile
+    // folders resolve as the file's do): it must say what the window shows.
+    const std::string check = path + ".hetplan-check-" + std::to_string(QCoreApplication::applicationPid());
+    {
+      ScratchFile scratch(check);
+      formats::write_file_atomically(check, edited);
+      Cluster back;
+      try {
+        back = formats::load_cluster(check);
+      } catch (...) {
+        std::filesystem::remove(check);
+        throw;
+      }
+      std::filesystem::remove(check);
+      for (const Island& island : scenario_->cluster.islands) {
+        const Island* read = back.find_island(island.name);
+        const int free = island.free_nodes < 0 ? island.nodes : island.free_nodes;
+        if (!read || read->nodes != island.nodes || read->free_nodes != free)
+          throw std::runtime_error("the edited file does not read back as edited (island " + island.name + ")");
+      }
+    }
+    formats::write_file_atomically(path, edited);
+    Scenario reloaded = formats::load_scenario(scenario_path_.toStdString());
+    scenario_ = std::move(reloaded);
+    islands_->set_cluster(&scenario_->cluster);
+  } catch (const InputError& error) {
+    show_message(QStringLiteral("error: ") + QString::fromStdString(error.what()), true);
+    return false;
+  } catch (const std::exception& error) {
+    show_message(QStringLiteral("error: %1: %2").arg(QString::fromStdString(path), QString::fromStdString(error.what())),
+                 true);
+    return false;
+  }
+  edited_ = false;
+  update_actions();
+  show_message(tr("saved %1").arg(QString::fromStdString(path)), false);
+  return true;
+}
+
+ExportDialog* MainWindow::export_dialog() {
+  if (!scenario_ || !detailed_) return nullptr;
+  if (edited_) {
+    show_message(tr("error: the islands were edited here; save the cluster first (exports name "
+                    "the files a plan was made from)"),
+                 true);
+    return nullptr;
+  }
+  return new ExportDialog(*scenario_, scenario_path_, *detailed_, this);
 }
 
 bool MainWindow::save_trace(const QString& path) {
@@ -514,7 +594,7 @@ void MainWindow::show_simulation(std::shared_ptr<const Simulation> simulation) {
       {tr("compute"), b.compute_s},           {tr("tensor parallel"), b.tensor_parallel_s},
       {tr("pipeline sends"), b.pipeline_s},   {tr("cross-island sends"), b.cross_island_s},
       {tr("data parallel (exposed)"), b.data_parallel_s}, {tr("pipeline bubble"), b.bubble_s},
-      {tr("stragglers"), b.stragglers_s},     {tr("optimizer"), b.optimizer_s}};
+      {tr("stragglers"), b.stragglers_s},     {tr("optimizer", "the optimizer step"), b.optimizer_s}};
   for (const auto& [name, value] : parts) {
     html += QStringLiteral("<tr><td>%1</td><td align=right>%2 s</td><td align=right>%3 %</td></tr>")
                 .arg(name.toHtmlEscaped(), seconds(value))

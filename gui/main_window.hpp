@@ -45,6 +45,13 @@ class MainWindow : public QMainWindow {
   // Copies the last simulation's Chrome trace to `path` (written whole or not at all); the
   // one-line error otherwise.
   bool save_trace(const QString& path);
+  // Writes the islands' edited node counts into the cluster file the scenario names (in place,
+  // atomically, nothing else in the file changed; formats::edit_island_counts). The one-line
+  // error otherwise.
+  bool save_cluster();
+  // The export dialog for the plan in the detail tab (null when there is none, or when the
+  // islands were edited and not saved: exports name the files they were planned from).
+  class ExportDialog* export_dialog();
 
   // For the tests and the screenshots.
   IslandsModel* islands_model() const { return islands_; }
@@ -64,6 +71,8 @@ class MainWindow : public QMainWindow {
   void show_tab(int index);
   QAction* cancel_action() const { return cancel_action_; }
   QAction* simulate_action() const { return simulate_action_; }
+  QAction* export_action() const { return export_action_; }
+  QAction* save_action() const { return save_action_; }
   SimulationRunner* simulation_runner() const { return simulation_runner_; }
   const Simulation* simulation() const { return simulation_.get(); }
   TimelineView* timeline_view() const { return timeline_; }
@@ -104,6 +113,9 @@ class MainWindow : public QMainWindow {
   QAction* search_action_;
   QAction* cancel_action_;
   QAction* simulate_action_;
+  QAction* export_action_;
+  QAction* save_action_;
+  bool edited_ = false;  // islands changed in the window since the scenario was opened or saved
   SimulationRunner* simulation_runner_;
   std::shared_ptr<const Simulation> simulation_;
   QTextBrowser* simulation_text_;

@@ -100,9 +100,9 @@ TimelineData read_timeline(const std::string& trace_path) {
         const auto tp = name.find(" tp ");
         const std::string replica = name.substr(dp + 4, tp - dp - 4);
         track.replica = std::atoi(replica.c_str());
-        track.name = QStringLiteral("stage %1 dp %2").arg(track.stage).arg(track.replica);
+        track.name = TimelineView::tr("stage %1 dp %2").arg(track.stage).arg(track.replica);
       } else if (name.find("gradient sync") != std::string::npos) {
-        track.name = QString::fromStdString(name);
+        track.name = TimelineView::tr("stage %1 gradient sync").arg(track.stage);
       } else {
         continue;
       }
@@ -113,7 +113,7 @@ TimelineData read_timeline(const std::string& trace_path) {
   }
   for (std::size_t i = 0; i < data.tracks.size(); ++i) {
     auto island = islands.find(keys[i].first);
-    if (island != islands.end() && !data.tracks[i].name.contains(QStringLiteral("gradient sync")))
+    if (island != islands.end() && data.tracks[i].replica >= 0)
       data.tracks[i].name += QStringLiteral(" (%1)").arg(QString::fromStdString(island->second));
   }
   for (const auto& e : trace["traceEvents"]) {

@@ -1,0 +1,123 @@
+// edit_island_counts: an island's node counts changed in the cluster file's own text, everything
+// else kept byte for byte; the edited file loads back with the new counts.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "formats/loaders.hpp"
+#include "formats/writers.hpp"
+#include "tests/support/temp_folder.hpp"
+
+namespace hetplan::formats {
+namespace {
+
+const std::string kSource = HETPLAN_SOURCE_DIR;
+
+// A cluster with one island in block style and one in flow style, with comments, beside the
+// bundled profiles.
+const std::string kCluster = R"(# a site
+schema: hetplan/cluster/v1
+name: edit-me
+profiles: [PROFILES]
+fabric: {kind: roce-v2, topology: leaf-spine, leaf_uplink_speed: 400 Gbps, oversubscription: "1:1", switch_latency: 600 ns, link_latency: 50 ns, zones: [z]}
+islands:
+  - name: block
+    chip: ascend-910b
+    nodes: 4   # four racks
+    zone: z
+  - {name: flow, chip: hygon-k100-ai, nodes: 2, free_nodes: 1, chips_per_node: 8, nics: {count: 4, speed: 200 Gbps}, zone: z}
+)";
+
+std::string cluster_text() {
+  std::string text = kCluster;
+  text.replace(text.find("PROFILES"), 8, kSource + "/profiles");
+  return text;
+}
+
+std::string write(const test::TempFolder& folder, const std::string& name, const std::string& text) {
+  const std::string path = folder.file(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ClusterEdit, ChangesOnlyTheCountsAndKeepsTheRest) {
+  test::TempFolder folder;
+  const std::string text = cluster_text();
+  const Cluster loaded = load_cluster(write(folder, "cluster.yaml", text));
+  Cluster edited = loaded;
+  edited.islands[0].nodes = 12;
+  edited.islands[0].free_nodes = 12;
+  edited.islands[1].free_nodes = 2;
+  const std::string out = edit_island_counts(text, loaded, edited);
+  std::string expected = text;
+  expected.replace(expected.find("nodes: 4 "), 9, "nodes: 12 ");
+  expected.replace(expected.find("free_nodes: 1"), 13, "free_nodes: 2");
+  EXPECT_EQ(out, expected);
+  const Cluster back = load_cluster(write(folder, "edited.yaml", out));
+  EXPECT_EQ(back.islands[0].nodes, 12);
+  EXPECT_EQ(back.islands[0].free_nodes, 12);
+  EXPECT_EQ(back.islands[1].nodes, 2);
+  EXPECT_EQ(back.islands[1].free_nodes, 2);
+}
+
+TEST(ClusterEdit, AddsAFreeNodesTheFileDoesNotStateInItsMappingsStyle) {
+  test::TempFolder folder;
+  std::string text = cluster_text();
+  text.replace(text.find(", free_nodes: 1"), 15, "");
+  const Cluster loaded = load_cluster(write(folder, "cluster.yaml", text));
+  Cluster edited = loaded;
+  edited.islands[0].free_nodes = 3;
+  edited.islands[1].nodes = 5;
+  edited.islands[1].free_nodes = 4;
+  const std::string out = edit_island_counts(text, loaded, edited);
+  EXPECT_NE(out.find("    nodes: 4   # four racks\n    free_nodes: 3\n    zone: z\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("{name: flow, chip: hygon-k100-ai, nodes: 5, free_nodes: 4, chips_per_node: 8, nics: {count: 4, speed: 200 Gbps}, zone: z}"),
+            std::string::npos)
+      << out;
+  const Cluster back = load_cluster(write(folder, "edited.yaml", out));
+  EXPECT_EQ(back.islands[0].free_nodes, 3);
+  EXPECT_EQ(back.islands[1].nodes, 5);
+  EXPECT_EQ(back.islands[1].free_nodes, 4);
+}
+
+TEST(ClusterEdit, NothingChangedIsTheSameText) {
+  test::TempFolder folder;
+  const std::string text = cluster_text();
+  const Cluster loaded = load_cluster(write(folder, "cluster.yaml", text));
+  EXPECT_EQ(edit_island_counts(text, loaded, loaded), text);
+}
+
+TEST(ClusterEdit, AnotherTextOrAnUnknownIslandIsRefused) {
+  test::TempFolder folder;
+  const std::string text = cluster_text();
+  const Cluster loaded = load_cluster(write(folder, "cluster.yaml", text));
+  Cluster edited = loaded;
+  edited.islands[0].nodes = 7;
+  EXPECT_THROW(edit_island_counts("schema: x\n", loaded, edited), std::invalid_argument);
+  edited.islands[0].name = "elsewhere";
+  EXPECT_THROW(edit_island_counts(text, loaded, edited), std::invalid_argument);
+}
+
+TEST(ClusterEdit, TheBundledClusterTakesAnEdit) {
+  const std::string path = kSource + "/topologies/mixed-roce-64.yaml";
+  const std::string text = read_text_file(path);
+  const Cluster loaded = load_cluster(path);
+  Cluster edited = loaded;
+  edited.islands[1].nodes = 24;
+  edited.islands[1].free_nodes = 20;
+  const std::string out = edit_island_counts(text, loaded, edited);
+  test::TempFolder folder;
+  std::filesystem::create_directories(folder.file("topologies"));
+  std::filesystem::copy(kSource + "/profiles", folder.file("profiles"));
+  const Cluster back = load_cluster(write(folder, "topologies/mixed-roce-64.yaml", out));
+  EXPECT_EQ(back.islands[1].nodes, 24);
+  EXPECT_EQ(back.islands[1].free_nodes, 20);
+  EXPECT_EQ(back.islands[0].nodes, loaded.islands[0].nodes);
+  EXPECT_EQ(back.islands[2].nodes, loaded.islands[2].nodes);
+}
+
+}  // namespace
+}  // namespace hetplan::formats
