@@ -8,8 +8,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+
+#include <stdexcept>
 
 #include "formats/loaders.hpp"
+#include "formats/writers.hpp"
 #include "fuzz/fuzz_common.hpp"
 
 namespace {
@@ -46,5 +50,34 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   hetplan::fuzz::expect_only_input_errors(
       [&] { (void)hetplan::formats::check_file(scratch.input); });
+  // A cluster it reads: its node counts edited in place (as the GUI saves them) either are
+  // refused or read back as edited.
+  std::optional<hetplan::Cluster> cluster;
+  try {
+    cluster = hetplan::formats::load_cluster(scratch.input);
+  } catch (const std::exception&) {
+    return 0;
+  }
+  hetplan::Cluster edited = *cluster;
+  for (auto& island : edited.islands) {
+    island.nodes = island.nodes % 1000 + 7;
+    island.free_nodes = island.nodes - 1;
+  }
+  std::string text;
+  try {
+    text = hetplan::formats::edit_island_counts(
+        std::string(reinterpret_cast<const char*>(data), size), *cluster, edited);
+  } catch (const std::invalid_argument&) {
+    return 0;
+  }
+  {
+    std::ofstream out(scratch.input, std::ios::binary | std::ios::trunc);
+    out << text;
+  }
+  const hetplan::Cluster back = hetplan::formats::load_cluster(scratch.input);  // must read
+  for (const auto& island : edited.islands) {
+    const hetplan::Island* read = back.find_island(island.name);
+    if (!read || read->nodes != island.nodes || read->free_nodes != island.free_nodes) std::abort();
+  }
   return 0;
 }

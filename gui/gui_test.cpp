@@ -32,6 +32,7 @@
 #include "formats/writers.hpp"
 #include "gui/export_dialog.hpp"
 #include "gui/main_window.hpp"
+#include "gui/pipeline_diagram.hpp"
 #include "gui/translation.hpp"
 #include "planner/search.hpp"
 #include "sim/estimator.hpp"
@@ -161,6 +162,18 @@ class MainWindowTest : public QObject {
              QString::fromStdString(e.stages[0].island));
     QCOMPARE(stages->index(0, StagesModel::kLayers).data().toString(),
              QStringLiteral("0-%1").arg(e.stages[0].num_layers - 1));
+    // The pipeline diagram: every stage in order, a boundary wherever the island changes.
+    const PipelineDiagram* diagram = window.pipeline_diagram();
+    QCOMPARE(diagram->stages().size(), e.stages.size());
+    int changes = 0;
+    for (std::size_t i = 0; i < e.stages.size(); ++i) {
+      QCOMPARE(diagram->stages()[i].island, QString::fromStdString(best->plan.stages[i].island));
+      QCOMPARE(diagram->stages()[i].tp, best->plan.stages[i].tp);
+      if (i + 1 < e.stages.size() && best->plan.stages[i].island != best->plan.stages[i + 1].island) ++changes;
+    }
+    QVERIFY(changes > 0);  // the default scenario's best one-job plan spans islands
+    QCOMPARE(diagram->boundaries_drawn(), changes);
+    QVERIFY(!diagram->stages().front().vendor.isEmpty());
     const auto series = window.memory_chart()->chart()->series();
     QCOMPARE(series.size(), 2);
     auto* bars = qobject_cast<QStackedBarSeries*>(series[0]);

@@ -40,6 +40,7 @@
 #include "formats/loaders.hpp"
 #include "formats/writers.hpp"
 #include "gui/export_dialog.hpp"
+#include "gui/pipeline_diagram.hpp"
 
 namespace hetplan::gui {
 namespace {
@@ -80,7 +81,7 @@ MainWindow::MainWindow(QWidget* parent)
       runner_(new SearchRunner(this)),
       simulation_runner_(new SimulationRunner(this)) {
   setWindowTitle(tr("hetplan"));
-  resize(1400, 900);
+  resize(1400, 1000);
 
   QToolBar* tools = addToolBar(tr("Plan"));
   QAction* open = tools->addAction(tr("Open scenario..."));
@@ -144,6 +145,19 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->addTab(overview, tr("Three states and why"));
   auto* detail = new QSplitter(Qt::Horizontal);
   auto* left = new QSplitter(Qt::Vertical, detail);
+  auto* pipeline_box = new QWidget(left);
+  auto* pipeline_layout = new QVBoxLayout(pipeline_box);
+  pipeline_layout->setContentsMargins(0, 0, 0, 0);
+  diagram_ = new PipelineDiagram(pipeline_box);
+  pipeline_layout->addWidget(diagram_);
+  auto* pipeline_legend = new QLabel(
+      tr("Stages in pipeline order, coloured by vendor. <b>Thick arrow</b>: a cross-island "
+         "boundary (activations cross vendors over the fabric); dashed border: the stage does "
+         "not fit in memory."),
+      pipeline_box);
+  pipeline_legend->setWordWrap(true);
+  pipeline_layout->addWidget(pipeline_legend);
+  pipeline_box->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
   stages_view_ = new QTableView(left);
   stages_view_->setModel(stages_);
   stages_view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
@@ -499,6 +513,23 @@ void MainWindow::show_plan(const planner::RankedPlan* plan) {
   detailed_ = plan;
   update_actions();
   stages_->set_estimate(plan ? &plan->estimate : nullptr);
+  std::vector<DiagramStage> diagram;
+  if (plan && scenario_) {
+    for (const sim::StageEstimate& s : plan->estimate.stages) {
+      DiagramStage d;
+      d.island = QString::fromStdString(s.island);
+      for (const ChipProfile& chip : scenario_->cluster.chips)
+        if (chip.id == s.chip) d.vendor = QString::fromStdString(chip.vendor);
+      d.first_layer = s.first_layer;
+      d.num_layers = s.num_layers;
+      d.tp = s.tp;
+      d.dp = s.dp;
+      d.fits = s.fits;
+      d.cross_island_boundary = s.cross_island_boundary;
+      diagram.push_back(d);
+    }
+  }
+  diagram_->set_stages(std::move(diagram));
   if (!plan) {
     breakdown_->clear();
     replace_chart(memory_chart_, new QChart());

@@ -76,6 +76,7 @@ class MainWindow : public QMainWindow {
   SimulationRunner* simulation_runner() const { return simulation_runner_; }
   const Simulation* simulation() const { return simulation_.get(); }
   TimelineView* timeline_view() const { return timeline_; }
+  class PipelineDiagram* pipeline_diagram() const { return diagram_; }
 
  signals:
   void search_done();
@@ -119,6 +120,7 @@ class MainWindow : public QMainWindow {
   SimulationRunner* simulation_runner_;
   std::shared_ptr<const Simulation> simulation_;
   QTextBrowser* simulation_text_;
+  class PipelineDiagram* diagram_;
   TimelineView* timeline_;
   QPushButton* save_trace_;
 };
