@@ -25,6 +25,7 @@
 #include <QFile>
 #include <QLineEdit>
 #include <QProcess>
+#include <QRegularExpression>
 
 #include <nlohmann/json.hpp>
 
@@ -117,9 +118,30 @@ class MainWindowTest : public QObject {
     qInfo("GUI thread: worst timer gap %lld ms during a search of %lld ms", worst,
           clock.elapsed());
     QVERIFY2(worst < 100, qPrintable(QStringLiteral("worst gap %1 ms").arg(worst)));
-    expect_rows(window, planner::search_plans(formats::load_scenario(kDefault.toStdString())));
+    const planner::SearchResult expected = planner::search_plans(formats::load_scenario(kDefault.toStdString()));
+    expect_rows(window, expected);
     QVERIFY(window.message().startsWith(QStringLiteral("searched ")));
     QVERIFY(window.search_action()->isEnabled());
+    // Beside the three states: the rejected candidates of each pass, with their counts.
+    QVERIFY(!expected.passes.empty());
+    for (const auto& pass : expected.passes) {
+      const QRegularExpression row(QRegularExpression::escape(QString::fromStdString(pass.name)) +
+                                   QStringLiteral("\\s+") + QString::number(pass.rejected) +
+                                   QStringLiteral("\\b"));
+      QVERIFY2(window.why_text().contains(row), qPrintable(QString::fromStdString(pass.name) + QStringLiteral(" in ") + window.why_text()));
+    }
+    // The filter keeps the rows that mention its text, in any column.
+    QAbstractItemModel* shown = window.plans_view()->model();
+    window.plans_filter()->setText(QStringLiteral("DCU-K100-tp2"));
+    int want = 0;
+    for (const auto& plan : expected.ranked)
+      want += QString::fromStdString(plan.plan.name).contains(QStringLiteral("dcu-k100-tp2")) ? 1 : 0;
+    QVERIFY(want > 0);
+    QCOMPARE(shown->rowCount(), want);
+    for (int row = 0; row < shown->rowCount(); ++row)
+      QVERIFY(shown->index(row, PlansModel::kPlan).data().toString().contains(QStringLiteral("dcu-k100-tp2")));
+    window.plans_filter()->clear();
+    QCOMPARE(shown->rowCount(), static_cast<int>(expected.ranked.size()));
   }
 
   // Cancel stops a long search (six chip types, seconds of work) within a second, with the

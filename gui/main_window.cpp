@@ -12,6 +12,7 @@
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
+#include <QLineEdit>
 #include <QLineSeries>
 #include <QStackedBarSeries>
 #include <QTabWidget>
@@ -125,7 +126,19 @@ MainWindow::MainWindow(QWidget* parent)
 
   sorted_plans_->setSourceModel(plans_);
   sorted_plans_->setSortRole(Qt::UserRole);
-  plans_view_ = new QTableView(split);
+  sorted_plans_->setFilterKeyColumn(-1);  // any column
+  sorted_plans_->setFilterCaseSensitivity(Qt::CaseInsensitive);
+  auto* plans_box = new QWidget(split);
+  auto* plans_layout = new QVBoxLayout(plans_box);
+  plans_layout->setContentsMargins(0, 0, 0, 0);
+  filter_ = new QLineEdit(plans_box);
+  filter_->setPlaceholderText(tr("Filter plans: any text of a row (an island, \"task-level\", \"tp8\", ...)"));
+  filter_->setClearButtonEnabled(true);
+  plans_layout->addWidget(filter_);
+  connect(filter_, &QLineEdit::textChanged, this,
+          [this](const QString& text) { sorted_plans_->setFilterFixedString(text); });
+  plans_view_ = new QTableView(plans_box);
+  plans_layout->addWidget(plans_view_);
   plans_view_->setModel(sorted_plans_);
   plans_view_->setSortingEnabled(true);
   plans_view_->sortByColumn(PlansModel::kRank, Qt::AscendingOrder);
@@ -283,6 +296,8 @@ void MainWindow::update_actions() {
 MainWindow::~MainWindow() = default;
 
 QString MainWindow::message() const { return message_->text(); }
+
+QString MainWindow::why_text() const { return why_->toPlainText(); }
 
 void MainWindow::show_message(const QString& text, bool error) {
   message_->setText(text);
@@ -459,6 +474,20 @@ void MainWindow::show_result(std::shared_ptr<const planner::SearchResult> result
   for (const auto& sentence : planner::explain(*result))
     why += QStringLiteral("<p>") + QString::fromStdString(sentence).toHtmlEscaped() +
            QStringLiteral("</p>");
+  if (!result->passes.empty()) {
+    why += tr("<p><b>Rejected candidates, by constraint pass</b></p>");
+    why += QStringLiteral("<table cellspacing=0 cellpadding=3>");
+    for (const auto& pass : result->passes) {
+      QString examples;
+      for (const auto& example : pass.examples)
+        examples += QStringLiteral("<br>") + QString::fromStdString(example).toHtmlEscaped();
+      why += QStringLiteral("<tr><td valign=top>%1</td><td valign=top align=right>%2</td><td valign=top>%3</td></tr>")
+                 .arg(QString::fromStdString(pass.name).toHtmlEscaped())
+                 .arg(pass.rejected)
+                 .arg(examples.mid(4));
+    }
+    why += QStringLiteral("</table>");
+  }
   why_->setHtml(why);
   update_chart(*result);
   // The best one-job plan (planner::best_job) in the detail tab, selected in the table.

@@ -23,6 +23,7 @@ class QTextBrowser;
 class QChart;
 class QChartView;
 class QPushButton;
+class QLineEdit;
 
 namespace hetplan::gui {
 
@@ -63,6 +64,11 @@ class MainWindow : public QMainWindow {
   // The plan shown in the detail tab (the best one-job plan after a search), or null.
   const planner::RankedPlan* detailed_plan() const { return detailed_; }
   QTableView* stages_view() const { return stages_view_; }
+  QTableView* plans_view() const { return plans_view_; }
+  QLineEdit* plans_filter() const { return filter_; }
+  // The text beside the three states: why the best plan wins, and the rejected candidates by
+  // constraint pass.
+  QString why_text() const;
   QChartView* memory_chart() const { return memory_chart_; }
   // Shows the plan of a row of the ranked table (in the table's current order).
   void show_plan_row(int row);
@@ -102,6 +108,7 @@ class MainWindow : public QMainWindow {
   QTableView* plans_view_;
   QChartView* chart_;
   QTextBrowser* why_;
+  QLineEdit* filter_;
   QTabWidget* tabs_;
   QTableView* stages_view_;
   QChartView* memory_chart_;
