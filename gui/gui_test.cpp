@@ -399,6 +399,54 @@ class MainWindowTest : public QObject {
     QVERIFY2(dialog->message().startsWith(QStringLiteral("error: ")), qPrintable(dialog->message()));
   }
 
+  // What-if: pin the best plan, give the MLU island twice the nodes, search again; the Compare
+  // tab sets the two side by side with what each was planned on, and says which is better.
+  void comparesAPinnedPlanWithTheSearchAfterAnEdit() {
+    MainWindow window;
+    QAbstractItemModelTester tester(window.comparison_model());
+    QVERIFY(window.open_scenario(kDefault));
+    QSignalSpy searched(&window, &MainWindow::search_done);
+    window.search();
+    QVERIFY(searched.wait(300000));
+    QVERIFY(window.pin_action()->isEnabled());
+    const planner::RankedPlan before = *window.detailed_plan();
+    window.pin_action()->trigger();
+    IslandsModel* islands = window.islands_model();
+    QVERIFY(islands->setData(islands->index(2, IslandsModel::kNodes), QStringLiteral("32")));
+    QVERIFY(!window.detailed_plan());  // the old plans were for the old islands
+    window.search();
+    QVERIFY(searched.wait(300000));
+    Scenario more = formats::load_scenario(kDefault.toStdString());
+    more.cluster.islands[2].nodes = 32;
+    more.cluster.islands[2].free_nodes = 32;
+    const planner::SearchResult expected = planner::search_plans(more);
+    const planner::RankedPlan* after = planner::best_job(expected);
+    QVERIFY(after && window.detailed_plan());
+    QCOMPARE(window.detailed_plan()->plan.name, after->plan.name);
+
+    ComparisonModel* model = window.comparison_model();
+    QCOMPARE(model->index(0, ComparisonModel::kPinned).data().toString(), QString::fromStdString(before.plan.name));
+    QCOMPARE(model->index(0, ComparisonModel::kCurrent).data().toString(), QString::fromStdString(after->plan.name));
+    QVERIFY(model->index(1, ComparisonModel::kPinned).data().toString().contains(QStringLiteral("mlu370 16")));
+    QVERIFY(model->index(1, ComparisonModel::kCurrent).data().toString().contains(QStringLiteral("mlu370 32")));
+    const auto& rows = model->rows();
+    QVERIFY(!rows.empty());
+    QCOMPARE(rows[0].name, QStringLiteral("tokens/s"));
+    QCOMPARE(*rows[0].pinned, before.tokens_per_s);
+    QCOMPARE(*rows[0].current, after->tokens_per_s);
+    const int sign = after->tokens_per_s > before.tokens_per_s + 0.5 ? 1 : (after->tokens_per_s < before.tokens_per_s - 0.5 ? -1 : 0);
+    QCOMPARE(model->verdict(0), sign);
+    bool step_row = false;
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      if (rows[r].name != QStringLiteral("step time, s")) continue;
+      step_row = true;
+      QCOMPARE(*rows[r].current, after->estimate.step_time_s);
+      const double d = after->estimate.step_time_s - before.estimate.step_time_s;
+      QCOMPARE(model->verdict(static_cast<int>(r)), std::abs(d) < 5e-4 ? 0 : (d < 0 ? 1 : -1));
+    }
+    QVERIFY(step_row);
+  }
+
   // The window speaks Simplified Chinese under a zh_CN locale, English elsewhere.
   void theChineseTranslationShipsAndOthersKeepEnglish() {
     QVERIFY(!install_translation(*QCoreApplication::instance(), QLocale(QLocale::French)));

@@ -1,12 +1,13 @@
 // hetplan-gui: the desktop front end. `hetplan-gui [SCENARIO]` opens the scenario (default: the
 // bundled one). `hetplan-gui --screenshot DIR [SCENARIO]` opens it, searches, writes the main
 // window to DIR/main.png (the three states) and DIR/plan.png (the best plan's detail), simulates
-// that plan and writes DIR/simulation.png (its timeline) and DIR/export.png (its export dialog),
-// and quits (offscreen with
+// that plan and writes DIR/simulation.png (its timeline), DIR/export.png (its export dialog) and
+// DIR/compare.png (it pinned beside the third plan), and quits (offscreen with
 // QT_QPA_PLATFORM=offscreen).
 #include <QApplication>
 #include <QDir>
 #include <QStringList>
+#include <QTableView>
 #include <QTimer>
 
 #include <cstdio>
@@ -65,6 +66,11 @@ int main(int argc, char** argv) {
       saved = dialog->grab().save(QDir(screenshots).filePath(QStringLiteral("export.png"))) && saved;
       delete dialog;
     }
+    // What-if: the best plan pinned beside the third row's.
+    window.pin_plan();
+    window.plans_view()->selectRow(2);
+    window.show_tab(3);
+    saved = window.grab().save(QDir(screenshots).filePath(QStringLiteral("compare.png"))) && saved;
     QApplication::exit(saved ? 0 : 1);
   });
   QTimer::singleShot(0, &window, [&] { window.search(); });

@@ -80,7 +80,8 @@ MainWindow::MainWindow(QWidget* parent)
       stages_(new StagesModel(this)),
       sorted_plans_(new QSortFilterProxyModel(this)),
       runner_(new SearchRunner(this)),
-      simulation_runner_(new SimulationRunner(this)) {
+      simulation_runner_(new SimulationRunner(this)),
+      comparison_(new ComparisonModel(this)) {
   setWindowTitle(tr("hetplan"));
   resize(1400, 1000);
 
@@ -92,6 +93,8 @@ MainWindow::MainWindow(QWidget* parent)
   search_action_ = tools->addAction(tr("Search plans"));
   simulate_action_ = tools->addAction(tr("Simulate plan"));
   simulate_action_->setToolTip(tr("Simulate one step of the plan in the detail tab on the cluster's fabric"));
+  pin_action_ = tools->addAction(tr("Pin for comparison"));
+  pin_action_->setToolTip(tr("Keep the plan in the detail tab to compare it with others, also after editing the islands"));
   export_action_ = tools->addAction(tr("Export plan..."));
   export_action_->setToolTip(tr("Write the plan in the detail tab for the scheduler: Volcano Job, plan JSON, launch arguments, labels"));
   cancel_action_ = tools->addAction(tr("Cancel"));
@@ -102,6 +105,7 @@ MainWindow::MainWindow(QWidget* parent)
   });
   connect(search_action_, &QAction::triggered, this, &MainWindow::search);
   connect(save_action_, &QAction::triggered, this, &MainWindow::save_cluster);
+  connect(pin_action_, &QAction::triggered, this, &MainWindow::pin_plan);
   connect(simulate_action_, &QAction::triggered, this, &MainWindow::simulate);
   connect(export_action_, &QAction::triggered, this, [this] {
     if (ExportDialog* dialog = export_dialog()) {
@@ -214,6 +218,21 @@ MainWindow::MainWindow(QWidget* parent)
   simulated->setSizes({430, 970});
   simulated->setChildrenCollapsible(false);
   tabs_->addTab(simulated, tr("Simulated step"));
+  // What-if: the pinned plan beside the one in the detail tab.
+  auto* compare = new QWidget();
+  auto* compare_layout = new QVBoxLayout(compare);
+  comparison_note_ = new QLabel(
+      tr("Pin a plan (Pin for comparison), then pick another plan, or edit the islands and search "
+         "again: the two are compared here, the changes better in green and worse in red."),
+      compare);
+  comparison_note_->setWordWrap(true);
+  compare_layout->addWidget(comparison_note_);
+  auto* compare_view = new QTableView(compare);
+  compare_view->setModel(comparison_);
+  compare_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  compare_view->horizontalHeader()->setStretchLastSection(true);
+  compare_layout->addWidget(compare_view, 1);
+  tabs_->addTab(compare, tr("Compare"));
   connect(zoom_in, &QPushButton::clicked, this, [this] { timeline_->zoom(2); });
   connect(zoom_out, &QPushButton::clicked, this, [this] { timeline_->zoom(0.5); });
   connect(whole, &QPushButton::clicked, this, [this] { timeline_->zoom_to_fit(); });
@@ -245,8 +264,8 @@ MainWindow::MainWindow(QWidget* parent)
           [this](const QString& text) { show_message(QStringLiteral("error: ") + text, true); });
   connect(islands_, &IslandsModel::edited, this, [this] {
     edited_ = true;
-    update_actions();
     plans_->set_result(nullptr);
+    show_plan(nullptr);  // its plans were made for the islands as they were (pin one to keep it)
     show_message(tr("islands changed: search again for plans on the changed cluster"), false);
   });
   connect(runner_, &SearchRunner::progress, this,
@@ -289,6 +308,7 @@ void MainWindow::update_actions() {
   search_action_->setEnabled(scenario_ && !busy);
   simulate_action_->setEnabled(detailed_ && !busy);
   export_action_->setEnabled(detailed_ && !busy);
+  pin_action_->setEnabled(detailed_ != nullptr);
   save_action_->setEnabled(scenario_ && edited_ && !busy);
   cancel_action_->setEnabled(busy);
 }
@@ -418,6 +438,19 @@ bool MainWindow::save_cluster() {
   update_actions();
   show_message(tr("saved %1").arg(QString::fromStdString(path)), false);
   return true;
+}
+
+void MainWindow::pin_plan() {
+  if (!detailed_ || !scenario_) return;
+  pinned_ = PinnedPlan{*detailed_, scenario_line(*scenario_)};
+  update_comparison();
+  show_message(tr("pinned plan %1 for comparison").arg(QString::fromStdString(detailed_->plan.name)), false);
+}
+
+void MainWindow::update_comparison() {
+  std::optional<PinnedPlan> current;
+  if (detailed_ && scenario_) current = PinnedPlan{*detailed_, scenario_line(*scenario_)};
+  comparison_->set_plans(pinned_ ? &*pinned_ : nullptr, current ? &*current : nullptr);
 }
 
 ExportDialog* MainWindow::export_dialog() {
@@ -559,6 +592,7 @@ void MainWindow::show_plan(const planner::RankedPlan* plan) {
     }
   }
   diagram_->set_stages(std::move(diagram));
+  update_comparison();
   if (!plan) {
     breakdown_->clear();
     replace_chart(memory_chart_, new QChart());

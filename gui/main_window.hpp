@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "core/scenario.hpp"
+#include "gui/comparison.hpp"
 #include "gui/models.hpp"
 #include "gui/search_runner.hpp"
 #include "gui/simulation_runner.hpp"
@@ -41,6 +42,9 @@ class MainWindow : public QMainWindow {
   // Simulates the plan in the detail tab with the digital twin (off the GUI thread) and shows
   // its step in the simulation tab.
   void simulate();
+  // Pins the plan in the detail tab for comparison (what-if): it stays while the islands are
+  // edited and searched again, and the Compare tab sets it beside the plan in the detail tab.
+  void pin_plan();
   // Stops the running search or simulation.
   void cancel();
   // Copies the last simulation's Chrome trace to `path` (written whole or not at all); the
@@ -79,6 +83,8 @@ class MainWindow : public QMainWindow {
   QAction* simulate_action() const { return simulate_action_; }
   QAction* export_action() const { return export_action_; }
   QAction* save_action() const { return save_action_; }
+  QAction* pin_action() const { return pin_action_; }
+  ComparisonModel* comparison_model() const { return comparison_; }
   SimulationRunner* simulation_runner() const { return simulation_runner_; }
   const Simulation* simulation() const { return simulation_.get(); }
   TimelineView* timeline_view() const { return timeline_; }
@@ -96,6 +102,7 @@ class MainWindow : public QMainWindow {
   void show_plan(const planner::RankedPlan* plan);
   void show_simulation(std::shared_ptr<const Simulation> simulation);
   void update_actions();
+  void update_comparison();
 
   std::optional<Scenario> scenario_;
   QString scenario_path_;
@@ -123,6 +130,10 @@ class MainWindow : public QMainWindow {
   QAction* simulate_action_;
   QAction* export_action_;
   QAction* save_action_;
+  QAction* pin_action_;
+  ComparisonModel* comparison_;
+  std::optional<PinnedPlan> pinned_;
+  QLabel* comparison_note_;
   bool edited_ = false;  // islands changed in the window since the scenario was opened or saved
   SimulationRunner* simulation_runner_;
   std::shared_ptr<const Simulation> simulation_;

@@ -6,9 +6,10 @@
 set -eu
 cd "$(dirname "$0")/.."
 ts=translations/hetplan_zh_CN.ts
-classes='IslandsModel|MainWindow|PlansModel|StagesModel|SearchRunner|SimulationRunner|TimelineView|ExportDialog'
+classes='IslandsModel|MainWindow|PlansModel|StagesModel|SearchRunner|SimulationRunner|TimelineView|ExportDialog|PipelineDiagram|ComparisonModel'
 sed -i -E "s#<name>hetplan::gui::($classes)</name>#<name>\1</name>#" "$ts"
 /usr/lib/qt6/bin/lupdate -silent -no-obsolete main_window.hpp models.hpp search_runner.hpp \
-  simulation_runner.hpp timeline.hpp export_dialog.hpp main_window.cpp models.cpp \
-  search_runner.cpp simulation_runner.cpp timeline.cpp export_dialog.cpp main.cpp -ts "$ts"
+  simulation_runner.hpp timeline.hpp export_dialog.hpp pipeline_diagram.hpp comparison.hpp \
+  main_window.cpp models.cpp search_runner.cpp simulation_runner.cpp timeline.cpp \
+  export_dialog.cpp pipeline_diagram.cpp comparison.cpp main.cpp -ts "$ts"
 sed -i -E "s#<name>($classes)</name>#<name>hetplan::gui::\1</name>#" "$ts"
