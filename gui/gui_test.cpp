@@ -2,6 +2,7 @@
 // default scenario, edit an island, search to the end and compare the table with the planner's
 // own result, cancel a long search, open a broken scenario. The models pass Qt's model tester.
 #include <QAbstractItemModelTester>
+#include <QAbstractBarSeries>
 #include <QBarSet>
 #include <QChart>
 #include <QChartView>
@@ -120,6 +121,47 @@ class MainWindowTest : public QObject {
     QVERIFY2(worst < 100, qPrintable(QStringLiteral("worst gap %1 ms").arg(worst)));
     const planner::SearchResult expected = planner::search_plans(formats::load_scenario(kDefault.toStdString()));
     expect_rows(window, expected);
+    // The table says what `hetplan plan --json` says of the same scenario, row by row.
+    QProcess cli;
+    cli.start(kCli, {QStringLiteral("plan"), kDefault, QStringLiteral("--json")});
+    QVERIFY(cli.waitForFinished(300000));
+    QCOMPARE(cli.exitCode(), 0);
+    const auto report = nlohmann::json::parse(cli.readAllStandardOutput().toStdString());
+    const auto& ranked = report["ranked"];
+    QCOMPARE(window.plans_model()->rowCount(), static_cast<int>(ranked.size()));
+    for (int row = 0; row < window.plans_model()->rowCount(); ++row) {
+      const auto& want = ranked[static_cast<std::size_t>(row)];
+      const planner::RankedPlan* shown = window.plans_model()->plan_at(row);
+      QCOMPARE(QString::fromStdString(std::string(planner::to_string(shown->mode))),
+               QString::fromStdString(want["mode"].get<std::string>()));
+      QCOMPARE(shown->chips, want["chips"].get<int>());
+      if (want.contains("name")) QCOMPARE(shown->plan.name, want["name"].get<std::string>());
+      const double tokens = want["tokens_per_s"].get<double>();  // six significant figures
+      QVERIFY2(std::abs(shown->tokens_per_s - tokens) <= 5e-6 * tokens,
+               qPrintable(QStringLiteral("row %1: %2 vs %3").arg(row).arg(shown->tokens_per_s).arg(tokens)));
+    }
+    // The three states side by side: tokens/s, chips, cost, software stacks of each.
+    const auto charts = window.state_charts();
+    QCOMPARE(charts.size(), std::size_t{4});
+    auto bars = [](QChartView* view) {
+      auto* series = qobject_cast<QAbstractBarSeries*>(view->chart()->series().value(0));
+      return series && !series->barSets().isEmpty() ? series->barSets().front() : nullptr;
+    };
+    QBarSet* tokens = bars(charts[0]);
+    QBarSet* chips = bars(charts[1]);
+    QBarSet* stacks = bars(charts[3]);
+    QVERIFY(tokens && chips && stacks);
+    const std::size_t islands = expected.islands.size();
+    QCOMPARE(tokens->count(), static_cast<int>(islands + 2));
+    for (std::size_t i = 0; i < islands; ++i) {
+      const auto& best = expected.islands[i].best;
+      QCOMPARE(tokens->at(static_cast<int>(i)), best ? best->tokens_per_s : 0.0);
+      QCOMPARE(chips->at(static_cast<int>(i)), best ? static_cast<double>(best->chips) : 0.0);
+    }
+    QVERIFY(expected.resource_pool && expected.task_level);
+    QCOMPARE(tokens->at(static_cast<int>(islands)), expected.resource_pool->tokens_per_s);
+    QCOMPARE(tokens->at(static_cast<int>(islands) + 1), expected.task_level->tokens_per_s);
+    QCOMPARE(stacks->at(static_cast<int>(islands) + 1), static_cast<double>(expected.task_level->software_stacks));
     QVERIFY(window.message().startsWith(QStringLiteral("searched ")));
     QVERIFY(window.search_action()->isEnabled());
     // Beside the three states: the rejected candidates of each pass, with their counts.

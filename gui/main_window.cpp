@@ -6,6 +6,7 @@
 #include <QBarCategoryAxis>
 #include <QBarSeries>
 #include <QBarSet>
+#include <QHorizontalBarSeries>
 #include <QChart>
 #include <QChartView>
 #include <QFileDialog>
@@ -23,6 +24,7 @@
 #include <QSaveFile>
 #include <QFile>
 #include <QHBoxLayout>
+#include <QGridLayout>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStatusBar>
@@ -33,6 +35,8 @@
 #include <QValueAxis>
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <filesystem>
 #include <exception>
 
@@ -153,11 +157,21 @@ MainWindow::MainWindow(QWidget* parent)
   // Below the plans: the three states beside why the best plan wins, and the selected plan.
   tabs_ = new QTabWidget(split);
   auto* overview = new QSplitter(Qt::Horizontal);
-  chart_ = new QChartView(overview);
-  chart_->setMinimumSize(520, 260);
-  chart_->setRenderHint(QPainter::Antialiasing);
+  auto* charts = new QWidget(overview);
+  auto* grid = new QGridLayout(charts);
+  grid->setContentsMargins(0, 0, 0, 0);
+  grid->setSpacing(2);
+  for (QChartView** view : {&chart_, &chips_chart_, &cost_chart_, &stacks_chart_}) {
+    *view = new QChartView(charts);
+    (*view)->setMinimumSize(300, 190);
+    (*view)->setRenderHint(QPainter::Antialiasing);
+  }
+  grid->addWidget(chart_, 0, 0);
+  grid->addWidget(chips_chart_, 0, 1);
+  grid->addWidget(cost_chart_, 1, 0);
+  grid->addWidget(stacks_chart_, 1, 1);
   why_ = new QTextBrowser(overview);
-  overview->setSizes({620, 780});
+  overview->setSizes({780, 620});
   overview->setChildrenCollapsible(false);
   tabs_->addTab(overview, tr("Three states and why"));
   auto* detail = new QSplitter(Qt::Horizontal);
@@ -346,7 +360,7 @@ bool MainWindow::open_scenario(const QString& path) {
                                   2 * islands_view_->frameWidth() + 2);
   plans_->set_result(nullptr);
   why_->clear();
-  replace_chart(chart_, new QChart());
+  for (QChartView* view : state_charts()) replace_chart(view, new QChart());
   show_plan(nullptr);
   result_.reset();
   const ModelShape& m = scenario_->workload.model;
@@ -535,24 +549,56 @@ void MainWindow::show_result(std::shared_ptr<const planner::SearchResult> result
 }
 
 // The three states side by side: the best plan of each island alone, the islands as separate
-// jobs (resource pool) and one job across islands (task level), in tokens/s.
+// jobs (resource pool) and one job across islands (task level): their tokens/s, chips, cost per
+// million tokens and software stacks.
 void MainWindow::update_chart(const planner::SearchResult& result) {
-  auto* set = new QBarSet(tr("tokens/s"));
+  std::vector<const planner::RankedPlan*> states;
   QStringList names;
   for (const auto& baseline : result.islands) {
     names << QString::fromStdString(baseline.island);
-    *set << (baseline.best ? baseline.best->tokens_per_s : 0.0);
+    states.push_back(baseline.best ? &*baseline.best : nullptr);
   }
   names << tr("pool");
-  *set << (result.resource_pool ? result.resource_pool->tokens_per_s : 0.0);
+  states.push_back(result.resource_pool ? &*result.resource_pool : nullptr);
   names << tr("task-level");
-  *set << (result.task_level ? result.task_level->tokens_per_s : 0.0);
-  auto* series = new QBarSeries();
-  series->append(set);
-  auto* chart = bar_chart(tr("Tokens/s: each island alone, the resource pool, one task-level job"),
-                          {series}, names, 0);
-  chart->legend()->hide();
-  replace_chart(chart_, chart);
+  states.push_back(result.task_level ? &*result.task_level : nullptr);
+  auto one = [&](QChartView* view, const QString& title, const QString& label,
+                 const std::function<std::optional<double>(const planner::RankedPlan&)>& figure) {
+    auto* set = new QBarSet(label);
+    bool any = false;
+    for (const planner::RankedPlan* state : states) {
+      const std::optional<double> value = state ? figure(*state) : std::nullopt;
+      *set << value.value_or(0.0);
+      any = any || value.has_value();
+    }
+    // Horizontal bars: the states' names on the left stay whole however narrow the chart.
+    auto* series = new QHorizontalBarSeries();
+    series->append(set);
+    auto* chart = new QChart();
+    chart->setTitle(any ? title : title + tr(" (none known)"));
+    auto* y = new QBarCategoryAxis();
+    y->append(names);
+    y->setTruncateLabels(false);
+    auto* x = new QValueAxis();
+    x->setLabelFormat(QStringLiteral("%.0f"));
+    chart->addAxis(y, Qt::AlignLeft);
+    chart->addAxis(x, Qt::AlignBottom);
+    chart->addSeries(series);
+    series->attachAxis(y);
+    series->attachAxis(x);
+    x->applyNiceNumbers();
+    chart->legend()->hide();
+    chart->setMargins(QMargins(2, 2, 2, 2));
+    replace_chart(view, chart);
+  };
+  one(chart_, tr("Tokens/s"), tr("tokens/s"),
+      [](const planner::RankedPlan& p) -> std::optional<double> { return p.tokens_per_s; });
+  one(chips_chart_, tr("Chips used"), tr("chips"),
+      [](const planner::RankedPlan& p) -> std::optional<double> { return p.chips; });
+  one(cost_chart_, tr("Cost per million tokens"), tr("cost"),
+      [](const planner::RankedPlan& p) { return p.cost_per_million_tokens; });
+  one(stacks_chart_, tr("Software stacks to run"), tr("stacks"),
+      [](const planner::RankedPlan& p) -> std::optional<double> { return p.software_stacks; });
 }
 
 void MainWindow::replace_chart(QChartView* view, QChart* chart) {

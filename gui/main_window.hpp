@@ -74,6 +74,8 @@ class MainWindow : public QMainWindow {
   // constraint pass.
   QString why_text() const;
   QChartView* memory_chart() const { return memory_chart_; }
+  // The three states side by side: tokens/s, chips, cost per million tokens, software stacks.
+  std::vector<QChartView*> state_charts() const { return {chart_, chips_chart_, cost_chart_, stacks_chart_}; }
   // Shows the plan of a row of the ranked table (in the table's current order).
   void show_plan_row(int row);
   // Brings the tab below the plans to the front: 0 the three states and why, 1 the plan
@@ -113,7 +115,10 @@ class MainWindow : public QMainWindow {
   SearchRunner* runner_;
   QTableView* islands_view_;
   QTableView* plans_view_;
-  QChartView* chart_;
+  QChartView* chart_;          // tokens/s of the three states
+  QChartView* chips_chart_;    // chips each uses
+  QChartView* cost_chart_;     // cost per million tokens (where the scenario prices chips)
+  QChartView* stacks_chart_;   // software stacks each runs
   QTextBrowser* why_;
   QLineEdit* filter_;
   QTabWidget* tabs_;

@@ -280,424 +280,455 @@ note: exported unvalidated, as asked; every file says so</source>
 <context>
     <name>hetplan::gui::MainWindow</name>
     <message>
-        <location filename="../main_window.cpp" line="85"/>
+        <location filename="../main_window.cpp" line="89"/>
         <source>hetplan</source>
         <translation>hetplan</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="88"/>
+        <location filename="../main_window.cpp" line="92"/>
         <source>Plan</source>
         <translation>方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="89"/>
+        <location filename="../main_window.cpp" line="93"/>
         <source>Open scenario...</source>
         <translation>打开场景...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="90"/>
+        <location filename="../main_window.cpp" line="94"/>
         <source>Save cluster</source>
         <translation>保存集群</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="91"/>
+        <location filename="../main_window.cpp" line="95"/>
         <source>Write the edited node counts into the cluster file</source>
         <translation>把修改后的节点数写入集群文件</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="93"/>
+        <location filename="../main_window.cpp" line="97"/>
         <source>Search plans</source>
         <translation>搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="94"/>
+        <location filename="../main_window.cpp" line="98"/>
         <source>Simulate plan</source>
         <translation>仿真方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="95"/>
+        <location filename="../main_window.cpp" line="99"/>
         <source>Simulate one step of the plan in the detail tab on the cluster&apos;s fabric</source>
         <translation>在集群网络上仿真详情页中方案的一个训练步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="96"/>
+        <location filename="../main_window.cpp" line="100"/>
         <source>Pin for comparison</source>
         <translation>固定以便比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="97"/>
+        <location filename="../main_window.cpp" line="101"/>
         <source>Keep the plan in the detail tab to compare it with others, also after editing the islands</source>
         <translation>保留详情页中的方案，用于和其他方案比较（修改计算岛后仍保留）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="98"/>
+        <location filename="../main_window.cpp" line="102"/>
         <source>Export plan...</source>
         <translation>导出方案...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="99"/>
+        <location filename="../main_window.cpp" line="103"/>
         <source>Write the plan in the detail tab for the scheduler: Volcano Job, plan JSON, launch arguments, labels</source>
         <translation>为调度器写出详情页中的方案：Volcano 作业、方案 JSON、启动参数、节点标签</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="100"/>
+        <location filename="../main_window.cpp" line="104"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="102"/>
+        <location filename="../main_window.cpp" line="106"/>
         <source>Open a scenario</source>
         <translation>打开场景</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="103"/>
+        <location filename="../main_window.cpp" line="107"/>
         <source>Scenarios (*.yaml *.yml)</source>
         <translation>场景文件 (*.yaml *.yml)</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="139"/>
+        <location filename="../main_window.cpp" line="143"/>
         <source>Filter plans: any text of a row (an island, &quot;task-level&quot;, &quot;tp8&quot;, ...)</source>
-        <translation>筛选方案：行中的任意文字（计算岛、"task-level"、"tp8" 等）</translation>
+        <translation>筛选方案：行中的任意文字（计算岛、&quot;task-level&quot;、&quot;tp8&quot; 等）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="162"/>
+        <location filename="../main_window.cpp" line="176"/>
         <source>Three states and why</source>
         <translation>三种形态与原因</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="171"/>
+        <location filename="../main_window.cpp" line="185"/>
         <source>Stages in pipeline order, coloured by vendor. &lt;b&gt;Thick arrow&lt;/b&gt;: a cross-island boundary (activations cross vendors over the fabric); dashed border: the stage does not fit in memory.</source>
         <translation>按流水线顺序排列的阶段，颜色表示厂商。&lt;b&gt;粗箭头&lt;/b&gt;：跨计算岛边界（激活值经网络跨厂商传输）；虚线边框：该阶段显存放不下。</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="186"/>
+        <location filename="../main_window.cpp" line="200"/>
         <source>Plan detail</source>
         <translation>方案详情</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="194"/>
+        <location filename="../main_window.cpp" line="208"/>
         <source>Zoom in</source>
         <translation>放大</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="195"/>
+        <location filename="../main_window.cpp" line="209"/>
         <source>Zoom out</source>
         <translation>缩小</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="196"/>
+        <location filename="../main_window.cpp" line="210"/>
         <source>Whole step</source>
         <translation>整个训练步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="197"/>
+        <location filename="../main_window.cpp" line="211"/>
         <source>Save trace for Perfetto...</source>
         <translation>保存 Perfetto 跟踪文件...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="200"/>
+        <location filename="../main_window.cpp" line="214"/>
         <source>Every replica</source>
         <translation>所有副本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="201"/>
+        <location filename="../main_window.cpp" line="215"/>
         <source>Show every data-parallel replica of each stage, not only the first</source>
         <translation>显示每个阶段的所有数据并行副本，而不只是第一个</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="207"/>
+        <location filename="../main_window.cpp" line="221"/>
         <source>forward</source>
         <translation>前向</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="207"/>
+        <location filename="../main_window.cpp" line="221"/>
         <source>backward</source>
         <translation>反向</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="208"/>
+        <location filename="../main_window.cpp" line="222"/>
         <source>pipeline send</source>
         <translation>流水线发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="208"/>
+        <location filename="../main_window.cpp" line="222"/>
         <source>waiting</source>
         <translation>等待</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="209"/>
+        <location filename="../main_window.cpp" line="223"/>
         <source>gradient sync</source>
         <translation>梯度同步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="209"/>
-        <location filename="../main_window.cpp" line="691"/>
+        <location filename="../main_window.cpp" line="223"/>
+        <location filename="../main_window.cpp" line="737"/>
         <source>optimizer</source>
         <comment>the optimizer step</comment>
         <translation>优化器</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="220"/>
+        <location filename="../main_window.cpp" line="234"/>
         <source>Simulated step</source>
         <translation>仿真训练步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="225"/>
+        <location filename="../main_window.cpp" line="239"/>
         <source>Pin a plan (Pin for comparison), then pick another plan, or edit the islands and search again: the two are compared here, the changes better in green and worse in red.</source>
         <translation>先固定一个方案（固定以便比较），再选择另一个方案，或修改计算岛后重新搜索：两者在此对比，变好的用绿色，变差的用红色。</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="235"/>
+        <location filename="../main_window.cpp" line="249"/>
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="241"/>
+        <location filename="../main_window.cpp" line="255"/>
         <source>Save the Chrome trace</source>
         <translation>保存 Chrome 跟踪文件</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="242"/>
+        <location filename="../main_window.cpp" line="256"/>
         <source>Chrome traces (*.json)</source>
         <translation>Chrome 跟踪文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="269"/>
+        <location filename="../main_window.cpp" line="283"/>
         <source>islands changed: search again for plans on the changed cluster</source>
         <translation>计算岛已修改：请在修改后的集群上重新搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="276"/>
+        <location filename="../main_window.cpp" line="290"/>
         <source>searching: %1 of %2 settings, %3 plans scored, %4 pruned (%5)</source>
         <translation>搜索中：已尝试 %1 / %2 组设置，评估 %3 个方案，剪枝 %4 个（%5）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="294"/>
+        <location filename="../main_window.cpp" line="308"/>
         <source>simulation cancelled</source>
         <translation>仿真已取消</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="336"/>
+        <location filename="../main_window.cpp" line="350"/>
         <source>internal error: %1</source>
         <translation>内部错误：%1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="353"/>
+        <location filename="../main_window.cpp" line="367"/>
         <source>Scenario %1: workload %2 (%3 layers, hidden %4, %5 heads) on cluster %6, %7 islands; objective %8</source>
         <translation>场景 %1：负载 %2（%3 层，隐藏维度 %4，%5 个注意力头），集群 %6，%7 个计算岛；目标 %8</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="362"/>
+        <location filename="../main_window.cpp" line="376"/>
+        <location filename="../main_window.cpp" line="598"/>
         <source>cost</source>
         <translation>成本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="362"/>
+        <location filename="../main_window.cpp" line="376"/>
         <source>throughput</source>
         <translation>吞吐</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="364"/>
+        <location filename="../main_window.cpp" line="378"/>
         <source>opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="374"/>
+        <location filename="../main_window.cpp" line="388"/>
         <source>searching...</source>
         <translation>搜索中...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="382"/>
+        <location filename="../main_window.cpp" line="396"/>
         <source>simulating plan %1 on the fabric...</source>
         <translation>正在网络上仿真方案 %1...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="389"/>
+        <location filename="../main_window.cpp" line="403"/>
         <source>stopping the simulation...</source>
         <translation>正在停止仿真...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="393"/>
+        <location filename="../main_window.cpp" line="407"/>
         <source>stopping the search...</source>
         <translation>正在停止搜索...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="439"/>
+        <location filename="../main_window.cpp" line="453"/>
         <source>saved %1</source>
         <translation>已保存 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="447"/>
+        <location filename="../main_window.cpp" line="461"/>
         <source>pinned plan %1 for comparison</source>
         <translation>已固定方案 %1 用于比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="459"/>
+        <location filename="../main_window.cpp" line="473"/>
         <source>error: the islands were edited here; save the cluster first (exports name the files a plan was made from)</source>
         <translation>error: 计算岛已在此修改；请先保存集群（导出文件会注明方案所依据的文件）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="488"/>
+        <location filename="../main_window.cpp" line="502"/>
         <source>trace written to %1 (open it in Perfetto, ui.perfetto.dev)</source>
         <translation>跟踪文件已写入 %1（可在 Perfetto，ui.perfetto.dev 中打开）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="498"/>
+        <location filename="../main_window.cpp" line="512"/>
         <source>searched %1 settings, scored %2 plans, %3 more pruned by a bound</source>
         <translation>已搜索 %1 组设置，评估 %2 个方案，另有 %3 个被上界剪枝</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="503"/>
+        <location filename="../main_window.cpp" line="517"/>
         <source>; stopped early (%1): the best plans found until then</source>
         <translation>；提前停止（%1）：以下为停止前找到的最佳方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="511"/>
+        <location filename="../main_window.cpp" line="525"/>
         <source>&lt;p&gt;&lt;b&gt;Rejected candidates, by constraint pass&lt;/b&gt;&lt;/p&gt;</source>
         <translation>&lt;p&gt;&lt;b&gt;按约束检查分类的被拒候选&lt;/b&gt;&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="540"/>
+        <location filename="../main_window.cpp" line="578"/>
+        <source> (none known)</source>
+        <translation>（均未知）</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="594"/>
         <source>tokens/s</source>
         <translation>tokens/s</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="546"/>
+        <location filename="../main_window.cpp" line="561"/>
         <source>pool</source>
         <translation>资源池</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="548"/>
+        <location filename="../main_window.cpp" line="563"/>
         <source>task-level</source>
         <translation>任务级混合</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="552"/>
-        <source>Tokens/s: each island alone, the resource pool, one task-level job</source>
-        <translation>Tokens/s：各计算岛单独训练、资源池混合、任务级混合单作业</translation>
-    </message>
-    <message>
-        <location filename="../main_window.cpp" line="604"/>
+        <location filename="../main_window.cpp" line="650"/>
         <source>&lt;p&gt;step %1 s, %2 tokens/s, MFU %3 %; %4 micro-batches of %5&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒，%2 tokens/s，MFU %3 %；%4 个大小为 %5 的微批次&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="610"/>
+        <location filename="../main_window.cpp" line="656"/>
         <source>&lt;p&gt;compute %1 s (bottleneck stage), bubble %2 s, optimizer %3 s&lt;br&gt;exposed communication: tensor-parallel %4 s, pipeline %5 s, cross-island %6 s, data-parallel %7 s&lt;/p&gt;</source>
         <translation>&lt;p&gt;计算 %1 秒（瓶颈阶段），流水线气泡 %2 秒，优化器 %3 秒&lt;br&gt;未被掩盖的通信：张量并行 %4 秒，流水线 %5 秒，跨计算岛 %6 秒，数据并行 %7 秒&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="617"/>
+        <location filename="../main_window.cpp" line="663"/>
         <source>&lt;p&gt;Assumed (priors where a profile leaves a figure unknown):&lt;/p&gt;&lt;ul&gt;</source>
         <translation>&lt;p&gt;假设（芯片画像中未知的数值所用的先验值）：&lt;/p&gt;&lt;ul&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="625"/>
+        <location filename="../main_window.cpp" line="671"/>
         <source>weights</source>
         <translation>权重</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="626"/>
+        <location filename="../main_window.cpp" line="672"/>
         <source>gradients</source>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="671"/>
+        <location filename="../main_window.cpp" line="717"/>
         <source>&lt;p&gt;one step of %1 ranks on the fabric (%2 flows, seed %3)&lt;/p&gt;</source>
         <translation>&lt;p&gt;在网络上仿真 %1 个 rank 的一个训练步（%2 条流，随机种子 %3）&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="678"/>
+        <location filename="../main_window.cpp" line="724"/>
         <source>&lt;p&gt;step %1 s (analytic %2 s, %3 %)&lt;br&gt;%4 tokens/s, MFU %5 %&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒（解析模型 %2 秒，%3 %）&lt;br&gt;%4 tokens/s，MFU %5 %&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="683"/>
+        <location filename="../main_window.cpp" line="729"/>
         <source>&lt;p&gt;where the step goes (stage %1, dp %2, the last to finish):&lt;/p&gt;</source>
         <translation>&lt;p&gt;训练步时间构成（最后完成的阶段 %1，dp %2）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="688"/>
+        <location filename="../main_window.cpp" line="734"/>
         <source>compute</source>
         <translation>计算</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="688"/>
+        <location filename="../main_window.cpp" line="734"/>
         <source>tensor parallel</source>
         <translation>张量并行</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="689"/>
+        <location filename="../main_window.cpp" line="735"/>
         <source>pipeline sends</source>
         <translation>流水线发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="689"/>
+        <location filename="../main_window.cpp" line="735"/>
         <source>cross-island sends</source>
         <translation>跨计算岛发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="690"/>
+        <location filename="../main_window.cpp" line="736"/>
         <source>data parallel (exposed)</source>
         <translation>数据并行（未掩盖）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="690"/>
+        <location filename="../main_window.cpp" line="736"/>
         <source>pipeline bubble</source>
         <translation>流水线气泡</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="691"/>
+        <location filename="../main_window.cpp" line="737"/>
         <source>stragglers</source>
         <translation>慢节点</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="698"/>
+        <location filename="../main_window.cpp" line="744"/>
         <source>&lt;p&gt;most loaded links (time at full rate during the step):&lt;/p&gt;</source>
         <translation>&lt;p&gt;负载最高的链路（训练步中满速传输的时间）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="699"/>
+        <location filename="../main_window.cpp" line="745"/>
         <source>&lt;p&gt;none: no traffic left the chips&apos; nodes&lt;/p&gt;</source>
         <translation>&lt;p&gt;无：没有流量离开芯片所在节点&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="708"/>
+        <location filename="../main_window.cpp" line="754"/>
         <source>&lt;p&gt;goodput %1 tokens/s (%2 % of the time is useful)</source>
         <translation>&lt;p&gt;有效吞吐 %1 tokens/s（%2 % 的时间有效）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="712"/>
+        <location filename="../main_window.cpp" line="758"/>
         <source>&lt;br&gt;job MTBF %1 h; checkpoint every %2 steps (%3 h; Young %4 h, Daly %5 h)</source>
         <translation>&lt;br&gt;作业 MTBF %1 小时；每 %2 步保存一次检查点（%3 小时；Young %4 小时，Daly %5 小时）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="726"/>
+        <location filename="../main_window.cpp" line="772"/>
         <source>simulated plan %1: step %2 s</source>
         <translation>已仿真方案 %1：单步 %2 秒</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="627"/>
+        <location filename="../main_window.cpp" line="673"/>
         <source>optimizer</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="628"/>
+        <location filename="../main_window.cpp" line="594"/>
+        <source>Tokens/s</source>
+        <translation>Tokens/s</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="596"/>
+        <source>Chips used</source>
+        <translation>所用芯片数</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="596"/>
+        <source>chips</source>
+        <translation>芯片数</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="598"/>
+        <source>Cost per million tokens</source>
+        <translation>每百万 tokens 成本</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="600"/>
+        <source>Software stacks to run</source>
+        <translation>需运行的软件栈</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="600"/>
+        <source>stacks</source>
+        <translation>软件栈</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="674"/>
         <source>activations</source>
         <translation>激活</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="629"/>
+        <location filename="../main_window.cpp" line="675"/>
         <source>buffers</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="631"/>
+        <location filename="../main_window.cpp" line="677"/>
         <source>usable</source>
         <translation>可用显存</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="647"/>
+        <location filename="../main_window.cpp" line="693"/>
         <source>Memory per chip of each stage (0, 1, ...), GiB</source>
         <translation>各阶段（0, 1, ...）每芯片显存，GiB</translation>
     </message>
