@@ -52,10 +52,7 @@ struct Island {
   std::string image;            // container image built for the island's stack
   std::vector<std::string> node_names;  // the nodes' Kubernetes names, when the file lists them
   SourceLocation location;
-  // Where the file states `nodes` and `free_nodes` (their values; line 0: not stated), for
-  // editing the counts in place (formats::edit_island_counts).
-  SourceLocation nodes_location;
-  SourceLocation free_nodes_location;
+  bool free_nodes_stated = false;  // the file states free_nodes (else it defaults to nodes)
 
   int chip_count() const { return nodes * chips_per_node; }
   int free_chip_count() const { return (free_nodes < 0 ? nodes : free_nodes) * chips_per_node; }

@@ -191,12 +191,10 @@ Cluster load_cluster(const std::string& path) {
     }
     const ChipProfile& chip = cluster.chips[island.chip];
 
-    const Field nodes_field = map.required("nodes");
-    island.nodes = static_cast<int>(nodes_field.as_int(1, 100000));
-    island.nodes_location = nodes_field.location();
+    island.nodes = static_cast<int>(map.required("nodes").as_int(1, 100000));
     island.free_nodes = island.nodes;
     if (auto free = map.optional("free_nodes")) {
-      island.free_nodes_location = free->location();
+      island.free_nodes_stated = true;
       island.free_nodes = static_cast<int>(free->as_int(0, 100000));
       if (island.free_nodes > island.nodes) {
         free->fail_expected("at most the island's " + std::to_string(island.nodes) + " nodes");

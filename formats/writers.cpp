@@ -1,4 +1,5 @@
 #include "formats/writers.hpp"
+#include "formats/yaml_edit.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -788,79 +789,23 @@ std::vector<std::string> write_folder_atomically(
   return written;
 }
 
-namespace {
-
-// The byte offset of a 1-based line and column (yaml-cpp counts columns in bytes).
-std::size_t offset_of(const std::string& text, const SourceLocation& at) {
-  std::size_t offset = 0;
-  for (int line = 1; line < at.line; ++line) {
-    offset = text.find('\n', offset);
-    if (offset == std::string::npos) throw std::invalid_argument("line " + std::to_string(at.line) + " is past the end");
-    ++offset;
-  }
-  offset += static_cast<std::size_t>(at.column - 1);
-  if (offset > text.size()) throw std::invalid_argument("column past the end of its line");
-  return offset;
-}
-
-// The length of the integer scalar at `offset` (plain, or quoted).
-std::size_t integer_token(const std::string& text, std::size_t offset, const std::string& what) {
-  std::size_t end = offset;
-  const char quote = offset < text.size() && (text[offset] == '"' || text[offset] == '\'') ? text[offset] : 0;
-  if (quote) ++end;
-  while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
-  if (quote) {
-    if (end >= text.size() || text[end] != quote) throw std::invalid_argument(what + ": not an integer where the file was read");
-    ++end;
-  }
-  if (end == offset + (quote ? 2 : 0)) throw std::invalid_argument(what + ": not an integer where the file was read");
-  return end - offset;
-}
-
-struct TextEdit {
-  std::size_t offset = 0;
-  std::size_t length = 0;
-  std::string replacement;
-};
-
-}  // namespace
-
 std::string edit_island_counts(const std::string& text, const Cluster& loaded, const Cluster& edited) {
-  std::vector<TextEdit> edits;
+  std::string out = text;
   for (const Island& now : edited.islands) {
     const Island* was = loaded.find_island(now.name);
     if (!was) throw std::invalid_argument("island " + now.name + " is not in the cluster file");
-    if (was->nodes_location.line <= 0) throw std::invalid_argument("island " + now.name + ": where its nodes are written is unknown");
-    const std::string where = "island " + now.name;
-    const std::size_t nodes_at = offset_of(text, was->nodes_location);
-    const std::size_t nodes_length = integer_token(text, nodes_at, where + " nodes");
-    if (now.nodes != was->nodes) edits.push_back({nodes_at, nodes_length, std::to_string(now.nodes)});
+    // The file's islands in the order the loader read them.
+    const std::size_t index = static_cast<std::size_t>(was - loaded.islands.data());
     const int free_now = now.free_nodes < 0 ? now.nodes : now.free_nodes;
-    if (was->free_nodes_location.line > 0) {
-      const std::size_t free_at = offset_of(text, was->free_nodes_location);
-      const std::size_t free_length = integer_token(text, free_at, where + " free_nodes");
-      if (free_now != was->free_nodes) edits.push_back({free_at, free_length, std::to_string(free_now)});
-    } else if (free_now != now.nodes) {
-      // Added after `nodes`: ", free_nodes: N" inside a flow mapping, else a line of its own
-      // at the key's indentation after the line of `nodes`.
-      std::size_t after = nodes_at + nodes_length;
-      std::size_t next = after;
-      while (next < text.size() && (text[next] == ' ' || text[next] == '\t')) ++next;
-      if (next < text.size() && (text[next] == ',' || text[next] == '}')) {
-        edits.push_back({after, 0, ", free_nodes: " + std::to_string(free_now)});
-      } else {
-        const std::size_t line_start = text.rfind('\n', nodes_at) == std::string::npos ? 0 : text.rfind('\n', nodes_at) + 1;
-        const std::size_t key = text.rfind("nodes", nodes_at);
-        if (key == std::string::npos || key < line_start)
-          throw std::invalid_argument(where + ": its nodes key is not on the line of its value");
-        const std::size_t line_end = std::min(text.find('\n', after), text.size());
-        edits.push_back({line_end, 0, "\n" + std::string(key - line_start, ' ') + "free_nodes: " + std::to_string(free_now)});
-      }
-    }
+    const std::string file = loaded.location.file;
+    if (now.nodes != was->nodes)
+      out = set_yaml_value(out, {std::string("islands"), index, std::string("nodes")},
+                           std::to_string(now.nodes), file);
+    // free_nodes: where the file states it, or (added) where it now differs from nodes.
+    if (free_now != was->free_nodes && (was->free_nodes_stated || free_now != now.nodes))
+      out = set_yaml_value(out, {std::string("islands"), index, std::string("free_nodes")},
+                           std::to_string(free_now), file);
   }
-  std::sort(edits.begin(), edits.end(), [](const TextEdit& a, const TextEdit& b) { return a.offset > b.offset; });
-  std::string out = text;
-  for (const TextEdit& edit : edits) out.replace(edit.offset, edit.length, edit.replacement);
   return out;
 }
 

@@ -63,11 +63,11 @@ std::vector<std::string> write_folder_atomically(
     const std::function<bool(const std::string& name)>& superseded = {});
 
 // The text of a cluster file with each island's `nodes` and `free_nodes` changed to those of
-// `edited` (islands matched by name), and nothing else: comments, order and spelling stay. `loaded`
-// is the cluster as load_cluster read `text` (it knows where each count is written). A
-// `free_nodes` the file does not state is added after `nodes` (in the same mapping style) when
-// it differs from `nodes`. Throws std::invalid_argument when an island of `edited` is not in
-// `loaded`, or a count is not where `loaded` says (the text is not the file it was read from).
+// `edited` (islands matched by name), and nothing else: comments, order and spelling stay
+// (set_yaml_value, formats/yaml_edit.hpp). `loaded` is the cluster as load_cluster read `text`. A
+// `free_nodes` the file does not state is added to the island's mapping when it differs from
+// `nodes`. Throws std::invalid_argument when an island of `edited` is not in `loaded` or the text
+// has no such island (it is not the file `loaded` was read from).
 std::string edit_island_counts(const std::string& text, const Cluster& loaded, const Cluster& edited);
 
 }  // namespace hetplan::formats

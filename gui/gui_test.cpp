@@ -21,7 +21,9 @@
 #include <fstream>
 
 #include <QCheckBox>
+#include <QAbstractItemDelegate>
 #include <QComboBox>
+#include <QStyleOptionViewItem>
 #include <QDir>
 #include <QFile>
 #include <QLineEdit>
@@ -386,9 +388,9 @@ class MainWindowTest : public QObject {
     QVERIFY(searched.wait(300000));
     QVERIFY(window.detailed_plan());
     QVERIFY(!window.export_dialog());  // edited and not saved
-    QVERIFY(window.message().contains(QStringLiteral("save the cluster first")));
+    QVERIFY(window.message().contains(QStringLiteral("save them first")));
     const QByteArray before = file_bytes(cluster_file);
-    QVERIFY2(window.save_cluster(), qPrintable(window.message()));
+    QVERIFY2(window.save_edits(), qPrintable(window.message()));
     QVERIFY(!window.save_action()->isEnabled());
     const QByteArray after = file_bytes(cluster_file);
     QCOMPARE(formats::load_cluster(cluster_file.toStdString()).islands[2].nodes, 24);
@@ -487,6 +489,102 @@ class MainWindowTest : public QObject {
       QCOMPARE(model->verdict(static_cast<int>(r)), std::abs(d) < 5e-4 ? 0 : (d < 0 ? 1 : -1));
     }
     QVERIFY(step_row);
+  }
+
+  // Edit an island's zone and NICs and the training settings, as a person would: a value the
+  // loader refuses is refused with its one line (at the field) and changes nothing; the accepted
+  // ones reach the search, and Save writes them into the files, only those values changed.
+  void editsTheIslandsAndTheWorkloadAndSavesThem() {
+    QTemporaryDir site;
+    for (const char* folder : {"scenarios", "topologies", "workloads", "plans", "profiles"}) {
+      std::filesystem::copy((kSource + QStringLiteral("/") + QString::fromLatin1(folder)).toStdString(),
+                            site.filePath(QString::fromLatin1(folder)).toStdString(),
+                            std::filesystem::copy_options::recursive);
+    }
+    const QString scenario = site.filePath(QStringLiteral("scenarios/default.yaml"));
+    const QString cluster_file = site.filePath(QStringLiteral("topologies/mixed-roce-64.yaml"));
+    const QString workload_file = site.filePath(QStringLiteral("workloads/llama-70b-pretrain.yaml"));
+    const QString cluster_before = QString::fromUtf8(file_bytes(cluster_file));
+    const QString workload_before = QString::fromUtf8(file_bytes(workload_file));
+    MainWindow window;
+    QVERIFY(window.open_scenario(scenario));
+    IslandsModel* islands = window.islands_model();
+    QVERIFY(islands->flags(islands->index(2, IslandsModel::kZone)) & Qt::ItemIsEditable);
+    // A zone the fabric does not have: the loader's words, nothing changed.
+    QVERIFY(!islands->setData(islands->index(2, IslandsModel::kZone), QStringLiteral("zone-q")));
+    QVERIFY2(window.message().startsWith(QStringLiteral("error: ") + cluster_file + QStringLiteral(":")),
+             qPrintable(window.message()));
+    QVERIFY(window.message().contains(QStringLiteral("zone")));
+    QVERIFY(!window.message().contains(QStringLiteral("hetplan-edit")));  // names the file, not a scratch copy
+    QCOMPARE(window.scenario()->cluster.islands[2].zone, std::string("zone-b"));
+    QVERIFY(!window.save_action()->isEnabled());
+    // The chip is picked from the profiles beside the cluster's; one that does not exist is refused.
+    {
+      QStyleOptionViewItem option;
+      QAbstractItemDelegate* delegate = window.islands_view()->itemDelegateForColumn(IslandsModel::kChip);
+      QVERIFY(delegate);
+      std::unique_ptr<QWidget> editor(delegate->createEditor(nullptr, option, islands->index(2, IslandsModel::kChip)));
+      auto* box = qobject_cast<QComboBox*>(editor.get());
+      QVERIFY(box);
+      QVERIFY(box->findText(QStringLiteral("cambricon-mlu370-x8")) >= 0);
+      QVERIFY(box->findText(QStringLiteral("nvidia-a100-sxm4-80gb")) >= 0);
+      delegate->setEditorData(box, islands->index(2, IslandsModel::kChip));
+      QCOMPARE(box->currentText(), QStringLiteral("cambricon-mlu370-x8"));
+    }
+    QVERIFY(!islands->setData(islands->index(2, IslandsModel::kChip), QStringLiteral("no-such-chip")));
+    QVERIFY(window.message().contains(QStringLiteral("no such profile")));
+    QVERIFY(!window.save_action()->isEnabled());
+    // Accepted: the MLU island moves into zone-a with 8 NICs of 100 Gb/s per node.
+    QVERIFY2(islands->setData(islands->index(2, IslandsModel::kZone), QStringLiteral("zone-a")),
+             qPrintable(window.message()));
+    QVERIFY2(islands->setData(islands->index(2, IslandsModel::kNics), QStringLiteral("8 x 100 Gbps")),
+             qPrintable(window.message()));
+    QVERIFY(!islands->setData(islands->index(2, IslandsModel::kNics), QStringLiteral("many")));
+    QCOMPARE(window.scenario()->cluster.islands[2].zone, std::string("zone-a"));
+    QCOMPARE(window.scenario()->cluster.islands[2].nic_count, 8);
+    QCOMPARE(islands->index(2, IslandsModel::kNics).data().toString(), QStringLiteral("8 x 100 Gbps"));
+    QVERIFY(window.save_action()->isEnabled());
+
+    // The training settings: refused and accepted values.
+    auto* micro = qobject_cast<QLineEdit*>(window.workload_field(QStringLiteral("training.micro_batch")));
+    QVERIFY(micro);
+    QCOMPARE(micro->text(), QStringLiteral("1"));
+    QVERIFY(!window.edit_workload({std::string("training"), std::string("micro_batch")}, QStringLiteral("0")));
+    QVERIFY2(window.message().startsWith(QStringLiteral("error: ") + workload_file + QStringLiteral(":")),
+             qPrintable(window.message()));
+    QVERIFY(window.message().contains(QStringLiteral("training.micro_batch")));
+    QVERIFY(!micro->toolTip().isEmpty());  // the error at the field
+    QCOMPARE(window.scenario()->workload.training.micro_batch, 1);
+    QVERIFY(window.edit_workload({std::string("training"), std::string("micro_batch")}, QStringLiteral("2")));
+    QVERIFY(window.edit_workload({std::string("training"), std::string("overlap"), std::string("param_gather")},
+                                 QStringLiteral("true")));
+    QCOMPARE(window.scenario()->workload.training.micro_batch, 2);
+    QVERIFY(window.scenario()->workload.training.overlap_param_gather);
+    QCOMPARE(micro->text(), QStringLiteral("2"));
+    auto* gather = qobject_cast<QCheckBox*>(window.workload_field(QStringLiteral("training.overlap.param_gather")));
+    QVERIFY(gather && gather->isChecked());
+    // The model comes from a Hugging Face config: its fields are shown, not edited here.
+    auto* layers = qobject_cast<QLineEdit*>(window.workload_field(QStringLiteral("model.shape.layers")));
+    QVERIFY(layers && !layers->isEnabled());
+    QCOMPARE(layers->text(), QStringLiteral("80"));
+
+    // The search uses the edits, before they are saved.
+    QSignalSpy searched(&window, &MainWindow::search_done);
+    window.search();
+    QVERIFY(searched.wait(300000));
+    QVERIFY(window.save_edits());
+    QVERIFY(!window.save_action()->isEnabled());
+    QString cluster_after = cluster_before;
+    cluster_after.replace(QStringLiteral("  - name: mlu370\n    chip: cambricon-mlu370-x8\n    nodes: 16\n    nics: {count: 4, speed: 200 Gbps}\n    zone: zone-b\n"),
+                          QStringLiteral("  - name: mlu370\n    chip: cambricon-mlu370-x8\n    nodes: 16\n    nics: {count: 8, speed: 100 Gbps}\n    zone: zone-a\n"));
+    QVERIFY(cluster_after != cluster_before);
+    QCOMPARE(QString::fromUtf8(file_bytes(cluster_file)), cluster_after);
+    QString workload_after = workload_before;
+    workload_after.replace(QStringLiteral("  micro_batch: 1\n"), QStringLiteral("  micro_batch: 2\n"));
+    workload_after.replace(QStringLiteral("  overlap: {grad_reduce: true}"), QStringLiteral("  overlap: {param_gather: true, grad_reduce: true}"));
+    QCOMPARE(QString::fromUtf8(file_bytes(workload_file)), workload_after);
+    // What was searched is what the saved files say.
+    expect_rows(window, planner::search_plans(formats::load_scenario(scenario.toStdString())));
   }
 
   // The window speaks Simplified Chinese under a zh_CN locale, English elsewhere.

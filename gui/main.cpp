@@ -2,7 +2,8 @@
 // bundled one). `hetplan-gui --screenshot DIR [SCENARIO]` opens it, searches, writes the main
 // window to DIR/main.png (the three states) and DIR/plan.png (the best plan's detail), simulates
 // that plan and writes DIR/simulation.png (its timeline), DIR/export.png (its export dialog) and
-// DIR/compare.png (it pinned beside the third plan), and quits (offscreen with
+// DIR/compare.png (it pinned beside the third plan), then DIR/workload.png (the workload's
+// settings), and quits (offscreen with
 // QT_QPA_PLATFORM=offscreen).
 #include <QApplication>
 #include <QDir>
@@ -71,6 +72,8 @@ int main(int argc, char** argv) {
     window.plans_view()->selectRow(2);
     window.show_tab(3);
     saved = window.grab().save(QDir(screenshots).filePath(QStringLiteral("compare.png"))) && saved;
+    window.show_tab(4);  // the workload's settings
+    saved = window.grab().save(QDir(screenshots).filePath(QStringLiteral("workload.png"))) && saved;
     QApplication::exit(saved ? 0 : 1);
   });
   QTimer::singleShot(0, &window, [&] { window.search(); });

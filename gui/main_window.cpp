@@ -14,6 +14,11 @@
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QRegularExpression>
+#include <QSignalBlocker>
+#include <QStyledItemDelegate>
 #include <QLineSeries>
 #include <QStackedBarSeries>
 #include <QTabWidget>
@@ -38,12 +43,15 @@
 #include <functional>
 #include <optional>
 #include <filesystem>
+#include <set>
 #include <exception>
 
 #include "core/error.hpp"
+#include "core/dtype.hpp"
 #include "core/scratch_files.hpp"
 #include "formats/loaders.hpp"
 #include "formats/writers.hpp"
+#include "formats/yaml_edit.hpp"
 #include "gui/export_dialog.hpp"
 #include "gui/pipeline_diagram.hpp"
 
@@ -75,6 +83,42 @@ QChart* bar_chart(const QString& title, std::initializer_list<QAbstractSeries*> 
   return chart;
 }
 
+// The chip column's editor: the profiles beside the cluster's chip profiles, by id.
+class ChipDelegate : public QStyledItemDelegate {
+ public:
+  ChipDelegate(const std::optional<Scenario>& scenario, QObject* parent)
+      : QStyledItemDelegate(parent), scenario_(scenario) {}
+
+  QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem&, const QModelIndex&) const override {
+    auto* box = new QComboBox(parent);
+    QStringList ids;
+    if (scenario_) {
+      std::set<std::filesystem::path> folders;
+      for (const ChipProfile& chip : scenario_->cluster.chips)
+        folders.insert(std::filesystem::path(chip.location.file).parent_path());
+      for (const auto& folder : folders) {
+        std::error_code error;
+        for (const auto& entry : std::filesystem::directory_iterator(folder, error))
+          if (entry.path().extension() == ".yaml") ids << QString::fromStdString(entry.path().stem().string());
+      }
+    }
+    ids.sort();
+    ids.removeDuplicates();
+    box->addItems(ids);
+    return box;
+  }
+  void setEditorData(QWidget* editor, const QModelIndex& index) const override {
+    auto* box = static_cast<QComboBox*>(editor);
+    box->setCurrentIndex(box->findText(index.data(Qt::EditRole).toString()));
+  }
+  void setModelData(QWidget* editor, QAbstractItemModel* model, const QModelIndex& index) const override {
+    model->setData(index, static_cast<QComboBox*>(editor)->currentText());
+  }
+
+ private:
+  const std::optional<Scenario>& scenario_;
+};
+
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent)
@@ -91,8 +135,8 @@ MainWindow::MainWindow(QWidget* parent)
 
   QToolBar* tools = addToolBar(tr("Plan"));
   QAction* open = tools->addAction(tr("Open scenario..."));
-  save_action_ = tools->addAction(tr("Save cluster"));
-  save_action_->setToolTip(tr("Write the edited node counts into the cluster file"));
+  save_action_ = tools->addAction(tr("Save"));
+  save_action_->setToolTip(tr("Write the edited islands and workload into their files"));
   save_action_->setShortcut(QKeySequence::Save);
   search_action_ = tools->addAction(tr("Search plans"));
   simulate_action_ = tools->addAction(tr("Simulate plan"));
@@ -108,7 +152,7 @@ MainWindow::MainWindow(QWidget* parent)
     if (!path.isEmpty()) open_scenario(path);
   });
   connect(search_action_, &QAction::triggered, this, &MainWindow::search);
-  connect(save_action_, &QAction::triggered, this, &MainWindow::save_cluster);
+  connect(save_action_, &QAction::triggered, this, &MainWindow::save_edits);
   connect(pin_action_, &QAction::triggered, this, &MainWindow::pin_plan);
   connect(simulate_action_, &QAction::triggered, this, &MainWindow::simulate);
   connect(export_action_, &QAction::triggered, this, [this] {
@@ -129,6 +173,7 @@ MainWindow::MainWindow(QWidget* parent)
   islands_view_ = new QTableView(split);
   islands_view_->setModel(islands_);
   islands_view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  islands_view_->setItemDelegateForColumn(IslandsModel::kChip, new ChipDelegate(scenario_, islands_view_));
   islands_view_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed |
                                  QAbstractItemView::AnyKeyPressed);
 
@@ -247,6 +292,70 @@ MainWindow::MainWindow(QWidget* parent)
   compare_view->horizontalHeader()->setStretchLastSection(true);
   compare_layout->addWidget(compare_view, 1);
   tabs_->addTab(compare, tr("Compare"));
+  // The workload: its model (editable when written inline) and its training settings.
+  auto* workload_tab = new QWidget();
+  auto* workload_form = new QFormLayout(workload_tab);
+  model_label_ = new QLabel(workload_tab);
+  model_label_->setWordWrap(true);
+  workload_form->addRow(tr("Model"), model_label_);
+  auto path_of = [](const QString& key) {
+    formats::YamlPath path;
+    for (const QString& step : key.split(QLatin1Char('.'))) path.emplace_back(step.toStdString());
+    return path;
+  };
+  auto add_line = [&](const QString& key, const QString& label) {
+    auto* edit = new QLineEdit(workload_tab);
+    edit->setMaximumWidth(160);
+    workload_fields_.insert(key, edit);
+    workload_form->addRow(label, edit);
+    connect(edit, &QLineEdit::editingFinished, this, [this, edit, key, path_of] {
+      if (edit->isModified()) {
+        edit->setModified(false);
+        edit_workload(path_of(key), edit->text().trimmed());
+      }
+    });
+  };
+  auto add_choice = [&](const QString& key, const QString& label, const QStringList& choices) {
+    auto* box = new QComboBox(workload_tab);
+    box->addItems(choices);
+    box->setMaximumWidth(160);
+    workload_fields_.insert(key, box);
+    workload_form->addRow(label, box);
+    connect(box, &QComboBox::activated, this,
+            [this, box, key, path_of](int) { edit_workload(path_of(key), box->currentText()); });
+  };
+  auto add_switch = [&](const QString& key, const QString& label) {
+    auto* box = new QCheckBox(label, workload_tab);
+    workload_fields_.insert(key, box);
+    workload_form->addRow(QString(), box);
+    connect(box, &QCheckBox::clicked, this, [this, key, path_of](bool on) {
+      edit_workload(path_of(key), on ? QStringLiteral("true") : QStringLiteral("false"));
+    });
+  };
+  add_line(QStringLiteral("model.shape.layers"), tr("Layers"));
+  add_line(QStringLiteral("model.shape.hidden"), tr("Hidden size"));
+  add_line(QStringLiteral("model.shape.heads"), tr("Attention heads"));
+  add_line(QStringLiteral("model.shape.kv_heads"), tr("Key/value heads"));
+  add_line(QStringLiteral("model.shape.ffn"), tr("FFN size"));
+  add_line(QStringLiteral("model.shape.vocab"), tr("Vocabulary"));
+  add_line(QStringLiteral("training.seq_len"), tr("Sequence length"));
+  add_line(QStringLiteral("training.global_batch"), tr("Global batch (sequences)"));
+  add_line(QStringLiteral("training.micro_batch"), tr("Micro-batch (sequences)"));
+  add_choice(QStringLiteral("training.dtype"), tr("Data type"),
+             {QStringLiteral("fp32"), QStringLiteral("fp16"), QStringLiteral("bf16"), QStringLiteral("fp8")});
+  add_choice(QStringLiteral("training.recompute"), tr("Recompute"),
+             {QStringLiteral("none"), QStringLiteral("selective"), QStringLiteral("full")});
+  add_choice(QStringLiteral("training.zero_stage"), tr("ZeRO stage"),
+             {QStringLiteral("0"), QStringLiteral("1"), QStringLiteral("2"), QStringLiteral("3")});
+  add_switch(QStringLiteral("training.sequence_parallel"), tr("Sequence parallelism"));
+  add_switch(QStringLiteral("training.flash_attention"), tr("Fused (flash) attention"));
+  add_switch(QStringLiteral("training.overlap.grad_reduce"), tr("Overlap the gradient reduce-scatter with backward"));
+  add_switch(QStringLiteral("training.overlap.param_gather"), tr("Overlap the weight all-gather with the next forward"));
+  add_switch(QStringLiteral("training.overlap.tp_comm"), tr("Overlap tensor-parallel communication (MC2 on Ascend)"));
+  tabs_->addTab(workload_tab, tr("Workload"));
+  islands_->set_field_editor([this](int row, IslandsModel::Column column, const QString& value, QString& error) {
+    return edit_island(row, column, value, error);
+  });
   connect(zoom_in, &QPushButton::clicked, this, [this] { timeline_->zoom(2); });
   connect(zoom_out, &QPushButton::clicked, this, [this] { timeline_->zoom(0.5); });
   connect(whole, &QPushButton::clicked, this, [this] { timeline_->zoom_to_fit(); });
@@ -329,6 +438,75 @@ void MainWindow::update_actions() {
 
 MainWindow::~MainWindow() = default;
 
+void MainWindow::update_summary() {
+  if (!scenario_) return;
+  const ModelShape& m = scenario_->workload.model;
+  summary_->setText(tr("Scenario %1: workload %2 (%3 layers, hidden %4, %5 heads) on cluster %6, "
+                       "%7 islands; objective %8")
+                        .arg(QString::fromStdString(scenario_->name),
+                             QString::fromStdString(scenario_->workload.name))
+                        .arg(m.layers)
+                        .arg(m.hidden)
+                        .arg(m.heads)
+                        .arg(QString::fromStdString(scenario_->cluster.name))
+                        .arg(scenario_->cluster.islands.size())
+                        .arg(scenario_->objective == Objective::cost ? tr("cost") : tr("throughput")));
+}
+
+// The workload tab shows the workload as the scenario now has it.
+void MainWindow::refresh_workload_form() {
+  if (!scenario_) return;
+  const Workload& w = scenario_->workload;
+  const ModelShape& m = w.model;
+  const bool inline_shape = w.model_file.empty();
+  // Paths as the workload file writes them: relative to its folder.
+  const std::filesystem::path folder = std::filesystem::path(w.location.file).parent_path();
+  const QString workload_file = QString::fromStdString(std::filesystem::path(w.location.file).filename().string());
+  model_label_->setText(
+      inline_shape ? tr("%1: written inline in %2").arg(QString::fromStdString(w.name), workload_file)
+                   : tr("%1: from the Hugging Face config %2 (edit that file to change the model)")
+                         .arg(QString::fromStdString(w.name),
+                              QString::fromStdString(std::filesystem::path(w.model_file).lexically_relative(folder).generic_string())));
+  auto set_line = [&](const char* key, long long value, bool enabled) {
+    auto* edit = qobject_cast<QLineEdit*>(workload_fields_.value(QString::fromLatin1(key)));
+    if (!edit) return;
+    const QSignalBlocker block(edit);
+    edit->setText(QString::number(value));
+    edit->setModified(false);
+    edit->setEnabled(enabled);
+  };
+  set_line("model.shape.layers", m.layers, inline_shape);
+  set_line("model.shape.hidden", m.hidden, inline_shape);
+  set_line("model.shape.heads", m.heads, inline_shape);
+  set_line("model.shape.kv_heads", m.kv_heads, inline_shape);
+  set_line("model.shape.ffn", m.ffn, inline_shape);
+  set_line("model.shape.vocab", m.vocab, inline_shape);
+  const TrainingSettings& t = w.training;
+  set_line("training.seq_len", t.seq_len, true);
+  set_line("training.global_batch", t.global_batch, true);
+  set_line("training.micro_batch", t.micro_batch, true);
+  auto set_choice = [&](const char* key, const QString& value) {
+    auto* box = qobject_cast<QComboBox*>(workload_fields_.value(QString::fromLatin1(key)));
+    if (!box) return;
+    const QSignalBlocker block(box);
+    box->setCurrentIndex(box->findText(value));
+  };
+  set_choice("training.dtype", QString::fromUtf8(to_string(t.dtype).data(), static_cast<qsizetype>(to_string(t.dtype).size())));
+  set_choice("training.recompute", QString::fromUtf8(to_string(t.recompute).data(), static_cast<qsizetype>(to_string(t.recompute).size())));
+  set_choice("training.zero_stage", QString::number(t.zero_stage));
+  auto set_switch = [&](const char* key, bool on) {
+    auto* box = qobject_cast<QCheckBox*>(workload_fields_.value(QString::fromLatin1(key)));
+    if (!box) return;
+    const QSignalBlocker block(box);
+    box->setChecked(on);
+  };
+  set_switch("training.sequence_parallel", t.sequence_parallel);
+  set_switch("training.flash_attention", t.flash_attention);
+  set_switch("training.overlap.grad_reduce", t.overlap_grad_reduce);
+  set_switch("training.overlap.param_gather", t.overlap_param_gather);
+  set_switch("training.overlap.tp_comm", t.overlap_tp_comm);
+}
+
 QString MainWindow::message() const { return message_->text(); }
 
 QString MainWindow::why_text() const { return why_->toPlainText(); }
@@ -363,17 +541,10 @@ bool MainWindow::open_scenario(const QString& path) {
   for (QChartView* view : state_charts()) replace_chart(view, new QChart());
   show_plan(nullptr);
   result_.reset();
-  const ModelShape& m = scenario_->workload.model;
-  summary_->setText(tr("Scenario %1: workload %2 (%3 layers, hidden %4, %5 heads) on cluster %6, "
-                       "%7 islands; objective %8")
-                        .arg(QString::fromStdString(scenario_->name),
-                             QString::fromStdString(scenario_->workload.name))
-                        .arg(m.layers)
-                        .arg(m.hidden)
-                        .arg(m.heads)
-                        .arg(QString::fromStdString(scenario_->cluster.name))
-                        .arg(scenario_->cluster.islands.size())
-                        .arg(scenario_->objective == Objective::cost ? tr("cost") : tr("throughput")));
+  cluster_text_.reset();
+  workload_text_.reset();
+  update_summary();
+  refresh_workload_form();
   show_simulation(nullptr);
   show_message(tr("opened %1").arg(path), false);
   update_actions();
@@ -408,49 +579,170 @@ void MainWindow::cancel() {
   }
 }
 
-bool MainWindow::save_cluster() {
-  if (!scenario_ || !edited_ || runner_->running() || simulation_runner_->running()) return false;
+namespace {
+
+// What the loader makes of `text` as the file at `path` (written beside it, so that its relative
+// references resolve as the file's do). Its errors name `path`, not the scratch copy.
+template <typename Load>
+auto load_as(const std::string& path, const std::string& text, Load load) {
+  const std::string scratch_path =
+      path + ".hetplan-edit-" + std::to_string(QCoreApplication::applicationPid());
+  ScratchFile scratch(scratch_path);
+  formats::write_file_atomically(scratch_path, text);
+  try {
+    auto loaded = load(scratch_path);
+    std::filesystem::remove(scratch_path);
+    return loaded;
+  } catch (const std::exception& error) {
+    std::filesystem::remove(scratch_path);
+    std::string message = error.what();
+    for (std::size_t at = message.find(scratch_path); at != std::string::npos;
+         at = message.find(scratch_path, at + path.size()))
+      message.replace(at, scratch_path.size(), path);
+    throw std::runtime_error(message);
+  }
+}
+
+}  // namespace
+
+std::string MainWindow::cluster_text() const {
+  return cluster_text_ ? *cluster_text_ : formats::read_text_file(scenario_->cluster.location.file);
+}
+
+std::string MainWindow::workload_text() const {
+  return workload_text_ ? *workload_text_ : formats::read_text_file(scenario_->workload.location.file);
+}
+
+bool MainWindow::edit_island(int row, IslandsModel::Column column, const QString& value, QString& error) {
+  if (!scenario_ || runner_->running() || simulation_runner_->running()) return false;
   const std::string path = scenario_->cluster.location.file;
   try {
-    const std::string text = formats::read_text_file(path);
-    const Cluster on_disk = formats::load_cluster(path);
-    const std::string edited = formats::edit_island_counts(text, on_disk, scenario_->cluster);
-    // Read the new text back before it replaces the file (beside it, so that its profile
-    // folders resolve as the file's do): it must say what the window shows.
-    const std::string check = path + ".hetplan-check-" + std::to_string(QCoreApplication::applicationPid());
-    {
-      ScratchFile scratch(check);
-      formats::write_file_atomically(check, edited);
-      Cluster back;
-      try {
-        back = formats::load_cluster(check);
-      } catch (...) {
-        std::filesystem::remove(check);
-        throw;
+    // The counts edited in the table so far, then this edit, in the file's own text.
+    const std::string base = cluster_text();
+    const Cluster as_written = load_as(path, base, formats::load_cluster);
+    std::string text = formats::edit_island_counts(base, as_written, scenario_->cluster);
+    const std::size_t index = static_cast<std::size_t>(row);
+    const formats::YamlPath island{std::string("islands"), index};
+    auto at = [&](const char* key) {
+      formats::YamlPath path_of = island;
+      path_of.emplace_back(std::string(key));
+      return path_of;
+    };
+    const std::string v = value.toStdString();
+    if (column == IslandsModel::kChip) {
+      text = formats::set_yaml_value(text, at("chip"), v, path);
+    } else if (column == IslandsModel::kZone) {
+      text = formats::set_yaml_value(text, at("zone"), v, path);
+    } else if (column == IslandsModel::kNics) {
+      // "4 x 200 Gbps" (the unit defaults to Gbps)
+      static const QRegularExpression nics(
+          QStringLiteral("^\\s*(\\d+)\\s*[xX\\x{00D7}*]\\s*([0-9.]+)\\s*([A-Za-z/]*)\\s*$"));
+      const QRegularExpressionMatch m = nics.match(value);
+      if (!m.hasMatch()) {
+        error = QStringLiteral("%1: islands[%2].nics: expected COUNT x SPEED, such as 4 x 200 Gbps, got \"%3\"")
+                    .arg(QString::fromStdString(path))
+                    .arg(row)
+                    .arg(value);
+        return false;
       }
-      std::filesystem::remove(check);
-      for (const Island& island : scenario_->cluster.islands) {
-        const Island* read = back.find_island(island.name);
-        const int free = island.free_nodes < 0 ? island.nodes : island.free_nodes;
-        if (!read || read->nodes != island.nodes || read->free_nodes != free)
-          throw std::runtime_error("the edited file does not read back as edited (island " + island.name + ")");
-      }
+      formats::YamlPath count = at("nics"), speed = at("nics");
+      count.emplace_back(std::string("count"));
+      speed.emplace_back(std::string("speed"));
+      const QString unit = m.captured(3).isEmpty() ? QStringLiteral("Gbps") : m.captured(3);
+      text = formats::set_yaml_value(text, count, m.captured(1).toStdString(), path);
+      text = formats::set_yaml_value(text, speed, (m.captured(2) + QStringLiteral(" ") + unit).toStdString(), path);
+    } else {
+      return false;
     }
-    formats::write_file_atomically(path, edited);
+    Cluster edited = load_as(path, text, formats::load_cluster);
+    edited.location.file = path;
+    for (Island& i : edited.islands) i.location.file = path;
+    scenario_->cluster = std::move(edited);
+    cluster_text_ = text;
+  } catch (const std::exception& e) {
+    error = QString::fromStdString(e.what());
+    return false;
+  }
+  return true;
+}
+
+bool MainWindow::edit_workload(const formats::YamlPath& key, const QString& value) {
+  if (!scenario_ || runner_->running() || simulation_runner_->running()) return false;
+  const std::string path = scenario_->workload.location.file;
+  QWidget* field = workload_fields_.value(QString::fromStdString(formats::to_string(key)));
+  try {
+    const std::string text = formats::set_yaml_value(workload_text(), key, value.toStdString(), path);
+    Workload edited = load_as(path, text, formats::load_workload);
+    edited.location.file = path;
+    scenario_->workload = std::move(edited);
+    workload_text_ = text;
+  } catch (const std::exception& e) {
+    const QString message = QStringLiteral("error: ") + QString::fromStdString(e.what());
+    show_message(message, true);
+    if (field) {
+      field->setToolTip(message);
+      field->setStyleSheet(QStringLiteral("border: 2px solid #b00020"));
+    }
+    refresh_workload_form();  // the field shows the value the scenario keeps
+    if (field) field->setStyleSheet(QStringLiteral("border: 2px solid #b00020"));
+    return false;
+  }
+  if (field) {
+    field->setToolTip(QString());
+    field->setStyleSheet(QString());
+  }
+  edited_ = true;
+  plans_->set_result(nullptr);
+  show_plan(nullptr);
+  refresh_workload_form();
+  update_summary();
+  update_actions();
+  show_message(tr("workload changed: search again for plans of the changed workload"), false);
+  return true;
+}
+
+bool MainWindow::save_edits() {
+  if (!scenario_ || !edited_ || runner_->running() || simulation_runner_->running()) return false;
+  const std::string cluster_path = scenario_->cluster.location.file;
+  const std::string workload_path = scenario_->workload.location.file;
+  QStringList saved;
+  try {
+    // Everything is checked before anything is written.
+    const std::string base = cluster_text();
+    const Cluster as_written = load_as(cluster_path, base, formats::load_cluster);
+    const std::string cluster = formats::edit_island_counts(base, as_written, scenario_->cluster);
+    const Cluster back = load_as(cluster_path, cluster, formats::load_cluster);
+    for (const Island& island : scenario_->cluster.islands) {
+      const Island* read = back.find_island(island.name);
+      const int free = island.free_nodes < 0 ? island.nodes : island.free_nodes;
+      if (!read || read->nodes != island.nodes || read->free_nodes != free)
+        throw std::runtime_error(cluster_path + ": the edited file does not read back as edited (island " +
+                                 island.name + ")");
+    }
+    if (workload_text_) (void)load_as(workload_path, *workload_text_, formats::load_workload);
+    if (cluster != formats::read_text_file(cluster_path)) {
+      formats::write_file_atomically(cluster_path, cluster);
+      saved << QString::fromStdString(cluster_path);
+    }
+    if (workload_text_ && *workload_text_ != formats::read_text_file(workload_path)) {
+      formats::write_file_atomically(workload_path, *workload_text_);
+      saved << QString::fromStdString(workload_path);
+    }
     Scenario reloaded = formats::load_scenario(scenario_path_.toStdString());
     scenario_ = std::move(reloaded);
     islands_->set_cluster(&scenario_->cluster);
-  } catch (const InputError& error) {
+  } catch (const std::exception& error) {
     show_message(QStringLiteral("error: ") + QString::fromStdString(error.what()), true);
     return false;
-  } catch (const std::exception& error) {
-    show_message(QStringLiteral("error: %1: %2").arg(QString::fromStdString(path), QString::fromStdString(error.what())),
-                 true);
-    return false;
   }
+  cluster_text_.reset();
+  workload_text_.reset();
   edited_ = false;
+  refresh_workload_form();
   update_actions();
-  show_message(tr("saved %1").arg(QString::fromStdString(path)), false);
+  show_message(saved.isEmpty() ? tr("nothing to save: the files already say this")
+                               : tr("saved %1").arg(saved.join(QStringLiteral(", "))),
+               false);
   return true;
 }
 
@@ -470,8 +762,8 @@ void MainWindow::update_comparison() {
 ExportDialog* MainWindow::export_dialog() {
   if (!scenario_ || !detailed_) return nullptr;
   if (edited_) {
-    show_message(tr("error: the islands were edited here; save the cluster first (exports name "
-                    "the files a plan was made from)"),
+    show_message(tr("error: the islands or the workload were edited here; save them first "
+                    "(exports name the files a plan was made from)"),
                  true);
     return nullptr;
   }
@@ -566,10 +858,12 @@ void MainWindow::update_chart(const planner::SearchResult& result) {
                  const std::function<std::optional<double>(const planner::RankedPlan&)>& figure) {
     auto* set = new QBarSet(label);
     bool any = false;
+    double top = 0;
     for (const planner::RankedPlan* state : states) {
       const std::optional<double> value = state ? figure(*state) : std::nullopt;
       *set << value.value_or(0.0);
       any = any || value.has_value();
+      top = std::max(top, value.value_or(0.0));
     }
     // Horizontal bars: the states' names on the left stay whole however narrow the chart.
     auto* series = new QHorizontalBarSeries();
@@ -586,7 +880,8 @@ void MainWindow::update_chart(const planner::SearchResult& result) {
     chart->addSeries(series);
     series->attachAxis(y);
     series->attachAxis(x);
-    x->applyNiceNumbers();
+    x->setRange(0, top > 0 ? top : 1);  // an empty range has no nice numbers
+    if (top > 0) x->applyNiceNumbers();
     chart->legend()->hide();
     chart->setMargins(QMargins(2, 2, 2, 2));
     replace_chart(view, chart);

@@ -2,6 +2,7 @@
 // progress and Cancel, the ranked plans, the three states as a chart, and why the best plan wins.
 #pragma once
 
+#include <QHash>
 #include <QMainWindow>
 #include <QString>
 
@@ -9,6 +10,7 @@
 #include <optional>
 
 #include "core/scenario.hpp"
+#include "formats/yaml_edit.hpp"
 #include "gui/comparison.hpp"
 #include "gui/models.hpp"
 #include "gui/search_runner.hpp"
@@ -50,10 +52,19 @@ class MainWindow : public QMainWindow {
   // Copies the last simulation's Chrome trace to `path` (written whole or not at all); the
   // one-line error otherwise.
   bool save_trace(const QString& path);
-  // Writes the islands' edited node counts into the cluster file the scenario names (in place,
-  // atomically, nothing else in the file changed; formats::edit_island_counts). The one-line
-  // error otherwise.
-  bool save_cluster();
+  // Applies an edit of an island's chip, NICs or zone to the cluster (the cluster file's text
+  // edited in place and read by the loader, which checks it). False with the loader's one line.
+  bool edit_island(int row, IslandsModel::Column column, const QString& value, QString& error);
+  // Applies an edit of the workload (`path` into its file: {"training", "micro_batch"}, or an
+  // inline model's {"model", "shape", "layers"}), checked by the loader. False with its one line
+  // in the status bar and at the field.
+  bool edit_workload(const formats::YamlPath& path, const QString& value);
+  // Writes the edits into the files the scenario names, the cluster's and the workload's (in
+  // place, atomically, nothing else in them changed; formats/yaml_edit.hpp), each checked by its
+  // loader before anything is written. The one-line error otherwise.
+  bool save_edits();
+  // The workload tab's field of a path ("training.micro_batch"), for the tests.
+  QWidget* workload_field(const QString& path) const { return workload_fields_.value(path); }
   // The export dialog for the plan in the detail tab (null when there is none, or when the
   // islands were edited and not saved: exports name the files they were planned from).
   class ExportDialog* export_dialog();
@@ -69,6 +80,7 @@ class MainWindow : public QMainWindow {
   const planner::RankedPlan* detailed_plan() const { return detailed_; }
   QTableView* stages_view() const { return stages_view_; }
   QTableView* plans_view() const { return plans_view_; }
+  QTableView* islands_view() const { return islands_view_; }
   QLineEdit* plans_filter() const { return filter_; }
   // The text beside the three states: why the best plan wins, and the rejected candidates by
   // constraint pass.
@@ -105,6 +117,10 @@ class MainWindow : public QMainWindow {
   void show_simulation(std::shared_ptr<const Simulation> simulation);
   void update_actions();
   void update_comparison();
+  void update_summary();
+  void refresh_workload_form();
+  std::string cluster_text() const;   // the cluster file's text with the edits so far
+  std::string workload_text() const;  // the workload file's text with the edits so far
 
   std::optional<Scenario> scenario_;
   QString scenario_path_;
@@ -136,11 +152,15 @@ class MainWindow : public QMainWindow {
   QAction* export_action_;
   QAction* save_action_;
   QAction* pin_action_;
-  ComparisonModel* comparison_;
   std::optional<PinnedPlan> pinned_;
   QLabel* comparison_note_;
-  bool edited_ = false;  // islands changed in the window since the scenario was opened or saved
+  bool edited_ = false;  // islands or workload changed in the window since opened or saved
+  std::optional<std::string> cluster_text_;   // edits beyond node counts, not yet saved
+  std::optional<std::string> workload_text_;  // workload edits, not yet saved
+  QHash<QString, QWidget*> workload_fields_;  // by path, "training.micro_batch"
+  QLabel* model_label_;
   SimulationRunner* simulation_runner_;
+  ComparisonModel* comparison_;
   std::shared_ptr<const Simulation> simulation_;
   QTextBrowser* simulation_text_;
   class PipelineDiagram* diagram_;

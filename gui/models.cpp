@@ -44,7 +44,9 @@ QVariant IslandsModel::data(const QModelIndex& index, int role) const {
   const Island& island = cluster_->islands[static_cast<std::size_t>(index.row())];
   switch (index.column()) {
     case kName: return QString::fromStdString(island.name);
-    case kChip: return QString::fromStdString(cluster_->chip_of(island).model);
+    case kChip:  // the profile id to edit, its model to read
+      return QString::fromStdString(role == Qt::EditRole ? cluster_->chip_of(island).id
+                                                         : cluster_->chip_of(island).model);
     case kNodes: return island.nodes;
     case kFreeNodes: return island.free_nodes;
     case kChipsPerNode: return island.chips_per_node;
@@ -59,11 +61,27 @@ Qt::ItemFlags IslandsModel::flags(const QModelIndex& index) const {
   Qt::ItemFlags f = QAbstractTableModel::flags(index);
   if (index.isValid() && (index.column() == kNodes || index.column() == kFreeNodes))
     f |= Qt::ItemIsEditable;
+  if (index.isValid() && editor_ &&
+      (index.column() == kChip || index.column() == kNics || index.column() == kZone))
+    f |= Qt::ItemIsEditable;
   return f;
 }
 
 bool IslandsModel::setData(const QModelIndex& index, const QVariant& value, int role) {
   if (!cluster_ || !index.isValid() || role != Qt::EditRole) return false;
+  if (index.column() == kChip || index.column() == kNics || index.column() == kZone) {
+    if (!editor_) return false;
+    QString error;
+    if (data(index, Qt::EditRole).toString() == value.toString().trimmed()) return true;  // unchanged
+    if (!editor_(index.row(), static_cast<Column>(index.column()), value.toString().trimmed(), error)) {
+      emit rejected(error);
+      return false;
+    }
+    // A chip brings its own defaults (chips per node, NICs): the whole row may change.
+    emit dataChanged(this->index(index.row(), 0), this->index(index.row(), kColumns - 1));
+    emit edited();
+    return true;
+  }
   if (index.column() != kNodes && index.column() != kFreeNodes) return false;
   Island& island = cluster_->islands[static_cast<std::size_t>(index.row())];
   const QString field = QStringLiteral("islands[%1].%2")

@@ -6,6 +6,7 @@
 #include <QAbstractTableModel>
 #include <QString>
 
+#include <functional>
 #include <memory>
 
 #include "core/scenario.hpp"
@@ -14,7 +15,9 @@
 namespace hetplan::gui {
 
 // The scenario's islands; the node and free-node counts are editable (checked as the cluster
-// loader checks them: 1..100000 nodes, free nodes at most the nodes).
+// loader checks them: 1..100000 nodes, free nodes at most the nodes), and with a field editor
+// the chip (a profile id), the NICs ("4 x 200 Gbps") and the zone, which the editor applies to
+// the cluster file's text and the loader checks (MainWindow).
 class IslandsModel : public QAbstractTableModel {
   Q_OBJECT
 
@@ -22,6 +25,10 @@ class IslandsModel : public QAbstractTableModel {
   enum Column { kName, kChip, kNodes, kFreeNodes, kChipsPerNode, kNics, kZone, kColumns };
   explicit IslandsModel(QObject* parent = nullptr);
   void set_cluster(Cluster* cluster);  // edits go into it; null shows nothing
+  // Applies an edit of the chip, NICs or zone column to the cluster; false with the one-line
+  // error when it is refused.
+  using FieldEditor = std::function<bool(int row, Column column, const QString& value, QString& error)>;
+  void set_field_editor(FieldEditor editor) { editor_ = std::move(editor); }
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -37,6 +44,7 @@ class IslandsModel : public QAbstractTableModel {
 
  private:
   Cluster* cluster_ = nullptr;
+  FieldEditor editor_;
 };
 
 // The stages of one plan's estimate: what `hetplan eval` prints per stage.

@@ -267,12 +267,12 @@ note: exported unvalidated, as asked; every file says so</source>
         <translation>网络分区</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="76"/>
+        <location filename="../models.cpp" line="94"/>
         <source>: expected an integer from 1 to 100000, got &quot;%1&quot;</source>
         <translation>：应为 1 到 100000 之间的整数，实际为 &quot;%1&quot;</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="85"/>
+        <location filename="../models.cpp" line="103"/>
         <source>: expected at most the island&apos;s %1 nodes, got &quot;%2&quot;</source>
         <translation>：不能超过该计算岛的 %1 个节点，实际为 &quot;%2&quot;</translation>
     </message>
@@ -280,455 +280,570 @@ note: exported unvalidated, as asked; every file says so</source>
 <context>
     <name>hetplan::gui::MainWindow</name>
     <message>
-        <location filename="../main_window.cpp" line="89"/>
+        <location filename="../main_window.cpp" line="133"/>
         <source>hetplan</source>
         <translation>hetplan</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="92"/>
+        <location filename="../main_window.cpp" line="136"/>
         <source>Plan</source>
         <translation>方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="93"/>
+        <location filename="../main_window.cpp" line="137"/>
         <source>Open scenario...</source>
         <translation>打开场景...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="94"/>
-        <source>Save cluster</source>
-        <translation>保存集群</translation>
-    </message>
-    <message>
-        <location filename="../main_window.cpp" line="95"/>
-        <source>Write the edited node counts into the cluster file</source>
-        <translation>把修改后的节点数写入集群文件</translation>
-    </message>
-    <message>
-        <location filename="../main_window.cpp" line="97"/>
+        <location filename="../main_window.cpp" line="141"/>
         <source>Search plans</source>
         <translation>搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="98"/>
+        <location filename="../main_window.cpp" line="142"/>
         <source>Simulate plan</source>
         <translation>仿真方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="99"/>
+        <location filename="../main_window.cpp" line="143"/>
         <source>Simulate one step of the plan in the detail tab on the cluster&apos;s fabric</source>
         <translation>在集群网络上仿真详情页中方案的一个训练步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="100"/>
+        <location filename="../main_window.cpp" line="144"/>
         <source>Pin for comparison</source>
         <translation>固定以便比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="101"/>
+        <location filename="../main_window.cpp" line="145"/>
         <source>Keep the plan in the detail tab to compare it with others, also after editing the islands</source>
         <translation>保留详情页中的方案，用于和其他方案比较（修改计算岛后仍保留）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="102"/>
+        <location filename="../main_window.cpp" line="146"/>
         <source>Export plan...</source>
         <translation>导出方案...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="103"/>
+        <location filename="../main_window.cpp" line="147"/>
         <source>Write the plan in the detail tab for the scheduler: Volcano Job, plan JSON, launch arguments, labels</source>
         <translation>为调度器写出详情页中的方案：Volcano 作业、方案 JSON、启动参数、节点标签</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="104"/>
+        <location filename="../main_window.cpp" line="148"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="106"/>
+        <location filename="../main_window.cpp" line="150"/>
         <source>Open a scenario</source>
         <translation>打开场景</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="107"/>
+        <location filename="../main_window.cpp" line="151"/>
         <source>Scenarios (*.yaml *.yml)</source>
         <translation>场景文件 (*.yaml *.yml)</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="143"/>
+        <location filename="../main_window.cpp" line="188"/>
         <source>Filter plans: any text of a row (an island, &quot;task-level&quot;, &quot;tp8&quot;, ...)</source>
         <translation>筛选方案：行中的任意文字（计算岛、&quot;task-level&quot;、&quot;tp8&quot; 等）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="176"/>
+        <location filename="../main_window.cpp" line="221"/>
         <source>Three states and why</source>
         <translation>三种形态与原因</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="185"/>
+        <location filename="../main_window.cpp" line="230"/>
         <source>Stages in pipeline order, coloured by vendor. &lt;b&gt;Thick arrow&lt;/b&gt;: a cross-island boundary (activations cross vendors over the fabric); dashed border: the stage does not fit in memory.</source>
         <translation>按流水线顺序排列的阶段，颜色表示厂商。&lt;b&gt;粗箭头&lt;/b&gt;：跨计算岛边界（激活值经网络跨厂商传输）；虚线边框：该阶段显存放不下。</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="200"/>
+        <location filename="../main_window.cpp" line="245"/>
         <source>Plan detail</source>
         <translation>方案详情</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="208"/>
+        <location filename="../main_window.cpp" line="253"/>
         <source>Zoom in</source>
         <translation>放大</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="209"/>
+        <location filename="../main_window.cpp" line="254"/>
         <source>Zoom out</source>
         <translation>缩小</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="210"/>
+        <location filename="../main_window.cpp" line="255"/>
         <source>Whole step</source>
         <translation>整个训练步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="211"/>
+        <location filename="../main_window.cpp" line="256"/>
         <source>Save trace for Perfetto...</source>
         <translation>保存 Perfetto 跟踪文件...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="214"/>
+        <location filename="../main_window.cpp" line="259"/>
         <source>Every replica</source>
         <translation>所有副本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="215"/>
+        <location filename="../main_window.cpp" line="260"/>
         <source>Show every data-parallel replica of each stage, not only the first</source>
         <translation>显示每个阶段的所有数据并行副本，而不只是第一个</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="221"/>
+        <location filename="../main_window.cpp" line="266"/>
         <source>forward</source>
         <translation>前向</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="221"/>
+        <location filename="../main_window.cpp" line="266"/>
         <source>backward</source>
         <translation>反向</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="222"/>
+        <location filename="../main_window.cpp" line="267"/>
         <source>pipeline send</source>
         <translation>流水线发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="222"/>
+        <location filename="../main_window.cpp" line="267"/>
         <source>waiting</source>
         <translation>等待</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="223"/>
+        <location filename="../main_window.cpp" line="268"/>
         <source>gradient sync</source>
         <translation>梯度同步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="223"/>
-        <location filename="../main_window.cpp" line="737"/>
+        <location filename="../main_window.cpp" line="268"/>
+        <location filename="../main_window.cpp" line="1027"/>
         <source>optimizer</source>
         <comment>the optimizer step</comment>
         <translation>优化器</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="234"/>
+        <location filename="../main_window.cpp" line="279"/>
         <source>Simulated step</source>
         <translation>仿真训练步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="239"/>
+        <location filename="../main_window.cpp" line="284"/>
         <source>Pin a plan (Pin for comparison), then pick another plan, or edit the islands and search again: the two are compared here, the changes better in green and worse in red.</source>
         <translation>先固定一个方案（固定以便比较），再选择另一个方案，或修改计算岛后重新搜索：两者在此对比，变好的用绿色，变差的用红色。</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="249"/>
+        <location filename="../main_window.cpp" line="294"/>
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="255"/>
+        <location filename="../main_window.cpp" line="300"/>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="334"/>
+        <source>Layers</source>
+        <translation>层数</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="335"/>
+        <source>Hidden size</source>
+        <translation>隐藏维度</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="336"/>
+        <source>Attention heads</source>
+        <translation>注意力头数</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="337"/>
+        <source>Key/value heads</source>
+        <translation>键/值头数</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="338"/>
+        <source>FFN size</source>
+        <translation>FFN 维度</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="339"/>
+        <source>Vocabulary</source>
+        <translation>词表大小</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="340"/>
+        <source>Sequence length</source>
+        <translation>序列长度</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="341"/>
+        <source>Global batch (sequences)</source>
+        <translation>全局批大小（序列）</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="342"/>
+        <source>Micro-batch (sequences)</source>
+        <translation>微批大小（序列）</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="343"/>
+        <source>Data type</source>
+        <translation>数据类型</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="345"/>
+        <source>Recompute</source>
+        <translation>重计算</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="347"/>
+        <source>ZeRO stage</source>
+        <translation>ZeRO 阶段</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="349"/>
+        <source>Sequence parallelism</source>
+        <translation>序列并行</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="350"/>
+        <source>Fused (flash) attention</source>
+        <translation>融合（Flash）注意力</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="351"/>
+        <source>Overlap the gradient reduce-scatter with backward</source>
+        <translation>梯度 reduce-scatter 与反向计算重叠</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="352"/>
+        <source>Overlap the weight all-gather with the next forward</source>
+        <translation>权重 all-gather 与下一次前向计算重叠</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="353"/>
+        <source>Overlap tensor-parallel communication (MC2 on Ascend)</source>
+        <translation>张量并行通信与计算重叠（昇腾 MC2）</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="354"/>
+        <source>Workload</source>
+        <translation>训练负载</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="363"/>
         <source>Save the Chrome trace</source>
         <translation>保存 Chrome 跟踪文件</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="256"/>
+        <location filename="../main_window.cpp" line="364"/>
         <source>Chrome traces (*.json)</source>
         <translation>Chrome 跟踪文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="283"/>
+        <location filename="../main_window.cpp" line="391"/>
         <source>islands changed: search again for plans on the changed cluster</source>
         <translation>计算岛已修改：请在修改后的集群上重新搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="290"/>
+        <location filename="../main_window.cpp" line="398"/>
         <source>searching: %1 of %2 settings, %3 plans scored, %4 pruned (%5)</source>
         <translation>搜索中：已尝试 %1 / %2 组设置，评估 %3 个方案，剪枝 %4 个（%5）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="308"/>
+        <location filename="../main_window.cpp" line="416"/>
         <source>simulation cancelled</source>
         <translation>仿真已取消</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="350"/>
+        <location filename="../main_window.cpp" line="462"/>
+        <source>%1: written inline in %2</source>
+        <translation>%1：直接写在 %2 中</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="463"/>
+        <source>%1: from the Hugging Face config %2 (edit that file to change the model)</source>
+        <translation>%1：来自 Hugging Face 配置 %2（修改模型请编辑该文件）</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="523"/>
         <source>internal error: %1</source>
         <translation>内部错误：%1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="367"/>
+        <location filename="../main_window.cpp" line="443"/>
         <source>Scenario %1: workload %2 (%3 layers, hidden %4, %5 heads) on cluster %6, %7 islands; objective %8</source>
         <translation>场景 %1：负载 %2（%3 层，隐藏维度 %4，%5 个注意力头），集群 %6，%7 个计算岛；目标 %8</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="376"/>
-        <location filename="../main_window.cpp" line="598"/>
+        <location filename="../main_window.cpp" line="452"/>
+        <location filename="../main_window.cpp" line="888"/>
         <source>cost</source>
         <translation>成本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="376"/>
+        <location filename="../main_window.cpp" line="452"/>
         <source>throughput</source>
         <translation>吞吐</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="378"/>
+        <location filename="../main_window.cpp" line="544"/>
         <source>opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="388"/>
+        <location filename="../main_window.cpp" line="554"/>
         <source>searching...</source>
         <translation>搜索中...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="396"/>
+        <location filename="../main_window.cpp" line="562"/>
         <source>simulating plan %1 on the fabric...</source>
         <translation>正在网络上仿真方案 %1...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="403"/>
+        <location filename="../main_window.cpp" line="569"/>
         <source>stopping the simulation...</source>
         <translation>正在停止仿真...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="407"/>
+        <location filename="../main_window.cpp" line="573"/>
         <source>stopping the search...</source>
         <translation>正在停止搜索...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="453"/>
+        <location filename="../main_window.cpp" line="739"/>
         <source>saved %1</source>
         <translation>已保存 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="461"/>
+        <location filename="../main_window.cpp" line="748"/>
         <source>pinned plan %1 for comparison</source>
         <translation>已固定方案 %1 用于比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="473"/>
-        <source>error: the islands were edited here; save the cluster first (exports name the files a plan was made from)</source>
-        <translation>error: 计算岛已在此修改；请先保存集群（导出文件会注明方案所依据的文件）</translation>
-    </message>
-    <message>
-        <location filename="../main_window.cpp" line="502"/>
+        <location filename="../main_window.cpp" line="789"/>
         <source>trace written to %1 (open it in Perfetto, ui.perfetto.dev)</source>
         <translation>跟踪文件已写入 %1（可在 Perfetto，ui.perfetto.dev 中打开）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="512"/>
+        <location filename="../main_window.cpp" line="799"/>
         <source>searched %1 settings, scored %2 plans, %3 more pruned by a bound</source>
         <translation>已搜索 %1 组设置，评估 %2 个方案，另有 %3 个被上界剪枝</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="517"/>
+        <location filename="../main_window.cpp" line="804"/>
         <source>; stopped early (%1): the best plans found until then</source>
         <translation>；提前停止（%1）：以下为停止前找到的最佳方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="525"/>
+        <location filename="../main_window.cpp" line="812"/>
         <source>&lt;p&gt;&lt;b&gt;Rejected candidates, by constraint pass&lt;/b&gt;&lt;/p&gt;</source>
         <translation>&lt;p&gt;&lt;b&gt;按约束检查分类的被拒候选&lt;/b&gt;&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="578"/>
+        <location filename="../main_window.cpp" line="867"/>
         <source> (none known)</source>
         <translation>（均未知）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="594"/>
+        <location filename="../main_window.cpp" line="884"/>
         <source>tokens/s</source>
         <translation>tokens/s</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="561"/>
+        <location filename="../main_window.cpp" line="848"/>
         <source>pool</source>
         <translation>资源池</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="563"/>
+        <location filename="../main_window.cpp" line="138"/>
+        <source>Save</source>
+        <translation>保存</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="139"/>
+        <source>Write the edited islands and workload into their files</source>
+        <translation>把修改后的计算岛和训练负载写回各自的文件</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="695"/>
+        <source>workload changed: search again for plans of the changed workload</source>
+        <translation>训练负载已修改：请为修改后的负载重新搜索方案</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="738"/>
+        <source>nothing to save: the files already say this</source>
+        <translation>无需保存：文件内容已相同</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="760"/>
+        <source>error: the islands or the workload were edited here; save them first (exports name the files a plan was made from)</source>
+        <translation>error: 计算岛或训练负载已在此修改；请先保存（导出文件会注明方案所依据的文件）</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="850"/>
         <source>task-level</source>
         <translation>任务级混合</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="650"/>
+        <location filename="../main_window.cpp" line="940"/>
         <source>&lt;p&gt;step %1 s, %2 tokens/s, MFU %3 %; %4 micro-batches of %5&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒，%2 tokens/s，MFU %3 %；%4 个大小为 %5 的微批次&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="656"/>
+        <location filename="../main_window.cpp" line="946"/>
         <source>&lt;p&gt;compute %1 s (bottleneck stage), bubble %2 s, optimizer %3 s&lt;br&gt;exposed communication: tensor-parallel %4 s, pipeline %5 s, cross-island %6 s, data-parallel %7 s&lt;/p&gt;</source>
         <translation>&lt;p&gt;计算 %1 秒（瓶颈阶段），流水线气泡 %2 秒，优化器 %3 秒&lt;br&gt;未被掩盖的通信：张量并行 %4 秒，流水线 %5 秒，跨计算岛 %6 秒，数据并行 %7 秒&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="663"/>
+        <location filename="../main_window.cpp" line="953"/>
         <source>&lt;p&gt;Assumed (priors where a profile leaves a figure unknown):&lt;/p&gt;&lt;ul&gt;</source>
         <translation>&lt;p&gt;假设（芯片画像中未知的数值所用的先验值）：&lt;/p&gt;&lt;ul&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="671"/>
+        <location filename="../main_window.cpp" line="961"/>
         <source>weights</source>
         <translation>权重</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="672"/>
+        <location filename="../main_window.cpp" line="962"/>
         <source>gradients</source>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="717"/>
+        <location filename="../main_window.cpp" line="1007"/>
         <source>&lt;p&gt;one step of %1 ranks on the fabric (%2 flows, seed %3)&lt;/p&gt;</source>
         <translation>&lt;p&gt;在网络上仿真 %1 个 rank 的一个训练步（%2 条流，随机种子 %3）&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="724"/>
+        <location filename="../main_window.cpp" line="1014"/>
         <source>&lt;p&gt;step %1 s (analytic %2 s, %3 %)&lt;br&gt;%4 tokens/s, MFU %5 %&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒（解析模型 %2 秒，%3 %）&lt;br&gt;%4 tokens/s，MFU %5 %&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="729"/>
+        <location filename="../main_window.cpp" line="1019"/>
         <source>&lt;p&gt;where the step goes (stage %1, dp %2, the last to finish):&lt;/p&gt;</source>
         <translation>&lt;p&gt;训练步时间构成（最后完成的阶段 %1，dp %2）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="734"/>
+        <location filename="../main_window.cpp" line="1024"/>
         <source>compute</source>
         <translation>计算</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="734"/>
+        <location filename="../main_window.cpp" line="1024"/>
         <source>tensor parallel</source>
         <translation>张量并行</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="735"/>
+        <location filename="../main_window.cpp" line="1025"/>
         <source>pipeline sends</source>
         <translation>流水线发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="735"/>
+        <location filename="../main_window.cpp" line="1025"/>
         <source>cross-island sends</source>
         <translation>跨计算岛发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="736"/>
+        <location filename="../main_window.cpp" line="1026"/>
         <source>data parallel (exposed)</source>
         <translation>数据并行（未掩盖）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="736"/>
+        <location filename="../main_window.cpp" line="1026"/>
         <source>pipeline bubble</source>
         <translation>流水线气泡</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="737"/>
+        <location filename="../main_window.cpp" line="1027"/>
         <source>stragglers</source>
         <translation>慢节点</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="744"/>
+        <location filename="../main_window.cpp" line="1034"/>
         <source>&lt;p&gt;most loaded links (time at full rate during the step):&lt;/p&gt;</source>
         <translation>&lt;p&gt;负载最高的链路（训练步中满速传输的时间）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="745"/>
+        <location filename="../main_window.cpp" line="1035"/>
         <source>&lt;p&gt;none: no traffic left the chips&apos; nodes&lt;/p&gt;</source>
         <translation>&lt;p&gt;无：没有流量离开芯片所在节点&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="754"/>
+        <location filename="../main_window.cpp" line="1044"/>
         <source>&lt;p&gt;goodput %1 tokens/s (%2 % of the time is useful)</source>
         <translation>&lt;p&gt;有效吞吐 %1 tokens/s（%2 % 的时间有效）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="758"/>
+        <location filename="../main_window.cpp" line="1048"/>
         <source>&lt;br&gt;job MTBF %1 h; checkpoint every %2 steps (%3 h; Young %4 h, Daly %5 h)</source>
         <translation>&lt;br&gt;作业 MTBF %1 小时；每 %2 步保存一次检查点（%3 小时；Young %4 小时，Daly %5 小时）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="772"/>
+        <location filename="../main_window.cpp" line="1062"/>
         <source>simulated plan %1: step %2 s</source>
         <translation>已仿真方案 %1：单步 %2 秒</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="673"/>
+        <location filename="../main_window.cpp" line="963"/>
         <source>optimizer</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="594"/>
+        <location filename="../main_window.cpp" line="884"/>
         <source>Tokens/s</source>
         <translation>Tokens/s</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="596"/>
+        <location filename="../main_window.cpp" line="886"/>
         <source>Chips used</source>
         <translation>所用芯片数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="596"/>
+        <location filename="../main_window.cpp" line="886"/>
         <source>chips</source>
         <translation>芯片数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="598"/>
+        <location filename="../main_window.cpp" line="888"/>
         <source>Cost per million tokens</source>
         <translation>每百万 tokens 成本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="600"/>
+        <location filename="../main_window.cpp" line="890"/>
         <source>Software stacks to run</source>
         <translation>需运行的软件栈</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="600"/>
+        <location filename="../main_window.cpp" line="890"/>
         <source>stacks</source>
         <translation>软件栈</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="674"/>
+        <location filename="../main_window.cpp" line="964"/>
         <source>activations</source>
         <translation>激活</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="675"/>
+        <location filename="../main_window.cpp" line="965"/>
         <source>buffers</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="677"/>
+        <location filename="../main_window.cpp" line="967"/>
         <source>usable</source>
         <translation>可用显存</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="693"/>
+        <location filename="../main_window.cpp" line="983"/>
         <source>Memory per chip of each stage (0, 1, ...), GiB</source>
         <translation>各阶段（0, 1, ...）每芯片显存，GiB</translation>
     </message>
@@ -754,72 +869,72 @@ note: exported unvalidated, as asked; every file says so</source>
 <context>
     <name>hetplan::gui::PlansModel</name>
     <message>
-        <location filename="../models.cpp" line="186"/>
+        <location filename="../models.cpp" line="204"/>
         <source>Rank</source>
         <translation>排名</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="187"/>
+        <location filename="../models.cpp" line="205"/>
         <source>Mode</source>
         <translation>模式</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="188"/>
+        <location filename="../models.cpp" line="206"/>
         <source>Plan</source>
         <translation>方案</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="189"/>
+        <location filename="../models.cpp" line="207"/>
         <source>Chips</source>
         <translation>芯片数</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="190"/>
+        <location filename="../models.cpp" line="208"/>
         <source>Step s</source>
         <translation>单步 秒</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="191"/>
+        <location filename="../models.cpp" line="209"/>
         <source>Tokens/s</source>
         <translation>Tokens/s</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="192"/>
+        <location filename="../models.cpp" line="210"/>
         <source>MFU %</source>
         <translation>MFU %</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="193"/>
+        <location filename="../models.cpp" line="211"/>
         <source>Bubble %</source>
         <translation>气泡 %</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="194"/>
+        <location filename="../models.cpp" line="212"/>
         <source>Comm s</source>
         <translation>通信 秒</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="195"/>
+        <location filename="../models.cpp" line="213"/>
         <source>Cost/Mtok</source>
         <translation>成本/百万 tokens</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="229"/>
+        <location filename="../models.cpp" line="247"/>
         <source>single-island</source>
         <translation>单岛</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="230"/>
+        <location filename="../models.cpp" line="248"/>
         <source>resource-pool</source>
         <translation>资源池</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="231"/>
+        <location filename="../models.cpp" line="249"/>
         <source>task-level</source>
         <translation>任务级混合</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="236"/>
+        <location filename="../models.cpp" line="254"/>
         <source>pool: </source>
         <translation>资源池：</translation>
     </message>
@@ -835,62 +950,62 @@ note: exported unvalidated, as asked; every file says so</source>
 <context>
     <name>hetplan::gui::StagesModel</name>
     <message>
-        <location filename="../models.cpp" line="119"/>
+        <location filename="../models.cpp" line="137"/>
         <source>Stage</source>
         <translation>阶段</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="120"/>
+        <location filename="../models.cpp" line="138"/>
         <source>Island</source>
         <translation>计算岛</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="121"/>
+        <location filename="../models.cpp" line="139"/>
         <source>Chip</source>
         <translation>芯片</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="122"/>
+        <location filename="../models.cpp" line="140"/>
         <source>Layers</source>
         <translation>层</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="123"/>
+        <location filename="../models.cpp" line="141"/>
         <source>tp</source>
         <translation>tp</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="124"/>
+        <location filename="../models.cpp" line="142"/>
         <source>dp</source>
         <translation>dp</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="125"/>
+        <location filename="../models.cpp" line="143"/>
         <source>fwd+bwd per micro-batch</source>
         <translation>每微批次前向+反向</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="126"/>
+        <location filename="../models.cpp" line="144"/>
         <source>Memory peak / usable</source>
         <translation>显存峰值 / 可用</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="146"/>
+        <location filename="../models.cpp" line="164"/>
         <source>%1 ms</source>
         <translation>%1 毫秒</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="148"/>
+        <location filename="../models.cpp" line="166"/>
         <source>%1 GiB / %2 GiB</source>
         <translation>%1 GiB / %2 GiB</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="151"/>
+        <location filename="../models.cpp" line="169"/>
         <source>  does not fit</source>
         <translation>  放不下</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="152"/>
+        <location filename="../models.cpp" line="170"/>
         <source>  tight</source>
         <translation>  余量不足</translation>
     </message>

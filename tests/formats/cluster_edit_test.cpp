@@ -8,7 +8,9 @@
 #include <string>
 
 #include "formats/loaders.hpp"
+#include "core/error.hpp"
 #include "formats/writers.hpp"
+#include "formats/yaml_edit.hpp"
 #include "tests/support/temp_folder.hpp"
 
 namespace hetplan::formats {
@@ -73,8 +75,12 @@ TEST(ClusterEdit, AddsAFreeNodesTheFileDoesNotStateInItsMappingsStyle) {
   edited.islands[1].nodes = 5;
   edited.islands[1].free_nodes = 4;
   const std::string out = edit_island_counts(text, loaded, edited);
-  EXPECT_NE(out.find("    nodes: 4   # four racks\n    free_nodes: 3\n    zone: z\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("{name: flow, chip: hygon-k100-ai, nodes: 5, free_nodes: 4, chips_per_node: 8, nics: {count: 4, speed: 200 Gbps}, zone: z}"),
+  // Inside a sequence element's block mapping: a line after its first key's; inside a flow
+  // mapping: its first entry.
+  EXPECT_NE(out.find("  - name: block\n    free_nodes: 3\n    chip: ascend-910b\n    nodes: 4   # four racks\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("{free_nodes: 4, name: flow, chip: hygon-k100-ai, nodes: 5, chips_per_node: 8, nics: {count: 4, speed: 200 Gbps}, zone: z}"),
             std::string::npos)
       << out;
   const Cluster back = load_cluster(write(folder, "edited.yaml", out));
@@ -117,6 +123,65 @@ TEST(ClusterEdit, TheBundledClusterTakesAnEdit) {
   EXPECT_EQ(back.islands[1].free_nodes, 20);
   EXPECT_EQ(back.islands[0].nodes, loaded.islands[0].nodes);
   EXPECT_EQ(back.islands[2].nodes, loaded.islands[2].nodes);
+}
+
+// --- set_yaml_value -----------------------------------------------------------------------
+
+TEST(YamlEdit, ReplacesAScalarWhereItIsWrittenInEveryStyle) {
+  const std::string text =
+      "# top\n"
+      "training:\n"
+      "  seq_len: 4096\n"
+      "  global_batch: 512          # sequences\n"
+      "  dtype: \"bf16\"\n"
+      "  overlap: {grad_reduce: true, tp_comm: false}\n"
+      "name: 'it''s'\n";
+  EXPECT_EQ(set_yaml_value(text, {std::string("training"), std::string("global_batch")}, "1024", "w.yaml"),
+            "# top\ntraining:\n  seq_len: 4096\n  global_batch: 1024          # sequences\n"
+            "  dtype: \"bf16\"\n  overlap: {grad_reduce: true, tp_comm: false}\nname: 'it''s'\n");
+  EXPECT_NE(set_yaml_value(text, {std::string("training"), std::string("dtype")}, "fp8", "w.yaml")
+                .find("  dtype: fp8\n"),
+            std::string::npos);
+  EXPECT_NE(set_yaml_value(text, {std::string("training"), std::string("overlap"), std::string("tp_comm")},
+                           "true", "w.yaml")
+                .find("overlap: {grad_reduce: true, tp_comm: true}\n"),
+            std::string::npos);
+  EXPECT_NE(set_yaml_value(text, {std::string("name")}, "plain", "w.yaml").find("\nname: plain\n"),
+            std::string::npos);
+}
+
+TEST(YamlEdit, AddsAMissingKeyInItsMappingsStyle) {
+  const std::string text = "training:\n  seq_len: 4096  # tokens\n  overlap: {grad_reduce: true}\n";
+  const std::string block =
+      set_yaml_value(text, {std::string("training"), std::string("micro_batch")}, "2", "w.yaml");
+  EXPECT_EQ(block, "training:\n  micro_batch: 2\n  seq_len: 4096  # tokens\n  overlap: {grad_reduce: true}\n");
+  const std::string flow = set_yaml_value(
+      text, {std::string("training"), std::string("overlap"), std::string("param_gather")}, "true", "w.yaml");
+  EXPECT_EQ(flow, "training:\n  seq_len: 4096  # tokens\n  overlap: {param_gather: true, grad_reduce: true}\n");
+  // A mapping missing on the way is added as a flow mapping.
+  const std::string nested = set_yaml_value("training:\n  seq_len: 4096\n",
+                                            {std::string("training"), std::string("overlap"), std::string("tp_comm")},
+                                            "true", "w.yaml");
+  EXPECT_EQ(nested, "training:\n  overlap: {tp_comm: true}\n  seq_len: 4096\n");
+  EXPECT_EQ(set_yaml_value("a: {}\n", {std::string("a"), std::string("b")}, "1", "w.yaml"), "a: {b: 1}\n");
+}
+
+TEST(YamlEdit, UnicodeBeforeAValueKeepsItsPlace) {
+  const std::string text = "islands:\n  - {name: \"岛\", zone: 甲, nodes: 4}\n";
+  EXPECT_EQ(set_yaml_value(text, {std::string("islands"), std::size_t{0}, std::string("nodes")}, "12", "c.yaml"),
+            "islands:\n  - {name: \"岛\", zone: 甲, nodes: 12}\n");
+}
+
+TEST(YamlEdit, APathItCannotFollowIsRefused) {
+  const std::string text = "islands:\n  - {name: a, nodes: 4}\nname: x\nlist: [1, 2]\n";
+  EXPECT_THROW(set_yaml_value(text, {std::string("islands"), std::size_t{3}, std::string("nodes")}, "1", "c.yaml"),
+               std::invalid_argument);
+  EXPECT_THROW(set_yaml_value(text, {std::string("name"), std::string("deeper")}, "1", "c.yaml"),
+               std::invalid_argument);
+  EXPECT_THROW(set_yaml_value(text, {std::string("islands")}, "1", "c.yaml"), std::invalid_argument);
+  EXPECT_THROW(set_yaml_value(text, {std::string("missing"), std::size_t{0}}, "1", "c.yaml"),
+               std::invalid_argument);
+  EXPECT_THROW(set_yaml_value("a: [\n", {std::string("a")}, "1", "c.yaml"), InputError);
 }
 
 }  // namespace
