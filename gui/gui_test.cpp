@@ -567,6 +567,20 @@ class MainWindowTest : public QObject {
     auto* layers = qobject_cast<QLineEdit*>(window.workload_field(QStringLiteral("model.shape.layers")));
     QVERIFY(layers && !layers->isEnabled());
     QCOMPARE(layers->text(), QStringLiteral("80"));
+    // Another config.json for the model: it becomes the workload's, written relative to it; one
+    // that is not a model config is refused with the loader's line.
+    QVERIFY(QDir().mkpath(site.filePath(QStringLiteral("workloads/hf/llama-2-7b"))));
+    QVERIFY(QFile::copy(kSource + QStringLiteral("/tests/formats/data/hf/llama-2-7b.json"),
+                        site.filePath(QStringLiteral("workloads/hf/llama-2-7b/config.json"))));
+    QVERIFY2(window.use_model_config(site.filePath(QStringLiteral("workloads/hf/llama-2-7b/config.json"))),
+             qPrintable(window.message()));
+    QCOMPARE(window.scenario()->workload.model.layers, 32);
+    QCOMPARE(layers->text(), QStringLiteral("32"));
+    QVERIFY(!window.use_model_config(cluster_file));
+    QVERIFY(window.message().startsWith(QStringLiteral("error: ")));
+    QCOMPARE(window.scenario()->workload.model.layers, 32);
+    QVERIFY(window.use_model_config(site.filePath(QStringLiteral("workloads/hf/llama-2-70b/config.json"))));
+    QCOMPARE(window.scenario()->workload.model.layers, 80);
 
     // The search uses the edits, before they are saved.
     QSignalSpy searched(&window, &MainWindow::search_done);
@@ -581,6 +595,7 @@ class MainWindowTest : public QObject {
     QCOMPARE(QString::fromUtf8(file_bytes(cluster_file)), cluster_after);
     QString workload_after = workload_before;
     workload_after.replace(QStringLiteral("  micro_batch: 1\n"), QStringLiteral("  micro_batch: 2\n"));
+
     workload_after.replace(QStringLiteral("  overlap: {grad_reduce: true}"), QStringLiteral("  overlap: {param_gather: true, grad_reduce: true}"));
     QCOMPARE(QString::fromUtf8(file_bytes(workload_file)), workload_after);
     // What was searched is what the saved files say.

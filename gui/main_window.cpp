@@ -52,6 +52,8 @@
 #include "formats/loaders.hpp"
 #include "formats/writers.hpp"
 #include "formats/yaml_edit.hpp"
+
+#include <nlohmann/json.hpp>
 #include "gui/export_dialog.hpp"
 #include "gui/pipeline_diagram.hpp"
 
@@ -298,6 +300,17 @@ MainWindow::MainWindow(QWidget* parent)
   model_label_ = new QLabel(workload_tab);
   model_label_->setWordWrap(true);
   workload_form->addRow(tr("Model"), model_label_);
+  model_config_button_ = new QPushButton(tr("Choose config.json..."), workload_tab);
+  model_config_button_->setMaximumWidth(220);
+  workload_form->addRow(QString(), model_config_button_);
+  connect(model_config_button_, &QPushButton::clicked, this, [this] {
+    if (!scenario_) return;
+    const QString start = QString::fromStdString(
+        std::filesystem::path(scenario_->workload.model_file).parent_path().string());
+    const QString path = QFileDialog::getOpenFileName(this, tr("A Hugging Face config.json"), start,
+                                                      tr("Model configs (*.json)"));
+    if (!path.isEmpty()) use_model_config(path);
+  });
   auto path_of = [](const QString& key) {
     formats::YamlPath path;
     for (const QString& step : key.split(QLatin1Char('.'))) path.emplace_back(step.toStdString());
@@ -475,6 +488,8 @@ void MainWindow::refresh_workload_form() {
     edit->setModified(false);
     edit->setEnabled(enabled);
   };
+  model_config_button_->setEnabled(!inline_shape);
+  model_config_button_->setToolTip(inline_shape ? tr("The workload writes its model inline") : QString());
   set_line("model.shape.layers", m.layers, inline_shape);
   set_line("model.shape.hidden", m.hidden, inline_shape);
   set_line("model.shape.heads", m.heads, inline_shape);
@@ -699,6 +714,21 @@ bool MainWindow::edit_workload(const formats::YamlPath& key, const QString& valu
   update_actions();
   show_message(tr("workload changed: search again for plans of the changed workload"), false);
   return true;
+}
+
+bool MainWindow::use_model_config(const QString& path) {
+  if (!scenario_ || scenario_->workload.model_file.empty()) return false;
+  const std::filesystem::path folder = std::filesystem::path(scenario_->workload.location.file).parent_path();
+  const std::string relative = std::filesystem::absolute(path.toStdString())
+                                   .lexically_normal()
+                                   .lexically_relative(std::filesystem::absolute(folder).lexically_normal())
+                                   .generic_string();
+  // Plain where YAML reads it as the same text (letters, digits, ., _, /, -), quoted otherwise.
+  static const QRegularExpression plain(QStringLiteral("^[A-Za-z0-9_][A-Za-z0-9._/-]*$"));
+  const QString written = QString::fromStdString(relative);
+  return edit_workload({std::string("model"), std::string("hf_config")},
+                       plain.match(written).hasMatch() ? written
+                                                       : QString::fromStdString(nlohmann::json(relative).dump()));
 }
 
 bool MainWindow::save_edits() {

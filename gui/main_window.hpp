@@ -59,6 +59,9 @@ class MainWindow : public QMainWindow {
   // inline model's {"model", "shape", "layers"}), checked by the loader. False with its one line
   // in the status bar and at the field.
   bool edit_workload(const formats::YamlPath& path, const QString& value);
+  // Makes the workload's model the Hugging Face config.json at `path` (written relative to the
+  // workload file, as its hf_config); a workload that writes its model inline keeps it.
+  bool use_model_config(const QString& path);
   // Writes the edits into the files the scenario names, the cluster's and the workload's (in
   // place, atomically, nothing else in them changed; formats/yaml_edit.hpp), each checked by its
   // loader before anything is written. The one-line error otherwise.
@@ -159,6 +162,7 @@ class MainWindow : public QMainWindow {
   std::optional<std::string> workload_text_;  // workload edits, not yet saved
   QHash<QString, QWidget*> workload_fields_;  // by path, "training.micro_batch"
   QLabel* model_label_;
+  QPushButton* model_config_button_;
   SimulationRunner* simulation_runner_;
   ComparisonModel* comparison_;
   std::shared_ptr<const Simulation> simulation_;

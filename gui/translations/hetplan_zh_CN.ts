@@ -280,570 +280,590 @@ note: exported unvalidated, as asked; every file says so</source>
 <context>
     <name>hetplan::gui::MainWindow</name>
     <message>
-        <location filename="../main_window.cpp" line="133"/>
+        <location filename="../main_window.cpp" line="135"/>
         <source>hetplan</source>
         <translation>hetplan</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="136"/>
+        <location filename="../main_window.cpp" line="138"/>
         <source>Plan</source>
         <translation>方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="137"/>
+        <location filename="../main_window.cpp" line="139"/>
         <source>Open scenario...</source>
         <translation>打开场景...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="141"/>
+        <location filename="../main_window.cpp" line="143"/>
         <source>Search plans</source>
         <translation>搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="142"/>
+        <location filename="../main_window.cpp" line="144"/>
         <source>Simulate plan</source>
         <translation>仿真方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="143"/>
+        <location filename="../main_window.cpp" line="145"/>
         <source>Simulate one step of the plan in the detail tab on the cluster&apos;s fabric</source>
         <translation>在集群网络上仿真详情页中方案的一个训练步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="144"/>
+        <location filename="../main_window.cpp" line="146"/>
         <source>Pin for comparison</source>
         <translation>固定以便比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="145"/>
+        <location filename="../main_window.cpp" line="147"/>
         <source>Keep the plan in the detail tab to compare it with others, also after editing the islands</source>
         <translation>保留详情页中的方案，用于和其他方案比较（修改计算岛后仍保留）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="146"/>
+        <location filename="../main_window.cpp" line="148"/>
         <source>Export plan...</source>
         <translation>导出方案...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="147"/>
+        <location filename="../main_window.cpp" line="149"/>
         <source>Write the plan in the detail tab for the scheduler: Volcano Job, plan JSON, launch arguments, labels</source>
         <translation>为调度器写出详情页中的方案：Volcano 作业、方案 JSON、启动参数、节点标签</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="148"/>
+        <location filename="../main_window.cpp" line="150"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="150"/>
+        <location filename="../main_window.cpp" line="152"/>
         <source>Open a scenario</source>
         <translation>打开场景</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="151"/>
+        <location filename="../main_window.cpp" line="153"/>
         <source>Scenarios (*.yaml *.yml)</source>
         <translation>场景文件 (*.yaml *.yml)</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="188"/>
+        <location filename="../main_window.cpp" line="190"/>
         <source>Filter plans: any text of a row (an island, &quot;task-level&quot;, &quot;tp8&quot;, ...)</source>
         <translation>筛选方案：行中的任意文字（计算岛、&quot;task-level&quot;、&quot;tp8&quot; 等）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="221"/>
+        <location filename="../main_window.cpp" line="223"/>
         <source>Three states and why</source>
         <translation>三种形态与原因</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="230"/>
+        <location filename="../main_window.cpp" line="232"/>
         <source>Stages in pipeline order, coloured by vendor. &lt;b&gt;Thick arrow&lt;/b&gt;: a cross-island boundary (activations cross vendors over the fabric); dashed border: the stage does not fit in memory.</source>
         <translation>按流水线顺序排列的阶段，颜色表示厂商。&lt;b&gt;粗箭头&lt;/b&gt;：跨计算岛边界（激活值经网络跨厂商传输）；虚线边框：该阶段显存放不下。</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="245"/>
+        <location filename="../main_window.cpp" line="247"/>
         <source>Plan detail</source>
         <translation>方案详情</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="253"/>
+        <location filename="../main_window.cpp" line="255"/>
         <source>Zoom in</source>
         <translation>放大</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="254"/>
+        <location filename="../main_window.cpp" line="256"/>
         <source>Zoom out</source>
         <translation>缩小</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="255"/>
+        <location filename="../main_window.cpp" line="257"/>
         <source>Whole step</source>
         <translation>整个训练步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="256"/>
+        <location filename="../main_window.cpp" line="258"/>
         <source>Save trace for Perfetto...</source>
         <translation>保存 Perfetto 跟踪文件...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="259"/>
+        <location filename="../main_window.cpp" line="261"/>
         <source>Every replica</source>
         <translation>所有副本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="260"/>
+        <location filename="../main_window.cpp" line="262"/>
         <source>Show every data-parallel replica of each stage, not only the first</source>
         <translation>显示每个阶段的所有数据并行副本，而不只是第一个</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="266"/>
+        <location filename="../main_window.cpp" line="268"/>
         <source>forward</source>
         <translation>前向</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="266"/>
+        <location filename="../main_window.cpp" line="268"/>
         <source>backward</source>
         <translation>反向</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="267"/>
+        <location filename="../main_window.cpp" line="269"/>
         <source>pipeline send</source>
         <translation>流水线发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="267"/>
+        <location filename="../main_window.cpp" line="269"/>
         <source>waiting</source>
         <translation>等待</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="268"/>
+        <location filename="../main_window.cpp" line="270"/>
         <source>gradient sync</source>
         <translation>梯度同步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="268"/>
-        <location filename="../main_window.cpp" line="1027"/>
+        <location filename="../main_window.cpp" line="270"/>
+        <location filename="../main_window.cpp" line="1062"/>
         <source>optimizer</source>
         <comment>the optimizer step</comment>
         <translation>优化器</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="279"/>
+        <location filename="../main_window.cpp" line="281"/>
         <source>Simulated step</source>
         <translation>仿真训练步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="284"/>
+        <location filename="../main_window.cpp" line="286"/>
         <source>Pin a plan (Pin for comparison), then pick another plan, or edit the islands and search again: the two are compared here, the changes better in green and worse in red.</source>
         <translation>先固定一个方案（固定以便比较），再选择另一个方案，或修改计算岛后重新搜索：两者在此对比，变好的用绿色，变差的用红色。</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="294"/>
+        <location filename="../main_window.cpp" line="296"/>
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="300"/>
+        <location filename="../main_window.cpp" line="302"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="334"/>
+        <location filename="../main_window.cpp" line="303"/>
+        <source>Choose config.json...</source>
+        <translation>选择 config.json...</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="310"/>
+        <source>A Hugging Face config.json</source>
+        <translation>Hugging Face 的 config.json</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="311"/>
+        <source>Model configs (*.json)</source>
+        <translation>模型配置 (*.json)</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="348"/>
         <source>Layers</source>
         <translation>层数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="335"/>
+        <location filename="../main_window.cpp" line="349"/>
         <source>Hidden size</source>
         <translation>隐藏维度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="336"/>
+        <location filename="../main_window.cpp" line="350"/>
         <source>Attention heads</source>
         <translation>注意力头数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="337"/>
+        <location filename="../main_window.cpp" line="351"/>
         <source>Key/value heads</source>
         <translation>键/值头数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="338"/>
+        <location filename="../main_window.cpp" line="352"/>
         <source>FFN size</source>
         <translation>FFN 维度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="339"/>
+        <location filename="../main_window.cpp" line="353"/>
         <source>Vocabulary</source>
         <translation>词表大小</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="340"/>
+        <location filename="../main_window.cpp" line="354"/>
         <source>Sequence length</source>
         <translation>序列长度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="341"/>
+        <location filename="../main_window.cpp" line="355"/>
         <source>Global batch (sequences)</source>
         <translation>全局批大小（序列）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="342"/>
+        <location filename="../main_window.cpp" line="356"/>
         <source>Micro-batch (sequences)</source>
         <translation>微批大小（序列）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="343"/>
+        <location filename="../main_window.cpp" line="357"/>
         <source>Data type</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="345"/>
+        <location filename="../main_window.cpp" line="359"/>
         <source>Recompute</source>
         <translation>重计算</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="347"/>
+        <location filename="../main_window.cpp" line="361"/>
         <source>ZeRO stage</source>
         <translation>ZeRO 阶段</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="349"/>
+        <location filename="../main_window.cpp" line="363"/>
         <source>Sequence parallelism</source>
         <translation>序列并行</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="350"/>
+        <location filename="../main_window.cpp" line="364"/>
         <source>Fused (flash) attention</source>
         <translation>融合（Flash）注意力</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="351"/>
+        <location filename="../main_window.cpp" line="365"/>
         <source>Overlap the gradient reduce-scatter with backward</source>
         <translation>梯度 reduce-scatter 与反向计算重叠</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="352"/>
+        <location filename="../main_window.cpp" line="366"/>
         <source>Overlap the weight all-gather with the next forward</source>
         <translation>权重 all-gather 与下一次前向计算重叠</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="353"/>
+        <location filename="../main_window.cpp" line="367"/>
         <source>Overlap tensor-parallel communication (MC2 on Ascend)</source>
         <translation>张量并行通信与计算重叠（昇腾 MC2）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="354"/>
+        <location filename="../main_window.cpp" line="368"/>
         <source>Workload</source>
         <translation>训练负载</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="363"/>
+        <location filename="../main_window.cpp" line="377"/>
         <source>Save the Chrome trace</source>
         <translation>保存 Chrome 跟踪文件</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="364"/>
+        <location filename="../main_window.cpp" line="378"/>
         <source>Chrome traces (*.json)</source>
         <translation>Chrome 跟踪文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="391"/>
+        <location filename="../main_window.cpp" line="405"/>
         <source>islands changed: search again for plans on the changed cluster</source>
         <translation>计算岛已修改：请在修改后的集群上重新搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="398"/>
+        <location filename="../main_window.cpp" line="412"/>
         <source>searching: %1 of %2 settings, %3 plans scored, %4 pruned (%5)</source>
         <translation>搜索中：已尝试 %1 / %2 组设置，评估 %3 个方案，剪枝 %4 个（%5）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="416"/>
+        <location filename="../main_window.cpp" line="430"/>
         <source>simulation cancelled</source>
         <translation>仿真已取消</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="462"/>
+        <location filename="../main_window.cpp" line="479"/>
         <source>%1: written inline in %2</source>
         <translation>%1：直接写在 %2 中</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="463"/>
+        <location filename="../main_window.cpp" line="480"/>
         <source>%1: from the Hugging Face config %2 (edit that file to change the model)</source>
         <translation>%1：来自 Hugging Face 配置 %2（修改模型请编辑该文件）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="523"/>
+        <location filename="../main_window.cpp" line="492"/>
+        <source>The workload writes its model inline</source>
+        <translation>该训练负载直接写出了模型结构</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="543"/>
         <source>internal error: %1</source>
         <translation>内部错误：%1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="443"/>
+        <location filename="../main_window.cpp" line="457"/>
         <source>Scenario %1: workload %2 (%3 layers, hidden %4, %5 heads) on cluster %6, %7 islands; objective %8</source>
         <translation>场景 %1：负载 %2（%3 层，隐藏维度 %4，%5 个注意力头），集群 %6，%7 个计算岛；目标 %8</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="452"/>
-        <location filename="../main_window.cpp" line="888"/>
+        <location filename="../main_window.cpp" line="466"/>
+        <location filename="../main_window.cpp" line="923"/>
         <source>cost</source>
         <translation>成本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="452"/>
+        <location filename="../main_window.cpp" line="466"/>
         <source>throughput</source>
         <translation>吞吐</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="544"/>
+        <location filename="../main_window.cpp" line="564"/>
         <source>opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="554"/>
+        <location filename="../main_window.cpp" line="574"/>
         <source>searching...</source>
         <translation>搜索中...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="562"/>
+        <location filename="../main_window.cpp" line="582"/>
         <source>simulating plan %1 on the fabric...</source>
         <translation>正在网络上仿真方案 %1...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="569"/>
+        <location filename="../main_window.cpp" line="589"/>
         <source>stopping the simulation...</source>
         <translation>正在停止仿真...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="573"/>
+        <location filename="../main_window.cpp" line="593"/>
         <source>stopping the search...</source>
         <translation>正在停止搜索...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="739"/>
+        <location filename="../main_window.cpp" line="774"/>
         <source>saved %1</source>
         <translation>已保存 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="748"/>
+        <location filename="../main_window.cpp" line="783"/>
         <source>pinned plan %1 for comparison</source>
         <translation>已固定方案 %1 用于比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="789"/>
+        <location filename="../main_window.cpp" line="824"/>
         <source>trace written to %1 (open it in Perfetto, ui.perfetto.dev)</source>
         <translation>跟踪文件已写入 %1（可在 Perfetto，ui.perfetto.dev 中打开）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="799"/>
+        <location filename="../main_window.cpp" line="834"/>
         <source>searched %1 settings, scored %2 plans, %3 more pruned by a bound</source>
         <translation>已搜索 %1 组设置，评估 %2 个方案，另有 %3 个被上界剪枝</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="804"/>
+        <location filename="../main_window.cpp" line="839"/>
         <source>; stopped early (%1): the best plans found until then</source>
         <translation>；提前停止（%1）：以下为停止前找到的最佳方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="812"/>
+        <location filename="../main_window.cpp" line="847"/>
         <source>&lt;p&gt;&lt;b&gt;Rejected candidates, by constraint pass&lt;/b&gt;&lt;/p&gt;</source>
         <translation>&lt;p&gt;&lt;b&gt;按约束检查分类的被拒候选&lt;/b&gt;&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="867"/>
+        <location filename="../main_window.cpp" line="902"/>
         <source> (none known)</source>
         <translation>（均未知）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="884"/>
+        <location filename="../main_window.cpp" line="919"/>
         <source>tokens/s</source>
         <translation>tokens/s</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="848"/>
+        <location filename="../main_window.cpp" line="883"/>
         <source>pool</source>
         <translation>资源池</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="138"/>
+        <location filename="../main_window.cpp" line="140"/>
         <source>Save</source>
         <translation>保存</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="139"/>
+        <location filename="../main_window.cpp" line="141"/>
         <source>Write the edited islands and workload into their files</source>
         <translation>把修改后的计算岛和训练负载写回各自的文件</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="695"/>
+        <location filename="../main_window.cpp" line="715"/>
         <source>workload changed: search again for plans of the changed workload</source>
         <translation>训练负载已修改：请为修改后的负载重新搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="738"/>
+        <location filename="../main_window.cpp" line="773"/>
         <source>nothing to save: the files already say this</source>
         <translation>无需保存：文件内容已相同</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="760"/>
+        <location filename="../main_window.cpp" line="795"/>
         <source>error: the islands or the workload were edited here; save them first (exports name the files a plan was made from)</source>
         <translation>error: 计算岛或训练负载已在此修改；请先保存（导出文件会注明方案所依据的文件）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="850"/>
+        <location filename="../main_window.cpp" line="885"/>
         <source>task-level</source>
         <translation>任务级混合</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="940"/>
+        <location filename="../main_window.cpp" line="975"/>
         <source>&lt;p&gt;step %1 s, %2 tokens/s, MFU %3 %; %4 micro-batches of %5&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒，%2 tokens/s，MFU %3 %；%4 个大小为 %5 的微批次&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="946"/>
+        <location filename="../main_window.cpp" line="981"/>
         <source>&lt;p&gt;compute %1 s (bottleneck stage), bubble %2 s, optimizer %3 s&lt;br&gt;exposed communication: tensor-parallel %4 s, pipeline %5 s, cross-island %6 s, data-parallel %7 s&lt;/p&gt;</source>
         <translation>&lt;p&gt;计算 %1 秒（瓶颈阶段），流水线气泡 %2 秒，优化器 %3 秒&lt;br&gt;未被掩盖的通信：张量并行 %4 秒，流水线 %5 秒，跨计算岛 %6 秒，数据并行 %7 秒&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="953"/>
+        <location filename="../main_window.cpp" line="988"/>
         <source>&lt;p&gt;Assumed (priors where a profile leaves a figure unknown):&lt;/p&gt;&lt;ul&gt;</source>
         <translation>&lt;p&gt;假设（芯片画像中未知的数值所用的先验值）：&lt;/p&gt;&lt;ul&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="961"/>
+        <location filename="../main_window.cpp" line="996"/>
         <source>weights</source>
         <translation>权重</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="962"/>
+        <location filename="../main_window.cpp" line="997"/>
         <source>gradients</source>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1007"/>
+        <location filename="../main_window.cpp" line="1042"/>
         <source>&lt;p&gt;one step of %1 ranks on the fabric (%2 flows, seed %3)&lt;/p&gt;</source>
         <translation>&lt;p&gt;在网络上仿真 %1 个 rank 的一个训练步（%2 条流，随机种子 %3）&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1014"/>
+        <location filename="../main_window.cpp" line="1049"/>
         <source>&lt;p&gt;step %1 s (analytic %2 s, %3 %)&lt;br&gt;%4 tokens/s, MFU %5 %&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒（解析模型 %2 秒，%3 %）&lt;br&gt;%4 tokens/s，MFU %5 %&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1019"/>
+        <location filename="../main_window.cpp" line="1054"/>
         <source>&lt;p&gt;where the step goes (stage %1, dp %2, the last to finish):&lt;/p&gt;</source>
         <translation>&lt;p&gt;训练步时间构成（最后完成的阶段 %1，dp %2）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1024"/>
+        <location filename="../main_window.cpp" line="1059"/>
         <source>compute</source>
         <translation>计算</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1024"/>
+        <location filename="../main_window.cpp" line="1059"/>
         <source>tensor parallel</source>
         <translation>张量并行</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1025"/>
+        <location filename="../main_window.cpp" line="1060"/>
         <source>pipeline sends</source>
         <translation>流水线发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1025"/>
+        <location filename="../main_window.cpp" line="1060"/>
         <source>cross-island sends</source>
         <translation>跨计算岛发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1026"/>
+        <location filename="../main_window.cpp" line="1061"/>
         <source>data parallel (exposed)</source>
         <translation>数据并行（未掩盖）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1026"/>
+        <location filename="../main_window.cpp" line="1061"/>
         <source>pipeline bubble</source>
         <translation>流水线气泡</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1027"/>
+        <location filename="../main_window.cpp" line="1062"/>
         <source>stragglers</source>
         <translation>慢节点</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1034"/>
+        <location filename="../main_window.cpp" line="1069"/>
         <source>&lt;p&gt;most loaded links (time at full rate during the step):&lt;/p&gt;</source>
         <translation>&lt;p&gt;负载最高的链路（训练步中满速传输的时间）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1035"/>
+        <location filename="../main_window.cpp" line="1070"/>
         <source>&lt;p&gt;none: no traffic left the chips&apos; nodes&lt;/p&gt;</source>
         <translation>&lt;p&gt;无：没有流量离开芯片所在节点&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1044"/>
+        <location filename="../main_window.cpp" line="1079"/>
         <source>&lt;p&gt;goodput %1 tokens/s (%2 % of the time is useful)</source>
         <translation>&lt;p&gt;有效吞吐 %1 tokens/s（%2 % 的时间有效）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1048"/>
+        <location filename="../main_window.cpp" line="1083"/>
         <source>&lt;br&gt;job MTBF %1 h; checkpoint every %2 steps (%3 h; Young %4 h, Daly %5 h)</source>
         <translation>&lt;br&gt;作业 MTBF %1 小时；每 %2 步保存一次检查点（%3 小时；Young %4 小时，Daly %5 小时）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1062"/>
+        <location filename="../main_window.cpp" line="1097"/>
         <source>simulated plan %1: step %2 s</source>
         <translation>已仿真方案 %1：单步 %2 秒</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="963"/>
+        <location filename="../main_window.cpp" line="998"/>
         <source>optimizer</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="884"/>
+        <location filename="../main_window.cpp" line="919"/>
         <source>Tokens/s</source>
         <translation>Tokens/s</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="886"/>
+        <location filename="../main_window.cpp" line="921"/>
         <source>Chips used</source>
         <translation>所用芯片数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="886"/>
+        <location filename="../main_window.cpp" line="921"/>
         <source>chips</source>
         <translation>芯片数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="888"/>
+        <location filename="../main_window.cpp" line="923"/>
         <source>Cost per million tokens</source>
         <translation>每百万 tokens 成本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="890"/>
+        <location filename="../main_window.cpp" line="925"/>
         <source>Software stacks to run</source>
         <translation>需运行的软件栈</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="890"/>
+        <location filename="../main_window.cpp" line="925"/>
         <source>stacks</source>
         <translation>软件栈</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="964"/>
+        <location filename="../main_window.cpp" line="999"/>
         <source>activations</source>
         <translation>激活</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="965"/>
+        <location filename="../main_window.cpp" line="1000"/>
         <source>buffers</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="967"/>
+        <location filename="../main_window.cpp" line="1002"/>
         <source>usable</source>
         <translation>可用显存</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="983"/>
+        <location filename="../main_window.cpp" line="1018"/>
         <source>Memory per chip of each stage (0, 1, ...), GiB</source>
         <translation>各阶段（0, 1, ...）每芯片显存，GiB</translation>
     </message>
