@@ -166,7 +166,7 @@ int run_simulate(const std::string& scenario_path, const std::string& plan_path,
     }
   }
   const auto report =
-      hetplan::cli::simulated(scenario, plan, estimate, input, results.front());
+      hetplan::sim::simulated_step(scenario, plan, estimate, input, results.front());
   if (json) {
     std::cout << hetplan::cli::simulation_json(report).dump(2) << "\n";
   } else {
@@ -304,7 +304,7 @@ std::vector<hetplan::cli::RankedSimulation> simulate_top(
   const auto results = simulate_plans(inputs);
   std::vector<hetplan::cli::RankedSimulation> out;
   for (std::size_t k = 0; k < chosen.size(); ++k) {
-    out.push_back({ranks[k], hetplan::cli::simulated(scenario, chosen[k]->plan,
+    out.push_back({ranks[k], hetplan::sim::simulated_step(scenario, chosen[k]->plan,
                                                      chosen[k]->estimate, inputs[k],
                                                      results[k])});
   }

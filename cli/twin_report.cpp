@@ -14,29 +14,6 @@ namespace hetplan::cli {
 
 
 
-Simulated simulated(const Scenario& scenario, const Plan& plan, const sim::Estimate& estimate,
-                    const sim::TwinInput& input, const sim::TwinResult& result) {
-  Simulated out;
-  out.result = result;
-  out.seed = input.seed;
-  for (const PlanStage& stage : plan.stages) out.stage_islands.push_back(stage.island);
-  constexpr std::size_t kListed = 8;
-  for (std::size_t k = 0; k < input.stragglers.size() && k < kListed; ++k) {
-    const sim::TwinStraggler& slow = input.stragglers[k];
-    out.notes.push_back("straggler: " + input.islands[static_cast<std::size_t>(slow.island)].name +
-                        " node " + std::to_string(slow.node) + " runs " +
-                        fixed(slow.slowdown, 2) + "x slower");
-  }
-  if (input.stragglers.size() > kListed) {
-    out.notes.push_back("and " + std::to_string(input.stragglers.size() - kListed) +
-                        " more stragglers");
-  }
-  out.analytic_step_time_s = estimate.step_time_s;
-  out.analytic_tokens_per_s = estimate.tokens_per_s;
-  out.goodput = sim::plan_goodput(scenario, plan, result.tokens_per_s, result.step_time_s, out.notes);
-  return out;
-}
-
 namespace {
 
 nlohmann::ordered_json breakdown_json(const sim::TwinBreakdown& b) {

@@ -10,22 +10,12 @@
 #include "core/scenario.hpp"
 #include "models/reliability.hpp"
 #include "sim/estimator.hpp"
+#include "sim/goodput.hpp"
 #include "sim/twin_input.hpp"
 
 namespace hetplan::cli {
 
-struct Simulated {
-  sim::TwinResult result;
-  std::uint64_t seed = 0;
-  double analytic_step_time_s = 0;
-  double analytic_tokens_per_s = 0;
-  std::optional<models::Goodput> goodput;
-  std::vector<std::string> notes;
-  std::vector<std::string> stage_islands;  // in pipeline order
-};
-
-Simulated simulated(const Scenario& scenario, const Plan& plan, const sim::Estimate& estimate,
-                    const sim::TwinInput& input, const sim::TwinResult& result);
+using Simulated = sim::SimulatedStep;  // sim/goodput.hpp: what every front end reports
 
 std::string simulation_text(const Simulated& simulated);
 nlohmann::ordered_json simulation_json(const Simulated& simulated);

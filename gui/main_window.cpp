@@ -1028,7 +1028,7 @@ void MainWindow::show_simulation(std::shared_ptr<const Simulation> simulation) {
   save_trace_->setEnabled(simulation_ != nullptr);
   if (!simulation_) {
     simulation_text_->clear();
-    timeline_->set_timeline({});
+    timeline_->set_timeline(nullptr);
     if (finished) emit simulation_done();
     return;
   }
@@ -1092,7 +1092,8 @@ void MainWindow::show_simulation(std::shared_ptr<const Simulation> simulation) {
   for (const auto& note : simulation_->notes)
     html += QStringLiteral("<p>note: %1</p>").arg(QString::fromStdString(note).toHtmlEscaped());
   simulation_text_->setHtml(html);
-  timeline_->set_timeline(simulation_->timeline);
+  // Shared with the simulation (an alias of its pointer): nothing copied on the GUI thread.
+  timeline_->set_timeline(std::shared_ptr<const TimelineData>(simulation_, &simulation_->timeline));
   show_tab(2);
   show_message(tr("simulated plan %1: step %2 s").arg(QString::fromStdString(r.plan), seconds(r.step_time_s)),
                false);

@@ -73,11 +73,8 @@ bool SimulationRunner::start(const Scenario& scenario, const Plan& plan) {
         throw std::runtime_error(outcome.error);
       } else {
         simulation = std::make_shared<Simulation>();
-        simulation->result = *outcome.result;
-        simulation->seed = input.seed;
-        simulation->analytic_step_time_s = estimate.step_time_s;
-        simulation->goodput = sim::plan_goodput(scenario, plan, outcome.result->tokens_per_s,
-                                                outcome.result->step_time_s, simulation->notes);
+        static_cast<sim::SimulatedStep&>(*simulation) =
+            sim::simulated_step(scenario, plan, estimate, input, *outcome.result);
         simulation->timeline = read_timeline(trace);
         simulation->trace_path = trace;
       }

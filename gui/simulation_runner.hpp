@@ -18,17 +18,13 @@
 #include "core/plan.hpp"
 #include "core/scenario.hpp"
 #include "gui/timeline.hpp"
-#include "models/reliability.hpp"
+#include "sim/goodput.hpp"
 #include "sim/twin_input.hpp"
 
 namespace hetplan::gui {
 
-struct Simulation {
-  sim::TwinResult result;
-  std::uint64_t seed = 0;
-  double analytic_step_time_s = 0;
-  std::optional<models::Goodput> goodput;  // with the scenario's reliability section
-  std::vector<std::string> notes;          // what goodput did not count, stragglers drawn
+// What `hetplan simulate` reports (sim::SimulatedStep), and the step's timeline.
+struct Simulation : sim::SimulatedStep {
   TimelineData timeline;
   std::string trace_path;  // the trace as the twin wrote it, for Perfetto (in the scratch folder)
 };

@@ -147,7 +147,7 @@ TimelineView::TimelineView(QWidget* parent) : QAbstractScrollArea(parent) {
   verticalScrollBar()->setSingleStep(1);
 }
 
-void TimelineView::set_timeline(TimelineData timeline) {
+void TimelineView::set_timeline(std::shared_ptr<const TimelineData> timeline) {
   timeline_ = std::move(timeline);
   first_row_ = 0;
   choose_rows();
@@ -162,8 +162,8 @@ void TimelineView::set_every_replica(bool every) {
 
 void TimelineView::choose_rows() {
   rows_.clear();
-  for (std::size_t i = 0; i < timeline_.tracks.size(); ++i)
-    if (every_replica_ || timeline_.tracks[i].replica <= 0) rows_.push_back(i);
+  for (std::size_t i = 0; i < timeline().tracks.size(); ++i)
+    if (every_replica_ || timeline().tracks[i].replica <= 0) rows_.push_back(i);
 }
 
 int TimelineView::plot_width() const { return std::max(1, viewport()->width() - kLabelWidth); }
@@ -178,7 +178,7 @@ int TimelineView::x_of(double seconds) const {
 
 void TimelineView::zoom_to_fit() {
   start_s_ = 0;
-  span_s_ = timeline_.end_s > 0 ? timeline_.end_s : 1;
+  span_s_ = timeline().end_s > 0 ? timeline().end_s : 1;
   clamp_and_sync();
 }
 
@@ -186,7 +186,7 @@ void TimelineView::zoom(double factor) { zoom_around(factor, start_s_ + span_s_ 
 
 void TimelineView::zoom_around(double factor, double anchor_s) {
   if (!(factor > 0)) return;
-  const double full = timeline_.end_s > 0 ? timeline_.end_s : 1;
+  const double full = timeline().end_s > 0 ? timeline().end_s : 1;
   const double span = std::clamp(span_s_ / factor, full * 1e-7, full);
   start_s_ = anchor_s - (anchor_s - start_s_) * span / span_s_;
   span_s_ = span;
@@ -196,7 +196,7 @@ void TimelineView::zoom_around(double factor, double anchor_s) {
 // Keeps the window inside the step and the scroll bars in step with it (the horizontal bar
 // counts thousandths of the window's width).
 void TimelineView::clamp_and_sync() {
-  const double full = timeline_.end_s > 0 ? timeline_.end_s : 1;
+  const double full = timeline().end_s > 0 ? timeline().end_s : 1;
   span_s_ = std::min(span_s_, full);
   start_s_ = std::clamp(start_s_, 0.0, full - span_s_);
   syncing_ = true;
@@ -257,7 +257,7 @@ const TimelineEvent* TimelineView::event_at(const QPoint& point) const {
   if (row >= rows_.size()) return nullptr;
   const double t = seconds_at(point.x());
   const double slack = 2 * span_s_ / plot_width();  // bars drawn at least two pixels wide
-  const auto& events = timeline_.tracks[rows_[row]].events;
+  const auto& events = timeline().tracks[rows_[row]].events;
   auto it = std::upper_bound(events.begin(), events.end(), t + slack,
                              [](double s, const TimelineEvent& e) { return s < e.start_s; });
   while (it != events.begin()) {
@@ -305,7 +305,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
   for (std::size_t r = 0; r < rows; ++r) {
     const std::size_t index = static_cast<std::size_t>(first_row_) + r;
     if (index >= rows_.size()) break;
-    const TimelineTrack& track = timeline_.tracks[rows_[index]];
+    const TimelineTrack& track = timeline().tracks[rows_[index]];
     const int y = kAxisHeight + static_cast<int>(r) * kRowHeight;
     if (index % 2 == 1) p.fillRect(0, y, width, kRowHeight, palette().alternateBase());
     p.setPen(palette().text().color());

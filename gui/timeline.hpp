@@ -8,6 +8,7 @@
 #include <QColor>
 #include <QString>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,8 +50,9 @@ class TimelineView : public QAbstractScrollArea {
  public:
   explicit TimelineView(QWidget* parent = nullptr);
 
-  void set_timeline(TimelineData timeline);  // shows the whole step
-  const TimelineData& timeline() const { return timeline_; }
+  // Shows the whole step of a timeline the view shares (no copy on the GUI thread); null clears.
+  void set_timeline(std::shared_ptr<const TimelineData> timeline);
+  const TimelineData& timeline() const { return timeline_ ? *timeline_ : empty_; }
   // Every replica of each stage, or (the default) its first replica and its gradient sync.
   void set_every_replica(bool every);
   int visible_tracks() const { return static_cast<int>(rows_.size()); }
@@ -82,7 +84,8 @@ class TimelineView : public QAbstractScrollArea {
 
   void choose_rows();
 
-  TimelineData timeline_;
+  std::shared_ptr<const TimelineData> timeline_;
+  TimelineData empty_;
   std::vector<std::size_t> rows_;  // the tracks shown, in order
   bool every_replica_ = false;
   double start_s_ = 0;

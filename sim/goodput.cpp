@@ -1,5 +1,6 @@
 #include "sim/goodput.hpp"
 
+#include <cstdio>
 #include <map>
 
 #include "sim/estimator.hpp"
@@ -36,6 +37,30 @@ std::optional<models::Goodput> plan_goodput(const Scenario& scenario, const Plan
   input.restart_time_s = reliability.restart_time;
   input.interval_s = reliability.checkpoint_interval;
   return models::goodput(input);
+}
+
+SimulatedStep simulated_step(const Scenario& scenario, const Plan& plan, const Estimate& estimate,
+                             const TwinInput& input, const TwinResult& result) {
+  SimulatedStep out;
+  out.result = result;
+  out.seed = input.seed;
+  for (const PlanStage& stage : plan.stages) out.stage_islands.push_back(stage.island);
+  constexpr std::size_t kListed = 8;
+  for (std::size_t k = 0; k < input.stragglers.size() && k < kListed; ++k) {
+    const TwinStraggler& slow = input.stragglers[k];
+    char factor[32];
+    std::snprintf(factor, sizeof factor, "%.2f", slow.slowdown);
+    out.notes.push_back("straggler: " + input.islands[static_cast<std::size_t>(slow.island)].name +
+                        " node " + std::to_string(slow.node) + " runs " + factor + "x slower");
+  }
+  if (input.stragglers.size() > kListed) {
+    out.notes.push_back("and " + std::to_string(input.stragglers.size() - kListed) +
+                        " more stragglers");
+  }
+  out.analytic_step_time_s = estimate.step_time_s;
+  out.analytic_tokens_per_s = estimate.tokens_per_s;
+  out.goodput = plan_goodput(scenario, plan, result.tokens_per_s, result.step_time_s, out.notes);
+  return out;
 }
 
 }  // namespace hetplan::sim
