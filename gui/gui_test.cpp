@@ -522,6 +522,12 @@ class MainWindowTest : public QObject {
     QVERIFY(window.message().contains(QStringLiteral("zone")));
     QVERIFY(!window.message().contains(QStringLiteral("hetplan-edit")));  // names the file, not a scratch copy
     QCOMPARE(window.scenario()->cluster.islands[2].zone, std::string("zone-b"));
+    // Text that would add keys stays one value (quoted), which the loader refuses.
+    QVERIFY(!islands->setData(islands->index(2, IslandsModel::kZone), QStringLiteral("zone-a\n    nodes: 99")));
+    QVERIFY(!islands->setData(islands->index(2, IslandsModel::kZone), QStringLiteral("zone-a, nodes: 99")));
+    QVERIFY(!window.edit_workload({std::string("training"), std::string("dtype")}, QStringLiteral("bf16, zero_stage: 3")));
+    QCOMPARE(window.scenario()->cluster.islands[2].nodes, 16);
+    QCOMPARE(window.scenario()->workload.training.zero_stage, 1);
     QVERIFY(!window.save_action()->isEnabled());
     // The chip is picked from the profiles beside the cluster's; one that does not exist is refused.
     {

@@ -618,6 +618,16 @@ auto load_as(const std::string& path, const std::string& text, Load load) {
   }
 }
 
+// A value as the user typed it, as one YAML scalar: plain where YAML reads it as that very text
+// (letters, digits and . _ / + -), else double-quoted, so that nothing typed can add keys or
+// structure to the file; the loader then checks the value itself.
+std::string yaml_scalar(const QString& typed) {
+  static const QRegularExpression plain(QStringLiteral("^[A-Za-z0-9_.+-][A-Za-z0-9._/+-]*$"));
+  const std::string text = typed.toStdString();
+  if (plain.match(typed).hasMatch()) return text;
+  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace
 
 std::string MainWindow::cluster_text() const {
@@ -643,7 +653,7 @@ bool MainWindow::edit_island(int row, IslandsModel::Column column, const QString
       path_of.emplace_back(std::string(key));
       return path_of;
     };
-    const std::string v = value.toStdString();
+    const std::string v = yaml_scalar(value);
     if (column == IslandsModel::kChip) {
       text = formats::set_yaml_value(text, at("chip"), v, path);
     } else if (column == IslandsModel::kZone) {
@@ -686,7 +696,7 @@ bool MainWindow::edit_workload(const formats::YamlPath& key, const QString& valu
   const std::string path = scenario_->workload.location.file;
   QWidget* field = workload_fields_.value(QString::fromStdString(formats::to_string(key)));
   try {
-    const std::string text = formats::set_yaml_value(workload_text(), key, value.toStdString(), path);
+    const std::string text = formats::set_yaml_value(workload_text(), key, yaml_scalar(value), path);
     Workload edited = load_as(path, text, formats::load_workload);
     edited.location.file = path;
     scenario_->workload = std::move(edited);
@@ -723,12 +733,7 @@ bool MainWindow::use_model_config(const QString& path) {
                                    .lexically_normal()
                                    .lexically_relative(std::filesystem::absolute(folder).lexically_normal())
                                    .generic_string();
-  // Plain where YAML reads it as the same text (letters, digits, ., _, /, -), quoted otherwise.
-  static const QRegularExpression plain(QStringLiteral("^[A-Za-z0-9_][A-Za-z0-9._/-]*$"));
-  const QString written = QString::fromStdString(relative);
-  return edit_workload({std::string("model"), std::string("hf_config")},
-                       plain.match(written).hasMatch() ? written
-                                                       : QString::fromStdString(nlohmann::json(relative).dump()));
+  return edit_workload({std::string("model"), std::string("hf_config")}, QString::fromStdString(relative));
 }
 
 bool MainWindow::save_edits() {

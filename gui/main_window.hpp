@@ -56,8 +56,9 @@ class MainWindow : public QMainWindow {
   // edited in place and read by the loader, which checks it). False with the loader's one line.
   bool edit_island(int row, IslandsModel::Column column, const QString& value, QString& error);
   // Applies an edit of the workload (`path` into its file: {"training", "micro_batch"}, or an
-  // inline model's {"model", "shape", "layers"}), checked by the loader. False with its one line
-  // in the status bar and at the field.
+  // inline model's {"model", "shape", "layers"}), the value as typed (one scalar, quoted where
+  // YAML would read more into it), checked by the loader. False with its one line in the status
+  // bar and at the field.
   bool edit_workload(const formats::YamlPath& path, const QString& value);
   // Makes the workload's model the Hugging Face config.json at `path` (written relative to the
   // workload file, as its hf_config); a workload that writes its model inline keeps it.
