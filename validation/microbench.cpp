@@ -759,6 +759,11 @@ Calibration calibrate_from_microbenchmarks(const ChipProfile& base, const Calibr
     }
   }
   Calibration out = calibrate(base, {pooled}, label);
+  // calibrate() names a skipped entry's bundle file; this bundle's "file" is the list of every
+  // table it read, and each skipped entry names its own table already.
+  const std::string named = pooled.file + ": skipped ";
+  for (auto& note : out.notes)
+    if (note.rfind(named, 0) == 0) note = "skipped " + note.substr(named.size());
   if (moved > 0) {
     out.notes.push_back(std::to_string(moved) + " " + std::string(to_string(other)) +
                         " GEMMs pooled with the " + std::string(to_string(reference)) +

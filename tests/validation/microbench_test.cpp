@@ -280,6 +280,13 @@ TEST(MicrobenchCalibration, A100ProfileFromItsBundle) {
   EXPECT_NEAR(*e.memory, 1771.0 / 2039.0, 0.005);    // torch.exp and Sigmoid on A800
   EXPECT_NEAR(*e.intra_bus_efficiency, 0.68, 0.01);  // all-reduce curves 64 B .. 16 GiB
   EXPECT_NEAR(*e.intra_latency, 2.8e-6, 0.1e-6);
+  // Each skipped table names itself once, not behind the list of every table read.
+  std::size_t skipped = 0;
+  for (const auto& note : a100.notes) {
+    EXPECT_EQ(note.find("published microbenchmarks:"), std::string::npos) << note;
+    if (note.rfind("skipped ", 0) == 0) ++skipped;
+  }
+  EXPECT_GT(skipped, 0u);
   // The software stays the base's; the fitted numbers cite the published sources.
   EXPECT_EQ(a100.profile.runtime.version, base.runtime.version);
   const std::string& source = a100.profile.cited_by.at("efficiency.gemm.max.value");
