@@ -76,6 +76,16 @@ class GapProbe {
   qint64 last_ = 0, worst_ = 0, elapsed_ = 0;
 };
 
+// The bundled scenarios, topologies, workloads, plans and profiles, copied into `site` (tests that
+// save edit the copies).
+void copy_bundled_data(const QTemporaryDir& site) {
+  for (const char* folder : {"scenarios", "topologies", "workloads", "plans", "profiles"}) {
+    std::filesystem::copy((kSource + QStringLiteral("/") + QString::fromLatin1(folder)).toStdString(),
+                          site.filePath(QString::fromLatin1(folder)).toStdString(),
+                          std::filesystem::copy_options::recursive);
+  }
+}
+
 QByteArray file_bytes(const QString& path) {
   QFile file(path);
   return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
@@ -364,11 +374,7 @@ class MainWindowTest : public QObject {
   // them, byte for byte.
   void editSaveSearchAndExportAsTheCliDoes() {
     QTemporaryDir site;  // a copy of the bundled data: saving edits files
-    for (const char* folder : {"scenarios", "topologies", "workloads", "plans", "profiles"}) {
-      std::filesystem::copy((kSource + QStringLiteral("/") + QString::fromLatin1(folder)).toStdString(),
-                            site.filePath(QString::fromLatin1(folder)).toStdString(),
-                            std::filesystem::copy_options::recursive);
-    }
+    copy_bundled_data(site);
     const QString scenario = site.filePath(QStringLiteral("scenarios/default.yaml"));
     const QString cluster_file = site.filePath(QStringLiteral("topologies/mixed-roce-64.yaml"));
     MainWindow window;
@@ -491,11 +497,7 @@ class MainWindowTest : public QObject {
   // ones reach the search, and Save writes them into the files, only those values changed.
   void editsTheIslandsAndTheWorkloadAndSavesThem() {
     QTemporaryDir site;
-    for (const char* folder : {"scenarios", "topologies", "workloads", "plans", "profiles"}) {
-      std::filesystem::copy((kSource + QStringLiteral("/") + QString::fromLatin1(folder)).toStdString(),
-                            site.filePath(QString::fromLatin1(folder)).toStdString(),
-                            std::filesystem::copy_options::recursive);
-    }
+    copy_bundled_data(site);
     const QString scenario = site.filePath(QStringLiteral("scenarios/default.yaml"));
     const QString cluster_file = site.filePath(QStringLiteral("topologies/mixed-roce-64.yaml"));
     const QString workload_file = site.filePath(QStringLiteral("workloads/llama-70b-pretrain.yaml"));
