@@ -247,16 +247,9 @@ int run_validate(const std::string& folder, const std::string& profiles,
   return 0;
 }
 
-// Where the scenario's cluster stands on the validation ladder: records from --records, else
-// from the scenario's validation_records, else none.
-std::optional<hetplan::validation::LadderReport> ladder_of(const hetplan::Scenario& scenario,
-                                                           const std::string& records) {
-  return hetplan::validation::scenario_ladder(scenario, records);
-}
-
 int run_ladder(const std::string& scenario_path, const std::string& records, bool json) {
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
-  const auto ladder = ladder_of(scenario, records);
+  const auto ladder = hetplan::validation::scenario_ladder(scenario, records);
   if (!ladder) {
     throw hetplan::InputError({scenario_path, 0, 0}, "validation_records",
                               "expected --records DIR or a `validation_records:` in the scenario");
@@ -351,7 +344,7 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
              const std::string& out_dir, bool timings, const std::string& records,
              std::size_t simulate, double max_seconds) {
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
-  const auto ladder = ladder_of(scenario, records);
+  const auto ladder = hetplan::validation::scenario_ladder(scenario, records);
   hetplan::planner::SearchOptions options;
   options.top = top;
   options.max_seconds = max_seconds;
@@ -385,12 +378,8 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
           std::to_string(ranked.chips) + " chips.";
       // The plan names the scenario it was made for, so that `hetplan export` needs no
       // --scenario and notices a scenario that changed since.
-      hetplan::Plan recorded = ranked.plan;
-      recorded.scenario = hetplan::PlanScenario{
-          std::filesystem::absolute(scenario_path)
-              .lexically_relative(std::filesystem::absolute(out_dir))
-              .generic_string(),
-          scenario_hash};
+      const hetplan::Plan recorded =
+          hetplan::exporters::plan_naming_scenario(ranked.plan, scenario_path, scenario_hash, out_dir);
       files.push_back({prefix + ranked.plan.name + ".yaml",
                        hetplan::formats::plan_yaml(recorded, comment)});
     };
@@ -778,7 +767,7 @@ int run_export(const std::string& plan_path, const std::string& scenario_path,
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(resolved);
   hetplan::formats::check_plan_references(plan, scenario.cluster, scenario.workload);
   const auto estimate = runnable_estimate(scenario, plan, plan_path);
-  const auto ladder = ladder_of(scenario, records);
+  const auto ladder = hetplan::validation::scenario_ladder(scenario, records);
   hetplan::exporters::ExportInput input = hetplan::exporters::plan_export_input(
       scenario, resolved, plan, estimate, ladder,
       std::filesystem::path(plan_path).filename().string(),

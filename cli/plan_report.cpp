@@ -30,12 +30,9 @@ std::string join(const std::vector<std::string>& parts, const char* separator) {
 
 validation::PlanValidation validation_of(const planner::RankedPlan& r,
                                         const validation::LadderReport* ladder) {
+  if (!ladder || r.mode != planner::Mode::resource_pool)
+    return validation::plan_validation(ladder, r.plan);
   validation::PlanValidation out;
-  if (!ladder) {
-    out.missing.push_back("no validation records (scenario validation_records, or --records)");
-    return out;
-  }
-  if (r.mode != planner::Mode::resource_pool) return validation::plan_validation(*ladder, r.plan);
   for (const auto& job : r.jobs) {
     const auto v = validation::plan_validation(*ladder, job.plan);
     out.missing.insert(out.missing.end(), v.missing.begin(), v.missing.end());

@@ -1,5 +1,7 @@
 #include "exporters/export.hpp"
 
+#include <filesystem>
+
 #include <set>
 
 namespace hetplan::exporters {
@@ -78,6 +80,16 @@ std::string ascend_ring_controller(const ChipProfile& chip) {
   return {};
 }
 
+Plan plan_naming_scenario(const Plan& plan, const std::string& scenario_path,
+                          const std::string& scenario_sha256, const std::string& folder) {
+  Plan recorded = plan;
+  recorded.scenario = PlanScenario{std::filesystem::absolute(scenario_path)
+                                       .lexically_relative(std::filesystem::absolute(folder))
+                                       .generic_string(),
+                                   scenario_sha256};
+  return recorded;
+}
+
 std::optional<ExportTarget> export_target(std::string_view name) {
   for (ExportTarget target :
        {ExportTarget::volcano, ExportTarget::json, ExportTarget::megatron, ExportTarget::labels})
@@ -103,12 +115,7 @@ ExportInput plan_export_input(const Scenario& scenario, const std::string& scena
   input.scenario = &scenario;
   input.plan = &plan;
   input.estimate = &estimate;
-  if (ladder) {
-    input.validation = validation::plan_validation(*ladder, plan);
-  } else {
-    input.validation.missing.push_back(
-        "no validation records (scenario validation_records, or --records)");
-  }
+  input.validation = validation::plan_validation(ladder ? &*ladder : nullptr, plan);
   input.inputs = input_hashes(scenario, scenario_path);
   input.inputs[plan_file_name] = sha256_hex(plan_text);
   return input;

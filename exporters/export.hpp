@@ -113,6 +113,12 @@ std::vector<ExportedFile> export_megatron(const ExportInput& input);
 // the plan needs, with the island's labels, on placeholder node names "<island>-node-NN".
 ExportedFile export_labels(const ExportInput& input);
 
+// The plan as a plan file in `folder` records it (`hetplan plan --out`, the GUI's export): it
+// names its scenario, relative to the folder, and the SHA-256 of the scenario file's text, so
+// that `hetplan export` reads it back without --scenario and notices a scenario that changed.
+Plan plan_naming_scenario(const Plan& plan, const std::string& scenario_path,
+                          const std::string& scenario_sha256, const std::string& folder);
+
 // What `hetplan export --target` names.
 enum class ExportTarget { volcano, json, megatron, labels };
 std::optional<ExportTarget> export_target(std::string_view name);  // "volcano", "json", ...

@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 #include "formats/document.hpp"
 
 namespace hetplan::formats {
@@ -90,9 +92,8 @@ std::string add_entry(const std::string& text, const YAML::Node& map, const std:
     const bool empty = map.size() == 0;
     return text.substr(0, at + 1) + entry + (empty ? "" : ", ") + text.substr(at + 1);
   }
-  const std::size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1) == std::string::npos
-                                     ? 0
-                                     : text.rfind('\n', at == 0 ? 0 : at - 1) + 1;
+  const std::size_t newline = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
+  const std::size_t line_start = newline == std::string::npos ? 0 : newline + 1;
   const std::string indent(at - line_start, ' ');
   if (text.find_first_not_of(' ', line_start) == at) {
     // "  first: ...": a line of its own before the first key.
@@ -108,6 +109,14 @@ std::string add_entry(const std::string& text, const YAML::Node& map, const std:
 }
 
 }  // namespace
+
+std::string yaml_quoted(std::string_view text) {
+  try {
+    return nlohmann::json(std::string(text)).dump(-1, ' ', false);  // JSON's escapes are YAML's
+  } catch (const nlohmann::json::exception&) {
+    throw std::invalid_argument("not UTF-8 text");
+  }
+}
 
 std::string set_yaml_value(const std::string& text, const YamlPath& path, const std::string& value,
                            const std::string& file_name) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -15,6 +16,10 @@ using YamlPathStep = std::variant<std::string, std::size_t>;
 using YamlPath = std::vector<YamlPathStep>;
 
 std::string to_string(const YamlPath& path);  // "islands[2].nodes"
+
+// Any text as one YAML double-quoted scalar (JSON's escapes are YAML's). Throws
+// std::invalid_argument for bytes that are not UTF-8.
+std::string yaml_quoted(std::string_view text);
 
 // The text with the scalar at `path` set to `value` (YAML as it should be written: 32, true,
 // bf16, "200 Gbps", {count: 4, speed: 200 Gbps}). A key the document lacks is added to its

@@ -13,7 +13,6 @@
 #include <QVBoxLayout>
 
 #include <exception>
-#include <filesystem>
 #include <stdexcept>
 
 #include "core/error.hpp"
@@ -42,12 +41,8 @@ ExportDialog::ExportDialog(const Scenario& scenario, const QString& scenario_pat
     html += QStringLiteral("<p style=\"color:#b00020\">error: %1</p>")
                 .arg(QString::fromStdString(error.what()).toHtmlEscaped());
   }
-  validation::PlanValidation validation;
-  if (ladder_) {
-    validation = validation::plan_validation(*ladder_, plan.plan);
-  } else {
-    validation.missing.push_back("no validation records (scenario validation_records, or --records)");
-  }
+  const validation::PlanValidation validation =
+      validation::plan_validation(ladder_ ? &*ladder_ : nullptr, plan.plan);
   validated_ = validation.validated;
   if (validated_) {
     html += tr("<p><b>Validated:</b> every island and boundary of the plan has passed the "
@@ -127,13 +122,9 @@ bool ExportDialog::export_now() {
     // The plan file, as `hetplan plan --out` writes it: it names its scenario (relative to the
     // folder) and the scenario's hash, so that `hetplan export` reads it back without
     // --scenario.
-    Plan recorded = plan_.plan;
     const std::string scenario_file = scenario_path_.toStdString();
-    recorded.scenario = PlanScenario{
-        std::filesystem::absolute(scenario_file)
-            .lexically_relative(std::filesystem::absolute(folder))
-            .generic_string(),
-        exporters::sha256_hex(formats::read_text_file(scenario_file))};
+    const Plan recorded = exporters::plan_naming_scenario(
+        plan_.plan, scenario_file, exporters::sha256_hex(formats::read_text_file(scenario_file)), folder);
     const std::string comment =
         "Exported by hetplan-gui from the plan search of scenario " + scenario_.name + " (" +
         std::string(to_string(plan_.mode)) + "), " +

@@ -52,8 +52,6 @@
 #include "formats/loaders.hpp"
 #include "formats/writers.hpp"
 #include "formats/yaml_edit.hpp"
-
-#include <nlohmann/json.hpp>
 #include "gui/export_dialog.hpp"
 #include "gui/pipeline_diagram.hpp"
 
@@ -282,12 +280,12 @@ MainWindow::MainWindow(QWidget* parent)
   // What-if: the pinned plan beside the one in the detail tab.
   auto* compare = new QWidget();
   auto* compare_layout = new QVBoxLayout(compare);
-  comparison_note_ = new QLabel(
+  auto* comparison_note = new QLabel(
       tr("Pin a plan (Pin for comparison), then pick another plan, or edit the islands and search "
          "again: the two are compared here, the changes better in green and worse in red."),
       compare);
-  comparison_note_->setWordWrap(true);
-  compare_layout->addWidget(comparison_note_);
+  comparison_note->setWordWrap(true);
+  compare_layout->addWidget(comparison_note);
   auto* compare_view = new QTableView(compare);
   compare_view->setModel(comparison_);
   compare_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
@@ -399,10 +397,7 @@ MainWindow::MainWindow(QWidget* parent)
   connect(islands_, &IslandsModel::rejected, this,
           [this](const QString& text) { show_message(QStringLiteral("error: ") + text, true); });
   connect(islands_, &IslandsModel::edited, this, [this] {
-    edited_ = true;
-    plans_->set_result(nullptr);
-    show_plan(nullptr);  // its plans were made for the islands as they were (pin one to keep it)
-    show_message(tr("islands changed: search again for plans on the changed cluster"), false);
+    inputs_edited(tr("islands changed: search again for plans on the changed cluster"));
   });
   connect(runner_, &SearchRunner::progress, this,
           [this](qulonglong done, qulonglong total, qulonglong evaluations, qulonglong pruned,
@@ -450,6 +445,15 @@ void MainWindow::update_actions() {
 }
 
 MainWindow::~MainWindow() = default;
+
+// The plans shown were made for the inputs as they were: they go (pin one to keep it), and the
+// edits wait to be saved.
+void MainWindow::inputs_edited(const QString& message) {
+  edited_ = true;
+  plans_->set_result(nullptr);
+  show_plan(nullptr);  // also brings the actions up to date
+  show_message(message, false);
+}
 
 void MainWindow::update_summary() {
   if (!scenario_) return;
@@ -506,8 +510,11 @@ void MainWindow::refresh_workload_form() {
     const QSignalBlocker block(box);
     box->setCurrentIndex(box->findText(value));
   };
-  set_choice("training.dtype", QString::fromUtf8(to_string(t.dtype).data(), static_cast<qsizetype>(to_string(t.dtype).size())));
-  set_choice("training.recompute", QString::fromUtf8(to_string(t.recompute).data(), static_cast<qsizetype>(to_string(t.recompute).size())));
+  auto text_of = [](std::string_view word) {
+    return QString::fromUtf8(word.data(), static_cast<qsizetype>(word.size()));
+  };
+  set_choice("training.dtype", text_of(to_string(t.dtype)));
+  set_choice("training.recompute", text_of(to_string(t.recompute)));
   set_choice("training.zero_stage", QString::number(t.zero_stage));
   auto set_switch = [&](const char* key, bool on) {
     auto* box = qobject_cast<QCheckBox*>(workload_fields_.value(QString::fromLatin1(key)));
@@ -623,9 +630,8 @@ auto load_as(const std::string& path, const std::string& text, Load load) {
 // structure to the file; the loader then checks the value itself.
 std::string yaml_scalar(const QString& typed) {
   static const QRegularExpression plain(QStringLiteral("^[A-Za-z0-9_.+-][A-Za-z0-9._/+-]*$"));
-  const std::string text = typed.toStdString();
-  if (plain.match(typed).hasMatch()) return text;
-  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string text = typed.toStdString();  // UTF-8
+  return plain.match(typed).hasMatch() ? text : formats::yaml_quoted(text);
 }
 
 }  // namespace
@@ -704,25 +710,20 @@ bool MainWindow::edit_workload(const formats::YamlPath& key, const QString& valu
   } catch (const std::exception& e) {
     const QString message = QStringLiteral("error: ") + QString::fromStdString(e.what());
     show_message(message, true);
+    refresh_workload_form();  // the field shows the value the scenario keeps
     if (field) {
       field->setToolTip(message);
       field->setStyleSheet(QStringLiteral("border: 2px solid #b00020"));
     }
-    refresh_workload_form();  // the field shows the value the scenario keeps
-    if (field) field->setStyleSheet(QStringLiteral("border: 2px solid #b00020"));
     return false;
   }
   if (field) {
     field->setToolTip(QString());
     field->setStyleSheet(QString());
   }
-  edited_ = true;
-  plans_->set_result(nullptr);
-  show_plan(nullptr);
   refresh_workload_form();
   update_summary();
-  update_actions();
-  show_message(tr("workload changed: search again for plans of the changed workload"), false);
+  inputs_edited(tr("workload changed: search again for plans of the changed workload"));
   return true;
 }
 
@@ -917,6 +918,7 @@ void MainWindow::update_chart(const planner::SearchResult& result) {
     series->attachAxis(x);
     x->setRange(0, top > 0 ? top : 1);  // an empty range has no nice numbers
     if (top > 0) x->applyNiceNumbers();
+    x->setLabelsVisible(top > 0);  // no figures, no scale to read
     chart->legend()->hide();
     chart->setMargins(QMargins(2, 2, 2, 2));
     replace_chart(view, chart);
@@ -1028,13 +1030,11 @@ void MainWindow::show_plan(const planner::RankedPlan* plan) {
 // The simulated step: its figures against the analytic estimate, where the step goes, the most
 // loaded links, goodput and the checkpoint interval, beside the timeline.
 void MainWindow::show_simulation(std::shared_ptr<const Simulation> simulation) {
-  const bool finished = simulation != nullptr;
   simulation_ = std::move(simulation);
   save_trace_->setEnabled(simulation_ != nullptr);
   if (!simulation_) {
     simulation_text_->clear();
     timeline_->set_timeline(nullptr);
-    if (finished) emit simulation_done();
     return;
   }
   update_actions();
@@ -1059,26 +1059,26 @@ void MainWindow::show_simulation(std::shared_ptr<const Simulation> simulation) {
   html += tr("<p>where the step goes (stage %1, dp %2, the last to finish):</p>")
               .arg(r.critical_stage)
               .arg(r.critical_replica);
+  // A row of name, seconds and percent.
+  auto row = [&](const QString& name, double s, double percent) {
+    return QStringLiteral("<tr><td>%1</td><td align=right>%2 s</td><td align=right>%3 %</td></tr>")
+        .arg(name.toHtmlEscaped(), seconds(s))
+        .arg(percent, 0, 'f', 1);
+  };
   html += QStringLiteral("<table cellspacing=0 cellpadding=2>");
   const std::pair<QString, double> parts[] = {
       {tr("compute"), b.compute_s},           {tr("tensor parallel"), b.tensor_parallel_s},
       {tr("pipeline sends"), b.pipeline_s},   {tr("cross-island sends"), b.cross_island_s},
       {tr("data parallel (exposed)"), b.data_parallel_s}, {tr("pipeline bubble"), b.bubble_s},
       {tr("stragglers"), b.stragglers_s},     {tr("optimizer", "the optimizer step"), b.optimizer_s}};
-  for (const auto& [name, value] : parts) {
-    html += QStringLiteral("<tr><td>%1</td><td align=right>%2 s</td><td align=right>%3 %</td></tr>")
-                .arg(name.toHtmlEscaped(), seconds(value))
-                .arg(r.step_time_s > 0 ? 100 * value / r.step_time_s : 0.0, 0, 'f', 1);
-  }
+  for (const auto& [name, value] : parts)
+    html += row(name, value, r.step_time_s > 0 ? 100 * value / r.step_time_s : 0.0);
   html += QStringLiteral("</table>");
   html += tr("<p>most loaded links (time at full rate during the step):</p>");
   if (r.links.empty()) html += tr("<p>none: no traffic left the chips' nodes</p>");
   html += QStringLiteral("<table cellspacing=0 cellpadding=2>");
-  for (const auto& link : r.links) {
-    html += QStringLiteral("<tr><td>%1</td><td align=right>%2 s</td><td align=right>%3 %</td></tr>")
-                .arg(QString::fromStdString(link.name).toHtmlEscaped(), seconds(link.busy_s))
-                .arg(100 * link.utilization, 0, 'f', 1);
-  }
+  for (const auto& link : r.links)
+    html += row(QString::fromStdString(link.name), link.busy_s, 100 * link.utilization);
   html += QStringLiteral("</table>");
   if (const auto& g = simulation_->goodput) {
     html += tr("<p>goodput %1 tokens/s (%2 % of the time is useful)")

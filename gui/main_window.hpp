@@ -121,6 +121,7 @@ class MainWindow : public QMainWindow {
   void show_simulation(std::shared_ptr<const Simulation> simulation);
   void update_actions();
   void update_comparison();
+  void inputs_edited(const QString& message);
   void update_summary();
   void refresh_workload_form();
   std::string cluster_text() const;   // the cluster file's text with the edits so far
@@ -157,7 +158,6 @@ class MainWindow : public QMainWindow {
   QAction* save_action_;
   QAction* pin_action_;
   std::optional<PinnedPlan> pinned_;
-  QLabel* comparison_note_;
   bool edited_ = false;  // islands or workload changed in the window since opened or saved
   std::optional<std::string> cluster_text_;   // edits beyond node counts, not yet saved
   std::optional<std::string> workload_text_;  // workload edits, not yet saved

@@ -87,8 +87,12 @@ bool SimulationRunner::start(const Scenario& scenario, const Plan& plan) {
         [self, simulation, error, was_cancelled] {
           if (!self) return;
           self->finished_ = true;
-          if (simulation)
+          if (simulation) {
+            // The window shows only the latest simulation: the trace before it can go.
+            if (!self->shown_trace_.empty()) std::filesystem::remove(self->shown_trace_);
+            self->shown_trace_ = simulation->trace_path;
             emit self->finished(simulation);
+          }
           else if (was_cancelled)
             emit self->cancelled();
           else

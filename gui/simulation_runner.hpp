@@ -26,7 +26,9 @@ namespace hetplan::gui {
 // What `hetplan simulate` reports (sim::SimulatedStep), and the step's timeline.
 struct Simulation : sim::SimulatedStep {
   TimelineData timeline;
-  std::string trace_path;  // the trace as the twin wrote it, for Perfetto (in the scratch folder)
+  // The trace as the twin wrote it, for Perfetto: in the runner's scratch folder, until the next
+  // simulation finishes.
+  std::string trace_path;
 };
 
 // The worker executable: beside this one (installed, and the CLI's folder), else in the build
@@ -56,8 +58,9 @@ class SimulationRunner : public QObject {
   void join();
   std::thread thread_;
   std::stop_source stop_;
-  std::unique_ptr<QTemporaryDir> scratch_;  // one per simulation: its trace lives here
+  std::unique_ptr<QTemporaryDir> scratch_;  // the traces, one file per simulation
   int count_ = 0;
+  std::string shown_trace_;  // the last finished simulation's; removed when the next finishes
   bool finished_ = true;
 };
 

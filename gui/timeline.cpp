@@ -263,7 +263,6 @@ const TimelineEvent* TimelineView::event_at(const QPoint& point) const {
   while (it != events.begin()) {
     --it;
     if (it->end_s + slack >= t) return &*it;
-    if (it->start_s < t - 60 * span_s_) break;
   }
   return nullptr;
 }

@@ -4,10 +4,12 @@
 #include <cctype>
 #include <filesystem>
 #include <set>
+#include <stdexcept>
 
 #include "exporters/export.hpp"
 #include "core/input_file.hpp"
 #include "formats/loaders.hpp"
+#include "formats/yaml_edit.hpp"
 
 namespace hetplan::sweep {
 namespace {
@@ -17,8 +19,7 @@ using nlohmann::json;
 
 constexpr std::size_t kConfigMapBytes = 1 << 20;  // Kubernetes' limit on a ConfigMap's data
 
-// A YAML double-quoted scalar: JSON's escapes are YAML's, so any text goes in whole.
-std::string yaml_quoted(const std::string& text) { return json(text).dump(-1, ' ', false); }
+using formats::yaml_quoted;  // any text goes in whole
 
 // A DNS-1123 label: lower-case letters, digits and '-', starting and ending alphanumeric.
 bool dns_label(const std::string& name, std::size_t longest) {
@@ -67,7 +68,7 @@ std::vector<JobInput> job_inputs(const Sweep& sweep) {
     std::string text = formats::read_text_file(unique[i].string());
     try {
       (void)yaml_quoted(text);
-    } catch (const json::exception&) {  // a ConfigMap's data is UTF-8
+    } catch (const std::invalid_argument&) {  // a ConfigMap's data is UTF-8
       throw InputError({unique[i].string(), 0, 0}, "",
                        "expected UTF-8 text to carry in the sweep's ConfigMap");
     }

@@ -162,6 +162,13 @@ PlanValidation plan_validation(const LadderReport& ladder, const Plan& plan) {
   return out;
 }
 
+PlanValidation plan_validation(const LadderReport* ladder, const Plan& plan) {
+  if (ladder) return plan_validation(*ladder, plan);
+  PlanValidation none;
+  none.missing.push_back(kNoValidationRecords);
+  return none;
+}
+
 std::optional<LadderReport> scenario_ladder(const Scenario& scenario, const std::string& records) {
   const std::string folder = !records.empty() ? records : scenario.validation_records.value_or("");
   if (folder.empty()) return std::nullopt;

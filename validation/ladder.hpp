@@ -44,6 +44,11 @@ struct PlanValidation {
 };
 
 PlanValidation plan_validation(const LadderReport& ladder, const Plan& plan);
+// The same where there may be no ladder (null: no validation records, which the plan then
+// lacks, in those words).
+PlanValidation plan_validation(const LadderReport* ladder, const Plan& plan);
+inline constexpr const char* kNoValidationRecords =
+    "no validation records (scenario validation_records, or --records)";
 
 // Where a scenario's cluster stands on the ladder: the records of the folder `records` when
 // given, else of the scenario's validation_records, else none. Throws InputError for records
