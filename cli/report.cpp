@@ -119,7 +119,8 @@ nlohmann::ordered_json estimate_json(const sim::Estimate& e, const Plan& plan) {
     stage["memory_breakdown_bytes"] = {
         {"weights", round6(s.memory.weights)},     {"gradients", round6(s.memory.gradients)},
         {"optimizer", round6(s.memory.optimizer)}, {"activations", round6(s.memory.activations)},
-        {"head", round6(s.memory.head)},           {"transient", round6(s.memory.transient)}};
+        {"head", round6(s.memory.head)},           {"transient", round6(s.memory.transient)},
+        {"optimizer_step", round6(s.memory.optimizer_step_extra())}};
     stages.push_back(std::move(stage));
   }
   return j;

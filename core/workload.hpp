@@ -53,7 +53,8 @@ struct TrainingSettings {
   int global_batch = 0;  // sequences per optimizer step
   int micro_batch = 1;   // sequences per micro-batch (a plan may override)
   DType dtype = DType::bf16;
-  bool fp32_grad_accumulation = true;  // gradients kept and reduced in fp32 (Megatron's main_grad)
+  // Gradients kept and reduced in fp32 (Megatron's main_grad); default_fp32_grad_accumulation.
+  bool fp32_grad_accumulation = true;
   Optimizer optimizer = Optimizer::adam;
   int zero_stage =
       0;  // 0 none, 1 optimizer states (Megatron's distributed optimizer), 2 +grads, 3 +weights
@@ -69,6 +70,14 @@ struct TrainingSettings {
   bool overlap_param_gather = false;
   bool overlap_tp_comm = false;
 };
+
+// Megatron-LM's default for where gradients accumulate and are reduced: in fp32 for bf16 (and
+// the fp8 recipe over it), forced by its argument checks because bf16 loses the sum; in the
+// training dtype for fp16 (--accumulate-allreduce-grads-in-fp32 is off by default) and fp32.
+// docs/models/memory.md#gradients.
+inline bool default_fp32_grad_accumulation(DType dtype) {
+  return storage_dtype(dtype) == DType::bf16;
+}
 
 struct Workload {
   std::string name;

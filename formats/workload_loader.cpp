@@ -208,7 +208,7 @@ TrainingSettings read_training(const Field& field) {
   if (auto accumulation = map.optional("grad_accumulation")) {
     t.fp32_grad_accumulation = accumulation->as_choice({"fp32", "same"}) == 0;
   } else {
-    t.fp32_grad_accumulation = t.dtype != DType::fp32;
+    t.fp32_grad_accumulation = default_fp32_grad_accumulation(t.dtype);
   }
   if (auto optimizer = map.optional("optimizer")) {
     t.optimizer = static_cast<Optimizer>(optimizer->as_choice({"adam", "adamw", "sgd"}));

@@ -1014,7 +1014,7 @@ void MainWindow::show_plan(const planner::RankedPlan* plan) {
     names << QString::number(i);  // the stage; its island is in the table beside
     *weights << s.memory.weights / kGiB;
     *gradients << s.memory.gradients / kGiB;
-    *optimizer << s.memory.optimizer / kGiB;
+    *optimizer << (s.memory.optimizer + s.memory.optimizer_step_extra()) / kGiB;
     *activations << (s.memory.activations + s.memory.head) / kGiB;
     *transient << s.memory.transient / kGiB;
     usable->append(static_cast<double>(i), s.memory_usable / kGiB);

@@ -75,6 +75,11 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   out.weights = parameters * e / (stage.zero_stage >= 3 ? dp : 1.0);
   out.gradients = parameters * grad_bytes / (stage.zero_stage >= 2 ? dp : 1.0);
   out.optimizer = parameters * optimizer_bytes / (stage.zero_stage >= 1 ? dp : 1.0);
+  if (mixed && grad_bytes < 4.0) {
+    // Megatron's mixed-precision optimizer gives each fp32 master weight the float() of its
+    // low-precision gradient before the step (the distributed optimizer: of its shard).
+    out.optimizer_step = parameters * 4.0 / (stage.zero_stage >= 1 ? dp : 1.0);
+  }
   if (stage.zero_stage >= 3 && stage.num_layers > 0) {
     // Gathered weights of the layer being computed and the one being prefetched.
     out.weights += 2.0 * model.layer_parameters() / t * e;

@@ -6,6 +6,8 @@
 // gradient tensors). docs/models/memory.md.
 #pragma once
 
+#include <algorithm>
+
 #include "core/plan.hpp"
 #include "core/workload.hpp"
 
@@ -40,8 +42,16 @@ struct StageMemory {
   double activation_per_layer = 0;  // one layer, one micro-batch
   double head = 0;                  // logits and loss buffers of the last stage
   double transient = 0;             // buffers of the step (docs/models/memory.md#transient)
+  // The optimizer step's fp32 copy of gradients kept in a lower precision. It lives while the
+  // activations are free, so only what it needs beyond them raises the peak
+  // (docs/models/memory.md#gradients).
+  double optimizer_step = 0;
+  double optimizer_step_extra() const {
+    return std::max(0.0, optimizer_step - activations - head);
+  }
   double total() const {
-    return weights + gradients + optimizer + activations + head + transient;
+    return weights + gradients + optimizer + activations + head + transient +
+           optimizer_step_extra();
   }
 };
 

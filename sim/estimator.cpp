@@ -450,7 +450,7 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
         reject(stage_where(slot, i) + "needs " +
                gib(se.memory.total()) + " per chip (weights " + gib(se.memory.weights) +
                ", gradients " + gib(se.memory.gradients) + ", optimizer " +
-               gib(se.memory.optimizer) + ", activations " +
+               gib(se.memory.optimizer + se.memory.optimizer_step_extra()) + ", activations " +
                gib(se.memory.activations + se.memory.head) + ", buffers " +
                gib(se.memory.transient) + "), " + k.chip->id + " has " +
                gib(se.memory_capacity) + ", of which a process can use " +

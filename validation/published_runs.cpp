@@ -256,7 +256,7 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   t.global_batch = c.global_batch;
   t.micro_batch = c.micro_batch;
   t.dtype = *c.dtype;
-  t.fp32_grad_accumulation = true;
+  t.fp32_grad_accumulation = default_fp32_grad_accumulation(t.dtype);  // as Megatron
   t.recompute = c.recompute;
   t.sequence_parallel = c.sp;
   t.flash_attention = *c.flash_attention;
@@ -299,7 +299,7 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
     result.predicted_memory_gib = stage.memory.total() / kGiB;
     b.weights_gib = stage.memory.weights / kGiB;
     b.gradients_gib = stage.memory.gradients / kGiB;
-    b.optimizer_gib = stage.memory.optimizer / kGiB;
+    b.optimizer_gib = (stage.memory.optimizer + stage.memory.optimizer_step_extra()) / kGiB;
     b.activations_gib = stage.memory.activations / kGiB;
     b.head_gib = stage.memory.head / kGiB;
     b.transient_gib = stage.memory.transient / kGiB;

@@ -130,7 +130,15 @@ TEST(ValidInputs, WorkloadInlineShape) {
   EXPECT_EQ(workload.model.model_type, "custom");
   EXPECT_EQ(workload.model.ffn, 4 * 2048);  // the default for a non-gated MLP
   EXPECT_EQ(workload.training.dtype, DType::fp16);
-  EXPECT_TRUE(workload.training.fp32_grad_accumulation);
+  // Megatron's default for fp16: gradients accumulate and are reduced in fp16.
+  EXPECT_FALSE(workload.training.fp32_grad_accumulation);
+}
+
+TEST(ValidInputs, GradientAccumulationDefaultsAsMegatron) {
+  EXPECT_TRUE(default_fp32_grad_accumulation(DType::bf16));
+  EXPECT_TRUE(default_fp32_grad_accumulation(DType::fp8));
+  EXPECT_FALSE(default_fp32_grad_accumulation(DType::fp16));
+  EXPECT_FALSE(default_fp32_grad_accumulation(DType::fp32));
 }
 
 TEST(ValidInputs, Scenario) {

@@ -123,6 +123,39 @@ TEST(StageMemory, ZeroStagesShardStatesGradientsAndWeights) {
                    2 * params / 8 + 2 * 2 * model.layer_parameters());
 }
 
+// fp16 gradients (Megatron's default for fp16): 2 bytes a parameter, and the optimizer step's
+// fp32 copy of them (4 bytes, of the shard under the distributed optimizer) counts only where
+// it needs more than the activations it replaces.
+TEST(StageMemory, TheOptimizerStepCopiesLowPrecisionGradientsToFp32) {
+  ModelShape model = gpt_22b();
+  TrainingSettings training = fp16(false);
+  training.fp32_grad_accumulation = false;
+  StageShape shape = stage(1, 0, 1, 1);
+  shape.num_layers = 48;
+  shape.has_embedding = true;
+  shape.has_head = true;
+  shape.dp = 8;
+  shape.zero_stage = 1;
+  const double params = model.total_parameters();
+  auto mem = stage_memory(model, training, shape);
+  EXPECT_DOUBLE_EQ(mem.gradients, 2 * params);
+  EXPECT_DOUBLE_EQ(mem.optimizer_step, 4 * params / 8);
+  // One micro-batch of 48 layers' activations is far more than the copy: no extra.
+  EXPECT_GT(mem.activations + mem.head, mem.optimizer_step);
+  EXPECT_DOUBLE_EQ(mem.optimizer_step_extra(), 0.0);
+  EXPECT_DOUBLE_EQ(mem.total(), mem.weights + mem.gradients + mem.optimizer + mem.activations +
+                                    mem.head + mem.transient);
+  // Without ZeRO the copy is the whole model's, 88 GB against the activations.
+  shape.zero_stage = 0;
+  mem = stage_memory(model, training, shape);
+  EXPECT_DOUBLE_EQ(mem.optimizer_step, 4 * params);
+  EXPECT_DOUBLE_EQ(mem.optimizer_step_extra(),
+                   std::max(0.0, 4 * params - mem.activations - mem.head));
+  // fp32 gradients need no copy.
+  training.fp32_grad_accumulation = true;
+  EXPECT_DOUBLE_EQ(stage_memory(model, training, shape).optimizer_step, 0.0);
+}
+
 }  // namespace
 }  // namespace hetplan::models
 
