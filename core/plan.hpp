@@ -23,6 +23,10 @@ struct PlanStage {
   int dp = 1;
   SourceLocation location;         // the stage entry
   SourceLocation island_location;  // its island field
+  // The stage's own recompute, overriding the plan's and the workload's (both together: a
+  // stage's `recompute_layers` needs its `recompute: full`).
+  std::optional<Recompute> recompute = std::nullopt;
+  std::optional<int> recompute_layers = std::nullopt;
 };
 
 // The scenario a plan was made for, as `hetplan plan --out` records it: its path relative to the
@@ -37,6 +41,7 @@ struct Plan {
   std::optional<PlanScenario> scenario;
   std::optional<int> micro_batch;      // overrides the workload's
   std::optional<Recompute> recompute;  // overrides the workload's
+  std::optional<int> recompute_layers;  // with recompute: full, overrides the workload's
   std::optional<int> zero_stage;       // overrides the workload's
   std::optional<DType> dtype;          // overrides the workload's (e.g. fp16 where bf16 is missing)
   Schedule schedule = Schedule::one_f_one_b;

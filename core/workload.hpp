@@ -59,6 +59,10 @@ struct TrainingSettings {
   int zero_stage =
       0;  // 0 none, 1 optimizer states (Megatron's distributed optimizer), 2 +grads, 3 +weights
   Recompute recompute = Recompute::none;
+  // With full recompute: the layers of each model chunk of a stage recomputed, the first ones
+  // (Megatron's --recompute-method block --recompute-num-layers); the others keep their
+  // activations. 0: every layer (docs/models/memory.md#partial-recompute).
+  int recompute_layers = 0;
   bool sequence_parallel = false;
   bool flash_attention = true;
   // Megatron-Core's overlaps (docs/models/estimator.md#overlap): the data-parallel gradient
@@ -77,6 +81,16 @@ struct TrainingSettings {
 // docs/models/memory.md#gradients.
 inline bool default_fp32_grad_accumulation(DType dtype) {
   return storage_dtype(dtype) == DType::bf16;
+}
+
+// How many of a stage's `num_layers` layers (in `chunks` model chunks) are recomputed in full
+// under `recompute_layers` per chunk: all of them with 0; at most the layers a chunk holds.
+inline int fully_recomputed_layers(Recompute recompute, int recompute_layers, int num_layers,
+                                   int chunks) {
+  if (recompute != Recompute::full) return 0;
+  if (recompute_layers <= 0 || chunks <= 0) return num_layers;
+  const int per_chunk = num_layers / chunks;
+  return chunks * (recompute_layers < per_chunk ? recompute_layers : per_chunk);
 }
 
 struct Workload {

@@ -246,9 +246,32 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
   parallel.push_back("--micro-batch-size " + std::to_string(settings.micro_batch));
   parallel.push_back("--global-batch-size " + std::to_string(training.global_batch));
   parallel.push_back("--seq-length " + std::to_string(training.seq_len));
-  if (training.recompute == Recompute::selective) {
+  // One recompute per launch: the island's stages' own, when they agree.
+  sim::StageRecompute recompute = sim::settings_recompute(settings);
+  {
+    auto of_stage = [&](std::size_t i) {
+      const PlanStage& stage = plan.stages[i];
+      return stage.recompute ? sim::StageRecompute{*stage.recompute, stage.recompute_layers.value_or(0)}
+                             : sim::settings_recompute(settings);
+    };
+    recompute = of_stage(part.stages.front());
+    for (const std::size_t i : part.stages) {
+      if (of_stage(i) == recompute) continue;
+      notes.push_back("The stages of this island differ in activation recomputation; " +
+                      framework.name +
+                      " takes one --recompute-granularity per job (written: stage " +
+                      std::to_string(part.stages.front()) + "'s).");
+      break;
+    }
+  }
+  if (recompute.mode == Recompute::selective) {
     parallel.push_back("--recompute-granularity selective");
-  } else if (training.recompute == Recompute::full) {
+  } else if (recompute.mode == Recompute::full && recompute.layers > 0) {
+    // The first N layers of each model chunk, the others keeping their activations.
+    parallel.push_back("--recompute-granularity full");
+    parallel.push_back("--recompute-method block");
+    parallel.push_back("--recompute-num-layers " + std::to_string(recompute.layers));
+  } else if (recompute.mode == Recompute::full) {
     parallel.push_back("--recompute-granularity full");
     parallel.push_back("--recompute-method uniform");
     parallel.push_back("--recompute-num-layers 1");
@@ -279,9 +302,13 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
   switch (training.dtype) {
     case DType::bf16:
       parallel.push_back("--bf16");
+      if (!training.fp32_grad_accumulation) parallel.push_back("--grad-reduce-in-bf16");
       break;
     case DType::fp16:
       parallel.push_back("--fp16");
+      // Megatron keeps fp16 gradients unless asked (bf16 forces fp32 on its own).
+      if (training.fp32_grad_accumulation)
+        parallel.push_back("--accumulate-allreduce-grads-in-fp32");
       break;
     case DType::fp8:
       parallel.push_back("--bf16");

@@ -54,15 +54,19 @@ ExportedFile export_plan_json(const ExportInput& input) {
   j["virtual_stages"] = plan.virtual_stages;
   if (plan.micro_batch) j["micro_batch"] = *plan.micro_batch;
   if (plan.recompute) j["recompute"] = to_string(*plan.recompute);
+  if (plan.recompute_layers) j["recompute_layers"] = *plan.recompute_layers;
   if (plan.zero_stage) j["zero_stage"] = *plan.zero_stage;
   if (plan.dtype) j["dtype"] = to_string(*plan.dtype);
   auto& stages = j["stages"] = nlohmann::ordered_json::array();
   for (const PlanStage& s : plan.stages) {
-    stages.push_back(nlohmann::ordered_json{{"island", s.island},
-                                            {"first_layer", s.first_layer},
-                                            {"num_layers", s.num_layers},
-                                            {"tp", s.tp},
-                                            {"dp", s.dp}});
+    nlohmann::ordered_json stage{{"island", s.island},
+                                 {"first_layer", s.first_layer},
+                                 {"num_layers", s.num_layers},
+                                 {"tp", s.tp},
+                                 {"dp", s.dp}};
+    if (s.recompute) stage["recompute"] = to_string(*s.recompute);
+    if (s.recompute_layers) stage["recompute_layers"] = *s.recompute_layers;
+    stages.push_back(std::move(stage));
   }
 
   nlohmann::ordered_json provenance;

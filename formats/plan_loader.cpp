@@ -10,6 +10,18 @@
 namespace hetplan::formats {
 namespace {
 
+// A plan's or a stage's `recompute` and `recompute_layers` (which needs `recompute: full`).
+void read_recompute(MapReader& map, std::optional<Recompute>& recompute,
+                    std::optional<int>& layers) {
+  if (auto mode = map.optional("recompute")) {
+    recompute = static_cast<Recompute>(mode->as_choice({"none", "selective", "full"}));
+  }
+  if (auto count = map.optional("recompute_layers")) {
+    layers = static_cast<int>(count->as_int(1, 100000));
+    if (recompute != Recompute::full) count->fail("expected recompute: full beside it");
+  }
+}
+
 Plan read_plan(const Field& root_field) {
   MapReader root(root_field);
   root.required("schema");
@@ -31,9 +43,7 @@ Plan read_plan(const Field& root_field) {
   }
   if (auto mb = root.optional("micro_batch"))
     plan.micro_batch = static_cast<int>(mb->as_int(1, 1 << 16));
-  if (auto recompute = root.optional("recompute")) {
-    plan.recompute = static_cast<Recompute>(recompute->as_choice({"none", "selective", "full"}));
-  }
+  read_recompute(root, plan.recompute, plan.recompute_layers);
   if (auto zero = root.optional("zero_stage"))
     plan.zero_stage = static_cast<int>(zero->as_int(0, 3));
   if (auto dtype = root.optional("dtype")) {
@@ -67,6 +77,7 @@ Plan read_plan(const Field& root_field) {
     stage.num_layers = static_cast<int>(map.required("num_layers").as_int(1, 100000));
     stage.tp = static_cast<int>(map.required("tp").as_int(1, 1024));
     stage.dp = static_cast<int>(map.required("dp").as_int(1, 1 << 20));
+    read_recompute(map, stage.recompute, stage.recompute_layers);
     map.done();
     plan.stages.push_back(std::move(stage));
   }

@@ -217,6 +217,10 @@ TrainingSettings read_training(const Field& field) {
   if (auto recompute = map.optional("recompute")) {
     t.recompute = static_cast<Recompute>(recompute->as_choice({"none", "selective", "full"}));
   }
+  if (auto layers = map.optional("recompute_layers")) {
+    t.recompute_layers = static_cast<int>(layers->as_int(1, 100000));
+    if (t.recompute != Recompute::full) layers->fail("expected recompute: full beside it");
+  }
   if (auto sp = map.optional("sequence_parallel")) t.sequence_parallel = sp->as_bool();
   if (auto flash = map.optional("flash_attention")) t.flash_attention = flash->as_bool();
   auto legacy_overlap = map.optional("overlap_grad_reduce");

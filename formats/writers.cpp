@@ -50,13 +50,16 @@ std::string plan_yaml(const Plan& plan, const std::string& comment) {
   if (plan.virtual_stages > 1) out << "virtual_stages: " << plan.virtual_stages << "\n";
   if (plan.micro_batch) out << "micro_batch: " << *plan.micro_batch << "\n";
   if (plan.recompute) out << "recompute: " << to_string(*plan.recompute) << "\n";
+  if (plan.recompute_layers) out << "recompute_layers: " << *plan.recompute_layers << "\n";
   if (plan.zero_stage) out << "zero_stage: " << *plan.zero_stage << "\n";
   if (plan.dtype) out << "dtype: " << to_string(*plan.dtype) << "\n";
   out << "stages:\n";
   for (const auto& stage : plan.stages) {
     out << "  - {island: " << stage.island << ", first_layer: " << stage.first_layer
-        << ", num_layers: " << stage.num_layers << ", tp: " << stage.tp << ", dp: " << stage.dp
-        << "}\n";
+        << ", num_layers: " << stage.num_layers << ", tp: " << stage.tp << ", dp: " << stage.dp;
+    if (stage.recompute) out << ", recompute: " << to_string(*stage.recompute);
+    if (stage.recompute_layers) out << ", recompute_layers: " << *stage.recompute_layers;
+    out << "}\n";
   }
   return out.str();
 }

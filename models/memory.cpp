@@ -102,8 +102,21 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
                                 static_cast<double>(stage.micro_batches) * v);
     layers_per_chunk = static_cast<double>(stage.num_layers) / v;
   }
-  out.activations = chunks_in_flight * layers_per_chunk * out.activation_per_layer;
-  if (stage.recompute == Recompute::full && stage.num_layers > 0) {
+  // Partial recompute (Megatron's block method): the first layers of each chunk keep only
+  // their inputs, the others all their activations.
+  const double recomputed_per_chunk =
+      fully_recomputed_layers(stage.recompute, stage.recompute_layers, stage.num_layers,
+                              std::max(1, v)) /
+      static_cast<double>(std::max(1, v));
+  double chunk_bytes = layers_per_chunk * out.activation_per_layer;
+  if (stage.recompute == Recompute::full && recomputed_per_chunk < layers_per_chunk) {
+    chunk_bytes = recomputed_per_chunk * out.activation_per_layer +
+                  (layers_per_chunk - recomputed_per_chunk) *
+                      layer_activation_bytes(model, training, stage.micro_batch, stage.tp,
+                                             Recompute::none);
+  }
+  out.activations = chunks_in_flight * chunk_bytes;
+  if (stage.recompute == Recompute::full && recomputed_per_chunk > 0) {
     // The layer being recomputed holds its full activations for a moment.
     out.activations +=
         layer_activation_bytes(model, training, stage.micro_batch, stage.tp, Recompute::none);

@@ -26,6 +26,7 @@ struct StageShape {
   int micro_batches = 1;  // per pipeline per step
   int micro_batch = 1;    // sequences per micro-batch
   Recompute recompute = Recompute::none;
+  int recompute_layers = 0;  // with full: the layers of each model chunk recomputed, 0 all
   int zero_stage = 0;
 };
 
@@ -39,7 +40,7 @@ struct StageMemory {
   double gradients = 0;
   double optimizer = 0;
   double activations = 0;           // all in-flight micro-batches
-  double activation_per_layer = 0;  // one layer, one micro-batch
+  double activation_per_layer = 0;  // one layer, one micro-batch (a recomputed one, if any is)
   double head = 0;                  // logits and loss buffers of the last stage
   double transient = 0;             // buffers of the step (docs/models/memory.md#transient)
   // The optimizer step's fp32 copy of gradients kept in a lower precision. It lives while the

@@ -79,6 +79,8 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
     op.bytes = tokens * (2.0 * h / t + 2.0 * kv_chip) * e;
     op.gemm = {s, s, d, b * heads};
     op.backward_flops_factor = 2.5;  // five matrix products backward against two forward
+    // FlashAttention-2's backward launches three kernels: dot(dO, O), the main one, convert dQ.
+    op.backward_kernels = 3;
     op.core_attention = true;
     ops.push_back(op);
   } else {

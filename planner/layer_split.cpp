@@ -14,18 +14,21 @@ struct Unit {
   double time = 0;  // one unit's time
   double fixed = 0;
   int cap = 0;  // units
+  int least = 1;  // units
 };
 
-// The least total time with every stage's tau at most `bound`: each stage starts with one unit
-// and the rest go to the stages with the cheapest units first. Returns false when the bound
-// leaves too little room. `order` lists stages by unit time, cheapest first.
+// The least total time with every stage's tau at most `bound`: each stage starts with its
+// least units and the rest go to the stages with the cheapest units first. Returns false when
+// the bound leaves too little room. `order` lists stages by unit time, cheapest first.
 bool fill_under(const std::vector<Unit>& units, const std::vector<std::size_t>& order, int total,
                 double bound, std::vector<int>& counts) {
   const std::size_t p = units.size();
-  counts.assign(p, 1);
-  int left = total - static_cast<int>(p);
+  counts.resize(p);
+  int left = total;
   for (std::size_t j = 0; j < p; ++j) {
-    if (units[j].fixed + units[j].time > bound) return false;
+    counts[j] = units[j].least;
+    left -= units[j].least;
+    if (units[j].fixed + units[j].least * units[j].time > bound) return false;
   }
   for (std::size_t j : order) {
     if (left == 0) break;
@@ -34,7 +37,7 @@ bool fill_under(const std::vector<Unit>& units, const std::vector<std::size_t>& 
     int room = static_cast<int>(std::floor((bound - u.fixed) / u.time + 1e-9));
     while (room > 0 && u.fixed + room * u.time > bound * (1 + 1e-12)) --room;
     room = std::min(room, u.cap);
-    const int add = std::min(left, std::max(0, room - 1));
+    const int add = std::min(left, std::max(0, room - u.least));
     counts[j] += add;
     left -= add;
   }
@@ -69,16 +72,18 @@ std::optional<Split> solve_split(const SplitProblem& problem) {
   const int g = std::max(1, problem.granularity);
   if (p == 0 || problem.layers % g != 0) return std::nullopt;
   const int total = problem.layers / g;
-  if (total < static_cast<int>(p)) return std::nullopt;
   std::vector<Unit> units(p);
   long capacity = 0;
+  long least = 0;
   for (std::size_t j = 0; j < p; ++j) {
     const SplitStage& s = problem.stages[j];
-    units[j] = {s.per_layer_s * g, s.fixed_s, s.max_layers / g};
-    if (units[j].cap < 1) return std::nullopt;
+    units[j] = {s.per_layer_s * g, s.fixed_s, s.max_layers / g,
+                std::max(1, (s.min_layers + g - 1) / g)};
+    if (units[j].cap < units[j].least) return std::nullopt;
     capacity += units[j].cap;
+    least += units[j].least;
   }
-  if (capacity < total) return std::nullopt;
+  if (capacity < total || least > total) return std::nullopt;
 
   std::vector<std::size_t> order(p);
   std::iota(order.begin(), order.end(), 0);
@@ -90,11 +95,11 @@ std::optional<Split> solve_split(const SplitProblem& problem) {
   //
   // The adding starts below the fluid level tau_f, where sum (tau_f - fixed) / time reaches the
   // unit count: no allocation's bottleneck is lower, so a start whose every stage ends below
-  // tau_f (one unit under its floor there, at least one) is part of some optimal allocation,
-  // and adding from it reaches the same bottleneck as adding from one unit each — with a few
-  // steps per stage instead of one per unit.
+  // tau_f (one unit under its floor there, at least its least) is part of some optimal
+  // allocation, and adding from it reaches the same bottleneck as adding from the least units
+  // each — with a few steps per stage instead of one per unit.
   using Next = std::pair<double, std::size_t>;  // tau after one more unit, stage
-  std::vector<int> counts(p, 1);
+  std::vector<int> counts(p);
   {
     double inverse = 0, offset = 0;
     for (const Unit& u : units) {
@@ -105,10 +110,13 @@ std::optional<Split> solve_split(const SplitProblem& problem) {
     int started = 0;
     for (std::size_t j = 0; j < p; ++j) {
       const double below = std::floor((fluid - units[j].fixed) / units[j].time) - 1.0;
-      counts[j] = below >= 1.0 ? static_cast<int>(std::min<double>(below, units[j].cap)) : 1;
+      counts[j] = below >= units[j].least
+                      ? static_cast<int>(std::min<double>(below, units[j].cap))
+                      : units[j].least;
       started += counts[j];
     }
-    if (started > total) std::fill(counts.begin(), counts.end(), 1);
+    if (started > total)
+      for (std::size_t j = 0; j < p; ++j) counts[j] = units[j].least;
   }
   std::vector<Next> heap;
   heap.reserve(p);
@@ -137,14 +145,15 @@ std::optional<Split> solve_split(const SplitProblem& problem) {
   std::vector<int> best_counts;
   fill_under(units, order, total, bottleneck, best_counts);
   double best = objective(units, best_counts, m, v);
-  double floor_sum = 0;  // every stage at one unit, the rest on the cheapest units
-  for (std::size_t j = 0; j < p; ++j) floor_sum += units[j].fixed + units[j].time;
-  floor_sum += (total - static_cast<int>(p)) * units[order.front()].time;
+  double floor_sum = 0;  // every stage at its least units, the rest on the cheapest units
+  for (std::size_t j = 0; j < p; ++j) floor_sum += units[j].fixed + units[j].least * units[j].time;
+  floor_sum += static_cast<double>(total - least) * units[order.front()].time;
   const double slope = m - 1.0 / v;
   std::priority_queue<Next, std::vector<Next>, std::greater<>> bounds;
   for (std::size_t j = 0; j < p; ++j) {
     const int c = static_cast<int>(std::floor((bottleneck - units[j].fixed) / units[j].time)) + 1;
-    if (c >= 1 && c <= units[j].cap) bounds.emplace(units[j].fixed + c * units[j].time, j);
+    if (c >= units[j].least && c <= units[j].cap)
+      bounds.emplace(units[j].fixed + c * units[j].time, j);
   }
   std::vector<int> trial;
   while (!bounds.empty()) {

@@ -13,6 +13,7 @@ struct SplitStage {
   double per_layer_s = 0;  // one layer, one micro-batch, forward + backward + tp
   double fixed_s = 0;      // embedding or head, stage-boundary sends
   int max_layers = 0;      // the memory cap; 0 when not even one unit fits
+  int min_layers = 0;      // the fewest it may hold (partial recompute); at least one unit
 };
 
 struct SplitProblem {
@@ -33,7 +34,8 @@ struct Split {
 double pipeline_time(const SplitProblem& problem, const std::vector<int>& layers);
 
 // The optimal split, or nothing when no split fits (too few layers for the stages, or the
-// memory caps hold fewer layers than the model has). Every stage gets at least one unit.
+// memory caps hold fewer layers than the model has). Every stage gets at least one unit, and
+// at least its min_layers (rounded up to whole units).
 // Ties are broken the same way every time (earlier stages first).
 std::optional<Split> solve_split(const SplitProblem& problem);
 

@@ -22,10 +22,17 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
   problem.micro_batches = m;
   problem.virtual_stages = v;
   problem.stages.resize(static_cast<std::size_t>(p));
+  // Under partial recompute (N layers of each chunk recomputed) a stage holds at least N v
+  // layers; those cost a fixed extra, the others the time of a layer that keeps its activations.
+  const sim::StageRecompute recompute = sim::settings_recompute(settings);
+  const Recompute marginal = sim::marginal_recompute(settings);
+  const int least = marginal != recompute.mode ? recompute.layers * v : 0;
   for (int j = 0; j < p; ++j) {
     const sim::StageKernel& k = *kernels[static_cast<std::size_t>(j)];
     SplitStage& s = problem.stages[static_cast<std::size_t>(j)];
-    s.per_layer_s = k.layers_time(1);
+    s.per_layer_s = k.layer_time(marginal);
+    s.min_layers = least;
+    if (least > 0) s.fixed_s += least * (k.layer_time(Recompute::full) - s.per_layer_s);
     if (j == 0) s.fixed_s += k.embedding_forward_s + k.embedding_backward_s + k.boundary_tp_s;
     if (j == p - 1) s.fixed_s += k.head_forward_s + k.head_backward_s + k.boundary_tp_s;
     if (j + 1 < p) {
@@ -44,7 +51,7 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
     for (const auto& s : problem.stages) {
       inverse_sum += 1.0 / s.per_layer_s;
       fixed_sum += s.fixed_s;
-      floor_tau = std::max(floor_tau, s.fixed_s + v * s.per_layer_s);
+      floor_tau = std::max(floor_tau, s.fixed_s + std::max(v, s.min_layers) * s.per_layer_s);
       fastest = std::min(fastest, s.per_layer_s);
     }
     const double tau = std::max(layers / inverse_sum, floor_tau);
@@ -60,22 +67,24 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
       s.max_layers = *cached;
       continue;
     }
-    // Memory cap: a stage's memory grows linearly with its layers.
-    const double one = sim::slot_memory(model, settings, k, v, j, p, m).total();
-    const double two = sim::slot_memory(model, settings, k, 2 * v, j, p, m).total();
+    // Memory cap: a stage's memory grows linearly with its layers (from the least it holds).
+    const int base = std::max(v, least);
+    const double one = sim::slot_memory(model, settings, k, base, j, p, m).total();
+    const double two = sim::slot_memory(model, settings, k, base + v, j, p, m).total();
     const double capacity = k.memory_usable.value_or(0.0);
     int cap = 0;
     if (one <= capacity) {
       const double slope = two - one;
-      cap = slope > 0 ? v * (1 + static_cast<int>(std::floor((capacity - one) / slope + 1e-9)))
-                      : layers;
+      cap = slope > 0
+                ? base + v * static_cast<int>(std::floor((capacity - one) / slope + 1e-9))
+                : layers;
       cap = std::min(cap, layers / v * v);
       // Guard the linear step against rounding at the edge.
-      while (cap > v && sim::slot_memory(model, settings, k, cap, j, p, m).total() > capacity)
+      while (cap > base && sim::slot_memory(model, settings, k, cap, j, p, m).total() > capacity)
         cap -= v;
     }
     if (cached) *cached = cap;
-    if (cap < v) return {ScoreStatus::stage_too_small, j};
+    if (cap < base) return {ScoreStatus::stage_too_small, j};
     s.max_layers = cap;
   }
   const auto split = solve_split(problem);

@@ -46,6 +46,7 @@ struct Setting {
   DType dtype = DType::bf16;
   int micro_batch = 1;
   Recompute recompute = Recompute::none;
+  int recompute_layers = 0;  // with full: per model chunk, 0 all (Megatron's block method)
   int zero_stage = 0;
   int virtual_stages = 1;
   int dp = 1;
@@ -341,11 +342,15 @@ double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<i
     });
     return kInf;
   }
-  if (p * v > layers_) {
+  // Each chunk holds a whole layer, and under partial recompute at least its recomputed ones.
+  const int per_chunk = std::max(1, setting.recompute_layers);
+  if (static_cast<long long>(p) * v * per_chunk > layers_) {
     reject(kStructure, [&] {
       return "a pipeline of " + std::to_string(p) + " stages with " + std::to_string(v) +
-             " chunk(s) each needs at least " + std::to_string(p * v) + " layers; the model has " +
-             std::to_string(layers_);
+             " chunk(s) each needs at least " + std::to_string(p * v * per_chunk) +
+             " layers" +
+             (per_chunk > 1 ? " (" + std::to_string(per_chunk) + " recomputed per chunk)" : "") +
+             "; the model has " + std::to_string(layers_);
     });
     return kInf;
   }
@@ -369,7 +374,7 @@ double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<i
     reject(kMemory, [&] {
       return "stage " + std::to_string(scored.stage) + " on " + k.island->name + " (tp " +
              std::to_string(k.tp) + ", dp " + std::to_string(k.dp) + ") does not fit even " +
-             std::to_string(v) + " layer(s)";
+             std::to_string(v * std::max(1, setting.recompute_layers)) + " layer(s)";
     });
     return kInf;
   }
@@ -864,7 +869,8 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
     if (!info.eligible) continue;
     for (int tp : info.tps) {
       const int per_replica = tp * setting.dp;
-      const int max_stages = std::min(info.island->free_chip_count() / per_replica, layers_ / v);
+      const int max_stages = std::min(info.island->free_chip_count() / per_replica,
+                                      layers_ / (v * std::max(1, setting.recompute_layers)));
       if (max_stages == 0) {
         // Too few chips for one stage is no candidate at all, unless busy nodes are the cause.
         if (info.island->chip_count() >= per_replica)
@@ -885,7 +891,9 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
       Option option;
       option.island = static_cast<int>(i);
       option.tp = tp;
-      option.per_layer = k.layers_time(1);
+      // Under partial recompute each further layer keeps its activations: the recomputed ones
+      // are a fixed part of every stage, left out of this lower figure.
+      option.per_layer = k.layer_time(sim::marginal_recompute(setting.step));
       option.max_stages = max_stages;
       option.layers_per_stage = 0;
       // A middle stage of a three-stage pipeline: few micro-batches in flight.
@@ -907,6 +915,7 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
       least.micro_batches = setting.micro_batches;
       least.micro_batch = setting.micro_batch;
       least.recompute = setting.recompute;
+      least.recompute_layers = setting.recompute_layers;
       least.zero_stage = setting.zero_stage;
       for (int n = v; n <= layers_; n += v) {
         least.num_layers = n;
@@ -949,6 +958,7 @@ Plan Searcher::to_plan(const Found& found) const {
   plan.name = name;
   plan.micro_batch = s.micro_batch;
   plan.recompute = s.recompute;
+  if (s.recompute_layers > 0) plan.recompute_layers = s.recompute_layers;
   plan.zero_stage = s.zero_stage;
   if (s.dtype != scenario_.workload.training.dtype) plan.dtype = s.dtype;
   plan.schedule = s.virtual_stages > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
@@ -1041,9 +1051,21 @@ SearchResult Searcher::run() {
   };
   const auto micro_batches = with(options_.micro_batches, training.micro_batch);
   const auto zero_stages = with(options_.zero_stages, training.zero_stage);
-  std::vector<Recompute> recomputes = options_.recomputes;
-  if (std::find(recomputes.begin(), recomputes.end(), training.recompute) == recomputes.end())
-    recomputes.push_back(training.recompute);
+  // Recompute settings: each mode, and with full the partial counts (block method).
+  std::vector<sim::StageRecompute> recomputes;
+  for (Recompute mode : options_.recomputes) recomputes.push_back({mode, 0});
+  if (std::find(options_.recomputes.begin(), options_.recomputes.end(), Recompute::full) !=
+      options_.recomputes.end()) {
+    for (int n : options_.recompute_layers) recomputes.push_back({Recompute::full, n});
+  }
+  const sim::StageRecompute own{training.recompute,
+                                training.recompute == Recompute::full ? training.recompute_layers : 0};
+  if (std::find(recomputes.begin(), recomputes.end(), own) == recomputes.end())
+    recomputes.push_back(own);
+  // A partial count that leaves no layer of a chunk unrecomputed is full recompute itself.
+  auto partial_fits = [&](const sim::StageRecompute& r, int v) {
+    return r.layers == 0 || r.layers * v < layers_;
+  };
 
   std::vector<int> chunk_counts = options_.virtual_stages;
   if (chunk_counts.empty()) {
@@ -1063,15 +1085,16 @@ SearchResult Searcher::run() {
     most_chips.push_back(most);
   }
   // How many settings the loops below will try (the same conditions).
-  std::size_t chunks = 0;
-  for (int v : chunk_counts) chunks += layers_ % v == 0;
+  std::size_t recompute_chunks = 0;  // (recompute, chunk count) pairs searched
+  for (const auto& r : recomputes)
+    for (int v : chunk_counts) recompute_chunks += layers_ % v == 0 && partial_fits(r, v);
   for (std::size_t d = 0; d < dtypes.size(); ++d) {
     for (int mb : micro_batches) {
       if (training.global_batch % mb != 0) continue;
       const int samples = training.global_batch / mb;
       std::size_t dps = 0;
       for (int dp = 1; dp <= std::min(samples, most_chips[d]); ++dp) dps += samples % dp == 0;
-      settings_total_ += recomputes.size() * zero_stages.size() * chunks * dps;
+      settings_total_ += recompute_chunks * zero_stages.size() * dps;
     }
   }
   poll();
@@ -1086,23 +1109,25 @@ SearchResult Searcher::run() {
         continue;
       }
       const int samples = training.global_batch / mb;
-      for (Recompute recompute : recomputes) {
+      for (const sim::StageRecompute& recompute : recomputes) {
         for (int zero : zero_stages) {
           for (int v : chunk_counts) {
-            if (layers_ % v != 0) continue;
+            if (layers_ % v != 0 || !partial_fits(recompute, v)) continue;
             for (int dp = 1; dp <= std::min(samples, max_chips); ++dp) {
               if (samples % dp != 0) continue;
               Setting setting;
               setting.dtype = dtype;
               setting.micro_batch = mb;
-              setting.recompute = recompute;
+              setting.recompute = recompute.mode;
+              setting.recompute_layers = recompute.layers;
               setting.zero_stage = zero;
               setting.virtual_stages = v;
               setting.dp = dp;
               setting.micro_batches = samples / dp;
               setting.step.training = training;
               setting.step.training.dtype = dtype;
-              setting.step.training.recompute = recompute;
+              setting.step.training.recompute = recompute.mode;
+              setting.step.training.recompute_layers = recompute.layers;
               setting.step.training.zero_stage = zero;
               setting.step.micro_batch = mb;
               setting.step.virtual_stages = v;

@@ -23,6 +23,10 @@ std::string_view to_string(Mode mode);
 struct SearchOptions {
   std::vector<int> micro_batches = {1, 2, 4};  // and the workload's own
   std::vector<Recompute> recomputes = {Recompute::none, Recompute::selective, Recompute::full};
+  // With full recompute, also these partial ones: the first N layers of each model chunk of a
+  // stage recomputed, the others keeping their activations (Megatron's block method); each
+  // stage then holds at least N layers per chunk. The workload's own count is added.
+  std::vector<int> recompute_layers = {1, 2, 4, 8};
   std::vector<int> zero_stages = {0, 1};  // and the workload's own
   // Model chunks per stage: 1 is 1F1B, more is interleaved with that many chunks. Empty: every
   // count the layers allow (each chunk of each of at least two stages holds a whole number of

@@ -127,7 +127,11 @@ void check_coverage(const ChipProfile& chip, const std::vector<models::Op>& ops,
 StepSettings step_settings(const Workload& workload, const Plan& plan) {
   StepSettings settings;
   settings.training = workload.training;
-  if (plan.recompute) settings.training.recompute = *plan.recompute;
+  if (plan.recompute) {
+    // The plan's recompute replaces the workload's, with its own layer count (or all layers).
+    settings.training.recompute = *plan.recompute;
+    settings.training.recompute_layers = plan.recompute_layers.value_or(0);
+  }
   if (plan.zero_stage) settings.training.zero_stage = *plan.zero_stage;
   if (plan.dtype) settings.training.dtype = *plan.dtype;
   settings.micro_batch = plan.micro_batch.value_or(settings.training.micro_batch);
@@ -208,10 +212,9 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     k.layer_backward_s += models::backward_time(op, rates);
     if (op.core_attention) core_attention_fwd += f;
   }
-  if (training.recompute == Recompute::full)
-    k.layer_backward_s += k.layer_forward_s;
-  else if (training.recompute == Recompute::selective)
-    k.layer_backward_s += core_attention_fwd;
+  // Selective recompute runs the core attention's forward again before its backward pass;
+  // full recompute the whole layer's (StageKernel::layer_time).
+  k.layer_selective_s = core_attention_fwd;
   for (const auto& op : embedding) {
     k.embedding_forward_s += models::forward_time(op, rates);
     k.embedding_backward_s += models::backward_time(op, rates);
@@ -234,8 +237,9 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     const CollectiveGroup& group = k.tp_group;
     const double all_reduce =
         models::best_collective(Collective::all_reduce, activation, group).time;
-    const double forward_passes = training.recompute == Recompute::full ? 2.0 : 1.0;
-    k.layer_tp_s = (2.0 * forward_passes + 2.0) * all_reduce;
+    // Two each forward pass, two backward; a recomputed forward repeats the forward's two.
+    k.layer_tp_s = 4.0 * all_reduce;
+    k.layer_recompute_tp_s = 2.0 * all_reduce;
     k.boundary_tp_s = 2.0 * all_reduce;
     if (training.overlap_tp_comm && !training.sequence_parallel) {
       k.assumptions.push_back(
@@ -250,18 +254,19 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
           models::best_collective(Collective::all_gather, activation, group).time;
       const double scatter =
           models::best_collective(Collective::reduce_scatter, activation, group).time;
-      // Each linear GEMM beside its collective: forward once per forward pass; backward its
-      // input-gradient GEMM, half the backward time.
-      double exposed = 0;
+      // Each linear GEMM beside its collective: forward once per forward pass (a recomputed
+      // forward again); backward its input-gradient GEMM, half the backward time.
+      double forward_exposed = 0, backward_exposed = 0;
       for (const auto& op : layer) {
         if (!op.linear) continue;
         const bool column = op.name == "qkv_proj" || op.name == "mlp_gate_up" || op.name == "mlp_up";
         const double f = models::forward_time(op, rates);
         const double dgrad = 0.5 * models::backward_time(op, rates);
-        exposed += forward_passes * exposed_beside(column ? gather : scatter, f, overlap);
-        exposed += exposed_beside(column ? scatter : gather, dgrad, overlap);
+        forward_exposed += exposed_beside(column ? gather : scatter, f, overlap);
+        backward_exposed += exposed_beside(column ? scatter : gather, dgrad, overlap);
       }
-      k.layer_tp_s = exposed;
+      k.layer_tp_s = forward_exposed + backward_exposed;
+      k.layer_recompute_tp_s = forward_exposed;
     }
   }
   // A stage receiving a boundary without sequence parallelism gets 1/tp of the activations
@@ -274,9 +279,21 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   return k;
 }
 
+StageRecompute settings_recompute(const StepSettings& settings) {
+  const TrainingSettings& t = settings.training;
+  return {t.recompute, t.recompute == Recompute::full ? t.recompute_layers : 0};
+}
+
 models::StageMemory slot_memory(const ModelShape& model, const StepSettings& settings,
                                 const StageKernel& kernel, int num_layers, int stage_index,
                                 int stages, int micro_batches) {
+  return slot_memory(model, settings, kernel, num_layers, stage_index, stages, micro_batches,
+                     settings_recompute(settings));
+}
+
+models::StageMemory slot_memory(const ModelShape& model, const StepSettings& settings,
+                                const StageKernel& kernel, int num_layers, int stage_index,
+                                int stages, int micro_batches, const StageRecompute& recompute) {
   models::StageShape shape;
   shape.num_layers = num_layers;
   shape.has_embedding = stage_index == 0;
@@ -288,7 +305,8 @@ models::StageMemory slot_memory(const ModelShape& model, const StepSettings& set
   shape.virtual_stages = settings.virtual_stages;
   shape.micro_batches = micro_batches;
   shape.micro_batch = settings.micro_batch;
-  shape.recompute = settings.training.recompute;
+  shape.recompute = recompute.mode;
+  shape.recompute_layers = recompute.layers;
   shape.zero_stage = settings.training.zero_stage;
   return models::stage_memory(model, settings.training, shape);
 }
@@ -423,10 +441,15 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     if (first && !k.embedding_assumptions.empty()) assume(k.embedding_assumptions);
     if (last && !k.head_assumptions.empty()) assume(k.head_assumptions);
 
+    const StageRecompute recompute = slot_recompute(settings, slot);
     if (k.has_rates) {
+      const int full =
+          fully_recomputed_layers(recompute.mode, recompute.layers, slot.num_layers, v);
       se.forward_s = slot.num_layers * k.layer_forward_s;
-      se.backward_s = slot.num_layers * k.layer_backward_s;
-      se.tp_comm_s = slot.num_layers * k.layer_tp_s;
+      se.backward_s = slot.num_layers * k.layer_backward_s + full * k.layer_forward_s;
+      if (recompute.mode == Recompute::selective)
+        se.backward_s += slot.num_layers * k.layer_selective_s;
+      se.tp_comm_s = slot.num_layers * k.layer_tp_s + full * k.layer_recompute_tp_s;
       if (first) {
         se.forward_s += k.embedding_forward_s;
         se.backward_s += k.embedding_backward_s;
@@ -440,7 +463,7 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
       peak_sum += k.tp * k.dp * k.peak_flops;
     }
 
-    se.memory = slot_memory(model, settings, k, slot.num_layers, i, p, m);
+    se.memory = slot_memory(model, settings, k, slot.num_layers, i, p, m, recompute);
     if (k.memory_capacity) {
       se.memory_capacity = *k.memory_capacity;
       se.memory_usable = k.memory_usable.value_or(se.memory_capacity);
@@ -644,6 +667,8 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
       found = std::prev(kernels.end());
     }
     slots.push_back({&*found, stage.first_layer, stage.num_layers, &stage.location});
+    if (stage.recompute)
+      slots.back().recompute = StageRecompute{*stage.recompute, stage.recompute_layers.value_or(0)};
   }
   assemble_estimate(cluster, workload.model, settings, slots, out, options.memory_headroom);
   if (!structure.empty()) {

@@ -80,6 +80,14 @@ struct Estimate {
   std::vector<StageEstimate> stages;
 };
 
+// A stage's activation recomputation: the mode, and with full recompute the layers of each
+// model chunk recomputed (0: all; Megatron's block method, docs/models/memory.md#partial-recompute).
+struct StageRecompute {
+  Recompute mode = Recompute::none;
+  int layers = 0;
+  bool operator==(const StageRecompute&) const = default;
+};
+
 // The effective training settings of a plan: the workload's, with the plan's overrides.
 struct StepSettings {
   TrainingSettings training;
@@ -113,8 +121,10 @@ struct StageKernel {
   double peak_flops = 0;
   double memory_bandwidth = 0;  // achieved B/s (nominal x efficiency)
   double layer_forward_s = 0;   // one layer, one micro-batch
-  double layer_backward_s = 0;  // incl. recompute
+  double layer_backward_s = 0;  // without recompute
   double layer_tp_s = 0;        // exposed tensor-parallel collectives of one layer, fwd and bwd
+  double layer_selective_s = 0;     // what selective recompute adds to a layer's backward
+  double layer_recompute_tp_s = 0;  // the collectives of a recomputed forward (full recompute)
   double embedding_forward_s = 0;
   double embedding_backward_s = 0;
   double head_forward_s = 0;
@@ -133,9 +143,18 @@ struct StageKernel {
   std::vector<std::string> embedding_assumptions;
   std::vector<std::string> head_assumptions;
 
-  // One micro-batch through `layers` layers, compute and tensor-parallel communication.
-  double layers_time(int layers) const {
-    return layers * (layer_forward_s + layer_backward_s + layer_tp_s);
+  // One layer, one micro-batch, compute and tensor-parallel communication, recomputed in `mode`.
+  double layer_time(Recompute mode) const {
+    double time = layer_forward_s + layer_backward_s + layer_tp_s;
+    if (mode == Recompute::selective) time += layer_selective_s;
+    if (mode == Recompute::full) time += layer_forward_s + layer_recompute_tp_s;
+    return time;
+  }
+  // One micro-batch through `layers` layers in `chunks` model chunks under `recompute`.
+  double layers_time(int layers, const StageRecompute& recompute, int chunks) const {
+    const int full = fully_recomputed_layers(recompute.mode, recompute.layers, layers, chunks);
+    const Recompute rest = recompute.mode == Recompute::full ? Recompute::none : recompute.mode;
+    return (layers - full) * layer_time(rest) + full * layer_time(Recompute::full);
   }
 };
 
@@ -155,12 +174,29 @@ struct StageSlot {
   // The plan file's entry for the stage, when there is one: its reasons start with it
   // ("plan.yaml:6:5: stage 0 (a): tp 3 does not divide ..."). The planner's plans have none.
   const SourceLocation* location = nullptr;
+  // The stage's own recompute; without it, the step settings'.
+  std::optional<StageRecompute> recompute = std::nullopt;
 };
+
+// The recompute of the step settings, and of a stage with its own or without.
+StageRecompute settings_recompute(const StepSettings& settings);
+// How a stage's layers beyond the recomputed ones run: under partial recompute (a count per
+// chunk) they keep their activations; otherwise every layer runs in the settings' mode.
+inline Recompute marginal_recompute(const StepSettings& settings) {
+  const StageRecompute r = settings_recompute(settings);
+  return r.mode == Recompute::full && r.layers > 0 ? Recompute::none : r.mode;
+}
+inline StageRecompute slot_recompute(const StepSettings& settings, const StageSlot& slot) {
+  return slot.recompute ? *slot.recompute : settings_recompute(settings);
+}
 
 // Memory of a stage at a position of a pipeline of `stages` stages, one chip.
 models::StageMemory slot_memory(const ModelShape& model, const StepSettings& settings,
                                 const StageKernel& kernel, int num_layers, int stage_index,
                                 int stages, int micro_batches);
+models::StageMemory slot_memory(const ModelShape& model, const StepSettings& settings,
+                                const StageKernel& kernel, int num_layers, int stage_index,
+                                int stages, int micro_batches, const StageRecompute& recompute);
 
 // A boundary between two consecutive stages: the time it adds to both stages per micro-batch
 // (activations forward, their gradients backward, once per model chunk).

@@ -314,6 +314,9 @@ TEST(Launch, OverridesBecomeFlags) {
   EXPECT_EQ(value_of(args, "--recompute-num-layers"), "1");
   EXPECT_TRUE(has_flag(args, "--fp16"));
   EXPECT_FALSE(has_flag(args, "--bf16"));
+  // The bf16 workload keeps fp32 gradients under the plan's fp16, against Megatron's fp16
+  // default, so it asks for them.
+  EXPECT_TRUE(has_flag(args, "--accumulate-allreduce-grads-in-fp32"));
   EXPECT_FALSE(has_flag(args, "--use-distributed-optimizer"));
   EXPECT_FALSE(has_flag(args, "--sequence-parallel"));  // tp 1: nothing to split
   EXPECT_EQ(value_of(args, "--micro-batch-size"), "2");
@@ -323,6 +326,34 @@ TEST(Launch, OverridesBecomeFlags) {
   const std::string zero3 = export_megatron(input_for(plan))[0].text;
   EXPECT_TRUE(has_flag(sourced(zero3, "HETPLAN_PARALLEL_ARGS"), "--use-distributed-optimizer"));
   EXPECT_NE(comments(zero3).find("The plan uses ZeRO stage 3"), std::string::npos);
+}
+
+// Partial recompute is Megatron's block method; stages of one island that differ in their
+// recompute cannot share one launch, and the file says which one it wrote.
+TEST(Launch, PartialAndPerStageRecompute) {
+  Plan plan = plan_on("dcu-k100", {20, 20, 20, 20}, 1, 2);
+  plan.recompute = Recompute::full;
+  plan.recompute_layers = 3;
+  std::string text = export_megatron(input_for(plan))[0].text;
+  auto args = sourced(text, "HETPLAN_PARALLEL_ARGS");
+  EXPECT_EQ(value_of(args, "--recompute-granularity"), "full");
+  EXPECT_EQ(value_of(args, "--recompute-method"), "block");
+  EXPECT_EQ(value_of(args, "--recompute-num-layers"), "3");
+  EXPECT_EQ(comments(text).find("differ in activation recomputation"), std::string::npos);
+
+  plan.stages[3].recompute = Recompute::none;
+  text = export_megatron(input_for(plan))[0].text;
+  args = sourced(text, "HETPLAN_PARALLEL_ARGS");
+  EXPECT_EQ(value_of(args, "--recompute-method"), "block");  // stage 0's
+  EXPECT_NE(comments(text).find("The stages of this island differ in activation recomputation"),
+            std::string::npos);
+
+  // Every stage of the island the same: its own setting, whatever the plan's.
+  for (auto& stage : plan.stages) stage.recompute = Recompute::selective;
+  text = export_megatron(input_for(plan))[0].text;
+  args = sourced(text, "HETPLAN_PARALLEL_ARGS");
+  EXPECT_EQ(value_of(args, "--recompute-granularity"), "selective");
+  EXPECT_FALSE(has_flag(args, "--recompute-method"));
 }
 
 TEST(Launch, TopPlansSourceCleanly) {

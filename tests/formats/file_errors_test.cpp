@@ -156,6 +156,12 @@ TEST(WorkloadErrors, UnknownTrainingKey) {
             kBad + "workload-unknown-training-key.yaml:9:3: training.optimiser: unknown key");
 }
 
+TEST(WorkloadErrors, PartialRecomputeNeedsFullRecompute) {
+  EXPECT_EQ(workload_error("workload-recompute-layers.yaml"),
+            kDataDir + "/bad/workload-recompute-layers.yaml:10:21: training.recompute_layers: "
+                       "expected recompute: full beside it");
+}
+
 TEST(ScenarioErrors, PlanStageIslandNotInCluster) {
   EXPECT_EQ(scenario_error("scenario-unknown-island.yaml"),
             kBad + "scenario-unknown-island.yaml:5:7: plan: " + kBad +

@@ -32,6 +32,27 @@ TEST(PlanErrors, BaseFixtureIsValid) {
   EXPECT_EQ(plan.schedule, Schedule::one_f_one_b);
 }
 
+TEST(PlanErrors, RecomputeOfThePlanAndOfAStage) {
+  const Plan plan = parse_plan(
+      replaced(replaced(kPlan, "name: two-stage\n", "name: two-stage\nrecompute: full\nrecompute_layers: 2\n"),
+               "tp: 8, dp: 1}", "tp: 8, dp: 1, recompute: none}"),
+      "plan.yaml");
+  EXPECT_EQ(plan.recompute, Recompute::full);
+  EXPECT_EQ(plan.recompute_layers, 2);
+  EXPECT_FALSE(plan.stages[0].recompute);
+  EXPECT_EQ(plan.stages[1].recompute, Recompute::none);
+  EXPECT_FALSE(plan.stages[1].recompute_layers);
+}
+
+TEST(PlanErrors, RecomputeLayersWithoutFullRecompute) {
+  EXPECT_EQ(plan_error(replaced(kPlan, "name: two-stage\n", "name: two-stage\nrecompute_layers: 2\n")),
+            "plan.yaml:3:19: recompute_layers: expected recompute: full beside it");
+  EXPECT_EQ(plan_error(replaced(kPlan, "tp: 8, dp: 1}", "tp: 8, dp: 1, recompute: selective, recompute_layers: 1}")),
+            "plan.yaml:5:107: stages[1].recompute_layers: expected recompute: full beside it");
+  EXPECT_EQ(plan_error(replaced(kPlan, "tp: 4, dp: 2}", "tp: 4, dp: 2, recompute: full, recompute_layers: 0}")),
+            "plan.yaml:4:101: stages[0].recompute_layers: expected an integer from 1 to 100000, got \"0\"");
+}
+
 TEST(PlanErrors, MalformedYamlUnclosedBracket) {
   EXPECT_EQ(plan_error("schema: hetplan/plan/v1\nname: x\nstages: [{island: a100\n"),
             "plan.yaml:4:1: malformed YAML: end of map flow not found");

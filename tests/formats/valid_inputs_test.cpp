@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "formats/loaders.hpp"
+#include "formats/writers.hpp"
 #include "tests/formats/test_support.hpp"
 #include "tests/support/temp_folder.hpp"
 
@@ -139,6 +140,36 @@ TEST(ValidInputs, GradientAccumulationDefaultsAsMegatron) {
   EXPECT_TRUE(default_fp32_grad_accumulation(DType::fp8));
   EXPECT_FALSE(default_fp32_grad_accumulation(DType::fp16));
   EXPECT_FALSE(default_fp32_grad_accumulation(DType::fp32));
+}
+
+// The plan writer keeps a plan's and its stages' recompute: written and read back, the same.
+TEST(ValidInputs, PlanWithRecomputeReadsBackAsWritten) {
+  Plan plan;
+  plan.name = "partial";
+  plan.recompute = Recompute::full;
+  plan.recompute_layers = 2;
+  for (int i = 0; i < 3; ++i) {
+    PlanStage stage;
+    stage.island = "a";
+    stage.first_layer = 4 * i;
+    stage.num_layers = 4;
+    stage.tp = 2;
+    stage.dp = 1;
+    plan.stages.push_back(stage);
+  }
+  plan.stages[1].recompute = Recompute::full;
+  plan.stages[1].recompute_layers = 1;
+  plan.stages[2].recompute = Recompute::none;
+  const std::string text = formats::plan_yaml(plan);
+  const Plan read = formats::parse_plan(text, "plan.yaml");
+  EXPECT_EQ(read.recompute, Recompute::full);
+  EXPECT_EQ(read.recompute_layers, 2);
+  EXPECT_FALSE(read.stages[0].recompute);
+  EXPECT_EQ(read.stages[1].recompute, Recompute::full);
+  EXPECT_EQ(read.stages[1].recompute_layers, 1);
+  EXPECT_EQ(read.stages[2].recompute, Recompute::none);
+  EXPECT_FALSE(read.stages[2].recompute_layers);
+  EXPECT_EQ(formats::plan_yaml(read), text);
 }
 
 TEST(ValidInputs, Scenario) {

@@ -10,20 +10,23 @@
 namespace hetplan::planner {
 namespace {
 
-// The best pipeline time over every split that gives each stage at least one unit and respects
-// the caps; infinity when there is none.
+// The best pipeline time over every split that gives each stage at least one unit (and its
+// min_layers) and respects the caps; infinity when there is none.
 double brute_force(const SplitProblem& problem) {
   const int g = problem.granularity;
   std::vector<int> layers(problem.stages.size());
   double best = std::numeric_limits<double>::infinity();
+  auto least = [&](std::size_t j) {
+    return std::max(g, (problem.stages[j].min_layers + g - 1) / g * g);
+  };
   std::function<void(std::size_t, int)> walk = [&](std::size_t j, int left) {
     if (j + 1 == problem.stages.size()) {
-      if (left < g || left > problem.stages[j].max_layers) return;
+      if (left < least(j) || left > problem.stages[j].max_layers) return;
       layers[j] = left;
       best = std::min(best, pipeline_time(problem, layers));
       return;
     }
-    for (int n = g; n <= std::min(left, problem.stages[j].max_layers); n += g) {
+    for (int n = least(j); n <= std::min(left, problem.stages[j].max_layers); n += g) {
       layers[j] = n;
       walk(j + 1, left - n);
     }
@@ -79,6 +82,31 @@ TEST(LayerSplit, MatchesBruteForceOnRandomSmallProblems) {
     EXPECT_EQ(total, problem.layers);
   }
   // Both kinds of case were exercised.
+  EXPECT_GT(solved, 1000);
+  EXPECT_GT(infeasible, 100);
+}
+
+// Partial recompute gives every stage a least layer count (its recomputed layers) and a fixed
+// time for them: the same brute force, with random least counts.
+TEST(LayerSplit, MatchesBruteForceWithLeastLayersPerStage) {
+  std::mt19937 rng(20261202);
+  int solved = 0, infeasible = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    SplitProblem problem = random_problem(rng);
+    const int least = std::uniform_int_distribution<int>(0, 4)(rng);
+    for (auto& s : problem.stages) s.min_layers = least;
+    const double expected = brute_force(problem);
+    const auto split = solve_split(problem);
+    if (!std::isfinite(expected)) {
+      EXPECT_FALSE(split) << "trial " << trial;
+      ++infeasible;
+      continue;
+    }
+    ASSERT_TRUE(split) << "trial " << trial;
+    ++solved;
+    EXPECT_NEAR(split->pipeline_s, expected, 1e-9 * expected) << "trial " << trial;
+    for (std::size_t j = 0; j < split->layers.size(); ++j) EXPECT_GE(split->layers[j], least);
+  }
   EXPECT_GT(solved, 1000);
   EXPECT_GT(infeasible, 100);
 }

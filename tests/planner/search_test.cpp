@@ -207,6 +207,34 @@ TEST(PlanSearch, PruningNeverDiscardsTheBestPlanOnRandomSmallClusters) {
   }
 }
 
+// Partial recompute (the block method) where memory binds: on four A100s a Llama-2-7B-shaped
+// model at 8,192 tokens fits without recompute only in a slower layout, and recomputing every
+// layer costs a third more compute; recomputing a few layers of each stage beats both. The
+// pruned search finds what exhaustive enumeration finds with the partial settings, and its
+// best plan says N.
+TEST(PlanSearch, PartialRecomputeWhereMemoryBinds) {
+  Builder b;
+  b.s.workload = small_model(32);
+  b.s.workload.model.hidden = 4096;
+  b.s.workload.model.heads = 32;
+  b.s.workload.model.kv_heads = 32;
+  b.s.workload.model.ffn = 11008;
+  b.s.workload.training.seq_len = 8192;
+  b.add("a100", chip("nvidia-a100-sxm4-80gb"), 1, 4);
+  SearchOptions options = narrow();
+  options.recomputes = {Recompute::none, Recompute::full};
+  expect_same_best(b.s, "partial recompute", options);
+  const SearchResult with = search_plans(b.s, options);
+  options.recompute_layers = {};
+  const SearchResult without = search_plans(b.s, options);
+  ASSERT_TRUE(with.islands[0].best && without.islands[0].best);
+  const RankedPlan& best = *with.islands[0].best;
+  EXPECT_EQ(best.plan.recompute, Recompute::full);
+  ASSERT_TRUE(best.plan.recompute_layers.has_value()) << best.plan.name;
+  EXPECT_LT(best.estimate.step_time_s, without.islands[0].best->estimate.step_time_s);
+  EXPECT_FALSE(without.islands[0].best->plan.recompute_layers.has_value());
+}
+
 TEST(PlanSearch, RankedFiguresAreWhatTheEstimatorComputes) {
   Builder b;
   b.add("a100", chip("nvidia-a100-sxm4-80gb"), 1, 8);
