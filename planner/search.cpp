@@ -104,6 +104,9 @@ struct Option {
   int tp = 1;
   const sim::StageKernel* kernel = nullptr;
   double per_layer = 0;
+  // The least time one of its stages takes: its least layers (v, or under partial recompute
+  // the N v recomputed ones) with their recompute.
+  double least_time = 0;
   int max_stages = 0;
   int layers_per_stage = 0;  // memory cap of a middle stage, generous
   int most_layers = 0;       // no stage of this option holds more, wherever it sits
@@ -652,7 +655,9 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
       return layer_rate[static_cast<std::size_t>(x)] > layer_rate[static_cast<std::size_t>(y)];
     });
   }
-  const int stage_budget = layers_ / v;  // every stage holds at least v layers
+  // Every stage holds at least v layers, under partial recompute its N v recomputed ones.
+  const int least_layers = v * std::max(1, setting.recompute_layers);
+  const int stage_budget = layers_ / least_layers;
   // The most layer throughput the undecided islands can add with the stages left.
   auto rest_capacity = [&](std::size_t r, int stages) {
     double total = 0;
@@ -674,12 +679,12 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   };
   // The bound splits in two: a bottleneck part that falls as stages are added and a stage-sum
   // part that grows with them. capacity: sum over chosen stages of 1 / per-layer time;
-  // chunk_sum and chunk_max: the sum and the largest v x per-layer time over chosen stages.
+  // chunk_sum and chunk_max: the sum and the largest least stage time over chosen stages.
   auto bottleneck_part = [&](std::size_t r, double capacity, double chunk_max, int stages) {
     return slope * std::max(layers_ / (capacity + rest_capacity(r, stages)), chunk_max);
   };
   auto sum_part = [&](double chunk_sum, int stages) {
-    return (chunk_sum + std::max(0, layers_ - stages * v) * fastest_layer + least_embedding +
+    return (chunk_sum + std::max(0, layers_ - stages * least_layers) * fastest_layer + least_embedding +
             least_head) /
            v;
   };
@@ -689,6 +694,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   auto capped_bound = [&](const Config& config) {
     struct Group {
       double per_layer;
+      double least_time;
       int count;
       int cap;  // layers per stage
     };
@@ -696,9 +702,9 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     long held = 0;
     double chunk_max = 0;
     for (const auto& [option, count] : config) {
-      groups.push_back({option->per_layer, count, option->most_layers});
+      groups.push_back({option->per_layer, option->least_time, count, option->most_layers});
       held += static_cast<long>(count) * option->most_layers;
-      chunk_max = std::max(chunk_max, v * option->per_layer);
+      chunk_max = std::max(chunk_max, option->least_time);
     }
     if (held < layers_) return kInf;
     // Water level: f(tau) = sum count x min(cap, tau / per_layer) reaches the layer count.
@@ -717,18 +723,20 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
       tau = level;
     }
     if (flowing > 0) tau = std::max(tau, (layers_ - full) / flowing);
-    // Least stage-time sum: v layers on every stage, the rest on the fastest stages first.
+    // Least stage-time sum: the least layers on every stage, the rest on the fastest stages
+    // first.
     std::sort(groups.begin(), groups.end(),
               [](const Group& a, const Group& b) { return a.per_layer < b.per_layer; });
     double sum = 0;
     long left = layers_;
     for (const auto& g : groups) {
-      sum += static_cast<double>(g.count) * v * g.per_layer;
-      left -= static_cast<long>(g.count) * v;
+      sum += static_cast<double>(g.count) * g.least_time;
+      left -= static_cast<long>(g.count) * least_layers;
     }
     for (const auto& g : groups) {
       if (left <= 0) break;
-      const long take = std::min<long>(left, static_cast<long>(g.count) * (g.cap - v));
+      const long take =
+          std::min<long>(left, static_cast<long>(g.count) * std::max(0, g.cap - least_layers));
       sum += static_cast<double>(take) * g.per_layer;
       left -= take;
     }
@@ -824,7 +832,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
           return;
         }
         for (const Option* option : by_island[static_cast<std::size_t>(walk_order[r])]) {
-          const double chunk = v * option->per_layer;
+          const double chunk = option->least_time;
           for (int count = std::min(option->max_stages, stage_budget - stages); count >= 1;
                --count) {
             if (!options_.exhaustive && task_best_.score < kInf) {
@@ -894,6 +902,10 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
       // Under partial recompute each further layer keeps its activations: the recomputed ones
       // are a fixed part of every stage, left out of this lower figure.
       option.per_layer = k.layer_time(sim::marginal_recompute(setting.step));
+      option.least_time =
+          setting.recompute_layers > 0
+              ? v * setting.recompute_layers * k.layer_time(Recompute::full)
+              : v * option.per_layer;
       option.max_stages = max_stages;
       option.layers_per_stage = 0;
       // A middle stage of a three-stage pipeline: few micro-batches in flight.
