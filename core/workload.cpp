@@ -1,18 +1,70 @@
 #include "core/workload.hpp"
 
+#include <algorithm>
+
 namespace hetplan {
 
-double ModelShape::layer_parameters() const {
+double ModelShape::attention_width() const {
+  if (latent_attention()) return static_cast<double>(heads) * v_head_dim;
+  return static_cast<double>(heads) * head_dim();
+}
+
+bool ModelShape::moe_layer(int index) const {
+  return experts > 0 && index >= dense_layers;
+}
+
+int ModelShape::moe_layer_count() const {
+  return experts > 0 ? std::max(0, layers - dense_layers) : 0;
+}
+
+double ModelShape::attention_parameters() const {
   const double h = hidden;
+  const double a = heads;
+  if (latent_attention()) {
+    // Q: down to q_lora_rank, its norm, up to every head's no-rope and rope parts (or one
+    // projection); K and V: down to kv_lora_rank plus the shared rope key, its norm, up to every
+    // head's no-rope key and value; the output from every head's value.
+    const double qk_head = qk_nope_head_dim + qk_rope_head_dim;
+    const double q = q_lora_rank > 0 ? h * q_lora_rank + q_lora_rank + q_lora_rank * a * qk_head
+                                     : h * a * qk_head;
+    const double kv = h * (kv_lora_rank + qk_rope_head_dim) + kv_lora_rank +
+                      kv_lora_rank * a * (qk_nope_head_dim + v_head_dim);
+    return q + kv + a * v_head_dim * h;
+  }
+  const double w = attention_width();
   const double kv = static_cast<double>(kv_heads) * head_dim();
-  const double attention = h * (h + 2.0 * kv) + h * h;  // Q, K, V and output projections
-  const double matrices = activation == Activation::swiglu ? 3.0 : 2.0;
-  const double mlp = matrices * h * ffn;
+  const double projections = h * (w + 2.0 * kv) + w * h;  // Q, K, V and output
   double biases = 0.0;
-  if (linear_bias) biases = (h + 2.0 * kv) + h + (matrices - 1.0) * ffn + h;
-  else if (qkv_bias) biases = h + 2.0 * kv;
-  const double norms = (norm == Norm::layernorm ? 2.0 : 1.0) * 2.0 * h;
-  return attention + mlp + biases + norms;
+  if (linear_bias) biases = (w + 2.0 * kv) + h;
+  else if (qkv_bias) biases = w + 2.0 * kv;
+  const double norms = qk_norm ? 2.0 * head_dim() : 0.0;
+  return projections + biases + norms;
+}
+
+double ModelShape::dense_mlp_parameters() const {
+  const double h = hidden;
+  const double matrices = activation == Activation::swiglu ? 3.0 : 2.0;
+  return matrices * h * ffn + (linear_bias ? (matrices - 1.0) * ffn + h : 0.0);
+}
+
+double ModelShape::moe_mlp_parameters() const {
+  const double h = hidden;
+  const double matrices = activation == Activation::swiglu ? 3.0 : 2.0;
+  const double router = h * experts + (expert_bias ? experts : 0.0);
+  const double routed = static_cast<double>(experts) * matrices * h * expert_ffn;
+  const double shared = static_cast<double>(shared_experts) * matrices * h * shared_expert_ffn +
+                        (shared_expert_gate ? h : 0.0);
+  return router + routed + shared;
+}
+
+double ModelShape::layer_parameters() const {
+  const double norms = (norm == Norm::layernorm ? 2.0 : 1.0) * (2.0 + extra_norms) * hidden;
+  return attention_parameters() + dense_mlp_parameters() + norms;
+}
+
+double ModelShape::layer_parameters(int index) const {
+  if (!moe_layer(index)) return layer_parameters();
+  return layer_parameters() - dense_mlp_parameters() + moe_mlp_parameters();
 }
 
 double ModelShape::kv_width_per_chip(int tp) const {
@@ -37,8 +89,26 @@ double ModelShape::head_parameters() const {
   return final_norm + (tied_embeddings ? 0.0 : static_cast<double>(vocab) * hidden);
 }
 
+double ModelShape::mtp_parameters() const {
+  // Each module: its layer (of the last layer's kind), the norms of the hidden state and of the
+  // next token's embedding, the projection of both to one, and its final norm; it shares the
+  // embedding and the output layer.
+  if (mtp_layers <= 0) return 0.0;
+  const double h = hidden;
+  return mtp_layers * (layer_parameters(layers - 1) + 3.0 * h + 2.0 * h * h);
+}
+
 double ModelShape::total_parameters() const {
-  return layers * layer_parameters() + embedding_parameters() + head_parameters();
+  const int moe_count = moe_layer_count();
+  const double moe_extra =
+      moe_count > 0 ? moe_count * (moe_mlp_parameters() - dense_mlp_parameters()) : 0.0;
+  return layers * layer_parameters() + moe_extra + embedding_parameters() + head_parameters();
+}
+
+double ModelShape::active_parameters() const {
+  const double matrices = activation == Activation::swiglu ? 3.0 : 2.0;
+  const double idle = static_cast<double>(experts - experts_per_token) * matrices * hidden * expert_ffn;
+  return total_parameters() - moe_layer_count() * (experts > 0 ? idle : 0.0);
 }
 
 std::string_view to_string(Activation activation) {

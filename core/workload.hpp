@@ -15,7 +15,9 @@ enum class Optimizer { adam, adamw, sgd };
 enum class Recompute { none, selective, full };
 
 struct ModelShape {
-  std::string model_type;  // llama, qwen2, mistral, gpt2, gpt_neox, opt, or "custom"
+  // llama, qwen2, qwen3, mistral, gpt2, gpt_neox, opt, baichuan, chatglm, glm4, internlm2,
+  // mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, or "custom"
+  std::string model_type;
   int layers = 0;
   int hidden = 0;
   int heads = 0;
@@ -32,20 +34,68 @@ struct ModelShape {
   double rotary_percent = 1.0;     // share of each head's dimensions the rotary embedding turns
   bool dropout = false;            // dropout layers present during training (GPT-2/Megatron era)
   bool learned_positions = false;  // a learned position-embedding table (GPT-2, OPT)
+  bool alibi = false;              // ALiBi attention biases instead of positions (Baichuan2-13B)
   int max_positions = 0;
+  int head_size = 0;               // a head's width when it is not hidden / heads (Qwen3, GLM-4)
+  bool qk_norm = false;            // RMSNorm over each head of Q and of K (Qwen3)
+  int extra_norms = 0;             // norms a layer has beyond its two (GLM-4's post-norms: 2)
 
-  int head_dim() const { return hidden / heads; }
+  // Multi-head latent attention (DeepSeek-V2/V3), when kv_lora_rank > 0: Q through a rank
+  // q_lora_rank (0: projected directly), K and V through kv_lora_rank, each head's Q and K of
+  // qk_nope_head_dim + qk_rope_head_dim, its V of v_head_dim.
+  int q_lora_rank = 0;
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+
+  // Mixture of experts, when experts > 0 (docs/models/moe.md): each MoE layer routes every token
+  // to experts_per_token of `experts` routed experts of expert_ffn, beside shared_experts always
+  // used ones of shared_expert_ffn each. The first dense_layers layers keep a dense MLP of `ffn`.
+  int experts = 0;
+  int experts_per_token = 0;
+  int expert_ffn = 0;
+  int shared_experts = 0;
+  int shared_expert_ffn = 0;
+  bool shared_expert_gate = false;  // a sigmoid gate on the shared expert's output (Qwen2-MoE)
+  bool expert_bias = false;         // a per-expert routing bias (DeepSeek-V3's correction bias)
+  int dense_layers = 0;
+  // Group-limited routing (DeepSeek): a token's experts come from expert_groups_per_token of
+  // expert_groups groups of experts (1 and 1: any expert).
+  int expert_groups = 1;
+  int expert_groups_per_token = 1;
+  // Multi-token prediction modules after the last layer (DeepSeek-V3's MTP), each one layer of
+  // the model's kind with its own norms and projection; trained with the model.
+  int mtp_layers = 0;
+
+  int head_dim() const { return head_size > 0 ? head_size : hidden / heads; }
+  // The width of Q and of the attention output: heads x head size (hidden, but for Qwen3's and
+  // MLA's heads).
+  double attention_width() const;
+  bool latent_attention() const { return kv_lora_rank > 0; }
+  bool moe() const { return experts > 0; }
+  // Whether layer `index` (from 0) has a mixture-of-experts MLP.
+  bool moe_layer(int index) const;
+  int moe_layer_count() const;
   // Width of K (and of V) one chip of a tensor-parallel group of `tp` holds: its share of the
   // key/value heads, or one whole head when tp exceeds them (Megatron replicates each key/value
   // head over tp / kv_heads ranks).
   double kv_width_per_chip(int tp) const;
   // Parameters a chip holds beyond layer_parameters() / tp because of that replication.
   double replicated_kv_parameters(int tp) const;
-  // Parameters of one transformer layer, of the embeddings and of the output head.
+  // Parameters of one transformer layer (a dense one; layer_parameters(i) of layer i), of its
+  // attention and of its MLP, of the embeddings and of the output head.
   double layer_parameters() const;
+  double layer_parameters(int index) const;
+  double attention_parameters() const;
+  double dense_mlp_parameters() const;
+  double moe_mlp_parameters() const;  // router, routed and shared experts
   double embedding_parameters() const;
   double head_parameters() const;  // 0 when tied to the input embedding
+  double mtp_parameters() const;   // the multi-token prediction modules, beside the total
   double total_parameters() const;
+  // Parameters one token passes through: the routed experts it is sent to, not all of them.
+  double active_parameters() const;
 };
 
 struct TrainingSettings {

@@ -5,6 +5,26 @@
 #include "formats/loaders.hpp"
 
 namespace hetplan::formats {
+namespace {
+
+// "32 layers, hidden 4096, 46702M parameters (8 experts, top 2: 12879M active)".
+std::string model_summary(const ModelShape& model) {
+  std::ostringstream out;
+  out << model.layers << " layers, hidden " << model.hidden << ", "
+      << static_cast<long long>(model.total_parameters() / 1e6) << "M parameters";
+  if (model.moe()) {
+    out << " (" << model.experts << " experts, top " << model.experts_per_token;
+    if (model.shared_experts > 0) out << ", " << model.shared_experts << " shared";
+    out << ": " << static_cast<long long>(model.active_parameters() / 1e6) << "M active)";
+  }
+  if (model.latent_attention()) out << ", latent attention";
+  if (model.mtp_layers > 0)
+    out << ", " << static_cast<long long>(model.mtp_parameters() / 1e6) << "M more in "
+        << model.mtp_layers << " multi-token prediction module(s)";
+  return out.str();
+}
+
+}  // namespace
 
 CheckReport check_file(const std::string& path) {
   const std::string text = read_text_file(path);
@@ -33,10 +53,9 @@ CheckReport check_file(const std::string& path) {
   }
   if (schema == kWorkloadSchema) {
     const Workload workload = load_workload(path);
-    summary << workload.name << ": " << workload.model.model_type << " " << workload.model.layers
-            << " layers, hidden " << workload.model.hidden << ", "
-            << static_cast<long long>(workload.model.total_parameters() / 1e6)
-            << "M parameters, seq " << workload.training.seq_len << ", global batch "
+    summary << workload.name << ": " << workload.model.model_type << " "
+            << model_summary(workload.model) << ", seq " << workload.training.seq_len
+            << ", global batch "
             << workload.training.global_batch;
     return {"workload", summary.str()};
   }
@@ -64,8 +83,7 @@ CheckReport check_file(const std::string& path) {
   }
   if (schema.empty() && root.IsMap() && root["model_type"]) {
     const ModelShape model = parse_hf_config(text, path);
-    summary << model.model_type << ": " << model.layers << " layers, hidden " << model.hidden
-            << ", " << static_cast<long long>(model.total_parameters() / 1e6) << "M parameters";
+    summary << model.model_type << ": " << model_summary(model);
     return {"hf-config", summary.str()};
   }
   if (schema.empty()) {

@@ -1,4 +1,6 @@
 // Reads workloads (docs/formats/workload.md) and Hugging Face config.json files.
+#include <algorithm>
+
 #include "formats/document.hpp"
 #include "formats/loaders.hpp"
 #include "formats/paths.hpp"
@@ -9,34 +11,68 @@ namespace {
 constexpr std::int64_t kMaxDim = 1 << 20;
 
 // Reads the keys of a Hugging Face config this model type uses; other keys are Hugging Face's
-// business and are left alone.
+// business and are left alone, except those that speak of experts or routing: a config that
+// declares something of mixture-of-experts that hetplan does not read is refused, never
+// planned as something else (refuse_unread_moe_keys).
 class HfReader {
  public:
   explicit HfReader(const Field& root) : root_(root), map_(root) {}
 
   int integer(std::string_view key, std::int64_t min = 1, std::int64_t max = kMaxDim) {
+    read_.emplace_back(key);
     return static_cast<int>(map_.required(key).as_int(min, max));
   }
   std::optional<int> optional_integer(std::string_view key, std::int64_t min = 1) {
-    auto field = map_.optional(key);
+    auto field = this->field(key);
     if (!field || field->is_null()) return std::nullopt;
     return static_cast<int>(field->as_int(min, kMaxDim));
   }
   std::optional<bool> flag(std::string_view key) {
-    auto field = map_.optional(key);
+    auto field = this->field(key);
     if (!field || field->is_null()) return std::nullopt;
     return field->as_bool();
   }
   std::optional<double> number(std::string_view key, double min = 0.0, double max = 1.0) {
-    auto field = map_.optional(key);
+    auto field = this->field(key);
     if (!field || field->is_null()) return std::nullopt;
     return field->as_number(min, max);
   }
-  std::optional<Field> field(std::string_view key) { return map_.optional(key); }
+  std::optional<Field> field(std::string_view key) {
+    read_.emplace_back(key);
+    return map_.optional(key);
+  }
+  // A key hetplan reads and requires to have one value (`expected`, e.g. "1").
+  template <typename Check>
+  void require(std::string_view key, Check&& ok, std::string_view expected) {
+    auto f = field(key);
+    if (f && !f->is_null() && !ok(*f)) f->fail_expected(expected);
+  }
+  // Keys that do not change the step's cost or memory, read so that they are not refused:
+  // Hugging Face's switches and training hyperparameters (docs/formats/workload.md#hf-config).
+  void ignore(std::initializer_list<std::string_view> keys) {
+    for (auto key : keys) read_.emplace_back(key);
+  }
+  // Refuses the first key that speaks of experts, routing or multi-token prediction and that
+  // was not read: a mixture-of-experts setting hetplan does not model.
+  void refuse_unread_moe_keys() const {
+    static constexpr std::string_view kWords[] = {"expert", "moe", "router", "routed", "topk",
+                                                  "top_k", "n_group", "nextn", "mtp", "sparse"};
+    for (const auto& entry : root_.node()) {
+      const std::string key = entry.first.as<std::string>();
+      if (std::find(read_.begin(), read_.end(), key) != read_.end()) continue;
+      for (auto word : kWords) {
+        if (key.find(word) == std::string::npos) continue;
+        const Field field(entry.second, key, root_.file_ptr());
+        field.fail("a mixture-of-experts setting hetplan does not model; refused rather than "
+                   "planned as something else");
+      }
+    }
+  }
 
  private:
   Field root_;
   MapReader map_;
+  std::vector<std::string> read_;
 };
 
 Activation activation_from(const Field& field) {
@@ -49,42 +85,183 @@ Activation activation_from(const Field& field) {
       "an activation hetplan models (silu, gelu, gelu_new, gelu_pytorch_tanh, relu)");
 }
 
+// The keys Llama-style configs share (llama, mistral, qwen2, qwen3, internlm2, mixtral, the
+// Qwen and DeepSeek mixtures, glm4).
+void read_llama_style(HfReader& hf, ModelShape& model) {
+  model.layers = hf.integer("num_hidden_layers");
+  model.hidden = hf.integer("hidden_size");
+  model.heads = hf.integer("num_attention_heads");
+  model.kv_heads = hf.optional_integer("num_key_value_heads").value_or(model.heads);
+  model.ffn = hf.integer("intermediate_size");
+  model.vocab = hf.integer("vocab_size");
+  model.max_positions = hf.optional_integer("max_position_embeddings").value_or(0);
+  if (auto act = hf.field("hidden_act"))
+    model.activation = activation_from(*act);
+  else
+    model.activation = Activation::swiglu;
+  model.norm = Norm::rmsnorm;
+  model.tied_embeddings = hf.flag("tie_word_embeddings").value_or(false);
+  model.linear_bias = false;
+  if (auto theta = hf.number("rope_theta", 1.0, 1e12)) model.rope_theta = *theta;
+  if (auto eps = hf.number("rms_norm_eps", 1e-12, 0.1)) model.norm_eps = *eps;
+  model.dropout = hf.number("attention_dropout").value_or(0.0) > 0.0;
+}
+
+// Every layer after the dense ones is a mixture: Qwen's decoder_sparse_step and mlp_only_layers
+// and DeepSeek's moe_layer_freq may say otherwise, which hetplan does not model.
+void require_every_layer_moe(HfReader& hf, std::string_view step_key) {
+  hf.require(step_key, [](const Field& f) { return f.as_int(0, kMaxDim) == 1; },
+             "1 (every layer after the dense ones has experts; hetplan models no other pattern)");
+  hf.require("mlp_only_layers", [](const Field& f) { return f.is_sequence() && f.elements().empty(); },
+             "[] (hetplan models experts in every layer after the dense ones)");
+}
+
 ModelShape read_hf(const Field& root) {
   HfReader hf(root);
   ModelShape model;
   const auto type_entry = hf.field("model_type");
   if (!type_entry) throw InputError(root.location(), "model_type", "missing required key");
   const Field& type_field = *type_entry;
-  const auto kind = type_field.as_choice({"llama", "mistral", "qwen2", "gpt2", "gpt_neox", "opt"});
+  enum Kind {
+    llama, mistral, qwen2, gpt2, gpt_neox, opt, qwen3, internlm2, baichuan, chatglm, glm4,
+    mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3
+  };
+  const auto kind = static_cast<Kind>(type_field.as_choice(
+      {"llama", "mistral", "qwen2", "gpt2", "gpt_neox", "opt", "qwen3", "internlm2", "baichuan",
+       "chatglm", "glm4", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3"}));
   model.model_type = type_field.as_string();
   switch (kind) {
-    case 0:    // llama
-    case 1:    // mistral
-    case 2: {  // qwen2
-      model.layers = hf.integer("num_hidden_layers");
-      model.hidden = hf.integer("hidden_size");
-      model.heads = hf.integer("num_attention_heads");
-      model.kv_heads = hf.optional_integer("num_key_value_heads").value_or(model.heads);
-      model.ffn = hf.integer("intermediate_size");
-      model.vocab = hf.integer("vocab_size");
-      model.max_positions = hf.optional_integer("max_position_embeddings").value_or(0);
-      if (auto act = hf.field("hidden_act"))
-        model.activation = activation_from(*act);
-      else
-        model.activation = Activation::swiglu;
-      model.norm = Norm::rmsnorm;
-      model.tied_embeddings = hf.flag("tie_word_embeddings").value_or(false);
+    case llama:
+    case mistral:
+    case qwen2:
+    case mixtral: {
+      read_llama_style(hf, model);
       // qwen2 has biases on Q, K and V only (its attention always does); llama and mistral
       // have none by default, attention_bias puts them on Q, K, V (and the output).
       model.linear_bias =
           hf.flag("attention_bias").value_or(false) && hf.flag("mlp_bias").value_or(false);
-      model.qkv_bias = !model.linear_bias && (kind == 2 || hf.flag("attention_bias").value_or(false));
-      if (auto theta = hf.number("rope_theta", 1.0, 1e12)) model.rope_theta = *theta;
-      if (auto eps = hf.number("rms_norm_eps", 1e-12, 0.1)) model.norm_eps = *eps;
-      model.dropout = hf.number("attention_dropout").value_or(0.0) > 0.0;
+      model.qkv_bias =
+          !model.linear_bias && (kind == qwen2 || hf.flag("attention_bias").value_or(false));
+      if (kind == mixtral) {
+        // Every layer: num_local_experts experts of intermediate_size, top num_experts_per_tok.
+        model.experts = hf.integer("num_local_experts");
+        model.experts_per_token = hf.integer("num_experts_per_tok");
+        model.expert_ffn = model.ffn;
+        hf.ignore({"router_aux_loss_coef", "output_router_logits", "router_jitter_noise"});
+      }
       break;
     }
-    case 3: {  // gpt2
+    case qwen3:
+    case qwen3_moe:
+    case qwen2_moe: {
+      read_llama_style(hf, model);
+      if (auto size = hf.optional_integer("head_dim")) model.head_size = *size;
+      model.qkv_bias = kind == qwen2_moe || hf.flag("attention_bias").value_or(false);
+      model.qk_norm = kind != qwen2_moe;  // Qwen3 normalises each head's Q and K
+      if (kind != qwen3) {
+        model.experts = hf.integer("num_experts");
+        model.experts_per_token = hf.integer("num_experts_per_tok");
+        model.expert_ffn = hf.integer("moe_intermediate_size");
+        require_every_layer_moe(hf, "decoder_sparse_step");
+        if (kind == qwen2_moe) {
+          // One shared expert of its own size behind a sigmoid gate.
+          model.shared_experts = 1;
+          model.shared_expert_ffn = hf.integer("shared_expert_intermediate_size");
+          model.shared_expert_gate = true;
+        }
+        hf.ignore({"norm_topk_prob", "router_aux_loss_coef", "output_router_logits"});
+      }
+      break;
+    }
+    case internlm2: {
+      read_llama_style(hf, model);
+      model.linear_bias = hf.flag("bias").value_or(false);
+      break;
+    }
+    case glm4: {
+      read_llama_style(hf, model);
+      if (auto size = hf.optional_integer("head_dim")) model.head_size = *size;
+      model.qkv_bias = hf.flag("attention_bias").value_or(false);
+      if (auto share = hf.number("partial_rotary_factor", 0.01, 1.0)) model.rotary_percent = *share;
+      model.extra_norms = 2;  // after the attention and after the MLP
+      break;
+    }
+    case baichuan: {
+      model.layers = hf.integer("num_hidden_layers");
+      model.hidden = hf.integer("hidden_size");
+      model.heads = hf.integer("num_attention_heads");
+      model.kv_heads = model.heads;
+      model.ffn = hf.integer("intermediate_size");
+      model.vocab = hf.integer("vocab_size");
+      model.max_positions = hf.optional_integer("max_position_embeddings")
+                                .value_or(hf.optional_integer("model_max_length").value_or(0));
+      model.activation = Activation::swiglu;
+      if (auto act = hf.field("hidden_act")) model.activation = activation_from(*act);
+      model.norm = Norm::rmsnorm;
+      model.tied_embeddings = hf.flag("tie_word_embeddings").value_or(false);
+      model.linear_bias = false;
+      if (auto eps = hf.number("rms_norm_eps", 1e-12, 0.1)) model.norm_eps = *eps;
+      break;
+    }
+    case chatglm: {
+      // THUDM's own keys (GLM-4-9B, ChatGLM3): multi-query groups, kv_channels per head, the
+      // rotary embedding on half of each head, 10000 x rope_ratio as its base.
+      model.layers = hf.integer("num_layers");
+      model.hidden = hf.integer("hidden_size");
+      model.heads = hf.integer("num_attention_heads");
+      const bool grouped = hf.flag("multi_query_attention").value_or(false);
+      model.kv_heads = grouped ? hf.integer("multi_query_group_num") : model.heads;
+      if (auto channels = hf.optional_integer("kv_channels")) model.head_size = *channels;
+      model.ffn = hf.integer("ffn_hidden_size");
+      model.vocab = hf.optional_integer("padded_vocab_size").value_or(0);
+      if (model.vocab == 0) model.vocab = hf.integer("vocab_size");
+      model.max_positions = hf.optional_integer("seq_length").value_or(0);
+      model.activation = Activation::swiglu;
+      model.norm = hf.flag("rmsnorm").value_or(true) ? Norm::rmsnorm : Norm::layernorm;
+      model.linear_bias = hf.flag("add_bias_linear").value_or(false);
+      model.qkv_bias = !model.linear_bias && hf.flag("add_qkv_bias").value_or(false);
+      model.tied_embeddings = hf.flag("tie_word_embeddings").value_or(false);
+      model.rotary_percent = 0.5;
+      model.rope_theta = 10000.0 * hf.number("rope_ratio", 1e-6, 1e9).value_or(1.0);
+      if (auto eps = hf.number("layernorm_epsilon", 1e-12, 0.1)) model.norm_eps = *eps;
+      model.dropout = hf.number("hidden_dropout").value_or(0.0) > 0.0;
+      break;
+    }
+    case deepseek_v2:
+    case deepseek_v3: {
+      read_llama_style(hf, model);
+      model.kv_heads = model.heads;  // every head has its own K and V, from the latent
+      // Multi-head latent attention.
+      model.q_lora_rank = hf.optional_integer("q_lora_rank").value_or(0);
+      model.kv_lora_rank = hf.integer("kv_lora_rank");
+      model.qk_nope_head_dim = hf.integer("qk_nope_head_dim");
+      model.qk_rope_head_dim = hf.integer("qk_rope_head_dim");
+      model.v_head_dim = hf.integer("v_head_dim");
+      model.head_size = model.qk_nope_head_dim + model.qk_rope_head_dim;
+      model.qkv_bias = hf.flag("attention_bias").value_or(false);
+      // Experts after the first dense layers; shared experts of the experts' size.
+      model.experts = hf.optional_integer("n_routed_experts", 0).value_or(0);
+      if (model.experts > 0) {
+        model.experts_per_token = hf.integer("num_experts_per_tok");
+        model.expert_ffn = hf.integer("moe_intermediate_size");
+        model.shared_experts = hf.optional_integer("n_shared_experts", 0).value_or(0);
+        model.shared_expert_ffn = model.expert_ffn;
+        model.dense_layers = hf.optional_integer("first_k_dense_replace", 0).value_or(0);
+        require_every_layer_moe(hf, "moe_layer_freq");
+        // Group-limited routing: a token's experts come from topk_group of n_group groups
+        // (DeepSeek-V3: 4 of 8 nodes' worth); a limit on the all-to-all, not on the FLOPs.
+        model.expert_groups = hf.optional_integer("n_group").value_or(1);
+        model.expert_groups_per_token = hf.optional_integer("topk_group").value_or(1);
+        // noaux_tc routing keeps a bias per expert (e_score_correction_bias).
+        if (auto method = hf.field("topk_method"); method && !method->is_null())
+          model.expert_bias = method->as_choice({"greedy", "group_limited_greedy", "noaux_tc"}) == 2;
+        hf.ignore({"routed_scaling_factor", "scoring_func", "norm_topk_prob", "aux_loss_alpha",
+                   "seq_aux", "ep_size"});
+      }
+      model.mtp_layers = hf.optional_integer("num_nextn_predict_layers", 0).value_or(0);
+      break;
+    }
+    case gpt2: {
       model.layers = hf.integer("n_layer");
       model.hidden = hf.integer("n_embd");
       model.heads = hf.integer("n_head");
@@ -101,7 +278,7 @@ ModelShape read_hf(const Field& root) {
       if (auto eps = hf.number("layer_norm_epsilon", 1e-12, 0.1)) model.norm_eps = *eps;
       break;
     }
-    case 4: {  // gpt_neox
+    case gpt_neox: {
       model.layers = hf.integer("num_hidden_layers");
       model.hidden = hf.integer("hidden_size");
       model.heads = hf.integer("num_attention_heads");
@@ -121,7 +298,7 @@ ModelShape read_hf(const Field& root) {
       if (auto share = hf.number("rotary_pct", 0.01, 1.0)) model.rotary_percent = *share;
       break;
     }
-    default: {  // opt
+    case opt: {
       model.layers = hf.integer("num_hidden_layers");
       model.hidden = hf.integer("hidden_size");
       model.heads = hf.integer("num_attention_heads");
@@ -139,11 +316,12 @@ ModelShape read_hf(const Field& root) {
       break;
     }
   }
+  hf.refuse_unread_moe_keys();
   return model;
 }
 
 void check_shape(const ModelShape& model, const Field& where) {
-  if (model.hidden % model.heads != 0) {
+  if (model.head_size == 0 && model.hidden % model.heads != 0) {
     where.fail("expected hidden size (" + std::to_string(model.hidden) +
                ") divisible by the number of attention heads (" + std::to_string(model.heads) +
                ")");

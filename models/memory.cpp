@@ -23,8 +23,14 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
   const double mask = model.dropout ? 1.0 : 0.0;  // dropout masks are one byte per element
   // Replicated region: both norms' inputs, the QKV and MLP inputs (norm outputs), dropout masks.
   double bytes = tokens * h * (4.0 * e + 2.0 * mask) / r;
-  // Tensor-parallel region: Q, K and V, the output projection's input.
-  bytes += tokens * (2.0 * h / t + 2.0 * kv_chip) * e;
+  // Tensor-parallel region: Q, K and V, the output projection's input (Q and the output are
+  // heads x head size wide: h, but for Qwen3's heads), and the pre-norm Q and K that Qwen3's
+  // per-head norms keep.
+  const double w = model.attention_width();
+  bytes += tokens * (2.0 * w / t + 2.0 * kv_chip) * e;
+  if (model.qk_norm) bytes += tokens * (w / t + kv_chip) * e;
+  // GLM-4's extra norms keep their inputs.
+  bytes += model.extra_norms * tokens * h * e / r;
   // MLP: gated activations keep both halves of the up projection and the product.
   const double mlp_tensors = model.activation == Activation::swiglu ? 3.0 : 2.0;
   bytes += tokens * f * mlp_tensors * e / t;

@@ -52,6 +52,7 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
   const double tokens = static_cast<double>(slice.micro_batch) * slice.seq_len;
   const double h = model.hidden;
   const double d = model.head_dim();
+  const double w = model.attention_width();  // Q and the attention output: h, or heads x d
   const double heads = model.heads / t;  // attention heads on this chip
   // Width of K (and of V) on this chip: its share of the key/value heads, or one replicated
   // head when tp exceeds them.
@@ -68,15 +69,19 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
   // Norms: one kernel forward, two backward (input gradient, weight-gradient reduction);
   // rotary embeddings one kernel each for Q and K.
   ops.push_back(elementwise("input_norm", OpClass::norm, 2.0 * replicated_tokens * h * e, 1, 2));
-  linear(ops, "qkv_proj", tokens, h / t + 2.0 * kv_chip, h, slice.dtype);
-  ops.push_back(elementwise("rope", OpClass::rope, 2.0 * tokens * (h / t + kv_chip) * e, 2, 2));
+  linear(ops, "qkv_proj", tokens, w / t + 2.0 * kv_chip, h, slice.dtype);
+  if (model.qk_norm) {
+    // Qwen3 normalises each head of Q and of K: two norms, each way.
+    ops.push_back(elementwise("qk_norm", OpClass::norm, 2.0 * tokens * (w / t + kv_chip) * e, 2, 4));
+  }
+  ops.push_back(elementwise("rope", OpClass::rope, 2.0 * tokens * (w / t + kv_chip) * e, 2, 2));
   if (slice.flash_attention) {
     // Causal flash attention skips the masked half of the score matrix.
     Op op;
     op.name = "flash_attention";
     op.op_class = OpClass::flash_attention;
     op.flops = 0.5 * 4.0 * b * heads * s * s * d;
-    op.bytes = tokens * (2.0 * h / t + 2.0 * kv_chip) * e;
+    op.bytes = tokens * (2.0 * w / t + 2.0 * kv_chip) * e;
     op.gemm = {s, s, d, b * heads};
     op.backward_flops_factor = 2.5;  // five matrix products backward against two forward
     // FlashAttention-2's backward launches three kernels: dot(dO, O), the main one, convert dQ.
@@ -103,7 +108,10 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
     context.core_attention = true;
     ops.push_back(context);
   }
-  linear(ops, "attention_out_proj", tokens, h, h / t, slice.dtype);
+  linear(ops, "attention_out_proj", tokens, h, w / t, slice.dtype);
+  // GLM-4's norms after the attention and after the MLP (counted here, both alike).
+  for (int i = 0; i < model.extra_norms; ++i)
+    ops.push_back(elementwise("post_norm", OpClass::norm, 2.0 * replicated_tokens * h * e, 1, 2));
   // One kernel each way (backward, the residual's gradient is added to the branch's).
   ops.push_back(elementwise("residual_add", OpClass::dropout,
                             (model.dropout ? 4.0 * e + 1.0 : 3.0 * e) * replicated_tokens * h));
@@ -155,10 +163,11 @@ std::vector<Op> head_ops(const ModelShape& model, const LayerSlice& slice) {
 double layer_model_flops(const ModelShape& model, int micro_batch, int seq_len) {
   const double tokens = static_cast<double>(micro_batch) * seq_len;
   const double h = model.hidden;
+  const double w = model.attention_width();
   const double kv = static_cast<double>(model.kv_heads) * model.head_dim();
   const double matrices = model.activation == Activation::swiglu ? 3.0 : 2.0;
-  const double linear = 2.0 * tokens * (h * (h + 2.0 * kv) + h * h + matrices * h * model.ffn);
-  const double attention = 4.0 * tokens * seq_len * h;
+  const double linear = 2.0 * tokens * (h * (w + 2.0 * kv) + w * h + matrices * h * model.ffn);
+  const double attention = 4.0 * tokens * seq_len * w;
   return linear + attention;
 }
 

@@ -256,6 +256,14 @@ std::vector<IslandInfo> Searcher::check_islands(DType dtype) {
       exclude(kUnknownFigures, "the memory capacity of " + chip.id + " is unknown");
       continue;
     }
+    if (model_.moe() || model_.latent_attention()) {
+      // The model's parameters are counted, its step is not priced yet.
+      exclude(kUnknownFigures,
+              model_.model_type + "'s " +
+                  (model_.moe() ? "mixture-of-experts layers" : "multi-head latent attention") +
+                  " are not modelled by the estimator yet");
+      continue;
+    }
     std::string missing;
     for (const auto& op : layer) {
       if (chip.coverage(op.op_class).support == Support::missing) {

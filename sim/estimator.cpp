@@ -191,6 +191,17 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     k.problems.push_back("memory capacity of " + chip.id +
                          " is unknown, so the fit cannot be checked");
   }
+  // Read from their configs with their parameter counts, but not yet priced: refused rather
+  // than planned as the dense model they are not.
+  if (model.moe()) {
+    k.problems.push_back(model.model_type +
+                         ": the estimator does not model mixture-of-experts layers (experts, "
+                         "their routing and all-to-all) yet");
+  }
+  if (model.latent_attention()) {
+    k.problems.push_back(model.model_type +
+                         ": the estimator does not model multi-head latent attention yet");
+  }
 
   k.links = island_links(island, chip, options, k.assumptions);
   const int nodes_spanned = ceil_div(tp * dp, island.chips_per_node);

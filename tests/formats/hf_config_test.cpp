@@ -1,4 +1,5 @@
 // parse_hf_config: real config.json shapes for every supported model_type, and bad inputs.
+#include <cctype>
 #include <cmath>
 
 #include "formats/document.hpp"
@@ -41,6 +42,13 @@ struct Expected {
 //  - pythia-160m: 162,322,944 total parameters, Pythia paper (Biderman et al. 2023) Table 1 /
 //    EleutherAI/pythia README.
 //  - opt-125m: 125e6, OPT paper (Zhang et al. 2022) Table 1.
+//  - Qwen3-8B: 8.2e9, model card ("Number of Parameters: 8.2B").
+//  - Mixtral-8x7B-v0.1: 46.7e9, Mistral AI's "Mixtral of experts" post.
+//  - Qwen2-57B-A14B: 57e9, Qwen2 technical report (arXiv:2407.10671).
+//  - Qwen3-30B-A3B: 30.5e9, model card.
+//  - DeepSeek-V2-Lite: 15.7e9, model card; DeepSeek-V2: 236e9, model card and arXiv:2405.04434;
+//    DeepSeek-V3: 671e9 (the main model; 685B with the multi-token prediction module), README.
+// The sources of the newer fixtures, and how each was taken, are in data/hf/SOURCES.md.
 const Expected kModels[] = {
     {"llama-2-7b.json", "llama", 32, 4096, 32, 32, 11008, 32000, Activation::swiglu, Norm::rmsnorm, 6.74e9},
     {"qwen2-7b.json", "qwen2", 28, 3584, 28, 4, 18944, 152064, Activation::swiglu, Norm::rmsnorm, 7.62e9},
@@ -50,6 +58,19 @@ const Expected kModels[] = {
     {"pythia-160m.json", "gpt_neox", 12, 768, 12, 12, 3072, 50304, Activation::gelu, Norm::layernorm,
      162322944.0},
     {"opt-125m.json", "opt", 12, 768, 12, 12, 3072, 50272, Activation::relu, Norm::layernorm, 125e6},
+    {"qwen3-8b.json", "qwen3", 36, 4096, 32, 8, 12288, 151936, Activation::swiglu, Norm::rmsnorm, 8.2e9},
+    {"mixtral-8x7b-v0.1.json", "mixtral", 32, 4096, 32, 8, 14336, 32000, Activation::swiglu,
+     Norm::rmsnorm, 46.7e9},
+    {"qwen2-57b-a14b.json", "qwen2_moe", 28, 3584, 28, 4, 18944, 151936, Activation::swiglu,
+     Norm::rmsnorm, 57e9},
+    {"qwen3-30b-a3b.json", "qwen3_moe", 48, 2048, 32, 4, 6144, 151936, Activation::swiglu,
+     Norm::rmsnorm, 30.5e9},
+    {"deepseek-v2-lite.json", "deepseek_v2", 27, 2048, 16, 16, 10944, 102400, Activation::swiglu,
+     Norm::rmsnorm, 15.7e9},
+    {"deepseek-v2.json", "deepseek_v2", 60, 5120, 128, 128, 12288, 102400, Activation::swiglu,
+     Norm::rmsnorm, 236e9},
+    {"deepseek-v3.json", "deepseek_v3", 61, 7168, 128, 128, 18432, 129280, Activation::swiglu,
+     Norm::rmsnorm, 671e9},
 };
 
 class HfModels : public ::testing::TestWithParam<Expected> {};
@@ -73,10 +94,122 @@ TEST_P(HfModels, LoadsWithPublishedShape) {
 
 INSTANTIATE_TEST_SUITE_P(Configs, HfModels, ::testing::ValuesIn(kModels),
                          [](const ::testing::TestParamInfo<Expected>& param_info) {
-                           std::string name = param_info.param.model_type;
-                           for (char& c : name) if (c == '_') c = 'x';
+                           std::string name = param_info.param.file;
+                           name = name.substr(0, name.find(".json"));
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = 'x';
                            return name;
                          });
+
+// Activated parameters, as each family publishes them: Mixtral and Qwen count every parameter a
+// token passes through (12.9B; 14B; 3.3B), DeepSeek leaves out the input embedding (2.4B for
+// V2-Lite, 21B for V2; V3's README_WEIGHTS gives 36.7B).
+TEST(HfMoe, ActivatedParametersAsPublished) {
+  struct Case {
+    const char* file;
+    double published;
+    bool without_embedding;
+  };
+  for (const Case& c : {Case{"mixtral-8x7b-v0.1.json", 12.9e9, false},
+                        Case{"qwen2-57b-a14b.json", 14e9, false},
+                        Case{"qwen3-30b-a3b.json", 3.3e9, false},
+                        Case{"deepseek-v2-lite.json", 2.4e9, true},
+                        Case{"deepseek-v2.json", 21e9, true},
+                        Case{"deepseek-v3.json", 36.7e9, true}}) {
+    const ModelShape m = load_config(c.file);
+    const double active =
+        m.active_parameters() - (c.without_embedding ? m.embedding_parameters() : 0.0);
+    // Published figures are rounded to two or three digits.
+    EXPECT_NEAR(active / c.published, 1.0, 0.025) << c.file << ": " << active;
+  }
+}
+
+// The mixture and attention settings of each family, read from its own keys.
+TEST(HfMoe, ExpertsSharedExpertsAndDenseLayers) {
+  const ModelShape mixtral = load_config("mixtral-8x7b-v0.1.json");
+  EXPECT_EQ(mixtral.experts, 8);
+  EXPECT_EQ(mixtral.experts_per_token, 2);
+  EXPECT_EQ(mixtral.expert_ffn, 14336);
+  EXPECT_EQ(mixtral.shared_experts, 0);
+  EXPECT_EQ(mixtral.moe_layer_count(), 32);
+
+  const ModelShape qwen2 = load_config("qwen2-57b-a14b.json");
+  EXPECT_EQ(qwen2.experts, 64);
+  EXPECT_EQ(qwen2.expert_ffn, 2560);
+  EXPECT_EQ(qwen2.shared_experts, 1);
+  EXPECT_EQ(qwen2.shared_expert_ffn, 20480);
+  EXPECT_TRUE(qwen2.shared_expert_gate);
+  EXPECT_TRUE(qwen2.qkv_bias);
+
+  const ModelShape qwen3 = load_config("qwen3-30b-a3b.json");
+  EXPECT_EQ(qwen3.head_dim(), 128);  // not 2048 / 32
+  EXPECT_DOUBLE_EQ(qwen3.attention_width(), 32 * 128);
+  EXPECT_TRUE(qwen3.qk_norm);
+  EXPECT_FALSE(qwen3.qkv_bias);
+
+  const ModelShape v3 = load_config("deepseek-v3.json");
+  EXPECT_TRUE(v3.latent_attention());
+  EXPECT_EQ(v3.q_lora_rank, 1536);
+  EXPECT_EQ(v3.kv_lora_rank, 512);
+  EXPECT_EQ(v3.dense_layers, 3);
+  EXPECT_FALSE(v3.moe_layer(2));
+  EXPECT_TRUE(v3.moe_layer(3));
+  EXPECT_EQ(v3.moe_layer_count(), 58);
+  EXPECT_EQ(v3.shared_experts, 1);
+  EXPECT_EQ(v3.shared_expert_ffn, 2048);
+  EXPECT_TRUE(v3.expert_bias);
+  EXPECT_EQ(v3.expert_groups, 8);
+  EXPECT_EQ(v3.expert_groups_per_token, 4);
+  EXPECT_EQ(v3.mtp_layers, 1);
+  // The README: 11.5B unique parameters in the multi-token prediction module.
+  EXPECT_NEAR(v3.mtp_parameters() / 11.5e9, 1.0, 0.01);
+
+  const ModelShape lite = load_config("deepseek-v2-lite.json");
+  EXPECT_EQ(lite.q_lora_rank, 0);  // null: Q projected directly
+  EXPECT_FALSE(lite.expert_bias);
+  EXPECT_EQ(lite.mtp_layers, 0);
+}
+
+// By hand for one MoE layer of DeepSeek-V3 (hidden 7,168, 128 heads): Q down 7168 x 1536, its
+// norm, up 1536 x 128 x 192; KV down 7168 x (512 + 64), its norm, up 512 x 128 x (128 + 128);
+// output 128 x 128 x 7168; router 7168 x 256 and its bias; 256 routed and 1 shared expert of 3 x
+// 7168 x 2048; two norms.
+TEST(HfMoe, OneDeepSeekV3LayerByHand) {
+  const ModelShape v3 = load_config("deepseek-v3.json");
+  const double h = 7168;
+  const double attention = h * 1536 + 1536 + 1536 * 128 * 192.0 + h * 576 + 512 +
+                           512 * 128 * 256.0 + 128 * 128 * h;
+  const double moe = h * 256 + 256 + 257 * 3 * h * 2048;
+  EXPECT_DOUBLE_EQ(v3.layer_parameters(3), attention + moe + 2 * h);
+  EXPECT_DOUBLE_EQ(v3.layer_parameters(0), attention + 3 * h * 18432 + 2 * h);
+}
+
+// GLM-4-9B (THUDM's chatglm keys) and InternLM2.5-7B publish no exact total ("9B", "7B" by
+// name); their counts are checked by hand from the config instead. GLM-4: 40 layers of Q
+// 4096 x 4096, K and V 4096 x 256 each (2 groups of 128) with their biases, output 4096 x 4096,
+// a SwiGLU MLP of 13,696 and two RMSNorms; embedding and output layer of 151,552 x 4096; the
+// final norm.
+TEST(HfConfig, DenseFamiliesWithoutAnExactPublishedTotal) {
+  const ModelShape glm = load_config("glm-4-9b-chat.json");
+  EXPECT_EQ(glm.model_type, "chatglm");
+  EXPECT_EQ(glm.kv_heads, 2);
+  EXPECT_EQ(glm.head_dim(), 128);
+  EXPECT_TRUE(glm.qkv_bias);
+  EXPECT_DOUBLE_EQ(glm.rotary_percent, 0.5);
+  EXPECT_DOUBLE_EQ(glm.rope_theta, 5e6);
+  const double h = 4096;
+  const double glm_layer = h * (h + 512) + (h + 512) + h * h + 3 * h * 13696 + 2 * h;
+  EXPECT_DOUBLE_EQ(glm.total_parameters(), 40 * glm_layer + 2 * 151552 * h + h);
+  EXPECT_NEAR(glm.total_parameters() / 9e9, 1.0, 0.05);
+
+  const ModelShape internlm = load_config("internlm2_5-7b-chat.json");
+  EXPECT_EQ(internlm.model_type, "internlm2");
+  EXPECT_EQ(internlm.kv_heads, 8);
+  EXPECT_FALSE(internlm.linear_bias);
+  const double internlm_layer = h * (h + 2048) + h * h + 3 * h * 14336 + 2 * h;
+  EXPECT_DOUBLE_EQ(internlm.total_parameters(), 32 * internlm_layer + 2 * 92544 * h + h);
+}
+
 
 TEST(HfConfig, TiedEmbeddingsFollowTheModelFamily) {
   EXPECT_TRUE(load_config("gpt2.json").tied_embeddings);
@@ -167,8 +300,9 @@ TEST(HfConfigErrors, HeadsNotDivisibleByKvHeads) {
 
 TEST(HfConfigErrors, UnsupportedModelType) {
   EXPECT_EQ(config_error(replaced(kConfig, "\"llama\"", "\"bert\"")),
-            "config.json:2:17: model_type: expected one of llama, mistral, qwen2, gpt2, gpt_neox or "
-            "opt, got \"bert\"");
+            "config.json:2:17: model_type: expected one of llama, mistral, qwen2, gpt2, gpt_neox, "
+            "opt, qwen3, internlm2, baichuan, chatglm, glm4, mixtral, qwen2_moe, qwen3_moe, "
+            "deepseek_v2 or deepseek_v3, got \"bert\"");
 }
 
 TEST(HfConfigErrors, MissingModelType) {
@@ -213,6 +347,25 @@ TEST(HfConfigErrors, DeepNesting) {
   std::string text = "{\"model_type\": \"llama\", \"extra\": ";
   text += std::string(1000, '[') + std::string(1000, ']') + "}";
   EXPECT_EQ(config_error(text), "config.json:1:97: expected at most 64 levels of nesting, got deeper");
+}
+
+// A config that declares something of experts hetplan does not read is refused with the key,
+// never planned as a dense model; so is a pattern of MoE layers it does not model.
+TEST(HfMoe, UnmodelledExpertSettingsAreRefused) {
+  const std::string mixtral = formats::read_text_file(kDataDir + "/hf/mixtral-8x7b-v0.1.json");
+  EXPECT_EQ(config_error(replaced(mixtral, "\"num_local_experts\": 8,",
+                                  "\"num_local_experts\": 8,\n  \"expert_capacity\": 64,")),
+            "config.json:19:22: expert_capacity: a mixture-of-experts setting hetplan does not "
+            "model; refused rather than planned as something else");
+  const std::string llama = kConfig;
+  EXPECT_EQ(config_error(replaced(llama, "\"hidden_act\": \"silu\"",
+                                  "\"hidden_act\": \"silu\",\n  \"num_experts\": 8")),
+            "config.json:10:18: num_experts: a mixture-of-experts setting hetplan does not model; "
+            "refused rather than planned as something else");
+  const std::string qwen = formats::read_text_file(kDataDir + "/hf/qwen3-30b-a3b.json");
+  EXPECT_EQ(config_error(replaced(qwen, "\"decoder_sparse_step\": 1", "\"decoder_sparse_step\": 2")),
+            "config.json:8:26: decoder_sparse_step: expected 1 (every layer after the dense ones "
+            "has experts; hetplan models no other pattern), got \"2\"");
 }
 
 }  // namespace
