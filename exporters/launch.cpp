@@ -392,6 +392,16 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
     }
   }
   if (model.qkv_bias && !model.linear_bias) model_args.push_back("--add-qkv-bias");
+  // Heads as wide as the config says (Qwen3, GLM-4), and Qwen3's norms of each head's Q and K.
+  if (model.head_size > 0 && model.head_size * model.heads != model.hidden)
+    model_args.push_back("--kv-channels " + std::to_string(model.head_size));
+  if (model.qk_norm) model_args.push_back("--qk-layernorm");
+  if (model.extra_norms > 0) {
+    notes.push_back("The model has " + std::to_string(model.extra_norms) +
+                    " more norms per layer (GLM-4's after the attention and after the MLP), "
+                    "which Megatron-LM's GPT layer has no argument for; the framework needs a "
+                    "layer spec with them.");
+  }
   if (model.activation == Activation::swiglu) model_args.push_back("--swiglu");
   if (!model.linear_bias) model_args.push_back("--disable-bias-linear");
   if (!model.tied_embeddings) model_args.push_back("--untie-embeddings-and-output-weights");

@@ -530,6 +530,36 @@ TEST(Launch, RotaryBaseNormEpsilonAndQkvBiasFromTheConfig) {
   EXPECT_FALSE(has_flag(llama, "--rotary-percent"));
 }
 
+// Qwen3-8B normalises each head's Q and K (--qk-layernorm); GLM-4-9B groups its K and V heads,
+// biases Q, K and V and turns half of each head; a head width apart from hidden / heads is
+// --kv-channels.
+TEST(Launch, Qwen3AndGlm4FromTheirConfigs) {
+  const std::string data = std::string(HETPLAN_SOURCE_DIR) + "/tests/formats/data/hf/";
+  Scenario s = scenario();
+  s.workload.model =
+      formats::parse_hf_config(formats::read_text_file(data + "qwen3-8b.json"), "qwen3-8b.json");
+  const Plan plan = plan_on("ascend-910b", {36}, 4, 1);
+  ExportInput input = input_for(plan);
+  input.scenario = &s;
+  auto args = sourced(export_megatron(input)[0].text, "HETPLAN_MODEL_ARGS");
+  EXPECT_TRUE(has_flag(args, "--qk-layernorm"));
+  EXPECT_FALSE(has_flag(args, "--kv-channels"));  // 4096 / 32 is its 128
+  s.workload.model.hidden = 2560;                 // Qwen3-4B's width with the same heads
+  args = sourced(export_megatron(input)[0].text, "HETPLAN_MODEL_ARGS");
+  EXPECT_EQ(value_of(args, "--kv-channels"), "128");
+
+  s.workload.model = formats::parse_hf_config(formats::read_text_file(data + "glm-4-9b-chat.json"),
+                                              "glm-4-9b-chat.json");
+  const Plan glm = plan_on("ascend-910b", {40}, 4, 1);
+  input.plan = &glm;
+  args = sourced(export_megatron(input)[0].text, "HETPLAN_MODEL_ARGS");
+  EXPECT_EQ(value_of(args, "--num-query-groups"), "2");
+  EXPECT_TRUE(has_flag(args, "--add-qkv-bias"));
+  EXPECT_EQ(value_of(args, "--rotary-percent"), "0.5");
+  EXPECT_EQ(value_of(args, "--rotary-base"), "5000000");
+  EXPECT_FALSE(has_flag(args, "--qk-layernorm"));
+}
+
 // GPT-NeoX names them otherwise: Pythia-160m's config.json says rotary_emb_base 10000,
 // layer_norm_eps 1e-05 and rotary_pct 0.25 (a quarter of each head's dimensions rotate). GPT-2's
 // layer_norm_epsilon is its norms' epsilon; its positions are learned, so no rotary base.
