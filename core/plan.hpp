@@ -27,6 +27,9 @@ struct PlanStage {
   // stage's `recompute_layers` needs its `recompute: full`).
   std::optional<Recompute> recompute = std::nullopt;
   std::optional<int> recompute_layers = std::nullopt;
+  // Expert parallelism (mixture-of-experts models): the experts spread over ep of the stage's
+  // dp replicas (ep divides dp and the experts); each expert's GEMMs split over tp.
+  int ep = 1;
 };
 
 // The scenario a plan was made for, as `hetplan plan --out` records it: its path relative to the

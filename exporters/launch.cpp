@@ -276,6 +276,21 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
     parallel.push_back("--recompute-method uniform");
     parallel.push_back("--recompute-num-layers 1");
   }
+  if (model.moe()) {
+    // One expert-parallel size per launch: the island's stages' own, when they agree.
+    const int ep = plan.stages[part.stages.front()].ep;
+    parallel.push_back("--expert-model-parallel-size " + std::to_string(ep));
+    parallel.push_back("--expert-tensor-parallel-size " + std::to_string(tp));
+    parallel.push_back("--moe-token-dispatcher-type alltoall");
+    if (training.grouped_gemm) parallel.push_back("--moe-grouped-gemm");
+    for (const std::size_t i : part.stages) {
+      if (plan.stages[i].ep == ep) continue;
+      notes.push_back("The stages of this island differ in expert parallelism; " + framework.name +
+                      " takes one --expert-model-parallel-size per job (written: stage " +
+                      std::to_string(part.stages.front()) + "'s, " + std::to_string(ep) + ").");
+      break;
+    }
+  }
   if (training.zero_stage >= 1) parallel.push_back("--use-distributed-optimizer");
   if (training.zero_stage >= 2) {
     notes.push_back("The plan uses ZeRO stage " + std::to_string(training.zero_stage) + ": " +
@@ -396,6 +411,18 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
   if (model.head_size > 0 && model.head_size * model.heads != model.hidden)
     model_args.push_back("--kv-channels " + std::to_string(model.head_size));
   if (model.qk_norm) model_args.push_back("--qk-layernorm");
+  if (model.moe()) {
+    // Megatron-Core's mixture-of-experts arguments (MindSpeed-LLM takes the same).
+    model_args.push_back("--num-experts " + std::to_string(model.experts));
+    model_args.push_back("--moe-router-topk " + std::to_string(model.experts_per_token));
+    model_args.push_back("--moe-ffn-hidden-size " + std::to_string(model.expert_ffn));
+    if (model.shared_experts > 0) {
+      model_args.push_back("--moe-shared-expert-intermediate-size " +
+                           std::to_string(model.shared_experts * model.shared_expert_ffn));
+      if (model.shared_expert_gate) model_args.push_back("--moe-shared-expert-gate");
+    }
+    if (model.expert_bias) model_args.push_back("--moe-router-enable-expert-bias");
+  }
   if (model.extra_norms > 0) {
     notes.push_back("The model has " + std::to_string(model.extra_norms) +
                     " more norms per layer (GLM-4's after the attention and after the MLP), "

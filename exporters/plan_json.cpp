@@ -64,6 +64,7 @@ ExportedFile export_plan_json(const ExportInput& input) {
                                  {"num_layers", s.num_layers},
                                  {"tp", s.tp},
                                  {"dp", s.dp}};
+    if (s.ep > 1) stage["ep"] = s.ep;
     if (s.recompute) stage["recompute"] = to_string(*s.recompute);
     if (s.recompute_layers) stage["recompute_layers"] = *s.recompute_layers;
     stages.push_back(std::move(stage));

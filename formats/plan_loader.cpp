@@ -77,6 +77,11 @@ Plan read_plan(const Field& root_field) {
     stage.num_layers = static_cast<int>(map.required("num_layers").as_int(1, 100000));
     stage.tp = static_cast<int>(map.required("tp").as_int(1, 1024));
     stage.dp = static_cast<int>(map.required("dp").as_int(1, 1 << 20));
+    if (auto ep = map.optional("ep")) {
+      stage.ep = static_cast<int>(ep->as_int(1, 1 << 20));
+      if (stage.dp % stage.ep != 0)
+        ep->fail_expected("a divisor of the stage's dp (" + std::to_string(stage.dp) + ")");
+    }
     read_recompute(map, stage.recompute, stage.recompute_layers);
     map.done();
     plan.stages.push_back(std::move(stage));
@@ -223,6 +228,15 @@ void check_plan_references(const Plan& plan, const Cluster& cluster, const Workl
                        "expected " + std::to_string(next_layer) +
                            " (stages cover the layers in order, without gaps or overlaps), got " +
                            std::to_string(stage.first_layer));
+    }
+    if (stage.ep > 1 && (!workload.model.moe() || workload.model.experts % stage.ep != 0)) {
+      throw InputError(stage.location, path + ".ep",
+                       workload.model.moe()
+                           ? "expected a divisor of the model's " +
+                                 std::to_string(workload.model.experts) + " experts, got " +
+                                 std::to_string(stage.ep)
+                           : "expected 1: the model has no experts, got " +
+                                 std::to_string(stage.ep));
     }
     if (stage.num_layers % plan.virtual_stages != 0) {
       throw InputError(stage.location, path + ".num_layers",

@@ -417,6 +417,12 @@ TrainingSettings read_training(const Field& field) {
   } else if (legacy_overlap) {
     t.overlap_grad_reduce = legacy_overlap->as_bool();
   }
+  if (auto moe = map.optional("moe")) {
+    MapReader m(*moe);
+    if (auto v = m.optional("imbalance")) t.expert_imbalance = v->as_number(1.0, 1000.0);
+    if (auto v = m.optional("grouped_gemm")) t.grouped_gemm = v->as_bool();
+    m.done();
+  }
   map.done();
   if (t.global_batch % t.micro_batch != 0) {
     throw InputError(field.location(), field.path() + ".global_batch",

@@ -57,6 +57,7 @@ std::string plan_yaml(const Plan& plan, const std::string& comment) {
   for (const auto& stage : plan.stages) {
     out << "  - {island: " << stage.island << ", first_layer: " << stage.first_layer
         << ", num_layers: " << stage.num_layers << ", tp: " << stage.tp << ", dp: " << stage.dp;
+    if (stage.ep > 1) out << ", ep: " << stage.ep;
     if (stage.recompute) out << ", recompute: " << to_string(*stage.recompute);
     if (stage.recompute_layers) out << ", recompute_layers: " << *stage.recompute_layers;
     out << "}\n";

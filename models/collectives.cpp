@@ -88,6 +88,15 @@ double collective_time(Collective collective, CollectiveAlgorithm algorithm, dou
   if (n <= 1 && collective != Collective::send_recv) return 0.0;
   const int nodes = group.nodes();
   const int local = std::min(group.ranks_per_node, n);
+  if (collective == Collective::all_to_all && nodes > 1) {
+    // Every rank sends bytes / n to each peer at once: the peers in its node over the
+    // intra-node link, the others over its share of the node's NICs; the slower part decides.
+    // The same for every algorithm (an all-to-all is one exchange, not a ring).
+    const double intra = (local - 1.0) / n * bytes / group.intra.bus_bandwidth;
+    const double inter = static_cast<double>(n - local) / n * bytes / group.inter.bus_bandwidth;
+    return ring_steps(collective, n) * std::max(group.intra.latency, group.inter.latency) +
+           std::max(intra, inter);
+  }
   if (nodes <= 1) {
     if (algorithm == CollectiveAlgorithm::tree && collective == Collective::all_reduce) {
       return 2.0 * std::ceil(std::log2(n)) * group.intra.latency +

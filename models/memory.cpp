@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "models/transformer_ops.hpp"
+
 namespace hetplan::models {
 
 double layer_activation_bytes(const ModelShape& model, const TrainingSettings& training,
@@ -31,9 +33,24 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
   if (model.qk_norm) bytes += tokens * (w / t + kv_chip) * e;
   // GLM-4's extra norms keep their inputs.
   bytes += model.extra_norms * tokens * h * e / r;
-  // MLP: gated activations keep both halves of the up projection and the product.
-  const double mlp_tensors = model.activation == Activation::swiglu ? 3.0 : 2.0;
-  bytes += tokens * f * mlp_tensors * e / t;
+  if (model.moe()) {
+    // Mixture of experts (docs/models/moe.md#memory): the routing scores in fp32, the tokens'
+    // copies the experts take (gathered over tp, the busiest chip's load) with both halves of
+    // their gated projection and its product, the experts' outputs the combine weighs, and the
+    // shared experts' gated MLP.
+    const double local = tokens / r;
+    const double k = model.experts_per_token;
+    const double assigned = tokens * k * expert_imbalance(training);
+    bytes += local * model.experts * 4.0;
+    bytes += assigned * (h + 3.0 * model.expert_ffn / t) * e;
+    bytes += local * k * h * e;
+    if (model.shared_experts > 0)
+      bytes += tokens * 3.0 * model.shared_experts * model.shared_expert_ffn / t * e;
+  } else {
+    // MLP: gated activations keep both halves of the up projection and the product.
+    const double mlp_tensors = model.activation == Activation::swiglu ? 3.0 : 2.0;
+    bytes += tokens * f * mlp_tensors * e / t;
+  }
   // Core attention: the s x s score matrices unless fused (flash) or recomputed (selective).
   const double heads = model.heads / t;
   if (training.flash_attention) {
@@ -54,8 +71,17 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   const double dp = stage.dp;
   const double e = bytes_per_element(storage_dtype(training.dtype));
 
+  // A mixture-of-experts layer: its routed experts split over tp and ep, the rest over tp.
+  double layer = model.layer_parameters() / t;
+  double expert_layer = 0;
+  if (model.moe()) {
+    const double matrices = model.activation == Activation::swiglu ? 3.0 : 2.0;
+    const double routed = static_cast<double>(model.experts) * matrices * model.hidden * model.expert_ffn;
+    expert_layer = routed / (t * stage.ep);
+    layer = (model.layer_parameters(model.layers - 1) - routed) / t + expert_layer;
+  }
   double parameters =
-      stage.num_layers * (model.layer_parameters() / t + model.replicated_kv_parameters(stage.tp));
+      stage.num_layers * (layer + model.replicated_kv_parameters(stage.tp));
   if (stage.has_embedding) parameters += model.embedding_parameters() / t;
   if (stage.has_head) {
     parameters += model.head_parameters() / t;
@@ -65,6 +91,10 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
     }
   }
   out.parameters = parameters;
+  out.expert_parameters = stage.num_layers * expert_layer;
+  const double dense = parameters - out.expert_parameters;
+  // Experts are shared by every ep-th replica: ZeRO shards them over dp / ep.
+  const double expert_dp = std::max(1.0, dp / stage.ep);
 
   const double grad_bytes = training.fp32_grad_accumulation ? 4.0 : e;
   double optimizer_bytes = 0;  // per parameter
@@ -78,17 +108,21 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
       optimizer_bytes = 4.0 + (mixed ? 4.0 : 0.0);
       break;
   }
-  out.weights = parameters * e / (stage.zero_stage >= 3 ? dp : 1.0);
-  out.gradients = parameters * grad_bytes / (stage.zero_stage >= 2 ? dp : 1.0);
-  out.optimizer = parameters * optimizer_bytes / (stage.zero_stage >= 1 ? dp : 1.0);
+  auto sharded = [&](double bytes, int from_stage) {
+    if (stage.zero_stage < from_stage) return (dense + out.expert_parameters) * bytes;
+    return dense * bytes / dp + out.expert_parameters * bytes / expert_dp;
+  };
+  out.weights = sharded(e, 3);
+  out.gradients = sharded(grad_bytes, 2);
+  out.optimizer = sharded(optimizer_bytes, 1);
   if (mixed && grad_bytes < 4.0) {
     // Megatron's mixed-precision optimizer gives each fp32 master weight the float() of its
     // low-precision gradient before the step (the distributed optimizer: of its shard).
-    out.optimizer_step = parameters * 4.0 / (stage.zero_stage >= 1 ? dp : 1.0);
+    out.optimizer_step = sharded(4.0, 1);
   }
   if (stage.zero_stage >= 3 && stage.num_layers > 0) {
     // Gathered weights of the layer being computed and the one being prefetched.
-    out.weights += 2.0 * model.layer_parameters() / t * e;
+    out.weights += 2.0 * layer * e;
   }
 
   out.activation_per_layer =

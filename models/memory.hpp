@@ -20,6 +20,7 @@ struct StageShape {
   bool has_head = false;       // last stage
   int tp = 1;
   int dp = 1;
+  int ep = 1;  // expert parallelism: the routed experts spread over ep replicas
   int pipeline_stages = 1;
   int stage_index = 0;
   int virtual_stages = 1;
@@ -36,6 +37,7 @@ inline constexpr double kUsableShareOfCapacity = 0.94;
 
 struct StageMemory {
   double parameters = 0;  // parameters held by one chip (before ZeRO-3 sharding)
+  double expert_parameters = 0;  // of them, the routed experts' (sharded over dp / ep replicas)
   double weights = 0;
   double gradients = 0;
   double optimizer = 0;

@@ -43,6 +43,68 @@ void linear(std::vector<Op>& ops, std::string_view name, double m, double n, dou
   ops.push_back(op);
 }
 
+// A mixture-of-experts MLP on one chip (docs/models/moe.md#compute), for Megatron-Core's
+// all-to-all dispatcher: the router scores the chip's tokens (its sequence-parallel share), the
+// tokens are permuted by expert, sent to the experts' ranks and gathered over the tensor-parallel
+// group (the collectives are priced by the estimator), run through the chip's experts, and
+// brought back and combined with their routing weights. A token visits experts_per_token
+// experts; the busiest chip gets expert_imbalance times the mean.
+void moe_block(std::vector<Op>& ops, const ModelShape& model, const LayerSlice& slice) {
+  const DType dtype = storage_dtype(slice.dtype);
+  const double e = bytes_per_element(dtype);
+  const double t = slice.tp;
+  const double tokens = static_cast<double>(slice.micro_batch) * slice.seq_len;
+  const double local = slice.sequence_parallel ? tokens / t : tokens;
+  const double h = model.hidden;
+  const double k = model.experts_per_token;
+  const double experts = model.experts;
+  const double local_experts = experts / slice.ep;
+  // Router: a GEMM to every expert's score (BF16 under the fp8 recipe too), then softmax (or
+  // sigmoid) and top-k over the scores in fp32.
+  ops.push_back(gemm("router", local, experts, h, 1, dtype));
+  ops.push_back(elementwise("routing", OpClass::activation, 3.0 * local * experts * 4.0, 3, 2));
+  // Permutation: each token copied once per chosen expert, grouped by expert.
+  ops.push_back(elementwise("permute", OpClass::dropout, 2.0 * local * k * h * e));
+  // The chip's experts: tokens of every chip of the expert-parallel group, gathered over the
+  // tensor-parallel group, experts_per_token copies each; per expert ep / experts of them.
+  const double assigned = tokens * k * slice.expert_imbalance;
+  const double per_expert = assigned / local_experts;
+  const double f = model.expert_ffn;
+  const int kernels = slice.grouped_gemm ? 1 : static_cast<int>(local_experts);
+  auto experts_gemm = [&](std::string_view name, double n, double inner) {
+    Op op = gemm(name, per_expert, n, inner, local_experts, storage_dtype(slice.dtype));
+    if (slice.dtype == DType::fp8) {
+      op.bytes = (per_expert * inner + inner * n + per_expert * n * 2.0) * local_experts;
+    }
+    op.linear = true;
+    op.kernels = kernels;
+    op.backward_kernels = 2 * kernels;
+    return op;
+  };
+  if (slice.dtype == DType::fp8) {
+    Op cast = elementwise("fp8_cast", OpClass::dropout, assigned * h * 3.0);
+    cast.backward_bytes_factor = 2.0 * f / t / h;
+    ops.push_back(cast);
+  }
+  ops.push_back(experts_gemm("experts_gate_up", 2.0 * f / t, h));
+  ops.push_back(elementwise("experts_swiglu", OpClass::activation, 3.0 * assigned * f / t * e));
+  if (slice.dtype == DType::fp8) {
+    Op cast = elementwise("fp8_cast", OpClass::dropout, assigned * f / t * 3.0);
+    cast.backward_bytes_factor = h / (f / t);
+    ops.push_back(cast);
+  }
+  ops.push_back(experts_gemm("experts_down", h, f / t));
+  // Back to the tokens' order, weighted by their routing scores and summed.
+  ops.push_back(elementwise("unpermute", OpClass::dropout, 2.0 * local * k * h * e));
+  // Shared experts: a dense gated MLP every token passes through.
+  if (model.shared_experts > 0) {
+    const double s = static_cast<double>(model.shared_experts) * model.shared_expert_ffn;
+    linear(ops, "shared_gate_up", tokens, 2.0 * s / t, h, slice.dtype);
+    ops.push_back(elementwise("shared_swiglu", OpClass::activation, 3.0 * tokens * s / t * e));
+    linear(ops, "shared_down", tokens, h, s / t, slice.dtype);
+  }
+}
+
 }  // namespace
 
 std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
@@ -118,15 +180,19 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
   // MLP block.
   ops.push_back(
       elementwise("post_attention_norm", OpClass::norm, 2.0 * replicated_tokens * h * e, 1, 2));
-  if (model.activation == Activation::swiglu) {
-    linear(ops, "mlp_gate_up", tokens, 2.0 * f / t, h, slice.dtype);
-    ops.push_back(elementwise("swiglu", OpClass::activation, 3.0 * tokens * f / t * e));
+  if (model.moe()) {
+    moe_block(ops, model, slice);
   } else {
-    linear(ops, "mlp_up", tokens, f / t, h, slice.dtype);
-    ops.push_back(elementwise(model.activation == Activation::gelu ? "gelu" : "relu",
-                              OpClass::activation, 2.0 * tokens * f / t * e));
+    if (model.activation == Activation::swiglu) {
+      linear(ops, "mlp_gate_up", tokens, 2.0 * f / t, h, slice.dtype);
+      ops.push_back(elementwise("swiglu", OpClass::activation, 3.0 * tokens * f / t * e));
+    } else {
+      linear(ops, "mlp_up", tokens, f / t, h, slice.dtype);
+      ops.push_back(elementwise(model.activation == Activation::gelu ? "gelu" : "relu",
+                                OpClass::activation, 2.0 * tokens * f / t * e));
+    }
+    linear(ops, "mlp_down", tokens, h, f / t, slice.dtype);
   }
-  linear(ops, "mlp_down", tokens, h, f / t, slice.dtype);
   ops.push_back(elementwise("residual_add", OpClass::dropout,
                             (model.dropout ? 4.0 * e + 1.0 : 3.0 * e) * replicated_tokens * h));
   return ops;
@@ -166,7 +232,14 @@ double layer_model_flops(const ModelShape& model, int micro_batch, int seq_len) 
   const double w = model.attention_width();
   const double kv = static_cast<double>(model.kv_heads) * model.head_dim();
   const double matrices = model.activation == Activation::swiglu ? 3.0 : 2.0;
-  const double linear = 2.0 * tokens * (h * (w + 2.0 * kv) + w * h + matrices * h * model.ffn);
+  // A mixture's MLP: the experts a token visits, the shared ones and the router.
+  const double mlp =
+      model.moe() ? model.experts_per_token * matrices * h * model.expert_ffn +
+                        static_cast<double>(model.shared_experts) * matrices * h *
+                            model.shared_expert_ffn +
+                        h * model.experts
+                  : matrices * h * model.ffn;
+  const double linear = 2.0 * tokens * (h * (w + 2.0 * kv) + w * h + mlp);
   const double attention = 4.0 * tokens * seq_len * w;
   return linear + attention;
 }

@@ -32,6 +32,14 @@ struct Op {
   int backward_kernels = 2;     // kernels the backward pass launches
 };
 
+// The busiest chip's routed tokens over the mean when a workload does not say: the capacity
+// factor of 1.25 Switch Transformer trained with (Fedus et al. 2022), the share above an even
+// load that its experts were given room for (docs/models/moe.md#imbalance).
+inline constexpr double kExpertImbalancePrior = 1.25;
+inline double expert_imbalance(const TrainingSettings& training) {
+  return training.expert_imbalance > 0 ? training.expert_imbalance : kExpertImbalancePrior;
+}
+
 // How one chip sees a layer: micro-batch, sequence, tensor parallel degree and options.
 struct LayerSlice {
   int micro_batch = 1;
@@ -40,8 +48,17 @@ struct LayerSlice {
   bool sequence_parallel = false;
   bool flash_attention = true;
   DType dtype = DType::bf16;  // the training dtype (fp8: FP8 linear GEMMs over BF16)
+  // Mixture-of-experts layers (docs/models/moe.md): experts spread over `ep` ranks of the
+  // data-parallel group, each expert's GEMMs split over tp (Megatron's expert tensor
+  // parallelism equal to tp), the busiest rank's tokens `expert_imbalance` times the mean, the
+  // local experts' GEMMs in one grouped kernel or one kernel each.
+  int ep = 1;
+  double expert_imbalance = 1.0;
+  bool grouped_gemm = true;
 };
 
+// The operators of one layer: a dense layer, or with `model.moe()` a mixture-of-experts one
+// (router, permutation, the local experts, shared experts, unpermutation in place of the MLP).
 std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice);
 std::vector<Op> embedding_ops(const ModelShape& model, const LayerSlice& slice);
 std::vector<Op> head_ops(const ModelShape& model, const LayerSlice& slice);

@@ -79,6 +79,7 @@ struct StageSpec {
   int island = 0;
   int tp = 1;
   int layers = 0;
+  int ep = 1;  // expert parallelism (mixture-of-experts models)
 };
 
 struct Found {
@@ -102,6 +103,7 @@ struct Shape {
 struct Option {
   int island = 0;
   int tp = 1;
+  int ep = 1;
   const sim::StageKernel* kernel = nullptr;
   double per_layer = 0;
   // The least time one of its stages takes: its least layers (v, or under partial recompute
@@ -165,6 +167,9 @@ class Searcher {
       report.examples.push_back(std::move(text));
   }
   std::vector<IslandInfo> check_islands(DType dtype);
+  // Expert-parallel sizes to try with `dp` replicas: every divisor shared with the experts
+  // (1 for a dense model).
+  std::vector<int> expert_parallel_sizes(int dp) const;
   void search_setting(const Setting& setting, const std::vector<IslandInfo>& islands);
   void search_task_level(const Setting& setting, const std::vector<IslandInfo>& islands,
                          const std::vector<Option>& options);
@@ -211,6 +216,14 @@ class Searcher {
   Shape eval_shape_;
 };
 
+std::vector<int> Searcher::expert_parallel_sizes(int dp) const {
+  std::vector<int> sizes;
+  const int common = model_.moe() ? std::gcd(dp, model_.experts) : 1;
+  for (int ep = 1; ep <= common; ++ep)
+    if (common % ep == 0) sizes.push_back(ep);
+  return sizes;
+}
+
 std::vector<IslandInfo> Searcher::check_islands(DType dtype) {
   std::vector<IslandInfo> out(cluster_.islands.size());
   const TrainingSettings& training = scenario_.workload.training;
@@ -256,11 +269,12 @@ std::vector<IslandInfo> Searcher::check_islands(DType dtype) {
       exclude(kUnknownFigures, "the memory capacity of " + chip.id + " is unknown");
       continue;
     }
-    if (model_.moe() || model_.latent_attention()) {
+    if (model_.latent_attention() || (model_.moe() && model_.dense_layers > 0)) {
       // The model's parameters are counted, its step is not priced yet.
       exclude(kUnknownFigures,
               model_.model_type + "'s " +
-                  (model_.moe() ? "mixture-of-experts layers" : "multi-head latent attention") +
+                  (model_.latent_attention() ? "multi-head latent attention"
+                                             : "dense layers before its mixture-of-experts ones") +
                   " are not modelled by the estimator yet");
       continue;
     }
@@ -342,7 +356,7 @@ double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<i
   for (const auto& [option, count] : parts) {
     for (int s = 0; s < count; ++s) {
       kernels.push_back(option->kernel);
-      stages.push_back({option->island, option->tp, 0});
+      stages.push_back({option->island, option->tp, 0, option->ep});
     }
   }
   const int p = static_cast<int>(kernels.size());
@@ -498,12 +512,14 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   if (present.size() < 2) return;
 
   using Config = std::vector<std::pair<const Option*, int>>;  // by island index
-  std::map<std::vector<std::tuple<int, int, int>>, double> seen;  // (island, tp, stages) -> score
+  // (island, tp, ep, stages) -> score
+  std::map<std::vector<std::tuple<int, int, int, int>>, double> seen;
   auto submit = [&](Config config) {
     std::sort(config.begin(), config.end(),
               [](const auto& a, const auto& b) { return a.first->island < b.first->island; });
-    std::vector<std::tuple<int, int, int>> key;
-    for (const auto& [option, count] : config) key.emplace_back(option->island, option->tp, count);
+    std::vector<std::tuple<int, int, int, int>> key;
+    for (const auto& [option, count] : config)
+      key.emplace_back(option->island, option->tp, option->ep, count);
     const auto known = seen.find(key);
     if (known != seen.end()) return known->second;
     const double value = config.size() >= 2 ? try_config(setting, islands, config) : kInf;
@@ -682,7 +698,8 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   auto money_of = [&](const Config& config) {
     if (scenario_.objective != Objective::cost) return 0.0;
     std::vector<StageSpec> priced;
-    for (const auto& [option, count] : config) priced.push_back({option->island, option->tp, 0});
+    for (const auto& [option, count] : config)
+      priced.push_back({option->island, option->tp, 0, option->ep});
     return rate(priced, setting.dp);
   };
   // The bound splits in two: a bottleneck part that falls as stages are added and a stage-sum
@@ -884,65 +901,74 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
     const IslandInfo& info = islands[i];
     if (!info.eligible) continue;
     for (int tp : info.tps) {
-      const int per_replica = tp * setting.dp;
-      const int max_stages = std::min(info.island->free_chip_count() / per_replica,
-                                      layers_ / (v * std::max(1, setting.recompute_layers)));
-      if (max_stages == 0) {
-        // Too few chips for one stage is no candidate at all, unless busy nodes are the cause.
-        if (info.island->chip_count() >= per_replica)
-          reject(kGang, "island " + info.island->name + ": " + std::to_string(per_replica) +
-                            " chips for one stage, " +
-                            std::to_string(info.island->free_chip_count()) + " free");
+      if (model_.moe() && tp > 1 && !setting.step.training.sequence_parallel) {
+        reject(kStructure, "island " + info.island->name + ": tp " + std::to_string(tp) +
+                               " with mixture-of-experts layers needs sequence parallelism "
+                               "(Megatron-Core requires it); the workload has none");
         continue;
       }
-      kernels.push_back(sim::make_stage_kernel(cluster_, model_, setting.step, *info.island, tp,
-                                               setting.dp, options_.estimate));
-      const sim::StageKernel& k = kernels.back();
-      if (!k.problems.empty() || !k.has_rates) {
-        reject(kUnknownFigures, "island " + info.island->name + ": " +
-                                    (k.problems.empty() ? "no rates" : k.problems.front()));
-        kernels.pop_back();
-        continue;
+      for (int ep : expert_parallel_sizes(setting.dp)) {
+        const int per_replica = tp * setting.dp;
+        const int max_stages = std::min(info.island->free_chip_count() / per_replica,
+                                        layers_ / (v * std::max(1, setting.recompute_layers)));
+        if (max_stages == 0) {
+          // Too few chips for one stage is no candidate at all, unless busy nodes are the cause.
+          if (info.island->chip_count() >= per_replica)
+            reject(kGang, "island " + info.island->name + ": " + std::to_string(per_replica) +
+                              " chips for one stage, " +
+                              std::to_string(info.island->free_chip_count()) + " free");
+          continue;
+        }
+        kernels.push_back(sim::make_stage_kernel(cluster_, model_, setting.step, *info.island, tp,
+                                                 setting.dp, options_.estimate, ep));
+        const sim::StageKernel& k = kernels.back();
+        if (!k.problems.empty() || !k.has_rates) {
+          reject(kUnknownFigures, "island " + info.island->name + ": " +
+                                      (k.problems.empty() ? "no rates" : k.problems.front()));
+          kernels.pop_back();
+          continue;
+        }
+        Option option;
+        option.island = static_cast<int>(i);
+        option.tp = tp;
+        option.ep = ep;
+        // Under partial recompute each further layer keeps its activations: the recomputed ones
+        // are a fixed part of every stage, left out of this lower figure.
+        option.per_layer = k.layer_time(sim::marginal_recompute(setting.step));
+        option.least_time = setting.recompute_layers > 0
+                                ? v * setting.recompute_layers * k.layer_time(Recompute::full)
+                                : v * option.per_layer;
+        option.max_stages = max_stages;
+        option.layers_per_stage = 0;
+        // A middle stage of a three-stage pipeline: few micro-batches in flight.
+        const double capacity = *k.memory_usable;
+        for (int n = v; n <= layers_; n += v) {
+          if (sim::slot_memory(model_, setting.step, k, n, 1, 3, setting.micro_batches).total() >
+              capacity)
+            break;
+          option.layers_per_stage = n;
+        }
+        // The least memory a stage can need: no embedding or head, the fewest micro-batches in
+        // flight any pipeline of two or more stages has (the last stage's).
+        models::StageShape least;
+        least.tp = tp;
+        least.dp = setting.dp;
+        least.ep = ep;
+        least.pipeline_stages = 2;
+        least.stage_index = 1;
+        least.virtual_stages = v;
+        least.micro_batches = setting.micro_batches;
+        least.micro_batch = setting.micro_batch;
+        least.recompute = setting.recompute;
+        least.recompute_layers = setting.recompute_layers;
+        least.zero_stage = setting.zero_stage;
+        for (int n = v; n <= layers_; n += v) {
+          least.num_layers = n;
+          if (models::stage_memory(model_, setting.step.training, least).total() > capacity) break;
+          option.most_layers = n;
+        }
+        options.push_back(option);
       }
-      Option option;
-      option.island = static_cast<int>(i);
-      option.tp = tp;
-      // Under partial recompute each further layer keeps its activations: the recomputed ones
-      // are a fixed part of every stage, left out of this lower figure.
-      option.per_layer = k.layer_time(sim::marginal_recompute(setting.step));
-      option.least_time =
-          setting.recompute_layers > 0
-              ? v * setting.recompute_layers * k.layer_time(Recompute::full)
-              : v * option.per_layer;
-      option.max_stages = max_stages;
-      option.layers_per_stage = 0;
-      // A middle stage of a three-stage pipeline: few micro-batches in flight.
-      const double capacity = *k.memory_usable;
-      for (int n = v; n <= layers_; n += v) {
-        if (sim::slot_memory(model_, setting.step, k, n, 1, 3, setting.micro_batches).total() >
-            capacity)
-          break;
-        option.layers_per_stage = n;
-      }
-      // The least memory a stage can need: no embedding or head, the fewest micro-batches in
-      // flight any pipeline of two or more stages has (the last stage's).
-      models::StageShape least;
-      least.tp = tp;
-      least.dp = setting.dp;
-      least.pipeline_stages = 2;
-      least.stage_index = 1;
-      least.virtual_stages = v;
-      least.micro_batches = setting.micro_batches;
-      least.micro_batch = setting.micro_batch;
-      least.recompute = setting.recompute;
-      least.recompute_layers = setting.recompute_layers;
-      least.zero_stage = setting.zero_stage;
-      for (int n = v; n <= layers_; n += v) {
-        least.num_layers = n;
-        if (models::stage_memory(model_, setting.step.training, least).total() > capacity) break;
-        option.most_layers = n;
-      }
-      options.push_back(option);
     }
   }
   // kernels must not move from here on: options point into it.
@@ -973,6 +999,7 @@ Plan Searcher::to_plan(const Found& found) const {
     previous = stage.island;
     name += "-" + cluster_.islands[static_cast<std::size_t>(stage.island)].name + "-tp" +
             std::to_string(stage.tp);
+    if (stage.ep > 1) name += "-ep" + std::to_string(stage.ep);
   }
   name += "-pp" + std::to_string(found.stages.size()) + "-dp" + std::to_string(s.dp);
   plan.name = name;
@@ -991,6 +1018,7 @@ Plan Searcher::to_plan(const Found& found) const {
     ps.num_layers = stage.layers;
     ps.tp = stage.tp;
     ps.dp = s.dp;
+    ps.ep = stage.ep;
     first += stage.layers;
     plan.stages.push_back(std::move(ps));
   }

@@ -141,7 +141,7 @@ StepSettings step_settings(const Workload& workload, const Plan& plan) {
 
 StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
                               const StepSettings& settings, const Island& island, int tp, int dp,
-                              const EstimateOptions& options) {
+                              const EstimateOptions& options, int ep) {
   const TrainingSettings& training = settings.training;
   const ChipProfile& chip = cluster.chip_of(island);
   StageKernel k;
@@ -149,6 +149,7 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   k.chip = &chip;
   k.tp = tp;
   k.dp = dp;
+  k.ep = ep;
   k.memory_capacity = chip.memory_capacity;
   if (chip.memory_usable) {
     k.memory_usable = chip.memory_usable;
@@ -178,9 +179,31 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
                        resolved.assumptions.end());
   k.problems.insert(k.problems.end(), resolved.problems.begin(), resolved.problems.end());
 
-  const models::LayerSlice slice{settings.micro_batch,          training.seq_len, tp,
-                                 training.sequence_parallel, training.flash_attention,
-                                 training.dtype};
+  models::LayerSlice slice{settings.micro_batch,          training.seq_len, tp,
+                           training.sequence_parallel, training.flash_attention,
+                           training.dtype};
+  if (model.moe()) {
+    slice.ep = ep;
+    slice.grouped_gemm = training.grouped_gemm;
+    slice.expert_imbalance = training.expert_imbalance;
+    if (slice.expert_imbalance <= 0) {
+      slice.expert_imbalance = options.defaults.expert_imbalance;
+      k.assumptions.push_back("expert load imbalance unknown, prior " +
+                              fixed2(slice.expert_imbalance) +
+                              " (the busiest chip's routed tokens over the mean)");
+    }
+    if (dp % ep != 0 || model.experts % ep != 0) {
+      k.problems.push_back("ep " + std::to_string(ep) + " does not divide dp " +
+                           std::to_string(dp) + " and the " + std::to_string(model.experts) +
+                           " experts");
+    }
+    if (tp > 1 && !training.sequence_parallel) {
+      k.problems.push_back("mixture-of-experts layers with tp " + std::to_string(tp) +
+                           " need sequence parallelism (Megatron-Core requires it)");
+    }
+  } else if (ep != 1) {
+    k.problems.push_back("ep " + std::to_string(ep) + " on a model without experts");
+  }
   const auto layer = models::layer_ops(model, slice);
   const auto embedding = models::embedding_ops(model, slice);
   const auto head = models::head_ops(model, slice);
@@ -192,11 +215,11 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
                          " is unknown, so the fit cannot be checked");
   }
   // Read from their configs with their parameter counts, but not yet priced: refused rather
-  // than planned as the dense model they are not.
-  if (model.moe()) {
+  // than planned as the model they are not.
+  if (model.moe() && model.dense_layers > 0) {
     k.problems.push_back(model.model_type +
-                         ": the estimator does not model mixture-of-experts layers (experts, "
-                         "their routing and all-to-all) yet");
+                         ": the estimator does not model dense layers before the "
+                         "mixture-of-experts ones yet");
   }
   if (model.latent_attention()) {
     k.problems.push_back(model.model_type +
@@ -210,6 +233,15 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
       nodes_spanned > island.nodes_per_leaf ? 1.0 / cluster.fabric.oversubscription : 1.0;
   k.dp_group = make_group(k.links, dp, tp, leaf_scale);
   k.tp_group = make_group(k.links, tp, 1, leaf_scale);
+  // Expert parallelism among the data-parallel replicas (Megatron-Core with expert tensor
+  // parallelism equal to tp): ep neighbours hold the experts between them, every ep-th replica
+  // the same experts.
+  if (ep > 1 && dp % ep == 0) {
+    k.ep_group = make_group(k.links, ep, tp, leaf_scale);
+    k.expert_dp_group = make_group(k.links, dp / ep, tp * ep, leaf_scale);
+  } else {
+    k.expert_dp_group = k.dp_group;
+  }
 
   if (!resolved.rates) return k;
   const models::ChipRates& rates = *resolved.rates;
@@ -248,9 +280,11 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     const CollectiveGroup& group = k.tp_group;
     const double all_reduce =
         models::best_collective(Collective::all_reduce, activation, group).time;
-    // Two each forward pass, two backward; a recomputed forward repeats the forward's two.
-    k.layer_tp_s = 4.0 * all_reduce;
-    k.layer_recompute_tp_s = 2.0 * all_reduce;
+    // Two each forward pass, two backward; a recomputed forward repeats the forward's two. A
+    // mixture-of-experts layer has the attention block's; its MLP block's are priced below.
+    const double blocks = model.moe() ? 1.0 : 2.0;
+    k.layer_tp_s = 2.0 * blocks * all_reduce;
+    k.layer_recompute_tp_s = blocks * all_reduce;
     k.boundary_tp_s = 2.0 * all_reduce;
     if (training.overlap_tp_comm && !training.sequence_parallel) {
       k.assumptions.push_back(
@@ -269,8 +303,9 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
       // forward again); backward its input-gradient GEMM, half the backward time.
       double forward_exposed = 0, backward_exposed = 0;
       for (const auto& op : layer) {
-        if (!op.linear) continue;
         const bool column = op.name == "qkv_proj" || op.name == "mlp_gate_up" || op.name == "mlp_up";
+        const bool row = op.name == "attention_out_proj" || op.name == "mlp_down";
+        if (!column && !row) continue;  // the experts' collectives are not overlapped
         const double f = models::forward_time(op, rates);
         const double dgrad = 0.5 * models::backward_time(op, rates);
         forward_exposed += exposed_beside(column ? gather : scatter, f, overlap);
@@ -279,6 +314,28 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
       k.layer_tp_s = forward_exposed + backward_exposed;
       k.layer_recompute_tp_s = forward_exposed;
     }
+    if (model.moe()) {
+      // The dispatched tokens are gathered over the tensor-parallel group before the experts
+      // and reduce-scattered after them (experts_per_token copies of each token, the busiest
+      // chip's share); shared experts have a dense MLP's collectives. Forward and backward.
+      const double routed = activation * model.experts_per_token * slice.expert_imbalance;
+      double pass = models::best_collective(Collective::all_gather, routed, group).time +
+                    models::best_collective(Collective::reduce_scatter, routed, group).time;
+      if (model.shared_experts > 0) pass += all_reduce;
+      k.layer_tp_s += 2.0 * pass;
+      k.layer_recompute_tp_s += pass;
+    }
+  }
+  if (model.moe() && ep > 1 && dp % ep == 0) {
+    // Expert parallelism: each chip sends its tokens' copies to the chips of their experts and
+    // takes the results back (dispatch and combine), forward and backward. The nccl-tests size
+    // of an all-to-all is each rank's send buffer: its share of the micro-batch's tokens (the
+    // sequence-parallel share with tp), experts_per_token copies, the busiest chip's load.
+    const double local = training.sequence_parallel ? tokens / tp : tokens;
+    const double sent = local * model.experts_per_token * model.hidden * e * slice.expert_imbalance;
+    const double a2a = models::best_collective(Collective::all_to_all, sent, k.ep_group).time;
+    k.layer_a2a_s = 4.0 * a2a;
+    k.layer_recompute_a2a_s = 2.0 * a2a;
   }
   // A stage receiving a boundary without sequence parallelism gets 1/tp of the activations
   // from each sender and all-gathers them across its tensor-parallel group (Megatron's
@@ -311,6 +368,7 @@ models::StageMemory slot_memory(const ModelShape& model, const StepSettings& set
   shape.has_head = stage_index == stages - 1;
   shape.tp = kernel.tp;
   shape.dp = kernel.dp;
+  shape.ep = kernel.ep;
   shape.pipeline_stages = stages;
   shape.stage_index = stage_index;
   shape.virtual_stages = settings.virtual_stages;
@@ -461,6 +519,7 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
       if (recompute.mode == Recompute::selective)
         se.backward_s += slot.num_layers * k.layer_selective_s;
       se.tp_comm_s = slot.num_layers * k.layer_tp_s + full * k.layer_recompute_tp_s;
+      se.ep_comm_s = slot.num_layers * k.layer_a2a_s + full * k.layer_recompute_a2a_s;
       if (first) {
         se.forward_s += k.embedding_forward_s;
         se.backward_s += k.embedding_backward_s;
@@ -499,18 +558,31 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     if (k.has_rates) {
       // Optimizer step: Adam reads gradients, master weights and both moments, writes them
       // back and writes the low-precision weights (docs/models/estimator.md#optimizer).
-      const double shard = training.zero_stage >= 1 ? k.dp : 1.0;
+      // Experts' parameters are shared by every ep-th replica only: their optimizer states
+      // shard over dp / ep replicas, their gradients reduce among those.
+      const double experts = se.memory.expert_parameters;
+      const double dense = se.memory.parameters - experts;
+      const double expert_dp = static_cast<double>(k.expert_dp_group.ranks);
+      const bool sharded = training.zero_stage >= 1;
       const bool mixed = training.dtype != DType::fp32;
       const double bytes_per_param =
           training.optimizer == Optimizer::sgd ? (mixed ? 18.0 : 12.0) : (mixed ? 34.0 : 28.0);
-      se.optimizer_s = se.memory.parameters / shard * bytes_per_param / k.memory_bandwidth;
+      se.optimizer_s = (dense / (sharded ? k.dp : 1.0) + experts / (sharded ? expert_dp : 1.0)) *
+                       bytes_per_param / k.memory_bandwidth;
 
       // Data-parallel gradient reduction (reduce-scatter with a sharded optimizer, then an
       // all-gather of the updated weights; all-reduce otherwise).
       if (k.dp > 1) {
-        for (const SyncCollective& sync : dp_sync_collectives(training, se.memory.parameters)) {
+        for (const SyncCollective& sync : dp_sync_collectives(training, dense)) {
           const double time = models::best_collective(sync.kind, sync.bytes, k.dp_group).time;
           (sync.kind == Collective::all_gather ? se.param_gather_s : se.dp_sync_s) += time;
+        }
+        if (experts > 0 && k.expert_dp_group.ranks > 1) {
+          for (const SyncCollective& sync : dp_sync_collectives(training, experts)) {
+            const double time =
+                models::best_collective(sync.kind, sync.bytes, k.expert_dp_group).time;
+            (sync.kind == Collective::all_gather ? se.param_gather_s : se.dp_sync_s) += time;
+          }
         }
         if (training.zero_stage >= 3) {
           // ZeRO-3 gathers the stage's weights before its forward and again before its
@@ -544,7 +616,8 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
 
   double max_tau = 0, sum_tau = 0;
   for (auto& se : out.stages) {
-    se.micro_batch_s = se.forward_s + se.backward_s + se.tp_comm_s + se.p2p_s + se.zero3_gather_s;
+    se.micro_batch_s =
+        se.forward_s + se.backward_s + se.tp_comm_s + se.ep_comm_s + se.p2p_s + se.zero3_gather_s;
     max_tau = std::max(max_tau, se.micro_batch_s);
     sum_tau += se.micro_batch_s;
   }
@@ -559,6 +632,7 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
       [](const auto& x, const auto& y) { return x.micro_batch_s < y.micro_batch_s; });
   out.compute_s = m * (bottleneck->forward_s + bottleneck->backward_s);
   out.exposed.tensor_parallel = m * bottleneck->tp_comm_s;
+  out.exposed.expert_parallel = m * bottleneck->ep_comm_s;
   const double p2p = m * bottleneck->p2p_s;
   const bool cross =
       bottleneck->cross_island_boundary ||
@@ -663,18 +737,18 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
     }
   }
 
-  // One kernel per distinct (island, tp, dp), in the order stages first use them.
+  // One kernel per distinct (island, tp, dp, ep), in the order stages first use them.
   std::vector<StageKernel> kernels;
   kernels.reserve(plan.stages.size());
   std::vector<StageSlot> slots;
   for (const auto& stage : plan.stages) {
     const Island& island = *cluster.find_island(stage.island);
     auto found = std::find_if(kernels.begin(), kernels.end(), [&](const StageKernel& k) {
-      return k.island == &island && k.tp == stage.tp && k.dp == stage.dp;
+      return k.island == &island && k.tp == stage.tp && k.dp == stage.dp && k.ep == stage.ep;
     });
     if (found == kernels.end()) {
-      kernels.push_back(
-          make_stage_kernel(cluster, workload.model, settings, island, stage.tp, stage.dp, options));
+      kernels.push_back(make_stage_kernel(cluster, workload.model, settings, island, stage.tp,
+                                          stage.dp, options, stage.ep));
       found = std::prev(kernels.end());
     }
     slots.push_back({&*found, stage.first_layer, stage.num_layers, &stage.location});

@@ -39,6 +39,7 @@ struct StageEstimate {
   double forward_s = 0;      // one micro-batch, compute only
   double backward_s = 0;     // one micro-batch, compute incl. recompute
   double tp_comm_s = 0;      // one micro-batch, forward and backward
+  double ep_comm_s = 0;      // one micro-batch: expert-parallel all-to-alls
   double p2p_s = 0;          // one micro-batch, sends and receives at its boundaries
   double zero3_gather_s = 0;  // one micro-batch: ZeRO-3's weight all-gathers not hidden by compute
   double micro_batch_s = 0;  // forward + backward + tp + p2p + ZeRO-3 gathers, per micro-batch
@@ -58,7 +59,10 @@ struct ExposedCommunication {
   double pipeline = 0;      // stage-boundary sends inside an island
   double cross_island = 0;  // stage-boundary sends between islands
   double data_parallel = 0;
-  double total() const { return tensor_parallel + pipeline + cross_island + data_parallel; }
+  double expert_parallel = 0;  // the all-to-alls of mixture-of-experts layers
+  double total() const {
+    return tensor_parallel + pipeline + cross_island + data_parallel + expert_parallel;
+  }
 };
 
 struct Estimate {
@@ -117,6 +121,7 @@ struct StageKernel {
   const ChipProfile* chip = nullptr;
   int tp = 1;
   int dp = 1;
+  int ep = 1;  // expert parallelism (mixture-of-experts models)
   bool has_rates = false;  // false: the chip cannot run the dtype; see problems
   double peak_flops = 0;
   double memory_bandwidth = 0;  // achieved B/s (nominal x efficiency)
@@ -125,6 +130,10 @@ struct StageKernel {
   double layer_tp_s = 0;        // exposed tensor-parallel collectives of one layer, fwd and bwd
   double layer_selective_s = 0;     // what selective recompute adds to a layer's backward
   double layer_recompute_tp_s = 0;  // the collectives of a recomputed forward (full recompute)
+  // Mixture of experts: the expert-parallel all-to-alls of one layer (dispatch and combine,
+  // forward and backward), and those a recomputed forward repeats.
+  double layer_a2a_s = 0;
+  double layer_recompute_a2a_s = 0;
   double embedding_forward_s = 0;
   double embedding_backward_s = 0;
   double head_forward_s = 0;
@@ -133,6 +142,8 @@ struct StageKernel {
   IslandLinks links;
   models::CollectiveGroup tp_group;
   models::CollectiveGroup dp_group;
+  models::CollectiveGroup ep_group;         // ep ranks, stride tp
+  models::CollectiveGroup expert_dp_group;  // dp / ep ranks, stride tp x ep: experts' gradients
   double boundary_gather_s = 0;  // receiving a boundary without sequence parallelism: the tp group's all-gather
   std::optional<double> memory_capacity;
   std::optional<double> memory_usable;
@@ -143,11 +154,13 @@ struct StageKernel {
   std::vector<std::string> embedding_assumptions;
   std::vector<std::string> head_assumptions;
 
-  // One layer, one micro-batch, compute and tensor-parallel communication, recomputed in `mode`.
+  // One layer, one micro-batch, compute, tensor-parallel and expert-parallel communication,
+  // recomputed in `mode`.
   double layer_time(Recompute mode) const {
-    double time = layer_forward_s + layer_backward_s + layer_tp_s;
+    double time = layer_forward_s + layer_backward_s + layer_tp_s + layer_a2a_s;
     if (mode == Recompute::selective) time += layer_selective_s;
-    if (mode == Recompute::full) time += layer_forward_s + layer_recompute_tp_s;
+    if (mode == Recompute::full)
+      time += layer_forward_s + layer_recompute_tp_s + layer_recompute_a2a_s;
     return time;
   }
   // One micro-batch through `layers` layers in `chunks` model chunks under `recompute`.
@@ -158,9 +171,10 @@ struct StageKernel {
   }
 };
 
+// `ep`: expert parallelism of a mixture-of-experts model (1 otherwise).
 StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
                               const StepSettings& settings, const Island& island, int tp, int dp,
-                              const EstimateOptions& options = {});
+                              const EstimateOptions& options = {}, int ep = 1);
 
 // Seconds of a tensor-parallel collective of `collective_s` that stay exposed beside a GEMM of
 // `gemm_s`, when overlapped execution hides at most `overlap` of it (docs/models/estimator.md#overlap).

@@ -560,6 +560,38 @@ TEST(Launch, Qwen3AndGlm4FromTheirConfigs) {
   EXPECT_FALSE(has_flag(args, "--qk-layernorm"));
 }
 
+// A mixture of experts: Megatron-Core's arguments for the experts (their count, top-k, size)
+// and for expert parallelism (the island's ep, experts split over tp, the all-to-all
+// dispatcher, grouped GEMMs); an island whose stages differ in ep says which one it wrote.
+TEST(Launch, MixtureOfExperts) {
+  const Scenario s =
+      formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/mixtral-mixed.yaml");
+  Plan plan = plan_on("ascend-910b", {16, 16}, 2, 8);
+  for (auto& stage : plan.stages) stage.ep = 4;
+  ExportInput input = input_for(plan);
+  input.scenario = &s;
+  std::string text = export_megatron(input)[0].text;
+  const auto model = sourced(text, "HETPLAN_MODEL_ARGS");
+  EXPECT_EQ(value_of(model, "--num-experts"), "8");
+  EXPECT_EQ(value_of(model, "--moe-router-topk"), "2");
+  EXPECT_EQ(value_of(model, "--moe-ffn-hidden-size"), "14336");
+  EXPECT_FALSE(has_flag(model, "--moe-shared-expert-intermediate-size"));
+  auto parallel = sourced(text, "HETPLAN_PARALLEL_ARGS");
+  EXPECT_EQ(value_of(parallel, "--expert-model-parallel-size"), "4");
+  EXPECT_EQ(value_of(parallel, "--expert-tensor-parallel-size"), "2");
+  EXPECT_EQ(value_of(parallel, "--moe-token-dispatcher-type"), "alltoall");
+  EXPECT_TRUE(has_flag(parallel, "--moe-grouped-gemm"));
+  EXPECT_EQ(comments(text).find("differ in expert parallelism"), std::string::npos);
+  plan.stages[1].ep = 8;
+  text = export_megatron(input)[0].text;
+  EXPECT_NE(comments(text).find("The stages of this island differ in expert parallelism"),
+            std::string::npos);
+  // A dense model gets none of them.
+  const auto dense = sourced(export_megatron(input_for(reference()))[0].text, "HETPLAN_ARGS");
+  EXPECT_FALSE(has_flag(dense, "--num-experts"));
+  EXPECT_FALSE(has_flag(dense, "--expert-model-parallel-size"));
+}
+
 // GPT-NeoX names them otherwise: Pythia-160m's config.json says rotary_emb_base 10000,
 // layer_norm_eps 1e-05 and rotary_pct 0.25 (a quarter of each head's dimensions rotate). GPT-2's
 // layer_norm_epsilon is its norms' epsilon; its positions are learned, so no rotary base.

@@ -203,6 +203,19 @@ TEST_F(PlanReferences, LayersDoNotCoverModel) {
             "model's layer count), got 24");
 }
 
+// Expert parallelism divides the stage's dp (the loader) and needs a model with experts that
+// it divides (against the workload; Llama-2-7B has none).
+TEST_F(PlanReferences, ExpertParallelism) {
+  EXPECT_EQ(check(replaced(kPlan, "tp: 4, dp: 2}", "tp: 4, dp: 2, ep: 3}")),
+            "plan.yaml:4:70: stages[0].ep: expected a divisor of the stage's dp (2), got \"3\"");
+  EXPECT_EQ(check(replaced(kPlan, "tp: 4, dp: 2}", "tp: 4, dp: 2, ep: 2}")),
+            "plan.yaml:4:5: stages[0].ep: expected 1: the model has no experts, got 2");
+  EXPECT_EQ(parse_plan(replaced(kPlan, "tp: 4, dp: 2}", "tp: 4, dp: 2, ep: 2}"), "plan.yaml")
+                .stages[0]
+                .ep,
+            2);
+}
+
 TEST_F(PlanReferences, LayersNotMultipleOfVirtualStages) {
   const std::string text =
       replaced(kPlan, "name: two-stage\n", "name: two-stage\nschedule: interleaved\nvirtual_stages: 3\n");

@@ -74,3 +74,35 @@ TEST(Collectives, SmallMessagesPreferTheTree) {
 
 }  // namespace
 }  // namespace hetplan::models
+
+namespace hetplan::models {
+namespace {
+
+// An all-to-all over 16 ranks on 2 nodes of 8 (intra 100 GB/s, NICs 25 GB/s per rank): each
+// rank's 64 MB buffer goes 1/16 to each peer at once, 7/16 inside its node and 8/16 across;
+// the network part is the slower, 32 MB at 25 GB/s = 1.28 ms, after 15 steps of the network's
+// 5 us. Every algorithm gives the same exchange.
+TEST(Collectives, AllToAllAcrossNodesIsOneExchange) {
+  CollectiveGroup group;
+  group.ranks = 16;
+  group.ranks_per_node = 8;
+  group.intra = {100e9, 2e-6};
+  group.inter = {25e9, 5e-6};
+  const double bytes = 64e6;
+  const double expected = 15 * 5e-6 + 8.0 / 16 * 64e6 / 25e9;
+  for (auto algorithm :
+       {CollectiveAlgorithm::ring, CollectiveAlgorithm::tree, CollectiveAlgorithm::hierarchical}) {
+    EXPECT_DOUBLE_EQ(collective_time(Collective::all_to_all, algorithm, bytes, group), expected);
+  }
+  // With a network as fast as the node's link the intra-node part (7/16) is not the slower.
+  group.inter = {100e9, 5e-6};
+  EXPECT_DOUBLE_EQ(best_collective(Collective::all_to_all, bytes, group).time,
+                   15 * 5e-6 + 8.0 / 16 * 64e6 / 100e9);
+  // Inside one node: (n - 1) / n of the buffer at the bus bandwidth.
+  group.ranks_per_node = 16;
+  EXPECT_DOUBLE_EQ(best_collective(Collective::all_to_all, bytes, group).time,
+                   15 * 2e-6 + 15.0 / 16 * 64e6 / 100e9);
+}
+
+}  // namespace
+}  // namespace hetplan::models

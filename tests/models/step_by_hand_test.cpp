@@ -229,6 +229,54 @@ TEST(StepByHand, PartialRecomputeOfTheFirstLayerOfEachChunk) {
   EXPECT_DOUBLE_EQ(none.stages[0].memory.activations, 4 * kept + T * h * bytes);
 }
 
+// A mixture of experts on four chips of one node, dp 4 and ep 4: two layers of 4 experts (2
+// per token, 3 x 64 x 128 each) on the tiny model, tokens spread evenly (imbalance 1). Every
+// operator at the floor: a layer launches 18 kernels forward (the attention block's 8: norm,
+// QKV, rotary x2, flash attention, output projection, residual, norm; the router, softmax and
+// top-k (3), permutation, the grouped gate-up GEMM, SwiGLU, the grouped down GEMM, the
+// unpermutation; the residual) and 26 backward. Each layer sends its tokens' copies to the
+// experts' chips and back, forward and backward: four all-to-alls of 16 tokens x 2 copies x
+// 64 x 2 bytes, 3 steps of 1 ms and 3/4 of the buffer at 100 GB/s. After the step the dense
+// parameters' fp32 gradients are all-reduced over the 4 replicas (a tree: 2 log2 4 steps and
+// 2 x 3/4 of the buffer); each chip holds a quarter of the
+// experts, which no other chip shares (dp / ep = 1): nothing to reduce for them.
+TEST(StepByHand, ExpertParallelAllToAll) {
+  const int m = 2;
+  Workload w = tiny(4 * m);
+  w.model.experts = 4;
+  w.model.experts_per_token = 2;
+  w.model.expert_ffn = 128;
+  w.training.expert_imbalance = 1.0;
+  Plan plan = one_stage(1, 4);
+  plan.stages[0].ep = 4;
+  const Estimate e = estimate_step(one_node(), w, plan);
+  ASSERT_TRUE(e.feasible) << e.reasons.front();
+
+  const double a2a = 3 * kAlpha + 0.75 * (16 * 2 * 64 * 2) / kLink;
+  EXPECT_NEAR(e.stages[0].ep_comm_s, 2 * 4 * a2a, 1e-15);
+  const double layer_dense = 4 * 64 * 64 + 64 * 4 + 2 * 64;  // attention, router, norms
+  const double layer_experts = 4 * 3 * 64 * 128 / 4.0;       // a quarter of the experts
+  const double dense = 2 * layer_dense + kEmbeddingParams + kHeadParams;
+  EXPECT_DOUBLE_EQ(e.stages[0].memory.expert_parameters, 2 * layer_experts);
+  EXPECT_DOUBLE_EQ(e.stages[0].memory.parameters, dense + 2 * layer_experts);
+  // Four ranks in a node: the double binary tree's 2 log2(4) steps beat the ring's 6.
+  const double reduce = 2 * 2 * kAlpha + 1.5 * 4 * dense / kLink;
+  const double per_micro_batch =
+      (2 * (18 + 26) + kEmbeddingKernels + kHeadKernels) * kFloor + 2 * 4 * a2a;
+  EXPECT_NEAR(e.step_time_s, m * per_micro_batch + reduce + adam(dense + 2 * layer_experts),
+              1e-12);
+  EXPECT_NEAR(e.exposed.expert_parallel, m * 2 * 4 * a2a, 1e-12);
+  // Saved for the backward pass, per layer: the norms' inputs and outputs (4 T h e), Q, K, V
+  // and the attention output (4 T h e), the log-sum-exp (4 heads x 16 x 4 bytes), the routing
+  // scores (16 tokens x 4 experts x 4 bytes), the experts' 32 token copies with both halves of
+  // the gated projection and the product (32 x (64 + 3 x 128) x 2), their outputs for the
+  // combine (16 x 2 x 64 x 2); and the embedding's output.
+  const double per_layer =
+      4 * 16 * 64 * 2 + 4 * 16 * 64 * 2 + 4 * 16 * 4 + 16 * 4 * 4 + 32 * (64 + 3 * 128) * 2 +
+      16 * 2 * 64 * 2;
+  EXPECT_DOUBLE_EQ(e.stages[0].memory.activations, 2 * per_layer + 16 * 64 * 2);
+}
+
 // FP8 on a layer large enough for the roofline: 2,048 tokens, hidden 1,024 (8 heads), SwiGLU
 // of 4,096, one layer, no floor (a chip whose floor is 1 ps). Forward, by operator (time =
 // FLOPs / rate or bytes / 1 TB/s):

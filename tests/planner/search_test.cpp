@@ -235,6 +235,48 @@ TEST(PlanSearch, PartialRecomputeWhereMemoryBinds) {
   EXPECT_FALSE(without.islands[0].best->plan.recompute_layers.has_value());
 }
 
+// A mixture of experts: the bundled Mixtral-8x7B scenario on the default mixed cluster. The
+// search adds expert parallelism; every ranked plan keeps each expert-parallel group inside
+// one stage of one island (ep divides the stage's dp and the 8 experts), its figures are the
+// estimator's, and the best plans spread the experts (ep > 1): 46.7B parameters do not fit
+// with every expert on every chip at these sizes.
+TEST(PlanSearch, MixtureOfExpertsRanksExpertParallelPlans) {
+  const Scenario s =
+      formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/mixtral-mixed.yaml");
+  SearchOptions options;
+  options.top = 5;
+  const SearchResult result = search_plans(s, options);
+  ASSERT_FALSE(result.ranked.empty());
+  int with_ep = 0;
+  for (const auto& ranked : result.ranked) {
+    if (ranked.mode == Mode::resource_pool) continue;
+    EXPECT_TRUE(ranked.estimate.feasible) << ranked.plan.name;
+    for (const auto& stage : ranked.plan.stages) {
+      EXPECT_EQ(stage.dp % stage.ep, 0) << ranked.plan.name;
+      EXPECT_EQ(8 % stage.ep, 0) << ranked.plan.name;
+      with_ep += stage.ep > 1;
+    }
+    EXPECT_GT(ranked.estimate.exposed.expert_parallel, 0.0) << ranked.plan.name;
+  }
+  EXPECT_GT(with_ep, 0);
+  ASSERT_TRUE(result.task_level.has_value());
+  // The export names the experts and the expert parallelism.
+  EXPECT_NE(result.task_level->plan.name.find("-ep"), std::string::npos);
+}
+
+// The pruned search against exhaustive enumeration with expert parallelism in the space.
+TEST(PlanSearch, PruningNeverDiscardsTheBestExpertParallelPlan) {
+  Builder b;
+  b.s.workload = small_model(8);
+  b.s.workload.model.experts = 8;
+  b.s.workload.model.experts_per_token = 2;
+  b.s.workload.model.expert_ffn = 1408;
+  b.s.workload.training.sequence_parallel = true;
+  b.add("a100", chip("nvidia-a100-sxm4-80gb"), 2, 4);
+  b.add("ascend", chip("ascend-910b"), 1, 4);
+  expect_same_best(b.s, "mixture of experts", narrow());
+}
+
 TEST(PlanSearch, RankedFiguresAreWhatTheEstimatorComputes) {
   Builder b;
   b.add("a100", chip("nvidia-a100-sxm4-80gb"), 1, 8);
