@@ -81,6 +81,7 @@ TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, cons
     ts.first_chip = next_chip[static_cast<std::size_t>(index)];
     ts.tp = stage.tp;
     ts.dp = stage.dp;
+    ts.ep = stage.ep;
     next_chip[static_cast<std::size_t>(index)] += stage.tp * stage.dp;
     const StageEstimate& se = estimate.stages.at(s);
     ts.forward_s = se.forward_s;
@@ -233,6 +234,10 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
             static_cast<long long>(ti.nodes) * ti.chips_per_node)
       bad(where + "its chips lie outside island " + ti.name);
     if (ts.dp != in.stages.front().dp) bad(where + "every stage needs the same dp");
+    if (ts.ep != 1) {
+      bad(where + "expert parallelism (ep " + std::to_string(ts.ep) +
+          ") is not simulated by the twin yet: its all-to-alls would be missing from the fabric");
+    }
     ranks += static_cast<long long>(ts.tp) * ts.dp;
     if (!non_negative(ts.forward_s) || !non_negative(ts.backward_s) || !non_negative(ts.tp_s) ||
         !non_negative(ts.optimizer_s))

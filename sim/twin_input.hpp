@@ -55,6 +55,7 @@ struct TwinStage {
                        // first_chip + d * tp + j
   int tp = 1;
   int dp = 1;
+  int ep = 1;  // expert parallelism: not simulated yet, so the check refuses ep above 1
   double forward_s = 0;   // one micro-batch, all chunks, compute only
   double backward_s = 0;  // one micro-batch, all chunks, incl. recompute
   double tp_s = 0;        // tensor-parallel collectives of one micro-batch (analytic)

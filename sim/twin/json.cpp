@@ -57,6 +57,7 @@ void fields(V& v, TwinStage& s) {
   v("first_chip", s.first_chip);
   v("tp", s.tp);
   v("dp", s.dp);
+  v("ep", s.ep);
   v("forward_s", s.forward_s);
   v("backward_s", s.backward_s);
   v("tp_s", s.tp_s);
