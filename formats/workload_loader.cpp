@@ -58,7 +58,7 @@ class HfReader {
     static constexpr std::string_view kWords[] = {"expert", "moe", "router", "routed", "topk",
                                                   "top_k", "n_group", "nextn", "mtp", "sparse"};
     for (const auto& entry : root_.node()) {
-      const std::string key = entry.first.as<std::string>();
+      const std::string& key = entry.first.Scalar();  // MapReader checked they are plain
       if (std::find(read_.begin(), read_.end(), key) != read_.end()) continue;
       for (auto word : kWords) {
         if (key.find(word) == std::string::npos) continue;

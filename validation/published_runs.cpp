@@ -26,6 +26,10 @@ struct CaseConfig {
   int layers = 0, hidden = 0, heads = 0, kv_heads = 0, vocab = 0, seq_len = 0;
   int ffn = 0;                  // intermediate size
   bool ffn_four_hidden = false;  // written as "4h"
+  // Mixtures of experts (hetplan's extension of the README's fields, docs/validation.md#moe).
+  int experts = 0, experts_per_token = 0, expert_ffn = 0, shared_experts = 0,
+      shared_expert_ffn = 0;
+  int ep = 1;
   int global_batch = 0, micro_batch = 1;
   std::optional<DType> dtype;
   Recompute recompute = Recompute::none;
@@ -74,6 +78,13 @@ void read_section(formats::MapReader& section, CaseConfig& c) {
         c.ffn = integer(*v);
       }
     }
+    if (auto v = map.optional("experts")) c.experts = static_cast<int>(v->as_int(0, 1 << 20));
+    if (auto v = map.optional("experts_per_token")) c.experts_per_token = integer(*v);
+    if (auto v = map.optional("expert_ffn")) c.expert_ffn = integer(*v);
+    if (auto v = map.optional("shared_experts"))
+      c.shared_experts = static_cast<int>(v->as_int(0, 1 << 20));
+    if (auto v = map.optional("shared_expert_ffn"))
+      c.shared_expert_ffn = static_cast<int>(v->as_int(0, 1 << 30));
     map.done();
   }
   if (auto training = section.optional("training")) {
@@ -103,6 +114,7 @@ void read_section(formats::MapReader& section, CaseConfig& c) {
     if (auto v = map.optional("pp")) c.pp = integer(*v);
     if (auto v = map.optional("dp")) c.dp = integer(*v);
     if (auto v = map.optional("vpp")) c.vpp = integer(*v);
+    if (auto v = map.optional("ep")) c.ep = integer(*v);
     if (auto v = map.optional("sp")) c.sp = v->as_bool();
     map.done();
   }
@@ -128,6 +140,10 @@ void check_complete(const formats::Field& node, const CaseConfig& c) {
   if (!c.flash_attention) missing("training.flash_attention");
   if (c.chip.empty()) missing("hardware.chip");
   if (!c.measured) missing("measured");
+  if (c.experts > 0) {
+    if (c.experts_per_token == 0) missing("model.experts_per_token");
+    if (c.expert_ffn == 0) missing("model.expert_ffn");
+  }
 }
 
 // The chip profile a published hardware description names. A800 is A100 silicon with NVLink
@@ -251,6 +267,14 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   m.dropout = gpt;
   m.learned_positions = gpt;
   m.tied_embeddings = gpt;
+  if (c.experts > 0) {
+    m.model_type = "moe";
+    m.experts = c.experts;
+    m.experts_per_token = c.experts_per_token;
+    m.expert_ffn = c.expert_ffn;
+    m.shared_experts = c.shared_experts;
+    m.shared_expert_ffn = c.shared_expert_ffn;
+  }
   TrainingSettings& t = workload.training;
   t.seq_len = c.seq_len;
   t.global_batch = c.global_batch;
@@ -277,6 +301,7 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
     stage.num_layers = c.layers / c.pp + (i < c.layers % c.pp ? 1 : 0);
     stage.tp = c.tp;
     stage.dp = c.dp;
+    stage.ep = c.ep;
     first += stage.num_layers;
     plan.stages.push_back(stage);
   }
@@ -426,6 +451,12 @@ ValidationReport validate_published_runs(const std::string& folder,
       if (c.chips != c.tp * c.pp * c.dp)
         chips->fail("expected tp x pp x dp = " + std::to_string(c.tp * c.pp * c.dp) +
                     " chips, got " + std::to_string(c.chips));
+      if (c.ep > 1 && (c.dp % c.ep != 0 || c.experts % c.ep != 0)) {
+        throw InputError(node.location(), node.path() + ".parallel.ep",
+                         "expected a divisor of dp (" + std::to_string(c.dp) +
+                             ") and of the experts (" + std::to_string(c.experts) + "), got " +
+                             std::to_string(c.ep));
+      }
       prepared.push_back(
           run_case(path.stem().string(), c, profiles_folder, options.twin.has_value()));
     }
