@@ -30,6 +30,8 @@ struct CaseConfig {
   int experts = 0, experts_per_token = 0, expert_ffn = 0, shared_experts = 0,
       shared_expert_ffn = 0;
   int ep = 1;
+  int head_size = 0;  // a head's width apart from hidden / heads (Qwen3)
+  bool qk_norm = false, qkv_bias = false;
   int global_batch = 0, micro_batch = 1;
   std::optional<DType> dtype;
   Recompute recompute = Recompute::none;
@@ -85,6 +87,9 @@ void read_section(formats::MapReader& section, CaseConfig& c) {
       c.shared_experts = static_cast<int>(v->as_int(0, 1 << 20));
     if (auto v = map.optional("shared_expert_ffn"))
       c.shared_expert_ffn = static_cast<int>(v->as_int(0, 1 << 30));
+    if (auto v = map.optional("head_size")) c.head_size = integer(*v);
+    if (auto v = map.optional("qk_norm")) c.qk_norm = v->as_bool();
+    if (auto v = map.optional("qkv_bias")) c.qkv_bias = v->as_bool();
     map.done();
   }
   if (auto training = section.optional("training")) {
@@ -267,6 +272,9 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   m.dropout = gpt;
   m.learned_positions = gpt;
   m.tied_embeddings = gpt;
+  m.head_size = c.head_size;
+  m.qk_norm = c.qk_norm;
+  m.qkv_bias = c.qkv_bias && !m.linear_bias;
   if (c.experts > 0) {
     m.model_type = "moe";
     m.experts = c.experts;
