@@ -57,7 +57,10 @@ std::string estimate_text(const sim::Estimate& e, const Plan& plan) {
   out += "compute        " + fixed(e.compute_s, 3) + " s (bottleneck stage)\n";
   out += "exposed comm   tp " + fixed(e.exposed.tensor_parallel, 3) + " s, pp " +
          fixed(e.exposed.pipeline, 3) + " s, cross-island " + fixed(e.exposed.cross_island, 3) +
-         " s, dp " + fixed(e.exposed.data_parallel, 3) + " s\n";
+         " s, dp " + fixed(e.exposed.data_parallel, 3) + " s" +
+         (e.exposed.expert_parallel > 0 ? ", ep " + fixed(e.exposed.expert_parallel, 3) + " s"
+                                        : std::string()) +
+         "\n";
   out += "optimizer      " + fixed(e.optimizer_s, 3) + " s\n";
   out += "stage  island               layers     tp  dp  fwd+bwd/mb  memory peak / usable\n";
   for (std::size_t i = 0; i < e.stages.size(); ++i) {
@@ -94,7 +97,8 @@ nlohmann::ordered_json estimate_json(const sim::Estimate& e, const Plan& plan) {
   j["exposed_communication_s"] = {{"tensor_parallel", round6(e.exposed.tensor_parallel)},
                                   {"pipeline", round6(e.exposed.pipeline)},
                                   {"cross_island", round6(e.exposed.cross_island)},
-                                  {"data_parallel", round6(e.exposed.data_parallel)}};
+                                  {"data_parallel", round6(e.exposed.data_parallel)},
+                                  {"expert_parallel", round6(e.exposed.expert_parallel)}};
   auto& stages = j["stages"] = nlohmann::ordered_json::array();
   for (const auto& s : e.stages) {
     nlohmann::ordered_json stage;
@@ -107,6 +111,7 @@ nlohmann::ordered_json estimate_json(const sim::Estimate& e, const Plan& plan) {
     stage["forward_s"] = round6(s.forward_s);
     stage["backward_s"] = round6(s.backward_s);
     stage["tp_comm_s"] = round6(s.tp_comm_s);
+    stage["ep_comm_s"] = round6(s.ep_comm_s);
     stage["p2p_s"] = round6(s.p2p_s);
     stage["micro_batch_s"] = round6(s.micro_batch_s);
     stage["dp_sync_s"] = round6(s.dp_sync_s);

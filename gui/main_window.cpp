@@ -991,6 +991,9 @@ void MainWindow::show_plan(const planner::RankedPlan* plan) {
               .arg(seconds(e.compute_s), seconds(e.bubble_s), seconds(e.optimizer_s),
                    seconds(e.exposed.tensor_parallel), seconds(e.exposed.pipeline),
                    seconds(e.exposed.cross_island), seconds(e.exposed.data_parallel));
+  if (e.exposed.expert_parallel > 0) {
+    html += tr("<p>expert-parallel all-to-all %1 s (exposed)</p>").arg(seconds(e.exposed.expert_parallel));
+  }
   if (!e.assumptions.empty()) {
     html += tr("<p>Assumed (priors where a profile leaves a figure unknown):</p><ul>");
     for (const auto& a : e.assumptions)

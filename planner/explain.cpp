@@ -35,6 +35,7 @@ std::string differences(const sim::Estimate& a, const sim::Estimate& b) {
       {"stage-boundary sends", (b.exposed.pipeline + b.exposed.cross_island) -
                                    (a.exposed.pipeline + a.exposed.cross_island)},
       {"exposed gradient reduction", b.exposed.data_parallel - a.exposed.data_parallel},
+      {"expert-parallel all-to-all", b.exposed.expert_parallel - a.exposed.expert_parallel},
       {"optimizer step", b.optimizer_s - a.optimizer_s},
   };
   std::sort(std::begin(parts), std::end(parts),

@@ -327,6 +327,7 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   b.tensor_parallel_s = estimate.exposed.tensor_parallel;
   b.pipeline_s = estimate.exposed.pipeline + estimate.exposed.cross_island;
   b.data_parallel_s = estimate.exposed.data_parallel;
+  b.expert_parallel_s = estimate.exposed.expert_parallel;
   for (const auto& stage : estimate.stages) {
     if (stage.memory.total() / kGiB <= result.predicted_memory_gib) continue;
     result.predicted_memory_gib = stage.memory.total() / kGiB;
@@ -601,6 +602,7 @@ nlohmann::ordered_json report_json(const ValidationReport& report) {
                  {"tensor_parallel_s", b.tensor_parallel_s},
                  {"pipeline_s", b.pipeline_s},
                  {"data_parallel_s", b.data_parallel_s},
+                 {"expert_parallel_s", b.expert_parallel_s},
                  {"optimizer_s", b.optimizer_s}};
     c["memory_gib"] = {{"weights", b.weights_gib},         {"gradients", b.gradients_gib},
                        {"optimizer", b.optimizer_gib},     {"activations", b.activations_gib},

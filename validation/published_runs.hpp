@@ -30,7 +30,7 @@ struct CaseResult {
   // so a user can see which term a case's error comes from.
   struct Breakdown {
     double step_s = 0, compute_s = 0, bubble_s = 0, optimizer_s = 0;
-    double tensor_parallel_s = 0, pipeline_s = 0, data_parallel_s = 0;
+    double tensor_parallel_s = 0, pipeline_s = 0, data_parallel_s = 0, expert_parallel_s = 0;
     double weights_gib = 0, gradients_gib = 0, optimizer_gib = 0, activations_gib = 0,
            head_gib = 0, transient_gib = 0;
   } breakdown;

@@ -85,6 +85,11 @@
     </message>
     <message>
         <location filename="../comparison.cpp" line="98"/>
+        <source>expert-parallel all-to-all, s</source>
+        <translation>专家并行 all-to-all，秒</translation>
+    </message>
+    <message>
+        <location filename="../comparison.cpp" line="98"/>
         <source>optimizer, s</source>
         <translation>优化器，秒</translation>
     </message>
@@ -279,6 +284,10 @@ note: exported unvalidated, as asked; every file says so</source>
 </context>
 <context>
     <name>hetplan::gui::MainWindow</name>
+    <message>
+        <source>&lt;p&gt;expert-parallel all-to-all %1 s (exposed)&lt;/p&gt;</source>
+        <translation>&lt;p&gt;专家并行 all-to-all %1 秒（未掩盖）&lt;/p&gt;</translation>
+    </message>
     <message>
         <location filename="../main_window.cpp" line="135"/>
         <source>hetplan</source>

@@ -41,7 +41,7 @@ TEST(PublishedRuns, EachCaseCarriesItsBreakdown) {
     EXPECT_GT(b.step_s, 0) << c.id;
     // Compute, the bubble, the optimizer and the exposed communication make up the step.
     const double parts = b.compute_s + b.bubble_s + b.optimizer_s + b.tensor_parallel_s +
-                         b.pipeline_s + b.data_parallel_s;
+                         b.pipeline_s + b.data_parallel_s + b.expert_parallel_s;
     EXPECT_LE(parts, b.step_s * (1 + 1e-9)) << c.id;
     EXPECT_GT(b.compute_s, 0.5 * b.step_s) << c.id;
     const double memory = b.weights_gib + b.gradients_gib + b.optimizer_gib + b.activations_gib +
