@@ -96,15 +96,21 @@ TEST(StageMemory, InterleavedWarmupFollowsMegatron) {
                    11 * 2 * per_layer);
 }
 
-TEST(StageMemory, ZeroStagesShardStatesGradientsAndWeights) {
-  ModelShape model = gpt_22b();
-  TrainingSettings training = fp16(false);
-  training.fp32_grad_accumulation = true;
+// The whole 22B model in one stage, 8 data-parallel replicas.
+StageShape whole_model_over_eight_replicas() {
   StageShape shape = stage(1, 0, 1, 1);
   shape.num_layers = 48;
   shape.has_embedding = true;
   shape.has_head = true;
   shape.dp = 8;
+  return shape;
+}
+
+TEST(StageMemory, ZeroStagesShardStatesGradientsAndWeights) {
+  ModelShape model = gpt_22b();
+  TrainingSettings training = fp16(false);
+  training.fp32_grad_accumulation = true;
+  StageShape shape = whole_model_over_eight_replicas();
   const double params = model.total_parameters();
   shape.zero_stage = 0;
   auto mem = stage_memory(model, training, shape);
@@ -130,11 +136,7 @@ TEST(StageMemory, TheOptimizerStepCopiesLowPrecisionGradientsToFp32) {
   ModelShape model = gpt_22b();
   TrainingSettings training = fp16(false);
   training.fp32_grad_accumulation = false;
-  StageShape shape = stage(1, 0, 1, 1);
-  shape.num_layers = 48;
-  shape.has_embedding = true;
-  shape.has_head = true;
-  shape.dp = 8;
+  StageShape shape = whole_model_over_eight_replicas();
   shape.zero_stage = 1;
   const double params = model.total_parameters();
   auto mem = stage_memory(model, training, shape);

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <random>
@@ -57,11 +59,16 @@ SplitProblem random_problem(std::mt19937& rng) {
   return problem;
 }
 
-TEST(LayerSplit, MatchesBruteForceOnRandomSmallProblems) {
-  std::mt19937 rng(20261129);
+// Solves 4,000 random problems from `seed` and checks each against brute force; with
+// `least_layers`, every stage of a problem also holds at least a random 0 to 4 layers (partial
+// recompute's recomputed ones).
+void expect_brute_force_optimum(std::uint32_t seed, bool least_layers) {
+  std::mt19937 rng(seed);
   int solved = 0, infeasible = 0;
   for (int trial = 0; trial < 4000; ++trial) {
-    const SplitProblem problem = random_problem(rng);
+    SplitProblem problem = random_problem(rng);
+    const int least = least_layers ? std::uniform_int_distribution<int>(0, 4)(rng) : 0;
+    for (auto& s : problem.stages) s.min_layers = least;
     const double expected = brute_force(problem);
     const auto split = solve_split(problem);
     if (!std::isfinite(expected)) {
@@ -74,7 +81,7 @@ TEST(LayerSplit, MatchesBruteForceOnRandomSmallProblems) {
     EXPECT_NEAR(split->pipeline_s, expected, 1e-9 * expected) << "trial " << trial;
     int total = 0;
     for (std::size_t j = 0; j < split->layers.size(); ++j) {
-      EXPECT_GE(split->layers[j], problem.granularity);
+      EXPECT_GE(split->layers[j], std::max(problem.granularity, least));
       EXPECT_LE(split->layers[j], problem.stages[j].max_layers);
       EXPECT_EQ(split->layers[j] % problem.granularity, 0);
       total += split->layers[j];
@@ -86,29 +93,14 @@ TEST(LayerSplit, MatchesBruteForceOnRandomSmallProblems) {
   EXPECT_GT(infeasible, 100);
 }
 
+TEST(LayerSplit, MatchesBruteForceOnRandomSmallProblems) {
+  expect_brute_force_optimum(20261129, false);
+}
+
 // Partial recompute gives every stage a least layer count (its recomputed layers) and a fixed
 // time for them: the same brute force, with random least counts.
 TEST(LayerSplit, MatchesBruteForceWithLeastLayersPerStage) {
-  std::mt19937 rng(20261202);
-  int solved = 0, infeasible = 0;
-  for (int trial = 0; trial < 4000; ++trial) {
-    SplitProblem problem = random_problem(rng);
-    const int least = std::uniform_int_distribution<int>(0, 4)(rng);
-    for (auto& s : problem.stages) s.min_layers = least;
-    const double expected = brute_force(problem);
-    const auto split = solve_split(problem);
-    if (!std::isfinite(expected)) {
-      EXPECT_FALSE(split) << "trial " << trial;
-      ++infeasible;
-      continue;
-    }
-    ASSERT_TRUE(split) << "trial " << trial;
-    ++solved;
-    EXPECT_NEAR(split->pipeline_s, expected, 1e-9 * expected) << "trial " << trial;
-    for (std::size_t j = 0; j < split->layers.size(); ++j) EXPECT_GE(split->layers[j], least);
-  }
-  EXPECT_GT(solved, 1000);
-  EXPECT_GT(infeasible, 100);
+  expect_brute_force_optimum(20261202, true);
 }
 
 TEST(LayerSplit, SlowStagesGetFewerLayers) {

@@ -24,6 +24,16 @@ Workload small_model(int layers = 8) {
   return w;
 }
 
+// small_model with another width: hidden size, heads, key/value heads and MLP width.
+Workload sized_model(int layers, int hidden, int heads, int kv_heads, int ffn) {
+  Workload w = small_model(layers);
+  w.model.hidden = hidden;
+  w.model.heads = heads;
+  w.model.kv_heads = kv_heads;
+  w.model.ffn = ffn;
+  return w;
+}
+
 // A scenario under construction: islands of chips from the bundled profiles on one fabric.
 struct Builder {
   Scenario s;
@@ -167,11 +177,7 @@ TEST(PlanSearch, PruningNeverDiscardsTheBestPlanOnSmallCases) {
   {
     // Memory pressure: a deeper model so that caps bind.
     Builder b;
-    b.s.workload = small_model(24);
-    b.s.workload.model.hidden = 4096;
-    b.s.workload.model.heads = 32;
-    b.s.workload.model.kv_heads = 32;
-    b.s.workload.model.ffn = 11008;
+    b.s.workload = sized_model(24, 4096, 32, 32, 11008);
     b.add("mlu", mlu, 1, 4);
     b.add("ascend", ascend, 1, 4);
     expect_same_best(b.s, "memory-bound");
@@ -214,11 +220,7 @@ TEST(PlanSearch, PruningNeverDiscardsTheBestPlanOnRandomSmallClusters) {
 // best plan says N.
 TEST(PlanSearch, PartialRecomputeWhereMemoryBinds) {
   Builder b;
-  b.s.workload = small_model(32);
-  b.s.workload.model.hidden = 4096;
-  b.s.workload.model.heads = 32;
-  b.s.workload.model.kv_heads = 32;
-  b.s.workload.model.ffn = 11008;
+  b.s.workload = sized_model(32, 4096, 32, 32, 11008);
   b.s.workload.training.seq_len = 8192;
   b.add("a100", chip("nvidia-a100-sxm4-80gb"), 1, 4);
   SearchOptions options = narrow();
@@ -404,11 +406,7 @@ TEST(PlanSearch, PlansFitTheFreeNodesAtOnce) {
 
 TEST(PlanSearch, AModelTooBigForAnIslandIsRejectedForMemory) {
   Builder b;
-  b.s.workload = small_model(32);
-  b.s.workload.model.hidden = 8192;
-  b.s.workload.model.heads = 64;
-  b.s.workload.model.kv_heads = 8;
-  b.s.workload.model.ffn = 28672;
+  b.s.workload = sized_model(32, 8192, 64, 8, 28672);
   b.add("small", chip("cambricon-mlu370-x8"), 1, 4);
   const SearchResult result = search_plans(b.s, narrow());
   EXPECT_GT(pass(result, "memory").rejected, 0u);
