@@ -58,11 +58,14 @@ void BM_ScorePipeline(benchmark::State& state) {
 }
 BENCHMARK(BM_ScorePipeline);
 
+// The argument is the thread count.
 void search(benchmark::State& state, const char* scenario_name) {
   const auto scenario = load(scenario_name);
+  hetplan::planner::SearchOptions options;
+  options.threads = static_cast<std::size_t>(state.range(0));
   hetplan::planner::SearchResult result;
   for (auto _ : state) {
-    result = hetplan::planner::search_plans(scenario);
+    result = hetplan::planner::search_plans(scenario, options);
     benchmark::DoNotOptimize(result.evaluations);
   }
   state.counters["plans_scored"] = static_cast<double>(result.evaluations);
@@ -75,11 +78,11 @@ void search(benchmark::State& state, const char* scenario_name) {
 void BM_SearchDefaultScenario(benchmark::State& state) {
   search(state, "default.yaml");
 }
-BENCHMARK(BM_SearchDefaultScenario)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SearchDefaultScenario)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_SearchSixChipTypesOf1024(benchmark::State& state) {
   search(state, "six-vendors.yaml");
 }
-BENCHMARK(BM_SearchSixChipTypesOf1024)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_SearchSixChipTypesOf1024)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 
 }  // namespace

@@ -342,12 +342,13 @@ extern "C" void stop_search_on_signal(int) {
 
 int run_plan(const std::string& scenario_path, std::size_t top, bool json,
              const std::string& out_dir, bool timings, const std::string& records,
-             std::size_t simulate, double max_seconds) {
+             std::size_t simulate, double max_seconds, std::size_t threads) {
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
   const auto ladder = hetplan::validation::scenario_ladder(scenario, records);
   hetplan::planner::SearchOptions options;
   options.top = top;
   options.max_seconds = max_seconds;
+  options.threads = threads;
   hetplan::planner::StopToken stop;
   options.stop = &stop;
   std::optional<hetplan::planner::SearchResult> searched;
@@ -942,6 +943,11 @@ int main(int argc, char** argv) {
                    "Stop the search after this many seconds with the best plans found so far "
                    "(the report says it stopped early)")
       ->check(CLI::Range(0.001, 1e7));
+  std::size_t plan_threads = 0;
+  plan->add_option("--threads", plan_threads,
+                   "Threads that search side by side (default: one per core); the result is the "
+                   "same for any count")
+      ->check(CLI::Range(1, 1024));
   plan->add_option("--records", records,
                    "Folder of validation records (default: the scenario's validation_records)");
   std::size_t simulate_count = 0;
@@ -1135,7 +1141,7 @@ int main(int argc, char** argv) {
       return hetplan::cli::run_sweep_command(sweep_command);
     }
     if (*plan) return run_plan(plan_scenario, top, json, out_dir, timings, records, simulate_count,
-                                    max_seconds);
+                                    max_seconds, plan_threads);
   } catch (const hetplan::InputError& error) {
     std::cout.flush();
     std::cerr << "error: " << error.what() << "\n";

@@ -6,7 +6,7 @@
 namespace hetplan::models {
 
 ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype,
-                            const EfficiencyDefaults& defaults) {
+                            const EfficiencyDefaults& defaults, bool notes) {
   ResolvedRates out;
   // Under the fp8 recipe the linear GEMMs run in FP8 and everything else in BF16: the chip
   // needs both.
@@ -29,6 +29,7 @@ ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype,
   const EfficiencyModel& eff = chip.efficiency;
   auto pick = [&](const std::optional<double>& known, double fallback, std::string_view what) {
     if (known) return *known;
+    if (!notes) return fallback;
     char value[32];
     std::snprintf(value, sizeof value, "%.2f", fallback);
     out.assumptions.push_back("chip " + chip.id + ": " + std::string(what) + " unknown, prior " +
@@ -43,10 +44,13 @@ ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype,
   } else {
     const bool hip = chip.family == "dcu";
     rates.kernel_floor = hip ? defaults.kernel_floor_hip : defaults.kernel_floor_cuda;
-    char value[64];
-    std::snprintf(value, sizeof value, "%.1f us used (%s profiler trace)",
-                  rates.kernel_floor * 1e6, hip ? "ROCm" : "CUDA");
-    out.assumptions.push_back("chip " + chip.id + ": kernel launch floor unknown, prior " + value);
+    if (notes) {
+      char value[64];
+      std::snprintf(value, sizeof value, "%.1f us used (%s profiler trace)",
+                    rates.kernel_floor * 1e6, hip ? "ROCm" : "CUDA");
+      out.assumptions.push_back("chip " + chip.id + ": kernel launch floor unknown, prior " +
+                                value);
+    }
   }
   rates.memory_bandwidth = *chip.memory_bandwidth;
   rates.gemm_max = pick(eff.gemm_max, defaults.gemm_max, "GEMM efficiency");

@@ -56,8 +56,9 @@ struct ResolvedRates {
   std::vector<std::string> assumptions;  // defaults used in place of unknown figures
 };
 
+// `notes`: whether to write the assumptions (a search that scores many plans leaves them out).
 ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype,
-                            const EfficiencyDefaults& defaults = {});
+                            const EfficiencyDefaults& defaults = {}, bool notes = true);
 
 // Efficiency of a GEMM of this shape: gemm_max x g(m) g(n) g(k), g(x) = x / (x + half_dim).
 double gemm_efficiency(const GemmShape& shape, const ChipRates& rates);

@@ -18,9 +18,9 @@ struct SearchProgress {
   std::size_t pruned = 0;          // candidates a bound proved could not beat the best
 };
 
-// Called on the search's own thread: at the start, before each setting and every few thousand
-// scored plans, and once at the end (settings_done == settings_total unless it stopped early).
-// Keep it short; it runs inside the search loop.
+// Called on the thread that called the search: at the start, after each setting (settings are
+// searched in batches, side by side, and reported as each batch completes) and once at the end
+// (settings_done == settings_total unless it stopped early). Keep it short; the search waits.
 class SearchObserver {
  public:
   virtual ~SearchObserver() = default;
@@ -28,7 +28,7 @@ class SearchObserver {
 };
 
 // Asks a running search to stop. Any thread may call request_stop(); the search notices it at
-// its next check (within a few thousand plans) and returns the best plans found so far, saying
+// its next check (within a few thousand plans, on every thread) and returns the best plans found so far, saying
 // that it stopped (SearchResult::stopped).
 class StopToken {
  public:

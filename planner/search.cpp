@@ -1,7 +1,7 @@
 #include "planner/search.hpp"
 
 #include <algorithm>
-#include <type_traits>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -9,10 +9,13 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <set>
+#include <thread>
 #include <tuple>
+#include <type_traits>
 
 #include "models/transformer_ops.hpp"
 #include "planner/layer_split.hpp"
@@ -136,14 +139,34 @@ std::string lower(std::string text) {
   return text;
 }
 
+// What the lanes of one search share: whether to stop, and why.
+struct StopState {
+  std::atomic<bool> stop{false};
+  std::mutex mutex;
+  std::string why;  // the first reason given
+  void request(std::string reason) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (why.empty()) why = std::move(reason);
+    stop.store(true, std::memory_order_relaxed);
+  }
+};
+
+// The search. run() enumerates the settings and hands them out in batches of a fixed size; the
+// settings of a batch are searched on lanes — Searchers of their own, one per thread — each
+// against the incumbents as they stood before the batch, and what each setting found is merged
+// in setting order. So the bound prunes the same candidates and the same plans win whatever
+// the thread count (docs/planner.md#threads).
 class Searcher {
  public:
-  Searcher(const Scenario& scenario, const SearchOptions& options)
+  Searcher(const Scenario& scenario, const SearchOptions& options, StopState& stop)
       : scenario_(scenario),
         cluster_(scenario.cluster),
         model_(scenario.workload.model),
         options_(options),
-        layers_(model_.layers) {
+        layers_(model_.layers),
+        shared_stop_(stop) {
+    kernel_options_ = options.estimate;
+    kernel_options_.notes = false;
     for (int i = 0; i < kPassCount; ++i) passes_[i].name = kPassNames[i];
     for (int i = 0; i < kPhaseCount; ++i) phases_[i].name = kPhaseNames[i];
     single_best_.resize(cluster_.islands.size());
@@ -152,6 +175,12 @@ class Searcher {
   SearchResult run();
 
  private:
+  // A lane's search of one setting, from the incumbents of `global` (the run's Searcher); false
+  // when the search was stopped before it.
+  bool search_one(const Searcher& global, const Setting& setting,
+                  const std::vector<IslandInfo>& islands);
+  // Adds what this lane found in its last setting to the run's results.
+  void merge_into(Searcher& global) const;
   void reject(Pass pass, const std::string& why) {
     reject(pass, [&] { return why; });
   }
@@ -175,10 +204,21 @@ class Searcher {
                          const std::vector<Option>& options);
   double try_config(const Setting& setting, const std::vector<IslandInfo>& islands,
                     const std::vector<std::pair<const Option*, int>>& config);
+  // One island order of a configuration (indices into it).
+  double try_order(const Setting& setting, const std::vector<IslandInfo>& islands,
+                   const std::vector<std::pair<const Option*, int>>& config,
+                   const std::vector<std::size_t>& order);
+  // The currency per second of the parts' chips (kInf without prices).
+  double parts_rate(const std::vector<std::pair<const Option*, int>>& parts, int dp);
+  // A lower bound on the step of any layer split of the parts' stages.
+  double pipeline_floor(const Setting& setting,
+                        const std::vector<std::pair<const Option*, int>>& parts);
   double evaluate(Mode mode, const Setting& setting, const std::vector<int>& order,
                 const std::vector<std::pair<const Option*, int>>& parts);
-  // Reports progress and decides whether to stop (a request, or the time budget spent).
+  // Decides whether to stop (a request, or the time budget spent), for every lane.
   void poll();
+  // Tells the observer how far the search is (the run's Searcher, between batches).
+  void report_progress() const;
   double rate(const std::vector<StageSpec>& stages, int dp) const;  // currency per second
   double score(double step_s, double money_rate) const;
   double step_for(double score, double money_rate) const;  // the inverse of score
@@ -189,6 +229,7 @@ class Searcher {
   const Cluster& cluster_;
   const ModelShape& model_;
   const SearchOptions& options_;
+  sim::EstimateOptions kernel_options_;  // the search's kernels: no assumptions written
   const int layers_;
   PassReport passes_[kPassCount];
   PhaseReport phases_[kPhaseCount];
@@ -202,8 +243,8 @@ class Searcher {
   std::size_t settings_ = 0;
   std::size_t settings_total_ = 0;
   bool stop_ = false;  // set by poll(); every loop of the search returns when it is
+  StopState& shared_stop_;
   std::size_t walked_ = 0;  // task-level candidates visited, scored or not
-  std::string stopped_;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   sim::Estimate scratch_;
   std::vector<sim::StageSlot> slots_;
@@ -214,6 +255,13 @@ class Searcher {
   std::vector<StageSpec> eval_stages_;
   std::vector<std::pair<int, int>> eval_members_;
   Shape eval_shape_;
+  // try_config()'s and submit()'s.
+  std::vector<std::size_t> try_order_;
+  std::vector<int> try_islands_;
+  std::vector<std::pair<const Option*, int>> try_parts_;
+  std::vector<std::pair<const Option*, int>> submit_config_;
+  std::vector<std::tuple<int, int, int, int>> submit_key_;
+  std::vector<StageSpec> rate_stages_;
 };
 
 std::vector<int> Searcher::expert_parallel_sizes(int dp) const {
@@ -343,23 +391,73 @@ double Searcher::step_for(double value, double money_rate) const {
   return value * static_cast<double>(t.global_batch) * t.seq_len / 1e6 / money_rate;
 }
 
+double Searcher::parts_rate(const std::vector<std::pair<const Option*, int>>& parts, int dp) {
+  if (!scenario_.prices) return kInf;
+  std::vector<StageSpec>& stages = rate_stages_;
+  stages.clear();
+  for (const auto& [option, count] : parts)
+    stages.push_back({option->island, option->tp * count, 0, option->ep});
+  return rate(stages, dp);
+}
+
+double Searcher::pipeline_floor(const Setting& setting,
+                                const std::vector<std::pair<const Option*, int>>& parts) {
+  // score_pipeline's first bound (planner/score.cpp), summed over the parts: a part of c
+  // stages of one kernel has a first and a last stage with the boundaries to its neighbours,
+  // and c - 2 middle ones with the boundaries inside it on both sides.
+  const int v = setting.virtual_stages;
+  const sim::StageRecompute recompute = sim::settings_recompute(setting.step);
+  const Recompute marginal = sim::marginal_recompute(setting.step);
+  const int least = marginal != recompute.mode ? recompute.layers * v : 0;
+  const int least_layers = std::max(v, least);
+  auto boundary = [&](const sim::StageKernel& a, const sim::StageKernel& b) {
+    return cache_->boundary(&a, &b, [&] {
+      return sim::stage_boundary(cluster_, model_, setting.step, a, b).time_s;
+    });
+  };
+  double inverse_sum = 0, fixed_sum = 0, floor_tau = 0, fastest = kInf;
+  double before = 0;  // the boundary into this part's first stage
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const Option& option = *parts[i].first;
+    const int count = parts[i].second;
+    const sim::StageKernel& k = *option.kernel;
+    const double per_layer = k.layer_time(marginal);
+    const double extra = least > 0 ? least * (k.layer_time(Recompute::full) - per_layer) : 0.0;
+    const double inner = count > 1 ? boundary(k, k) : 0.0;
+    const double after = i + 1 < parts.size() ? boundary(k, *parts[i + 1].first->kernel) : 0.0;
+    const double embedding =
+        i == 0 ? k.embedding_forward_s + k.embedding_backward_s + k.boundary_tp_s : 0.0;
+    const double head =
+        i + 1 == parts.size() ? k.head_forward_s + k.head_backward_s + k.boundary_tp_s : 0.0;
+    for (int c = 0; c < count; ++c) inverse_sum += 1.0 / per_layer;
+    fastest = std::min(fastest, per_layer);
+    double worst = 0;
+    if (count == 1) {
+      const double only = extra + embedding + head + before + after;
+      fixed_sum += only;
+      worst = only;
+    } else {
+      const double first = extra + embedding + before + inner;
+      const double last = extra + head + inner + after;
+      const double middle = extra + 2.0 * inner;
+      fixed_sum += first + last + (count - 2) * middle;
+      worst = std::max(first, last);
+      if (count > 2) worst = std::max(worst, middle);
+    }
+    floor_tau = std::max(floor_tau, worst + least_layers * per_layer);
+    before = after;
+  }
+  const double tau = std::max(layers_ / inverse_sum, floor_tau);
+  return (setting.micro_batches - 1.0 / v) * tau + (layers_ * fastest + fixed_sum) / v;
+}
+
 double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<int>& order,
                         const std::vector<std::pair<const Option*, int>>& parts) {
   // parts[k]: the option and stage count of island order[k].
   const int v = setting.virtual_stages;
   const int m = setting.micro_batches;
-  // Reused buffers: most candidates are cut off or refused, and allocate nothing.
-  std::vector<const sim::StageKernel*>& kernels = eval_kernels_;
-  std::vector<StageSpec>& stages = eval_stages_;
-  kernels.clear();
-  stages.clear();
-  for (const auto& [option, count] : parts) {
-    for (int s = 0; s < count; ++s) {
-      kernels.push_back(option->kernel);
-      stages.push_back({option->island, option->tp, 0, option->ep});
-    }
-  }
-  const int p = static_cast<int>(kernels.size());
+  int p = 0;
+  for (const auto& part : parts) p += part.second;
   if (v > 1 && m % p != 0) {
     reject(kStructure, [&] {
       return "interleaving needs the micro-batch count (" + std::to_string(m) +
@@ -380,13 +478,29 @@ double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<i
     return kInf;
   }
 
-  const double money = rate(stages, setting.dp);
+  const double money = parts_rate(parts, setting.dp);
   double cutoff = kInf;
   if (!options_.exhaustive) {
     const double incumbent = mode == Mode::task_level
                                  ? task_best_.score
                                  : single_best_[static_cast<std::size_t>(order.front())].score;
     cutoff = step_for(incumbent, money);
+    // Most candidates end here, before their stages are laid out one by one.
+    if (std::isfinite(cutoff) && pipeline_floor(setting, parts) >= cutoff) {
+      ++pruned_;
+      return kInf;
+    }
+  }
+  // Reused buffers: most candidates are cut off or refused, and allocate nothing.
+  std::vector<const sim::StageKernel*>& kernels = eval_kernels_;
+  std::vector<StageSpec>& stages = eval_stages_;
+  kernels.clear();
+  stages.clear();
+  for (const auto& [option, count] : parts) {
+    for (int s = 0; s < count; ++s) {
+      kernels.push_back(option->kernel);
+      stages.push_back({option->island, option->tp, 0, option->ep});
+    }
   }
   const PipelineScore scored =
       score_pipeline(cluster_, model_, setting.step, m, kernels, slots_, scratch_, cutoff, &*cache_);
@@ -449,57 +563,64 @@ double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<i
 
 double Searcher::try_config(const Setting& setting, const std::vector<IslandInfo>& islands,
                           const std::vector<std::pair<const Option*, int>>& config) {
-  // config: (option, stages) per participating island, in island index order.
-  std::vector<std::size_t> order(config.size());
+  // config: (option, stages) per participating island, in island index order. Every island
+  // order of up to four islands; beyond, two: zones kept together, the islands with the most
+  // memory per chip first (early stages hold the most micro-batches in flight), and the
+  // reverse.
+  std::vector<std::size_t>& order = try_order_;
+  order.resize(config.size());
   std::iota(order.begin(), order.end(), 0);
-  std::vector<std::vector<std::size_t>> orders;
-  if (options_.exhaustive || config.size() <= 4) {
-    do orders.push_back(order);
-    while (std::next_permutation(order.begin(), order.end()));
-  } else {
-    // Zones kept together, the islands with the most memory per chip first (early stages hold
-    // the most micro-batches in flight), and the reverse.
+  const bool every_order = options_.exhaustive || config.size() <= 4;
+  if (!every_order) {
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       const IslandInfo& x = islands[static_cast<std::size_t>(config[a].first->island)];
       const IslandInfo& y = islands[static_cast<std::size_t>(config[b].first->island)];
       if (x.zone_rank != y.zone_rank) return x.zone_rank < y.zone_rank;
       return *x.chip->memory_capacity > *y.chip->memory_capacity;
     });
-    orders.push_back(order);
-    orders.emplace_back(order.rbegin(), order.rend());
   }
   double best = kInf;
-  for (const auto& candidate : orders) {
-    const IslandInfo& head = islands[static_cast<std::size_t>(config[candidate.front()].first->island)];
-    const IslandInfo& tail = islands[static_cast<std::size_t>(config[candidate.back()].first->island)];
-    if (!head.can_embed || !tail.can_head) {
-      reject(kOperatorCoverage, "island " + (head.can_embed ? tail : head).island->name +
-                                    " cannot hold the " + (head.can_embed ? "output head" : "embedding"));
-      continue;
-    }
-    bool connected = true;
-    for (std::size_t k = 0; k + 1 < candidate.size(); ++k) {
-      const Island& a = *islands[static_cast<std::size_t>(config[candidate[k]].first->island)].island;
-      const Island& b =
-          *islands[static_cast<std::size_t>(config[candidate[k + 1]].first->island)].island;
-      if (!cluster_.zones_connected(a.zone, b.zone)) {
-        reject(kZoneReachability, "zones " + a.zone + " and " + b.zone +
-                                      " have no link between them (islands " + a.name + ", " +
-                                      b.name + ")");
-        connected = false;
-        break;
-      }
-    }
-    if (!connected) continue;
-    std::vector<int> island_order;
-    std::vector<std::pair<const Option*, int>> parts;
-    for (std::size_t k : candidate) {
-      island_order.push_back(config[k].first->island);
-      parts.push_back(config[k]);
-    }
-    best = std::min(best, evaluate(Mode::task_level, setting, island_order, parts));
+  for (int round = 0;; ++round) {
+    if (!every_order && round == 1) std::reverse(order.begin(), order.end());
+    best = std::min(best, try_order(setting, islands, config, order));
+    if (every_order ? !std::next_permutation(order.begin(), order.end()) : round == 1) break;
   }
   return best;
+}
+
+double Searcher::try_order(const Setting& setting, const std::vector<IslandInfo>& islands,
+                           const std::vector<std::pair<const Option*, int>>& config,
+                           const std::vector<std::size_t>& candidate) {
+  const IslandInfo& head = islands[static_cast<std::size_t>(config[candidate.front()].first->island)];
+  const IslandInfo& tail = islands[static_cast<std::size_t>(config[candidate.back()].first->island)];
+  if (!head.can_embed || !tail.can_head) {
+    reject(kOperatorCoverage, [&] {
+      return "island " + (head.can_embed ? tail : head).island->name + " cannot hold the " +
+             (head.can_embed ? "output head" : "embedding");
+    });
+    return kInf;
+  }
+  for (std::size_t k = 0; k + 1 < candidate.size(); ++k) {
+    const Island& a = *islands[static_cast<std::size_t>(config[candidate[k]].first->island)].island;
+    const Island& b =
+        *islands[static_cast<std::size_t>(config[candidate[k + 1]].first->island)].island;
+    if (!cluster_.zones_connected(a.zone, b.zone)) {
+      reject(kZoneReachability, [&] {
+        return "zones " + a.zone + " and " + b.zone + " have no link between them (islands " +
+               a.name + ", " + b.name + ")";
+      });
+      return kInf;
+    }
+  }
+  std::vector<int>& island_order = try_islands_;
+  std::vector<std::pair<const Option*, int>>& parts = try_parts_;
+  island_order.clear();
+  parts.clear();
+  for (std::size_t k : candidate) {
+    island_order.push_back(config[k].first->island);
+    parts.push_back(config[k]);
+  }
+  return evaluate(Mode::task_level, setting, island_order, parts);
 }
 
 void Searcher::search_task_level(const Setting& setting, const std::vector<IslandInfo>& islands,
@@ -514,16 +635,19 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   using Config = std::vector<std::pair<const Option*, int>>;  // by island index
   // (island, tp, ep, stages) -> score
   std::map<std::vector<std::tuple<int, int, int, int>>, double> seen;
-  auto submit = [&](Config config) {
+  auto submit = [&](const Config& given) {
+    Config& config = submit_config_;
+    config.assign(given.begin(), given.end());
     std::sort(config.begin(), config.end(),
               [](const auto& a, const auto& b) { return a.first->island < b.first->island; });
-    std::vector<std::tuple<int, int, int, int>> key;
+    std::vector<std::tuple<int, int, int, int>>& key = submit_key_;
+    key.clear();
     for (const auto& [option, count] : config)
       key.emplace_back(option->island, option->tp, option->ep, count);
     const auto known = seen.find(key);
     if (known != seen.end()) return known->second;
     const double value = config.size() >= 2 ? try_config(setting, islands, config) : kInf;
-    seen.emplace(std::move(key), value);
+    seen.emplace(key, value);
     return value;
   };
 
@@ -920,7 +1044,7 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
           continue;
         }
         kernels.push_back(sim::make_stage_kernel(cluster_, model_, setting.step, *info.island, tp,
-                                                 setting.dp, options_.estimate, ep));
+                                                 setting.dp, kernel_options_, ep));
         const sim::StageKernel& k = kernels.back();
         if (!k.problems.empty() || !k.has_rates) {
           reject(kUnknownFigures, "island " + info.island->name + ": " +
@@ -1059,20 +1183,76 @@ RankedPlan Searcher::rank(const Found& found, const std::vector<IslandInfo>& isl
 }
 
 void Searcher::poll() {
-  if (!stop_ && options_.stop && options_.stop->stop_requested()) {
-    stop_ = true;
-    stopped_ = "stopped on request";
-  }
+  if (!stop_ && options_.stop && options_.stop->stop_requested())
+    shared_stop_.request("stopped on request");
   if (!stop_ && options_.max_seconds > 0 &&
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count() >
-          options_.max_seconds) {
-    stop_ = true;
-    stopped_ = "the time budget of " + seconds_text(options_.max_seconds) + " ran out";
+          options_.max_seconds)
+    shared_stop_.request("the time budget of " + seconds_text(options_.max_seconds) + " ran out");
+  stop_ = shared_stop_.stop.load(std::memory_order_relaxed);
+}
+
+bool Searcher::search_one(const Searcher& global, const Setting& setting,
+                          const std::vector<IslandInfo>& islands) {
+  started_ = global.started_;
+  for (auto& pass : passes_) {
+    pass.rejected = 0;
+    pass.examples.clear();
   }
-  if (options_.observer) {
+  for (auto& phase : phases_) {
+    phase.evaluations = 0;
+    phase.seconds = 0;
+  }
+  evaluations_ = 0;
+  pruned_ = 0;
+  best_by_shape_.clear();
+  // The incumbents' scores bound this setting's search; only a strictly better plan replaces
+  // them, and only such a plan is merged back.
+  for (std::size_t i = 0; i < single_best_.size(); ++i) {
+    single_best_[i] = Found{};
+    single_best_[i].score = global.single_best_[i].score;
+  }
+  task_best_ = Found{};
+  task_best_.score = global.task_best_.score;
+  poll();
+  if (stop_) return false;
+  search_setting(setting, islands);
+  return true;
+}
+
+void Searcher::merge_into(Searcher& global) const {
+  for (int i = 0; i < kPassCount; ++i) {
+    PassReport& into = global.passes_[i];
+    into.rejected += passes_[i].rejected;
+    for (const auto& example : passes_[i].examples) {
+      if (into.examples.size() >= kExamplesPerPass) break;
+      if (std::find(into.examples.begin(), into.examples.end(), example) == into.examples.end())
+        into.examples.push_back(example);
+    }
+  }
+  for (int i = 0; i < kPhaseCount; ++i) {
+    global.phases_[i].evaluations += phases_[i].evaluations;
+    global.phases_[i].seconds += phases_[i].seconds;
+  }
+  global.evaluations_ += evaluations_;
+  global.pruned_ += pruned_;
+  for (std::size_t i = 0; i < single_best_.size(); ++i)
+    if (single_best_[i].score < global.single_best_[i].score)
+      global.single_best_[i] = single_best_[i];
+  if (task_best_.score < global.task_best_.score) global.task_best_ = task_best_;
+  for (const auto& [shape, found] : best_by_shape_) {
+    const auto known = global.best_by_shape_.find(shape);
+    if (known == global.best_by_shape_.end())
+      global.best_by_shape_.emplace(shape, found);
+    else if (found.score < known->second.score)
+      known->second = found;
+  }
+}
+
+void Searcher::report_progress() const {
+  if (options_.observer)
     options_.observer->on_progress(
         {kPhaseNames[phase_], settings_, settings_total_, evaluations_, pruned_});
-  }
 }
 
 SearchResult Searcher::run() {
@@ -1146,10 +1326,16 @@ SearchResult Searcher::run() {
     }
   }
   poll();
+  report_progress();
 
+  // Every setting, in the order the search tries them.
+  struct Work {
+    Setting setting;
+    const std::vector<IslandInfo>* islands = nullptr;
+  };
+  std::vector<Work> work;
   for (std::size_t d = 0; d < dtypes.size(); ++d) {
     const DType dtype = dtypes[d];
-    const std::vector<IslandInfo>& islands = islands_of[d];
     const int max_chips = most_chips[d];
     for (int mb : micro_batches) {
       if (training.global_batch % mb != 0) {
@@ -1163,7 +1349,9 @@ SearchResult Searcher::run() {
             if (layers_ % v != 0 || !partial_fits(recompute, v)) continue;
             for (int dp = 1; dp <= std::min(samples, max_chips); ++dp) {
               if (samples % dp != 0) continue;
-              Setting setting;
+              Work& w = work.emplace_back();
+              w.islands = &islands_of[d];
+              Setting& setting = w.setting;
               setting.dtype = dtype;
               setting.micro_batch = mb;
               setting.recompute = recompute.mode;
@@ -1179,16 +1367,48 @@ SearchResult Searcher::run() {
               setting.step.training.zero_stage = zero;
               setting.step.micro_batch = mb;
               setting.step.virtual_stages = v;
-              poll();
-              if (stop_) continue;
-              ++settings_;
-              search_setting(setting, islands);
             }
           }
         }
       }
     }
   }
+
+  // Batches of 1, 2, 4, then kBatch settings: the first ones give the bound an incumbent soon.
+  // Their sizes do not depend on the thread count, so neither does anything the search finds.
+  constexpr std::size_t kBatch = 8;
+  const std::size_t threads = std::max<std::size_t>(
+      1, options_.threads > 0 ? options_.threads : std::thread::hardware_concurrency());
+  // One lane per place in a batch, reused batch after batch (they keep their buffers).
+  std::vector<std::unique_ptr<Searcher>> lanes(kBatch);
+  std::vector<char> searched(kBatch);
+  for (std::size_t first = 0, size = 1; first < work.size() && !stop_;
+       first += size, size = std::min(size * 2, kBatch)) {
+    const std::size_t count = std::min(size, work.size() - first);
+    for (std::size_t k = 0; k < count; ++k)
+      if (!lanes[k]) lanes[k] = std::make_unique<Searcher>(scenario_, options_, shared_stop_);
+    // The threads take the batch's settings one at a time; which thread searches which does
+    // not matter, each lane's result depends only on its setting and the incumbents.
+    std::atomic<std::size_t> next{0};
+    auto take = [&] {
+      for (std::size_t k = next.fetch_add(1); k < count; k = next.fetch_add(1))
+        searched[k] = lanes[k]->search_one(*this, work[first + k].setting, *work[first + k].islands);
+    };
+    {
+      std::vector<std::jthread> helpers;
+      for (std::size_t t = 1; t < std::min(threads, count); ++t) helpers.emplace_back(take);
+      take();
+    }
+    for (std::size_t k = 0; k < count; ++k) {
+      if (!searched[k]) continue;
+      lanes[k]->merge_into(*this);
+      ++settings_;
+      phase_ = lanes[k]->phase_;
+      report_progress();
+    }
+    poll();
+  }
+  lanes.clear();
 
   std::optional<PhaseClock> ranking_clock(phases_[kPhaseRanking]);
   phase_ = kPhaseRanking;
@@ -1277,8 +1497,11 @@ SearchResult Searcher::run() {
   result.pruned = pruned_;
   result.settings = settings_;
   result.settings_total = settings_total_;
-  result.stopped = stopped_;
-  poll();
+  {
+    const std::lock_guard<std::mutex> lock(shared_stop_.mutex);
+    result.stopped = shared_stop_.why;
+  }
+  report_progress();
   return result;
 }
 
@@ -1312,7 +1535,8 @@ std::vector<std::size_t> runnable_jobs(const SearchResult& result, std::size_t c
 }
 
 SearchResult search_plans(const Scenario& scenario, const SearchOptions& options) {
-  return Searcher(scenario, options).run();
+  StopState stop;
+  return Searcher(scenario, options, stop).run();
 }
 
 }  // namespace hetplan::planner

@@ -43,6 +43,9 @@ struct SearchOptions {
   SearchObserver* observer = nullptr;
   const StopToken* stop = nullptr;
   double max_seconds = 0;
+  // Threads that search settings side by side; 0: one per core. The result is the same for
+  // any count (docs/planner.md#threads).
+  std::size_t threads = 0;
 };
 
 // A constraint pass: what it rejected and a few examples of why.

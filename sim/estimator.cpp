@@ -1,6 +1,7 @@
 #include "sim/estimator.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -51,12 +52,12 @@ IslandLinks island_links(const Island& island, const ChipProfile& chip,
     assumptions.push_back("chip " + chip.id + ": " + what);
   };
   const double intra_eff = eff.intra_bus_efficiency.value_or(options.intra_bus_efficiency_default);
-  if (!eff.intra_bus_efficiency) {
+  if (!eff.intra_bus_efficiency && options.notes) {
     note("intra-node collective efficiency unknown, prior " + fixed2(intra_eff) + " used");
   }
   const double net_eff =
       eff.network_bus_efficiency.value_or(options.network_bus_efficiency_default);
-  if (!eff.network_bus_efficiency) {
+  if (!eff.network_bus_efficiency && options.notes) {
     note("network collective efficiency unknown, prior " + fixed2(net_eff) + " used");
   }
   links.intra_efficiency = intra_eff;
@@ -68,7 +69,7 @@ IslandLinks island_links(const Island& island, const ChipProfile& chip,
   if (chip.intra_node.bandwidth) {
     intra_bw = *chip.intra_node.bandwidth;
   } else {
-    note("intra-node bandwidth unknown; the node's NIC bandwidth per chip is used");
+    if (options.notes) note("intra-node bandwidth unknown; the node's NIC bandwidth per chip is used");
     intra_bw = links.nic_per_chip;
   }
   links.intra = {intra_bw * intra_eff, eff.intra_latency.value_or(options.intra_latency_default)};
@@ -77,7 +78,8 @@ IslandLinks island_links(const Island& island, const ChipProfile& chip,
     if (chip.intra_node.cross_group_bandwidth) {
       links.intra_cross.bus_bandwidth = *chip.intra_node.cross_group_bandwidth * intra_eff;
     } else {
-      note("bandwidth between intra-node groups unknown; the NIC bandwidth per chip is used");
+      if (options.notes)
+        note("bandwidth between intra-node groups unknown; the NIC bandwidth per chip is used");
       links.intra_cross.bus_bandwidth = links.nic_per_chip * net_eff;
     }
   }
@@ -102,23 +104,28 @@ int ceil_div(int a, int b) {
   return (a + b - 1) / b;
 }
 
-// Missing operator classes become problems; fallbacks become assumptions.
+// Missing operator classes become problems; fallbacks become assumptions (when `notes`).
 void check_coverage(const ChipProfile& chip, const std::vector<models::Op>& ops,
-                    std::vector<std::string>& problems, std::vector<std::string>& assumptions) {
-  std::set<OpClass> missing;
-  std::set<OpClass> fallback;
+                    std::vector<std::string>& problems, std::vector<std::string>& assumptions,
+                    bool notes) {
+  std::array<bool, kOpClassCount> missing{}, fallback{};
   for (const auto& op : ops) {
+    const auto c = static_cast<std::size_t>(op.op_class);
     const OpCoverage coverage = chip.coverage(op.op_class);
-    if (coverage.support == Support::missing) missing.insert(op.op_class);
-    if (coverage.support == Support::fallback && fallback.insert(op.op_class).second) {
+    if (coverage.support == Support::missing) missing[c] = true;
+    if (coverage.support == Support::fallback && !fallback[c]) {
+      fallback[c] = true;
+      if (!notes) continue;
       std::ostringstream note;
       note << "chip " << chip.id << ": " << to_string(op.op_class) << " runs as a fallback, "
            << coverage.slowdown << "x slower";
       assumptions.push_back(note.str());
     }
   }
-  for (OpClass op : missing) {
-    problems.push_back("chip " + chip.id + " lacks operator class " + std::string(to_string(op)));
+  for (std::size_t c = 0; c < missing.size(); ++c) {
+    if (!missing[c]) continue;
+    problems.push_back("chip " + chip.id + " lacks operator class " +
+                       std::string(to_string(static_cast<OpClass>(c))));
   }
 }
 
@@ -155,6 +162,8 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     k.memory_usable = chip.memory_usable;
   } else if (chip.memory_capacity) {
     k.memory_usable = *chip.memory_capacity * models::kUsableShareOfCapacity;
+  }
+  if (!chip.memory_usable && chip.memory_capacity && options.notes) {
     char share[16];
     std::snprintf(share, sizeof share, "%.2f", models::kUsableShareOfCapacity);
     k.assumptions.push_back("chip " + chip.id + ": usable memory unknown, prior " + share +
@@ -169,12 +178,12 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
                          std::to_string(model.heads) + " attention heads (" +
                          std::to_string(model.kv_heads) + " key/value heads)");
   }
-  if (tp > island.chips_per_node) {
+  if (tp > island.chips_per_node && options.notes) {
     k.assumptions.push_back("island " + island.name + ": tp " + std::to_string(tp) +
                             " spans nodes; its collectives cross the network");
   }
 
-  const auto resolved = models::resolve_rates(chip, training.dtype, options.defaults);
+  const auto resolved = models::resolve_rates(chip, training.dtype, options.defaults, options.notes);
   k.assumptions.insert(k.assumptions.end(), resolved.assumptions.begin(),
                        resolved.assumptions.end());
   k.problems.insert(k.problems.end(), resolved.problems.begin(), resolved.problems.end());
@@ -188,7 +197,8 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     slice.expert_imbalance = training.expert_imbalance;
     if (slice.expert_imbalance <= 0) {
       slice.expert_imbalance = options.defaults.expert_imbalance;
-      k.assumptions.push_back("expert load imbalance unknown, prior " +
+      if (options.notes)
+        k.assumptions.push_back("expert load imbalance unknown, prior " +
                               fixed2(slice.expert_imbalance) +
                               " (the busiest chip's routed tokens over the mean)");
     }
@@ -207,9 +217,9 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   const auto layer = models::layer_ops(model, slice);
   const auto embedding = models::embedding_ops(model, slice);
   const auto head = models::head_ops(model, slice);
-  check_coverage(chip, layer, k.problems, k.assumptions);
-  check_coverage(chip, embedding, k.embedding_problems, k.embedding_assumptions);
-  check_coverage(chip, head, k.head_problems, k.head_assumptions);
+  check_coverage(chip, layer, k.problems, k.assumptions, options.notes);
+  check_coverage(chip, embedding, k.embedding_problems, k.embedding_assumptions, options.notes);
+  check_coverage(chip, head, k.head_problems, k.head_assumptions, options.notes);
   if (!chip.memory_capacity) {
     k.problems.push_back("memory capacity of " + chip.id +
                          " is unknown, so the fit cannot be checked");
@@ -287,11 +297,12 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     k.layer_recompute_tp_s = blocks * all_reduce;
     k.boundary_tp_s = 2.0 * all_reduce;
     if (training.overlap_tp_comm && !training.sequence_parallel) {
-      k.assumptions.push_back(
+      if (options.notes)
+        k.assumptions.push_back(
           "tensor-parallel communication overlap needs sequence parallelism; not applied");
     } else if (training.overlap_tp_comm) {
       const double overlap = chip.efficiency.tp_comm_overlap.value_or(options.defaults.tp_comm_overlap);
-      if (!chip.efficiency.tp_comm_overlap) {
+      if (!chip.efficiency.tp_comm_overlap && options.notes) {
         k.assumptions.push_back("chip " + chip.id + ": tensor-parallel overlap unknown, prior " +
                                 fixed2(overlap) + " of each collective hidden");
       }

@@ -27,6 +27,9 @@ struct EstimateOptions {
   // flagged tight (StageEstimate::tight): allocator fragmentation and buffers the model does
   // not know of can take that much (docs/models/memory.md#headroom).
   double memory_headroom = 0.03;
+  // Whether stage kernels write their assumptions as text. The search leaves them out of the
+  // many kernels it builds and estimates the plans it ranks again with them.
+  bool notes = true;
 };
 
 struct StageEstimate {

@@ -214,6 +214,7 @@ SweepResult run_sweep(const Sweep& sweep, const SweepOptions& options) {
       apply(sweep, point, scenario);
       planner::SearchOptions search;
       search.top = std::max<std::size_t>(sweep.top, 1);
+      search.threads = 1;  // the points already run side by side, one per job
       const planner::SearchResult found = planner::search_plans(scenario, search);
       r.line["status"] = "ok";
       const ordered_json summary = summarise(found, sweep.top, scenario);

@@ -185,6 +185,18 @@ TEST(PlanCli, SameInputsGiveByteIdenticalJsonAndText) {
   EXPECT_EQ(text_a.out, text_b.out);
 }
 
+// The search runs its settings side by side; what it finds, and how many plans it scored and
+// pruned on the way, must not depend on how many threads did it.
+TEST(PlanCli, AnyThreadCountGivesByteIdenticalJson) {
+  const CliRun one = hetplan("plan --json --threads 1");
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  for (const char* threads : {"2", "3", "8"}) {
+    const CliRun many = hetplan(std::string("plan --json --threads ") + threads);
+    ASSERT_EQ(many.exit_code, 0) << many.out;
+    EXPECT_EQ(one.out, many.out) << threads << " threads";
+  }
+}
+
 TEST(PlanCli, MissingScenarioIsOneErrorLineNamingTheFile) {
   const CliRun run = hetplan("plan no/such/file.yaml");
   EXPECT_EQ(run.exit_code, 2);

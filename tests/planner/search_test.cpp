@@ -534,6 +534,38 @@ TEST(PlanSearch, SameInputsSamePlans) {
   EXPECT_EQ(x.evaluations, y.evaluations);
 }
 
+// The settings are searched in batches, side by side; each against the incumbents of the
+// batches before it, so the thread count changes nothing: not the plans, not the counts, not
+// the reasons kept for each pass.
+TEST(PlanSearch, AnyThreadCountSamePlansCountsAndReasons) {
+  Builder b;
+  b.add("a100", chip("nvidia-a100-sxm4-80gb"), 2, 8);
+  b.add("mlu", chip("cambricon-mlu370-x8"), 2, 8, "b");
+  b.add("910b", chip("ascend-910b"), 2, 8);
+  SearchOptions options;
+  options.threads = 1;
+  const SearchResult x = search_plans(b.s, options);
+  ASSERT_GT(x.settings, 8u);  // more than one batch
+  for (std::size_t threads : {2u, 3u, 8u}) {
+    options.threads = threads;
+    const SearchResult y = search_plans(b.s, options);
+    ASSERT_EQ(x.ranked.size(), y.ranked.size()) << threads;
+    for (std::size_t k = 0; k < x.ranked.size(); ++k) {
+      EXPECT_EQ(x.ranked[k].plan.name, y.ranked[k].plan.name) << threads;
+      EXPECT_EQ(x.ranked[k].search_step_s, y.ranked[k].search_step_s) << threads;
+      EXPECT_EQ(x.ranked[k].tokens_per_s, y.ranked[k].tokens_per_s) << threads;
+    }
+    EXPECT_EQ(x.evaluations, y.evaluations) << threads;
+    EXPECT_EQ(x.pruned, y.pruned) << threads;
+    EXPECT_EQ(x.settings, y.settings) << threads;
+    ASSERT_EQ(x.passes.size(), y.passes.size());
+    for (std::size_t k = 0; k < x.passes.size(); ++k) {
+      EXPECT_EQ(x.passes[k].rejected, y.passes[k].rejected) << x.passes[k].name;
+      EXPECT_EQ(x.passes[k].examples, y.passes[k].examples) << x.passes[k].name;
+    }
+  }
+}
+
 // --- progress and stopping -------------------------------------------------------------------
 
 struct Recorder : SearchObserver {
