@@ -23,33 +23,39 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
   }
 
   const double mask = model.dropout ? 1.0 : 0.0;  // dropout masks are one byte per element
-  // Replicated region: both norms' inputs, the QKV and MLP inputs (norm outputs), dropout masks.
-  double bytes = tokens * h * (4.0 * e + 2.0 * mask) / r;
+  // Under the fp8 recipe a linear layer keeps the FP8 copy of its input for the weight-gradient
+  // GEMM instead of the BF16 one (Transformer Engine's Linear, LayerNormLinear, LayerNormMLP
+  // and GroupedLinear save the FP8 cast or its transpose); everything else stays in BF16.
+  const double lin = bytes_per_element(training.dtype);
+  // Replicated region: both norms' inputs, the QKV and MLP inputs (norm outputs: linear
+  // inputs), dropout masks.
+  double bytes = tokens * h * (2.0 * e + 2.0 * lin + 2.0 * mask) / r;
   // Tensor-parallel region: Q, K and V, the output projection's input (Q and the output are
   // heads x head size wide: h, but for Qwen3's heads), and the pre-norm Q and K that Qwen3's
   // per-head norms keep.
   const double w = model.attention_width();
-  bytes += tokens * (2.0 * w / t + 2.0 * kv_chip) * e;
+  bytes += tokens * ((w / t + 2.0 * kv_chip) * e + w / t * lin);
   if (model.qk_norm) bytes += tokens * (w / t + kv_chip) * e;
   // GLM-4's extra norms keep their inputs.
   bytes += model.extra_norms * tokens * h * e / r;
   if (model.moe()) {
     // Mixture of experts (docs/models/moe.md#memory): the routing scores in fp32, the tokens'
-    // copies the experts take (gathered over tp, the busiest chip's load) with both halves of
-    // their gated projection and its product, the experts' outputs the combine weighs, and the
-    // shared experts' gated MLP.
+    // copies the experts take (gathered over tp, the busiest chip's load; the experts' first
+    // linear input) with both halves of their gated projection and its product (the second
+    // linear input), the experts' outputs the combine weighs, and the shared experts' gated MLP.
     const double local = tokens / r;
     const double k = model.experts_per_token;
     const double assigned = tokens * k * expert_imbalance(training);
     bytes += local * model.experts * 4.0;
-    bytes += assigned * (h + 3.0 * model.expert_ffn / t) * e;
+    bytes += assigned * (h * lin + model.expert_ffn / t * (2.0 * e + lin));
     bytes += local * k * h * e;
     if (model.shared_experts > 0)
-      bytes += tokens * 3.0 * model.shared_experts * model.shared_expert_ffn / t * e;
+      bytes += tokens * model.shared_experts * model.shared_expert_ffn / t * (2.0 * e + lin);
   } else {
-    // MLP: gated activations keep both halves of the up projection and the product.
+    // MLP: gated activations keep both halves of the up projection and the product; the last
+    // of them is the down projection's input.
     const double mlp_tensors = model.activation == Activation::swiglu ? 3.0 : 2.0;
-    bytes += tokens * f * mlp_tensors * e / t;
+    bytes += tokens * f * ((mlp_tensors - 1.0) * e + lin) / t;
   }
   // Core attention: the s x s score matrices unless fused (flash) or recomputed (selective).
   const double heads = model.heads / t;

@@ -64,6 +64,21 @@ TEST(ActivationMemory, FullRecomputeKeepsTheLayerInput) {
                    2 * s * b * h);
 }
 
+// Under the fp8 recipe the four linear layers' inputs are kept in FP8 (one byte): the QKV
+// input (2 -> 1 s b h), the output projection's input (2 -> 1), the MLP input (2 -> 1) and the
+// GeLU output the second MLP GEMM takes (8 -> 4): 34 - 7 = 27. Attention, norms, masks stay.
+TEST(ActivationMemory, Fp8KeepsTheLinearInputsInOneByte) {
+  TrainingSettings training = fp16(true);
+  training.dtype = DType::fp8;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(gpt_22b(), training, 4, 8, Recompute::none),
+                   s * b * h * (27 / t + 5 * a * s / (h * t)));
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(gpt_22b(), training, 4, 8, Recompute::selective),
+                   s * b * h * 27 / t);
+  // Full recompute keeps the layer input, in BF16.
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(gpt_22b(), training, 4, 8, Recompute::full),
+                   2 * s * b * h / t);
+}
+
 StageShape stage(int p, int rank, int v, int m) {
   StageShape shape;
   shape.num_layers = 4;
