@@ -3,19 +3,26 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <queue>
+#include <functional>
 #include <utility>
 
 namespace hetplan::planner {
 namespace {
 
-// In units of `granularity` layers.
-struct Unit {
-  double time = 0;  // one unit's time
-  double fixed = 0;
-  int cap = 0;  // units
-  int least = 1;  // units
-};
+using Unit = SplitUnit;
+using Next = std::pair<double, std::size_t>;  // a stage's tau after one more unit, the stage
+
+// Min-heap of Next on a vector the caller keeps.
+void heap_push(std::vector<Next>& heap, Next next) {
+  heap.push_back(next);
+  std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+}
+Next heap_pop(std::vector<Next>& heap) {
+  std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+  const Next top = heap.back();
+  heap.pop_back();
+  return top;
+}
 
 // The least total time with every stage's tau at most `bound`: each stage starts with its
 // least units and the rest go to the stages with the cheapest units first. Returns false when
@@ -68,24 +75,33 @@ double pipeline_time(const SplitProblem& problem, const std::vector<int>& layers
 }
 
 std::optional<Split> solve_split(const SplitProblem& problem) {
+  SplitWorkspace work;
+  Split out;
+  if (!solve_split(problem, work, out)) return std::nullopt;
+  return out;
+}
+
+bool solve_split(const SplitProblem& problem, SplitWorkspace& work, Split& out) {
   const std::size_t p = problem.stages.size();
   const int g = std::max(1, problem.granularity);
-  if (p == 0 || problem.layers % g != 0) return std::nullopt;
+  if (p == 0 || problem.layers % g != 0) return false;
   const int total = problem.layers / g;
-  std::vector<Unit> units(p);
+  std::vector<Unit>& units = work.units;
+  units.resize(p);
   long capacity = 0;
   long least = 0;
   for (std::size_t j = 0; j < p; ++j) {
     const SplitStage& s = problem.stages[j];
     units[j] = {s.per_layer_s * g, s.fixed_s, s.max_layers / g,
                 std::max(1, (s.min_layers + g - 1) / g)};
-    if (units[j].cap < units[j].least) return std::nullopt;
+    if (units[j].cap < units[j].least) return false;
     capacity += units[j].cap;
     least += units[j].least;
   }
-  if (capacity < total || least > total) return std::nullopt;
+  if (capacity < total || least > total) return false;
 
-  std::vector<std::size_t> order(p);
+  std::vector<std::size_t>& order = work.order;
+  order.resize(p);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return units[a].time < units[b].time; });
@@ -98,8 +114,8 @@ std::optional<Split> solve_split(const SplitProblem& problem) {
   // tau_f (one unit under its floor there, at least its least) is part of some optimal
   // allocation, and adding from it reaches the same bottleneck as adding from the least units
   // each — with a few steps per stage instead of one per unit.
-  using Next = std::pair<double, std::size_t>;  // tau after one more unit, stage
-  std::vector<int> counts(p);
+  std::vector<int>& counts = work.counts;
+  counts.resize(p);
   {
     double inverse = 0, offset = 0;
     for (const Unit& u : units) {
@@ -118,19 +134,18 @@ std::optional<Split> solve_split(const SplitProblem& problem) {
     if (started > total)
       for (std::size_t j = 0; j < p; ++j) counts[j] = units[j].least;
   }
-  std::vector<Next> heap;
-  heap.reserve(p);
+  std::vector<Next>& grow = work.grow;
+  grow.clear();
   int placed = 0;
   for (std::size_t j = 0; j < p; ++j) {
     placed += counts[j];
-    if (counts[j] < units[j].cap) heap.emplace_back(units[j].fixed + (counts[j] + 1) * units[j].time, j);
+    if (counts[j] < units[j].cap) grow.emplace_back(units[j].fixed + (counts[j] + 1) * units[j].time, j);
   }
-  std::priority_queue<Next, std::vector<Next>, std::greater<>> grow(std::greater<>{}, std::move(heap));
+  std::make_heap(grow.begin(), grow.end(), std::greater<>{});
   for (; placed < total; ++placed) {
-    const std::size_t j = grow.top().second;  // capacity >= total guarantees one
-    grow.pop();
+    const std::size_t j = heap_pop(grow).second;  // capacity >= total guarantees one
     ++counts[j];
-    if (counts[j] < units[j].cap) grow.emplace(units[j].fixed + (counts[j] + 1) * units[j].time, j);
+    if (counts[j] < units[j].cap) heap_push(grow, {units[j].fixed + (counts[j] + 1) * units[j].time, j});
   }
   double bottleneck = 0;
   for (std::size_t j = 0; j < p; ++j) {
@@ -142,44 +157,45 @@ std::optional<Split> solve_split(const SplitProblem& problem) {
   // increasing order, until the rise alone costs more than the largest possible saving.
   const int m = problem.micro_batches;
   const int v = problem.virtual_stages;
-  std::vector<int> best_counts;
+  std::vector<int>& best_counts = work.best_counts;
   fill_under(units, order, total, bottleneck, best_counts);
   double best = objective(units, best_counts, m, v);
   double floor_sum = 0;  // every stage at its least units, the rest on the cheapest units
   for (std::size_t j = 0; j < p; ++j) floor_sum += units[j].fixed + units[j].least * units[j].time;
   floor_sum += static_cast<double>(total - least) * units[order.front()].time;
   const double slope = m - 1.0 / v;
-  std::priority_queue<Next, std::vector<Next>, std::greater<>> bounds;
+  std::vector<Next>& bounds = work.bounds;
+  bounds.clear();
   for (std::size_t j = 0; j < p; ++j) {
     const int c = static_cast<int>(std::floor((bottleneck - units[j].fixed) / units[j].time)) + 1;
     if (c >= units[j].least && c <= units[j].cap)
-      bounds.emplace(units[j].fixed + c * units[j].time, j);
+      bounds.emplace_back(units[j].fixed + c * units[j].time, j);
   }
-  std::vector<int> trial;
+  std::make_heap(bounds.begin(), bounds.end(), std::greater<>{});
+  std::vector<int>& trial = work.trial;
   while (!bounds.empty()) {
-    const auto [b, j] = bounds.top();
-    bounds.pop();
+    const auto [b, j] = heap_pop(bounds);
     const int c = static_cast<int>(std::lround((b - units[j].fixed) / units[j].time));
-    if (c + 1 <= units[j].cap) bounds.emplace(units[j].fixed + (c + 1) * units[j].time, j);
+    if (c + 1 <= units[j].cap) heap_push(bounds, {units[j].fixed + (c + 1) * units[j].time, j});
     if (b <= bottleneck) continue;
     if (slope * b + floor_sum / v >= best) break;
     if (!fill_under(units, order, total, b, trial)) continue;
     const double value = objective(units, trial, m, v);
     if (value < best - 1e-12 * best) {
       best = value;
-      best_counts = trial;
+      best_counts.swap(trial);
     }
   }
 
-  Split out;
   out.layers.resize(p);
   for (std::size_t j = 0; j < p; ++j) out.layers[j] = best_counts[j] * g;
   out.pipeline_s = pipeline_time(problem, out.layers);
+  out.bottleneck_s = 0;
   for (std::size_t j = 0; j < p; ++j) {
     out.bottleneck_s = std::max(
         out.bottleneck_s, problem.stages[j].fixed_s + out.layers[j] * problem.stages[j].per_layer_s);
   }
-  return out;
+  return true;
 }
 
 }  // namespace hetplan::planner

@@ -3,7 +3,9 @@
 // docs/planner.md#layer-split.
 #pragma once
 
+#include <cstddef>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace hetplan::planner {
@@ -33,10 +35,28 @@ struct Split {
 // Pipeline time of a given split.
 double pipeline_time(const SplitProblem& problem, const std::vector<int>& layers);
 
+// One stage in units of `granularity` layers, as the solver works on it.
+struct SplitUnit {
+  double time = 0;  // one unit's time
+  double fixed = 0;
+  int cap = 0;    // units
+  int least = 1;  // units
+};
+
+// The solver's buffers, for callers that solve many problems and allocate once.
+struct SplitWorkspace {
+  std::vector<SplitUnit> units;
+  std::vector<std::size_t> order;
+  std::vector<int> counts, best_counts, trial;
+  std::vector<std::pair<double, std::size_t>> grow, bounds;  // heaps
+};
+
 // The optimal split, or nothing when no split fits (too few layers for the stages, or the
 // memory caps hold fewer layers than the model has). Every stage gets at least one unit, and
 // at least its min_layers (rounded up to whole units).
 // Ties are broken the same way every time (earlier stages first).
 std::optional<Split> solve_split(const SplitProblem& problem);
+// The same into `out` with the workspace's buffers; false when no split fits.
+bool solve_split(const SplitProblem& problem, SplitWorkspace& work, Split& out);
 
 }  // namespace hetplan::planner

@@ -16,12 +16,16 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
   const int m = micro_batches;
   const int p = static_cast<int>(kernels.size());
   const int layers = model.layers;
-  SplitProblem problem;
+  SplitProblem local_problem;
+  SplitProblem& problem = cache ? cache->problem : local_problem;
   problem.layers = layers;
   problem.granularity = v;
   problem.micro_batches = m;
   problem.virtual_stages = v;
-  problem.stages.resize(static_cast<std::size_t>(p));
+  problem.stages.assign(static_cast<std::size_t>(p), SplitStage{});
+  std::vector<sim::Boundary> local_boundaries;
+  std::vector<sim::Boundary>& boundaries = cache ? cache->pipeline_boundaries : local_boundaries;
+  boundaries.clear();
   // Under partial recompute (N layers of each chunk recomputed) a stage holds at least N v
   // layers; those cost a fixed extra, the others the time of a layer that keeps its activations.
   const sim::StageRecompute recompute = sim::settings_recompute(settings);
@@ -37,10 +41,11 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
     if (j == p - 1) s.fixed_s += k.head_forward_s + k.head_backward_s + k.boundary_tp_s;
     if (j + 1 < p) {
       const sim::StageKernel& next = *kernels[static_cast<std::size_t>(j + 1)];
-      auto compute = [&] { return sim::stage_boundary(cluster, model, settings, k, next).time_s; };
-      const double boundary = cache ? cache->boundary(&k, &next, compute) : compute();
-      s.fixed_s += boundary;
-      problem.stages[static_cast<std::size_t>(j + 1)].fixed_s += boundary;
+      auto compute = [&] { return sim::stage_boundary(cluster, model, settings, k, next); };
+      const sim::Boundary boundary = cache ? cache->boundary(&k, &next, compute) : compute();
+      boundaries.push_back(boundary);
+      s.fixed_s += boundary.time_s;
+      problem.stages[static_cast<std::size_t>(j + 1)].fixed_s += boundary.time_s;
     }
   }
   if (std::isfinite(cutoff_s)) {
@@ -87,19 +92,22 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
     if (cap < base) return {ScoreStatus::stage_too_small, j};
     s.max_layers = cap;
   }
-  const auto split = solve_split(problem);
-  if (!split) return {ScoreStatus::layers_do_not_fit, -1};
+  SplitWorkspace local_work;
+  Split local_split;
+  Split& split = cache ? cache->split : local_split;
+  if (!solve_split(problem, cache ? cache->work : local_work, split))
+    return {ScoreStatus::layers_do_not_fit, -1};
 
   slots.clear();
   int first = 0;
   for (int j = 0; j < p; ++j) {
-    const int n = split->layers[static_cast<std::size_t>(j)];
+    const int n = split.layers[static_cast<std::size_t>(j)];
     slots.push_back({kernels[static_cast<std::size_t>(j)], first, n});
     first += n;
   }
   // The assumptions are left out: the plans the search ranks are estimated again in full.
   sim::assemble_estimate(cluster, model, settings, slots, estimate,
-                         sim::EstimateOptions{}.memory_headroom, false);
+                         sim::EstimateOptions{}.memory_headroom, false, &boundaries);
   return {};
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/cluster.hpp"
 #include "core/workload.hpp"
+#include "planner/layer_split.hpp"
 #include "sim/estimator.hpp"
 
 namespace hetplan::planner {
@@ -34,18 +35,34 @@ class ScoreCache {
  public:
   explicit ScoreCache(std::span<const sim::StageKernel> kernels)
       : kernels_(kernels),
-        boundaries_(kernels.size() * kernels.size(), std::numeric_limits<double>::quiet_NaN()),
+        boundaries_(kernels.size() * kernels.size()),
+        known_(kernels.size() * kernels.size(), 0),
         caps_(kernels.size()) {}
 
-  // The boundary time between stages of kernels `a` and `b` (sim::stage_boundary).
+  // The boundary between stages of kernels `a` and `b` (sim::stage_boundary, which `compute`
+  // calls); for kernels outside the array, in a slot of its own that the next such call reuses.
   template <typename Compute>
-  double boundary(const sim::StageKernel* a, const sim::StageKernel* b, Compute&& compute) {
+  const sim::Boundary& boundary(const sim::StageKernel* a, const sim::StageKernel* b,
+                                Compute&& compute) {
     const std::size_t i = index(a), j = index(b);
-    if (i == kNone || j == kNone) return compute();
-    double& entry = boundaries_[i * kernels_.size() + j];
-    if (std::isnan(entry)) entry = compute();
-    return entry;
+    if (i == kNone || j == kNone) {
+      outside_ = compute();
+      return outside_;
+    }
+    const std::size_t k = i * kernels_.size() + j;
+    if (!known_[k]) {
+      boundaries_[k] = compute();
+      known_[k] = 1;
+    }
+    return boundaries_[k];
   }
+  // score_pipeline's buffers, kept between the plans it scores: scoring allocates nothing once
+  // they have grown to the longest pipeline.
+  SplitProblem problem;
+  SplitWorkspace work;
+  Split split;
+  std::vector<sim::Boundary> pipeline_boundaries;  // of the pipeline being scored
+
   // The cap of a stage of kernel `k` at index `stage` of `stages`: -1 before it is known, and
   // nullptr for a kernel outside the array.
   int* cap(const sim::StageKernel* k, int stage, int stages) {
@@ -68,7 +85,9 @@ class ScoreCache {
     return static_cast<std::size_t>(k - kernels_.data());
   }
   std::span<const sim::StageKernel> kernels_;
-  std::vector<double> boundaries_;      // [a][b], NaN until computed
+  std::vector<sim::Boundary> boundaries_;  // [a][b]
+  std::vector<char> known_;                // [a][b]: computed
+  sim::Boundary outside_;
   std::vector<std::vector<int>> caps_;  // per kernel, by pipeline length and stage
 };
 

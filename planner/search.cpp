@@ -412,8 +412,8 @@ double Searcher::pipeline_floor(const Setting& setting,
   const int least_layers = std::max(v, least);
   auto boundary = [&](const sim::StageKernel& a, const sim::StageKernel& b) {
     return cache_->boundary(&a, &b, [&] {
-      return sim::stage_boundary(cluster_, model_, setting.step, a, b).time_s;
-    });
+      return sim::stage_boundary(cluster_, model_, setting.step, a, b);
+    }).time_s;
   };
   double inverse_sum = 0, fixed_sum = 0, floor_tau = 0, fastest = kInf;
   double before = 0;  // the boundary into this part's first stage

@@ -450,7 +450,8 @@ Boundary stage_boundary(const Cluster& cluster, const ModelShape& model,
 
 void assemble_estimate(const Cluster& cluster, const ModelShape& model,
                        const StepSettings& settings, const std::vector<StageSlot>& slots,
-                       Estimate& out, double memory_headroom, bool notes) {
+                       Estimate& out, double memory_headroom, bool notes,
+                       const std::vector<Boundary>* boundaries) {
   const TrainingSettings& training = settings.training;
   const int micro_batch = settings.micro_batch;
   const int p = static_cast<int>(slots.size());
@@ -613,7 +614,8 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
   for (int i = 0; i + 1 < p; ++i) {
     const StageKernel& a = *slots[static_cast<std::size_t>(i)].kernel;
     const StageKernel& b = *slots[static_cast<std::size_t>(i + 1)].kernel;
-    const Boundary boundary = stage_boundary(cluster, model, settings, a, b);
+    const Boundary boundary = boundaries ? (*boundaries)[static_cast<std::size_t>(i)]
+                                         : stage_boundary(cluster, model, settings, a, b);
     out.stages[static_cast<std::size_t>(i)].cross_island_boundary = boundary.cross_island;
     if (!boundary.connected) {
       const StageSlot& next = slots[static_cast<std::size_t>(i + 1)];

@@ -242,10 +242,12 @@ std::vector<SyncCollective> dp_sync_collectives(const TrainingSettings& training
 // the plan's structure (one dp, whole micro-batches, island capacity); estimate_step does.
 // Without `notes`, `assumptions` stays empty (the planner scores plans without them and
 // estimates the ones it ranks again in full).
+// `boundaries`, when given, holds stage_boundary of each pair of consecutive slots (the planner
+// keeps them per pair of kernels).
 void assemble_estimate(const Cluster& cluster, const ModelShape& model,
                        const StepSettings& settings, const std::vector<StageSlot>& slots,
                        Estimate& out, double memory_headroom = EstimateOptions{}.memory_headroom,
-                       bool notes = true);
+                       bool notes = true, const std::vector<Boundary>* boundaries = nullptr);
 
 // Estimates one step. Never throws on a plan that cannot run: the estimate is infeasible and
 // says why. The plan must have passed formats::check_plan_references for this cluster and
