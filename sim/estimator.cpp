@@ -395,15 +395,19 @@ double exposed_beside(double collective_s, double gemm_s, double overlap) {
   return collective_s - std::min(overlap * collective_s, gemm_s);
 }
 
-std::vector<SyncCollective> dp_sync_collectives(const TrainingSettings& training,
-                                                double parameters) {
+SyncCollectives dp_sync_collectives(const TrainingSettings& training, double parameters) {
   const double e = bytes_per_element(storage_dtype(training.dtype));
   const double grad_bytes = parameters * (training.fp32_grad_accumulation ? 4.0 : e);
-  if (training.zero_stage >= 3) return {{Collective::reduce_scatter, grad_bytes}};
-  if (training.zero_stage >= 1) {
-    return {{Collective::reduce_scatter, grad_bytes}, {Collective::all_gather, parameters * e}};
+  SyncCollectives out;
+  if (training.zero_stage >= 3) {
+    out.items[out.count++] = {Collective::reduce_scatter, grad_bytes};
+  } else if (training.zero_stage >= 1) {
+    out.items[out.count++] = {Collective::reduce_scatter, grad_bytes};
+    out.items[out.count++] = {Collective::all_gather, parameters * e};
+  } else {
+    out.items[out.count++] = {Collective::all_reduce, grad_bytes};
   }
-  return {{Collective::all_reduce, grad_bytes}};
+  return out;
 }
 
 Boundary stage_boundary(const Cluster& cluster, const ModelShape& model,

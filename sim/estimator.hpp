@@ -4,6 +4,7 @@
 // per-stage memory. Fast enough to score thousands of plans. docs/models/estimator.md.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -234,9 +235,15 @@ struct SyncCollective {
 // reduce-scatter of the gradients and an all-gather of the updated weights with a sharded
 // optimizer (ZeRO 1 and 2; the all-gather follows the optimizer step), the reduce-scatter alone
 // with ZeRO-3 (its weights stay sharded and are gathered per micro-batch), one all-reduce
-// otherwise.
-std::vector<SyncCollective> dp_sync_collectives(const TrainingSettings& training,
-                                                double parameters);
+// otherwise. At most two, held in place (the planner prices them for every plan it scores).
+struct SyncCollectives {
+  std::array<SyncCollective, 2> items{};
+  std::size_t count = 0;
+  const SyncCollective* begin() const { return items.data(); }
+  const SyncCollective* end() const { return items.data() + count; }
+  std::size_t size() const { return count; }
+};
+SyncCollectives dp_sync_collectives(const TrainingSettings& training, double parameters);
 
 // The estimate of a step from its stages' kernels, written over `out`. The caller has checked
 // the plan's structure (one dp, whole micro-batches, island capacity); estimate_step does.
