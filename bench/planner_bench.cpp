@@ -1,6 +1,7 @@
 // Plan search speed: pipelines scored per second (the exact layer split and the estimate, as
 // the search does for every plan it scores), and whole searches of the default scenario and of
-// six chip types x 1,024 chips. Each search reports its phases as counters (seconds, plans).
+// six chip types x 1,024 and x 4,096 chips, on one and two threads. Each search reports its
+// phases as counters (seconds, plans).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -58,9 +59,13 @@ void BM_ScorePipeline(benchmark::State& state) {
 }
 BENCHMARK(BM_ScorePipeline);
 
-// The argument is the thread count.
-void search(benchmark::State& state, const char* scenario_name) {
-  const auto scenario = load(scenario_name);
+// The argument is the thread count. `scale` multiplies every island's nodes.
+void search(benchmark::State& state, const char* scenario_name, int scale = 1) {
+  auto scenario = load(scenario_name);
+  for (auto& island : scenario.cluster.islands) {
+    island.nodes *= scale;
+    if (island.free_nodes >= 0) island.free_nodes *= scale;
+  }
   hetplan::planner::SearchOptions options;
   options.threads = static_cast<std::size_t>(state.range(0));
   hetplan::planner::SearchResult result;
@@ -84,5 +89,11 @@ void BM_SearchSixChipTypesOf1024(benchmark::State& state) {
   search(state, "six-vendors.yaml");
 }
 BENCHMARK(BM_SearchSixChipTypesOf1024)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
+
+// The same site with 4,096 chips of each type (512 nodes per island).
+void BM_SearchSixChipTypesOf4096(benchmark::State& state) {
+  search(state, "six-vendors.yaml", 4);
+}
+BENCHMARK(BM_SearchSixChipTypesOf4096)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 
 }  // namespace
