@@ -47,6 +47,7 @@ std::string simulation_text(const Simulated& s) {
       {"pipeline sends", b.pipeline_s},
       {"cross-island sends", b.cross_island_s},
       {"data parallel (exposed)", b.data_parallel_s},
+      {"expert parallel", b.expert_parallel_s},
       {"pipeline bubble", b.bubble_s},
       {"stragglers", b.stragglers_s},
       {"optimizer", b.optimizer_s}};
@@ -57,20 +58,20 @@ std::string simulation_text(const Simulated& s) {
     out += line;
   }
   out += "per stage, on its last replica to finish (s):\n";
-  char head[160];
-  std::snprintf(head, sizeof head, "  %-5s %-16s %9s %9s %9s %9s %9s %9s %9s\n", "stage",
+  char head[176];
+  std::snprintf(head, sizeof head, "  %-5s %-16s %9s %9s %9s %9s %9s %9s %9s %9s\n", "stage",
                 "island", "finish", "compute", "sends", "x-island", "bubble", "dp sync",
-                "straggle");
+                "ep a2a", "straggle");
   out += head;
   for (std::size_t i = 0; i < r.stage_breakdown.size(); ++i) {
     const sim::TwinBreakdown& sb = r.stage_breakdown[i];
-    char line[200];
+    char line[224];
     std::snprintf(line, sizeof line,
-                  "  %-5zu %-16s %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f\n", i,
+                  "  %-5zu %-16s %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f\n", i,
                   i < s.stage_islands.size() ? s.stage_islands[i].c_str() : "?",
                   i < r.stage_finish_s.size() ? r.stage_finish_s[i] : 0.0,
                   sb.compute_s + sb.tensor_parallel_s, sb.pipeline_s, sb.cross_island_s,
-                  sb.bubble_s, sb.data_parallel_s, sb.stragglers_s);
+                  sb.bubble_s, sb.data_parallel_s, sb.expert_parallel_s, sb.stragglers_s);
     out += line;
   }
   out += "most loaded links (time at full rate during the step):\n";

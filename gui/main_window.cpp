@@ -1072,7 +1072,8 @@ void MainWindow::show_simulation(std::shared_ptr<const Simulation> simulation) {
   const std::pair<QString, double> parts[] = {
       {tr("compute"), b.compute_s},           {tr("tensor parallel"), b.tensor_parallel_s},
       {tr("pipeline sends"), b.pipeline_s},   {tr("cross-island sends"), b.cross_island_s},
-      {tr("data parallel (exposed)"), b.data_parallel_s}, {tr("pipeline bubble"), b.bubble_s},
+      {tr("data parallel (exposed)"), b.data_parallel_s},
+      {tr("expert-parallel all-to-all"), b.expert_parallel_s}, {tr("pipeline bubble"), b.bubble_s},
       {tr("stragglers"), b.stragglers_s},     {tr("optimizer", "the optimizer step"), b.optimizer_s}};
   for (const auto& [name, value] : parts)
     html += row(name, value, r.step_time_s > 0 ? 100 * value / r.step_time_s : 0.0);

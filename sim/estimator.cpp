@@ -345,6 +345,8 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     const double local = training.sequence_parallel ? tokens / tp : tokens;
     const double sent = local * model.experts_per_token * model.hidden * e * slice.expert_imbalance;
     const double a2a = models::best_collective(Collective::all_to_all, sent, k.ep_group).time;
+    k.a2a_bytes = sent;
+    k.a2a_s = a2a;
     k.layer_a2a_s = 4.0 * a2a;
     k.layer_recompute_a2a_s = 2.0 * a2a;
   }
@@ -536,6 +538,10 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
         se.backward_s += slot.num_layers * k.layer_selective_s;
       se.tp_comm_s = slot.num_layers * k.layer_tp_s + full * k.layer_recompute_tp_s;
       se.ep_comm_s = slot.num_layers * k.layer_a2a_s + full * k.layer_recompute_a2a_s;
+      if (k.a2a_bytes > 0) {
+        se.ep_forward_all_to_alls = 2 * slot.num_layers;
+        se.ep_backward_all_to_alls = 2 * slot.num_layers + 2 * full;
+      }
       if (first) {
         se.forward_s += k.embedding_forward_s;
         se.backward_s += k.embedding_backward_s;

@@ -44,6 +44,11 @@ struct StageEstimate {
   double backward_s = 0;     // one micro-batch, compute incl. recompute
   double tp_comm_s = 0;      // one micro-batch, forward and backward
   double ep_comm_s = 0;      // one micro-batch: expert-parallel all-to-alls
+  // The all-to-alls of one micro-batch, all chunks: dispatch and combine of each layer forward,
+  // and again backward, where a fully recomputed layer's forward adds its two. ep_comm_s is
+  // their count times StageKernel::a2a_s. 0 without expert parallelism.
+  int ep_forward_all_to_alls = 0;
+  int ep_backward_all_to_alls = 0;
   double p2p_s = 0;          // one micro-batch, sends and receives at its boundaries
   double zero3_gather_s = 0;  // one micro-batch: ZeRO-3's weight all-gathers not hidden by compute
   double micro_batch_s = 0;  // forward + backward + tp + p2p + ZeRO-3 gathers, per micro-batch
@@ -138,6 +143,8 @@ struct StageKernel {
   // forward and backward), and those a recomputed forward repeats.
   double layer_a2a_s = 0;
   double layer_recompute_a2a_s = 0;
+  double a2a_bytes = 0;  // one all-to-all's send buffer per chip (nccl-tests' size); 0 without ep
+  double a2a_s = 0;      // one all-to-all over ep_group
   double embedding_forward_s = 0;
   double embedding_backward_s = 0;
   double head_forward_s = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <map>
 #include <set>
 
@@ -52,7 +53,7 @@ TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, cons
     const Island& island = *cluster.find_island(stage.island);
     auto [it, added] = island_index.emplace(island.name, static_cast<int>(in.islands.size()));
     const StageKernel kernel = make_stage_kernel(cluster, workload.model, settings, island,
-                                                 stage.tp, stage.dp, options.estimate);
+                                                 stage.tp, stage.dp, options.estimate, stage.ep);
     if (added) {
       const IslandLinks& links = kernel.links;
       TwinIsland& ti = in.islands.emplace_back();
@@ -88,15 +89,34 @@ TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, cons
     ts.backward_s = se.backward_s;
     ts.tp_s = se.tp_comm_s;
     ts.optimizer_s = se.optimizer_s;
+    // The all-to-alls as the estimator prices them: its count of them, each of the kernel's
+    // send buffer, over the kernel's expert-parallel group (an all-to-all's time is the same for
+    // every algorithm, and its latency term is (ep - 1) steps).
+    if (kernel.a2a_bytes > 0) {
+      ts.a2a_bytes = kernel.a2a_bytes;
+      ts.a2a_forward = se.ep_forward_all_to_alls;
+      ts.a2a_backward = se.ep_backward_all_to_alls;
+      ts.a2a_latency_s = models::collective_time(
+          models::Collective::all_to_all, models::CollectiveAlgorithm::ring, 0.0, kernel.ep_group);
+    }
     in.peak_flops += static_cast<double>(stage.tp) * stage.dp * kernel.peak_flops;
     if (stage.dp > 1) {
-      for (const SyncCollective& sync : dp_sync_collectives(training, se.memory.parameters)) {
-        TwinCollective& tc = ts.dp_sync.emplace_back();
-        tc.kind = sync.kind;
-        tc.bytes = sync.bytes;
-        tc.algorithm = models::best_collective(sync.kind, sync.bytes, kernel.dp_group).algorithm;
-        tc.latency_s = models::collective_time(sync.kind, tc.algorithm, 0.0, kernel.dp_group);
-      }
+      // As the estimator synchronises them: the dense parameters over every replica, then the
+      // routed experts' over the replicas that hold the same experts.
+      auto lower_sync = [&](double parameters, const models::CollectiveGroup& group, bool experts) {
+        for (const SyncCollective& sync : dp_sync_collectives(training, parameters)) {
+          TwinCollective& tc = ts.dp_sync.emplace_back();
+          tc.kind = sync.kind;
+          tc.bytes = sync.bytes;
+          tc.algorithm = models::best_collective(sync.kind, sync.bytes, group).algorithm;
+          tc.latency_s = models::collective_time(sync.kind, tc.algorithm, 0.0, group);
+          tc.experts = experts;
+        }
+      };
+      const double experts = se.memory.expert_parameters;
+      lower_sync(se.memory.parameters - experts, kernel.dp_group, false);
+      if (experts > 0 && kernel.expert_dp_group.ranks > 1)
+        lower_sync(experts, kernel.expert_dp_group, stage.ep > 1);
     }
   }
   for (std::size_t i = 0; i < in.islands.size(); ++i) {
@@ -140,6 +160,21 @@ constexpr int kMaxRanks = 1 << 17;
 constexpr int kMaxIslands = 1024;
 constexpr long long kMaxLinks = 1 << 21;  // NICs, intra-node and cross-group links together
 constexpr long long kMaxTransfers = 50'000'000;
+constexpr long long kMaxAllToAllFlows = 50'000'000;
+
+// The product of non-negative factors, saturated just past `limit`: each factor can reach 2^30
+// here, and their product overflows 64 bits.
+long long saturated_product(std::initializer_list<long long> factors, long long limit) {
+  long long product = 1;
+  for (const long long factor : factors) {
+    if (factor <= 0) return 0;
+    if (product > limit / factor)
+      product = limit + 1;
+    else
+      product *= factor;
+  }
+  return product;
+}
 
 }  // namespace
 
@@ -216,6 +251,7 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
   };
 
   long long ranks = 0;
+  long long a2a_flows = 0;  // saturated just past its limit
   const int p = static_cast<int>(in.stages.size());
   for (int s = 0; s < p; ++s) {
     const TwinStage& ts = in.stages[static_cast<std::size_t>(s)];
@@ -234,10 +270,22 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
             static_cast<long long>(ti.nodes) * ti.chips_per_node)
       bad(where + "its chips lie outside island " + ti.name);
     if (ts.dp != in.stages.front().dp) bad(where + "every stage needs the same dp");
-    if (ts.ep != 1) {
-      bad(where + "expert parallelism (ep " + std::to_string(ts.ep) +
-          ") is not simulated by the twin yet: its all-to-alls would be missing from the fabric");
+    if (ts.ep < 1 || ts.dp % ts.ep != 0) {
+      bad(where + "ep " + std::to_string(ts.ep) + " must divide dp " + std::to_string(ts.dp));
+    } else if (ts.ep > 1 && ts.a2a_bytes > 0) {
+      // Each exchange: every replica sends to the ep - 1 others of its group, per tensor rank.
+      a2a_flows += saturated_product(
+          {static_cast<long long>(ts.dp) * ts.tp, ts.ep - 1LL, 2LL * std::max(0, in.chunks),
+           static_cast<long long>(std::max(0, in.micro_batches))},
+          kMaxAllToAllFlows);
+      a2a_flows = std::min(a2a_flows, kMaxAllToAllFlows + 1);
     }
+    if (!non_negative(ts.a2a_bytes) || !non_negative(ts.a2a_latency_s))
+      bad(where + "all-to-all bytes and latency must be finite and non-negative");
+    if (ts.a2a_forward < 0 || ts.a2a_backward < 0)
+      bad(where + "all-to-all counts must be non-negative");
+    if (ts.ep == 1 && ts.a2a_bytes > 0 && ts.a2a_forward + ts.a2a_backward > 0)
+      bad(where + "all-to-alls without expert parallelism (ep 1)");
     ranks += static_cast<long long>(ts.tp) * ts.dp;
     if (!non_negative(ts.forward_s) || !non_negative(ts.backward_s) || !non_negative(ts.tp_s) ||
         !non_negative(ts.optimizer_s))
@@ -260,22 +308,18 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
   }
   if (ranks > kMaxRanks) bad("the plan has " + std::to_string(ranks) + " ranks; the limit is " +
                              std::to_string(kMaxRanks));
-  // dp x stages x chunks x 2 directions x micro-batches, saturated just past the limit: dp,
-  // chunks and micro-batches can each reach 2^30 here, and their product overflows 64 bits.
-  long long transfers = 2;
-  for (const long long factor :
-       {static_cast<long long>(in.stages.empty() ? 0 : in.stages[0].dp), static_cast<long long>(p),
-        static_cast<long long>(in.chunks), static_cast<long long>(in.micro_batches)}) {
-    if (factor <= 0)
-      transfers = 0;
-    else if (transfers > kMaxTransfers / factor)
-      transfers = kMaxTransfers + 1;
-    else
-      transfers *= factor;
-  }
+  // dp x stages x chunks x 2 directions x micro-batches.
+  const long long transfers =
+      saturated_product({2, static_cast<long long>(in.stages.empty() ? 0 : in.stages[0].dp),
+                         static_cast<long long>(p), static_cast<long long>(in.chunks),
+                         static_cast<long long>(in.micro_batches)},
+                        kMaxTransfers);
   if (transfers > kMaxTransfers)
     bad("the step has more than " + std::to_string(kMaxTransfers) +
         " stage-boundary transfers (dp x stages x chunks x 2 x micro-batches)");
+  if (a2a_flows > kMaxAllToAllFlows)
+    bad("the step has more than " + std::to_string(kMaxAllToAllFlows) +
+        " all-to-all flows (dp x tp x (ep - 1) x chunks x 2 x micro-batches, over the stages)");
   for (const TwinStraggler& slow : in.stragglers) {
     if (slow.island < 0 || slow.island >= static_cast<int>(in.islands.size()) || slow.node < 0 ||
         !(slow.slowdown >= 1 && slow.slowdown <= 100))

@@ -47,6 +47,10 @@ struct TwinCollective {
   models::CollectiveAlgorithm algorithm = models::CollectiveAlgorithm::ring;
   double bytes = 0;      // nccl-tests' buffer size, all model chunks together
   double latency_s = 0;  // the algorithm's latency term (steps x alpha), added analytically
+  // The routed experts' gradients: over the expert data-parallel groups (replicas r, r + ep,
+  // r + 2 ep, ... with the same tp rank), which hold the same experts, rather than over all
+  // replicas.
+  bool experts = false;
 };
 
 struct TwinStage {
@@ -55,7 +59,14 @@ struct TwinStage {
                        // first_chip + d * tp + j
   int tp = 1;
   int dp = 1;
-  int ep = 1;  // expert parallelism: not simulated yet, so the check refuses ep above 1
+  // Expert parallelism: replicas d of one group d / ep exchange their routed tokens, tensor
+  // rank with tensor rank (Megatron's expert-parallel groups); ep divides dp.
+  int ep = 1;
+  double a2a_bytes = 0;      // one all-to-all's send buffer per chip (nccl-tests' size)
+  int a2a_forward = 0;       // all-to-alls of one micro-batch's forward pass, all chunks
+  int a2a_backward = 0;      // of its backward pass, with those of recomputed forwards
+  double a2a_latency_s = 0;  // one all-to-all's latency term (steps x alpha), added analytically
+
   double forward_s = 0;   // one micro-batch, all chunks, compute only
   double backward_s = 0;  // one micro-batch, all chunks, incl. recompute
   double tp_s = 0;        // tensor-parallel collectives of one micro-batch (analytic)
@@ -121,12 +132,13 @@ struct TwinBreakdown {
   double pipeline_s = 0;         // stage-boundary sends inside an island
   double cross_island_s = 0;     // stage-boundary sends between islands
   double data_parallel_s = 0;    // gradient synchronisation not hidden by the backward pass
+  double expert_parallel_s = 0;  // expert-parallel all-to-alls (dispatch and combine)
   double bubble_s = 0;           // waiting for the neighbour stages (fill, drain, delays)
   double stragglers_s = 0;       // slow chips: own slowdown and waiting for slow replicas
   double optimizer_s = 0;
   double total() const {
     return compute_s + tensor_parallel_s + pipeline_s + cross_island_s + data_parallel_s +
-           bubble_s + stragglers_s + optimizer_s;
+           expert_parallel_s + bubble_s + stragglers_s + optimizer_s;
   }
 };
 
@@ -176,8 +188,8 @@ TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, cons
                           const Estimate& estimate, const TwinOptions& options = {});
 
 // Everything the simulation relies on, checked: counts, ranges, finite positive speeds, chips
-// inside their islands, zone links for every cross-zone boundary and synchronisation. Returns
-// the problems, empty when the input is sound.
+// inside their islands, expert-parallel groups that divide the replicas, zone links for every
+// cross-zone boundary and synchronisation. Returns the problems, empty when the input is sound.
 std::vector<std::string> check_twin_input(const TwinInput& input);
 
 }  // namespace hetplan::sim

@@ -788,6 +788,11 @@ note: exported unvalidated, as asked; every file says so</source>
     </message>
     <message>
         <location filename="../main_window.cpp" line="1061"/>
+        <source>expert-parallel all-to-all</source>
+        <translation>专家并行 all-to-all</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="1061"/>
         <source>pipeline bubble</source>
         <translation>流水线气泡</translation>
     </message>

@@ -37,6 +37,10 @@ std::string_view to_string(EventKind kind) {
       return "all-gather";
     case EventKind::all_reduce:
       return "all-reduce";
+    case EventKind::all_to_all:
+      return "all-to-all";
+    case EventKind::expert_wait:
+      return "wait for expert-parallel group";
   }
   return "?";
 }
@@ -361,6 +365,15 @@ struct ReplicaAccount {
   double finish_s = 0;
 };
 
+// One expert-parallel exchange of one group: its replicas arrive at the same operation of
+// their (identical) schedules; the last to arrive runs every flow of the group, and the others
+// wait for it to finish.
+struct Exchange {
+  int arrived = 0;
+  double start_s = 0;  // when the last replica arrived and the flows started
+  sg4::SemaphorePtr done = sg4::Semaphore::create(0);  // one release per waiting replica
+};
+
 struct StageSync {
   std::vector<sg4::SemaphorePtr> ready;  // per chunk, one release per replica
   sg4::SemaphorePtr done;                // one release per replica
@@ -388,6 +401,12 @@ class Step {
       }
     }
     accounts_.resize(static_cast<std::size_t>(p_ * dp_));
+    exchanges_.resize(static_cast<std::size_t>(p_));
+    for (int s = 0; s < p_; ++s) {
+      const TwinStage& st = in.stages[s];
+      if (st.ep < 2 || st.a2a_bytes <= 0 || st.a2a_forward + st.a2a_backward <= 0) continue;
+      for (int g = 0; g < dp_ / st.ep; ++g) exchanges_[s].push_back(std::make_shared<Exchange>());
+    }
     syncs_.resize(static_cast<std::size_t>(p_));
     for (int s = 0; s < p_; ++s) {
       if (in.stages[s].dp_sync.empty()) continue;
@@ -599,6 +618,7 @@ class Step {
       if (op.pass == Pass::forward) {
         if (q > 0) receive(s, d, q - 1, false, op.micro_batch, op.chunk);
         compute(s, d, k, op);
+        all_to_all(s, d, op);
         if (q < virtual_stages_ - 1) send(d, q, q + 1, op.micro_batch);
       } else {
         if (q < virtual_stages_ - 1) receive(s, d, q, true, op.micro_batch, op.chunk);
@@ -608,6 +628,7 @@ class Step {
           ready(s, op.chunk);
         }
         compute(s, d, k, op);
+        all_to_all(s, d, op);
         if (last_of_chunk && !in_.overlap_grad_reduce) {
           own_ready = sg4::Engine::get_clock();
           ready(s, op.chunk);
@@ -631,6 +652,60 @@ class Step {
     b.optimizer_s += st.optimizer_s;
     record(s, d, EventKind::optimizer, -1, -1, start, sg4::Engine::get_clock());
     account(s, d).finish_s = sg4::Engine::get_clock();
+  }
+
+  // The expert-parallel all-to-alls of one operation (a pass of one micro-batch through one
+  // chunk), as one exchange: replica d waits for the others of its group d / ep to reach the
+  // same operation, then every replica sends each other one its share of the pass's routed
+  // tokens, all at once. The latency terms of the pass's all-to-alls are added analytically.
+  void all_to_all(int s, int d, const PipelineOp& op) {
+    if (exchanges_[s].empty()) return;
+    const TwinStage& st = in_.stages[s];
+    const int count = op.pass == Pass::forward ? st.a2a_forward : st.a2a_backward;
+    if (count <= 0) return;
+    const double per_op = static_cast<double>(count) / v_;  // all-to-alls in this operation
+    std::shared_ptr<Exchange>& current = exchanges_[s][static_cast<std::size_t>(d / st.ep)];
+    const std::shared_ptr<Exchange> exchange = current;
+    const double arrived = sg4::Engine::get_clock();
+    if (++exchange->arrived < st.ep) {
+      exchange->done->acquire();
+    } else {
+      current = std::make_shared<Exchange>();  // the group's next exchange
+      exchange->start_s = arrived;
+      sg4::this_actor::sleep_for(per_op * st.a2a_latency_s);
+      run_all_to_all(s, d / st.ep, per_op * st.a2a_bytes);
+      for (int k = 1; k < st.ep; ++k) exchange->done->release();
+    }
+    const double end = sg4::Engine::get_clock();
+    TwinBreakdown& b = account(s, d).breakdown;
+    b.stragglers_s += exchange->start_s - arrived;
+    b.expert_parallel_s += end - exchange->start_s;
+    record(s, d, EventKind::expert_wait, op.micro_batch, op.chunk, arrived, exchange->start_s);
+    record(s, d, EventKind::all_to_all, op.micro_batch, op.chunk, exchange->start_s, end);
+  }
+
+  // The flows of one exchange of expert-parallel group g of stage s: for each tensor rank, each
+  // replica of the group sends `bytes / ep` (its send buffer's share for one peer) to every
+  // other one, carried as `/ efficiency` of the link kind like the collectives' flows.
+  void run_all_to_all(int s, int g, double bytes) {
+    const TwinStage& st = in_.stages[s];
+    const TwinIsland& ti = in_.islands[static_cast<std::size_t>(st.island)];
+    const double share = bytes / st.ep;
+    std::vector<sg4::CommPtr> comms;
+    comms.reserve(static_cast<std::size_t>(st.tp) * st.ep * (st.ep - 1));
+    for (int j = 0; j < st.tp; ++j) {
+      for (int a = 0; a < st.ep; ++a) {
+        const int from = chip(s, g * st.ep + a, j);
+        for (int b = 0; b < st.ep; ++b) {
+          if (b == a) continue;
+          const int to = chip(s, g * st.ep + b, j);
+          const bool inside = platform_.same_node(st.island, from, st.island, to);
+          const double efficiency = inside ? ti.intra_efficiency : ti.network_efficiency;
+          comms.push_back(flow(st.island, from, st.island, to, share / efficiency));
+        }
+      }
+    }
+    sg4::Comm::wait_all(comms);
   }
 
   void ready(int s, int chunk) { syncs_[s].ready[static_cast<std::size_t>(chunk)]->release(); }
@@ -666,20 +741,23 @@ class Step {
   };
 
   // The bandwidth phases of one collective over every data-parallel group of the stage (one
-  // per tp rank), each phase as one round of concurrent flows carrying the algorithm's bytes.
+  // per tp rank; for the experts' gradients, one per tp rank and expert-parallel rank), each
+  // phase as one round of concurrent flows carrying the algorithm's bytes.
   void run_collective(int s, const TwinCollective& c, double bytes) {
     const TwinStage& st = in_.stages[s];
     const TwinIsland& ti = in_.islands[static_cast<std::size_t>(st.island)];
-    const int n = st.dp;
+    const int stride = c.experts ? st.ep : 1;  // replicas r, r + stride, ... form a group
+    const int n = st.dp / stride;
     std::vector<std::vector<PlannedFlow>> phases;
     auto ring = [&](std::vector<PlannedFlow>& out, const std::vector<int>& ranks, double each) {
       if (ranks.size() < 2) return;
       for (std::size_t i = 0; i < ranks.size(); ++i)
         out.push_back({ranks[i], ranks[(i + 1) % ranks.size()], each});
     };
-    for (int j = 0; j < st.tp; ++j) {
+    for (int group = 0; group < st.tp * stride; ++group) {
+      const int j = group / stride;
       std::vector<int> ranks;
-      for (int d = 0; d < n; ++d) ranks.push_back(chip(s, d, j));
+      for (int d = group % stride; d < st.dp; d += stride) ranks.push_back(chip(s, d, j));
       if (c.algorithm != CollectiveAlgorithm::hierarchical) {
         if (phases.empty()) phases.resize(1);
         ring(phases[0], ranks, models::bus_factor(c.kind, n) * bytes);
@@ -748,6 +826,8 @@ class Step {
   std::vector<std::vector<int>> last_backward_;  // [stage][chunk] index of its last backward
   std::vector<ReplicaAccount> accounts_;
   std::vector<StageSync> syncs_;
+  // [stage][expert-parallel group]: the exchange its replicas arrive at next
+  std::vector<std::vector<std::shared_ptr<Exchange>>> exchanges_;
   std::vector<std::vector<double>> slow_;  // [island][node] slowdown
   std::int64_t flows_ = 0;
 };

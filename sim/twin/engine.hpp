@@ -24,6 +24,8 @@ enum class EventKind : std::uint8_t {
   reduce_scatter,
   all_gather,
   all_reduce,
+  all_to_all,   // an expert-parallel exchange: the all-to-alls of one pass of one micro-batch
+  expert_wait,  // waiting for the other replicas of the expert-parallel group to arrive
 };
 std::string_view to_string(EventKind kind);
 

@@ -49,6 +49,7 @@ void fields(V& v, TwinCollective& c) {
   v("algorithm", c.algorithm);
   v("bytes", c.bytes);
   v("latency_s", c.latency_s);
+  v("experts", c.experts);
 }
 
 template <typename V>
@@ -58,6 +59,10 @@ void fields(V& v, TwinStage& s) {
   v("tp", s.tp);
   v("dp", s.dp);
   v("ep", s.ep);
+  v("a2a_bytes", s.a2a_bytes);
+  v("a2a_forward", s.a2a_forward);
+  v("a2a_backward", s.a2a_backward);
+  v("a2a_latency_s", s.a2a_latency_s);
   v("forward_s", s.forward_s);
   v("backward_s", s.backward_s);
   v("tp_s", s.tp_s);
@@ -100,6 +105,7 @@ void fields(V& v, TwinBreakdown& b) {
   v("pipeline_s", b.pipeline_s);
   v("cross_island_s", b.cross_island_s);
   v("data_parallel_s", b.data_parallel_s);
+  v("expert_parallel_s", b.expert_parallel_s);
   v("bubble_s", b.bubble_s);
   v("stragglers_s", b.stragglers_s);
   v("optimizer_s", b.optimizer_s);

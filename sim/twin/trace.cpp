@@ -55,9 +55,12 @@ std::string_view category(EventKind kind) {
       return "pipeline";
     case EventKind::receive_wait:
     case EventKind::sync_wait:
+    case EventKind::expert_wait:
       return "wait";
     case EventKind::optimizer:
       return "optimizer";
+    case EventKind::all_to_all:
+      return "expert-parallel";
     default:
       return "data-parallel";
   }

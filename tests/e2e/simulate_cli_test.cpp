@@ -50,13 +50,16 @@ TEST(SimulateCli, JsonCarriesTheStepItsBreakdownAndGoodput) {
   const auto& breakdown = j.at("breakdown");
   double parts = 0;
   for (const char* key : {"compute_s", "tensor_parallel_s", "pipeline_s", "cross_island_s",
-                          "data_parallel_s", "bubble_s", "stragglers_s", "optimizer_s"}) {
+                          "data_parallel_s", "expert_parallel_s", "bubble_s", "stragglers_s",
+                          "optimizer_s"}) {
     ASSERT_TRUE(breakdown.contains(key)) << key;
     ASSERT_TRUE(breakdown[key].is_number()) << key;
     EXPECT_GE(breakdown[key].get<double>(), 0) << key;
     parts += breakdown[key].get<double>();
   }
-  EXPECT_EQ(breakdown.size(), 8u) << breakdown.dump();
+  EXPECT_EQ(breakdown.size(), 9u) << breakdown.dump();
+  // The default scenario's model has no experts.
+  EXPECT_EQ(breakdown["expert_parallel_s"].get<double>(), 0);
   // The parts add up to the step (each is rounded to six significant digits).
   EXPECT_NEAR(parts, step, 1e-5 * step);
 
@@ -189,6 +192,24 @@ TEST(SimulateCli, PlanSimulatesItsBestPlansAndRanksThemAgain) {
   const CliRun text = hetplan("plan scenarios/default.yaml --simulate-top 2");
   ASSERT_EQ(text.exit_code, 0) << text.out;
   EXPECT_NE(text.out.find("simulated on the fabric (best 2 one-job plans"), std::string::npos);
+}
+
+// The bundled mixture-of-experts scenario: the best one-job plan the search ranks uses expert
+// parallelism, and its simulation shows the all-to-alls: in the breakdown of every stage, and
+// as traffic on the fabric.
+TEST(SimulateCli, PlanSimulatesTheMixtureOfExpertsAllToAlls) {
+  const CliRun run = hetplan("plan scenarios/mixtral-mixed.yaml --simulate-top 1 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const auto report = nlohmann::json::parse(run.out);
+  const auto& simulated = report.at("simulated");
+  ASSERT_EQ(simulated.size(), 1u);
+  const auto& simulation = simulated[0].at("simulation");
+  const std::string name = simulation.at("plan");
+  EXPECT_NE(name.find("-ep"), std::string::npos) << name;
+  EXPECT_GT(simulation.at("breakdown").at("expert_parallel_s").get<double>(), 0);
+  for (const auto& stage : simulation.at("stages"))
+    EXPECT_GT(stage.at("breakdown").at("expert_parallel_s").get<double>(), 0) << stage.dump();
+  EXPECT_FALSE(simulation.at("links").empty());
 }
 
 }  // namespace

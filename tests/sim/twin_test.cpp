@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -170,7 +171,8 @@ std::string describe(const TwinResult& r) {
   const TwinBreakdown& b = r.breakdown;
   out << r.plan << ": step " << r.step_time_s << " s (compute " << b.compute_s << ", tp "
       << b.tensor_parallel_s << ", pipeline " << b.pipeline_s << ", cross-island "
-      << b.cross_island_s << ", dp " << b.data_parallel_s << ", bubble " << b.bubble_s
+      << b.cross_island_s << ", dp " << b.data_parallel_s << ", ep " << b.expert_parallel_s
+      << ", bubble " << b.bubble_s
       << ", stragglers " << b.stragglers_s << ", optimizer " << b.optimizer_s << "), critical "
       << r.critical_stage << "/" << r.critical_replica;
   if (!r.links.empty()) {
@@ -355,6 +357,309 @@ TEST(TwinContention, ThinZoneLinkAtAStageBoundary) {
   EXPECT_DOUBLE_EQ(top.speed, 6.25e9);
   ASSERT_FALSE(base.links.empty());
   EXPECT_NE(base.links.front().kind, TwinLinkKind::zone_link);
+}
+
+// --- expert parallelism -----------------------------------------------------------------------
+
+// An input written out for the all-to-all's arithmetic: one island of `nodes` nodes of 8 chips,
+// each chip with its own 25 GB/s NIC and a 196 GB/s intra-node link, `nodes_per_leaf` nodes
+// under a leaf; one stage of (tp, dp, ep) on its first chips with 4 all-to-alls of 64 MiB per
+// chip in each forward pass and 6 in each backward pass; no fabric latency, no gradient
+// synchronisation, no optimizer step. Only the all-to-alls use the network.
+TwinInput a2a_input(int nodes, int nodes_per_leaf, double oversubscription, int tp, int dp,
+                    int ep) {
+  TwinInput in;
+  in.plan = "all-to-all";
+  TwinIsland& island = in.islands.emplace_back();
+  island.name = "npu";
+  island.zone = "a";
+  island.nodes = nodes;
+  island.chips_per_node = 8;
+  island.nics = 8;
+  island.nic_speed = 25e9;
+  island.nodes_per_leaf = nodes_per_leaf;
+  island.uplink_speed = nodes_per_leaf * 8 * 25e9 / oversubscription;
+  island.intra_speed = 196e9;
+  island.intra_group = 8;
+  island.cross_group_speed = 196e9;
+  island.intra_efficiency = 0.8;
+  island.network_efficiency = 0.9;
+  TwinStage& st = in.stages.emplace_back();
+  st.tp = tp;
+  st.dp = dp;
+  st.ep = ep;
+  st.a2a_bytes = 64.0 * (1 << 20);
+  st.a2a_forward = 4;
+  st.a2a_backward = 6;
+  st.a2a_latency_s = 20e-6;
+  st.forward_s = 0.010;
+  st.backward_s = 0.020;
+  in.micro_batches = 2;
+  in.activation_bytes = 1;  // one stage: nothing crosses a boundary
+  in.tokens_per_step = 2;
+  return in;
+}
+
+// One exchange of `count` all-to-alls in a2a_input's island, by hand: each chip sends
+// `count x bytes / ep` to each peer of its group, as bytes / efficiency of the link kind; it sends
+// to its `intra_peers` over its own intra-node link and to its `inter_peers` over its own NIC,
+// each link shared evenly by the flows it carries. The slower of the two decides, plus the
+// latency terms.
+double a2a_by_hand(const TwinStage& st, int count, int intra_peers, int inter_peers) {
+  const double share = count * st.a2a_bytes / st.ep;
+  const double intra = intra_peers * share / 0.8 / 196e9;
+  const double inter = inter_peers * share / 0.9 / 25e9;
+  return count * st.a2a_latency_s + std::max(intra, inter);
+}
+
+// Three groupings of 16 chips on two nodes, each all-to-all's time computed by hand from the
+// links and bytes: (a) tp 1, one group of 16 across both nodes: 7 peers on the chip's node, 8 on
+// the other; (b) tp 1, ep 8: two groups, each inside its node; (c) tp 2, dp 8, ep 8: tensor rank
+// j exchanges with tensor rank j of the 7 other replicas, 3 of them on its node.
+TEST(TwinExpertParallel, AllToAllTimeMatchesTheHandComputedExchange) {
+  struct Case {
+    const char* name;
+    int tp, dp, ep, intra_peers, inter_peers;
+  };
+  const Case cases[] = {{"ep 16 across two nodes", 1, 16, 16, 7, 8},
+                        {"ep 8 inside each node", 1, 16, 8, 7, 0},
+                        {"tp 2, ep 8 across two nodes", 2, 8, 8, 3, 4}};
+  std::vector<TwinInput> inputs;
+  for (const Case& c : cases) {
+    inputs.push_back(a2a_input(2, 2, 1.0, c.tp, c.dp, c.ep));
+    inputs.back().plan = c.name;
+    ASSERT_EQ(problems_of(inputs.back()), "") << c.name;
+  }
+  const auto results = simulate(inputs);
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const Case& c = cases[i];
+    const TwinStage& st = inputs[i].stages[0];
+    const double m = inputs[i].micro_batches;
+    const double expected = m * (a2a_by_hand(st, st.a2a_forward, c.intra_peers, c.inter_peers) +
+                                 a2a_by_hand(st, st.a2a_backward, c.intra_peers, c.inter_peers));
+    const TwinResult& r = results[i];
+    std::ostringstream figures;
+    figures.precision(10);
+    figures << c.name << ": simulated " << r.breakdown.expert_parallel_s << " s, by hand "
+            << expected << " s, " << r.flows << " flows";
+    std::cout << "[all-to-all] " << figures.str() << "\n";
+    RecordProperty(std::string("a2a_case_") + std::to_string(i), figures.str());
+    EXPECT_NEAR(r.breakdown.expert_parallel_s, expected, 1e-6 * expected) << c.name;
+    // Compute and the exchanges are the whole step: no replica waits for another.
+    EXPECT_NEAR(r.step_time_s, m * (st.forward_s + st.backward_s) + expected, 1e-6 * expected)
+        << c.name << ": " << describe(r);
+    EXPECT_EQ(r.breakdown.stragglers_s, 0) << c.name;
+    EXPECT_NEAR(r.breakdown.total(), r.step_time_s, 1e-9 * r.step_time_s) << c.name;
+    // One exchange per pass and micro-batch: each replica sends to ep - 1 peers per tp rank.
+    EXPECT_EQ(r.flows, static_cast<std::int64_t>(2 * m * c.tp * c.dp * (c.ep - 1))) << c.name;
+  }
+  // The collective model prices the same all-to-all alike (models/collectives.cpp): each of
+  // (a)'s 4 forward all-to-alls with the chips' achievable bandwidths and a latency of 1/15 of
+  // the term per step.
+  const TwinStage& st = inputs[0].stages[0];
+  models::CollectiveGroup group;
+  group.ranks = 16;
+  group.ranks_per_node = 8;
+  group.intra = {196e9 * 0.8, st.a2a_latency_s / 15};
+  group.inter = {25e9 * 0.9, st.a2a_latency_s / 15};
+  EXPECT_NEAR(4 * models::best_collective(models::Collective::all_to_all, st.a2a_bytes, group).time,
+              a2a_by_hand(st, 4, 7, 8), 1e-12);
+}
+
+// The same all-to-all over 4 nodes, 2 under each leaf (tp 1, dp and ep 32): each chip sends to
+// 7 peers on its node, 8 under its leaf and 16 under the other leaf. At 1:1 each chip's NIC,
+// carrying 24 flows, bounds them all (the 256 flows crossing a leaf's uplinks need 266 of its
+// 400 GB/s). At 4:1 the uplinks' 100 GB/s carry those 256 flows: the exchange takes as long as
+// the uplink needs for them, and the uplink is the busiest link.
+TEST(TwinExpertParallel, OversubscribedSpineSlowsTheAllToAll) {
+  const TwinInput open = a2a_input(4, 2, 1.0, 1, 32, 32);
+  const TwinInput thin = a2a_input(4, 2, 4.0, 1, 32, 32);
+  ASSERT_EQ(problems_of(thin), "");
+  const auto results = simulate({open, thin});
+  const TwinResult& base = results[0];
+  const TwinResult& slow = results[1];
+  std::cout << "[a2a spine] 1:1 " << describe(base) << "\n[a2a spine] 4:1 " << describe(slow)
+            << "\n";
+  RecordProperty("a2a_spine_base_s", std::to_string(base.breakdown.expert_parallel_s));
+  RecordProperty("a2a_spine_oversubscribed_s", std::to_string(slow.breakdown.expert_parallel_s));
+
+  const TwinStage& st = open.stages[0];
+  const double m = open.micro_batches;
+  auto by_hand = [&](double uplink_speed) {
+    double total = 0;
+    for (const int count : {st.a2a_forward, st.a2a_backward}) {
+      const double flow_bytes = count * st.a2a_bytes / st.ep / 0.9;
+      const double nic = 24 * flow_bytes / 25e9;
+      const double uplink = 256 * flow_bytes / uplink_speed;
+      total += count * st.a2a_latency_s + std::max(nic, uplink);
+    }
+    return m * total;
+  };
+  const double base_expected = by_hand(open.islands[0].uplink_speed);
+  const double slow_expected = by_hand(thin.islands[0].uplink_speed);
+  EXPECT_NEAR(base.breakdown.expert_parallel_s, base_expected, 1e-6 * base_expected);
+  EXPECT_NEAR(slow.breakdown.expert_parallel_s, slow_expected, 1e-6 * slow_expected);
+  EXPECT_GT(slow.step_time_s - base.step_time_s, 0.99 * (slow_expected - base_expected));
+
+  ASSERT_FALSE(slow.links.empty());
+  const TwinLinkLoad& top = slow.links.front();
+  EXPECT_EQ(top.kind, TwinLinkKind::leaf_uplink) << describe(slow);
+  EXPECT_TRUE(top.name.starts_with("npu leaf 0 uplink") ||
+              top.name.starts_with("npu leaf 1 uplink"))
+      << top.name;
+  // 256 crossing flows on the uplink against a NIC's 24 flows at a quarter of the speed.
+  EXPECT_NEAR(top.busy_s / busiest(slow, TwinLinkKind::nic), 256.0 / 100 / (24.0 / 25), 1e-6);
+  ASSERT_FALSE(base.links.empty());
+  EXPECT_EQ(base.links.front().kind, TwinLinkKind::nic) << describe(base);
+}
+
+// A replica on a slow node reaches each all-to-all late; the others of its group wait for it
+// there, and that wait is put down to stragglers, not to the all-to-all.
+TEST(TwinExpertParallel, TheGroupWaitsForItsSlowestReplica) {
+  TwinInput clean = a2a_input(2, 2, 1.0, 1, 16, 8);
+  TwinInput slowed = clean;
+  slowed.stragglers.push_back({0, 1, 1.5});  // node 1: the second group
+  const auto results = simulate({clean, slowed});
+  const TwinResult& base = results[0];
+  const TwinResult& slow = results[1];
+  // The groups are the nodes: the first group does not wait, the second is slow as a whole
+  // and its all-to-alls take as long as before.
+  EXPECT_NEAR(slow.stage_first_finish_s[0], base.step_time_s, 1e-9 * base.step_time_s);
+  const TwinStage& st = clean.stages[0];
+  const double added = 0.5 * clean.micro_batches * (st.forward_s + st.backward_s);
+  EXPECT_NEAR(slow.step_time_s - base.step_time_s, added, 1e-6 * added) << describe(slow);
+  EXPECT_NEAR(slow.breakdown.expert_parallel_s, base.breakdown.expert_parallel_s,
+              1e-6 * base.breakdown.expert_parallel_s);
+  EXPECT_NEAR(slow.breakdown.stragglers_s, added, 1e-6 * added) << describe(slow);
+
+  // One slow chip's node inside a group spanning both nodes: the fast node's replicas wait at
+  // every exchange, and the wait is theirs as stragglers.
+  TwinInput across = a2a_input(2, 2, 1.0, 1, 16, 16);
+  across.stragglers.push_back({0, 1, 1.5});
+  TwinInput across_clean = across;
+  across_clean.stragglers.clear();
+  const auto crossed = simulate({across_clean, across});
+  EXPECT_NEAR(crossed[1].step_time_s - crossed[0].step_time_s, added, 1e-6 * added);
+  EXPECT_NEAR(crossed[1].stage_first_finish_s[0], crossed[1].step_time_s,
+              1e-9 * crossed[1].step_time_s);
+}
+
+// The analytic estimate of a plan as the estimator assembles it, from its stages' kernels; with
+// `all_to_alls` false, the kernels lose their expert-parallel all-to-all times, as if they were
+// free.
+Estimate assembled_estimate(const Scenario& scenario, const Plan& plan, bool all_to_alls) {
+  const StepSettings settings = step_settings(scenario.workload, plan);
+  std::vector<StageKernel> kernels;
+  for (const PlanStage& stage : plan.stages) {
+    StageKernel& k = kernels.emplace_back(make_stage_kernel(
+        scenario.cluster, scenario.workload.model, settings,
+        *scenario.cluster.find_island(stage.island), stage.tp, stage.dp, {}, stage.ep));
+    if (!all_to_alls) k.layer_a2a_s = k.layer_recompute_a2a_s = k.a2a_s = 0;
+  }
+  std::vector<StageSlot> slots;
+  for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+    const PlanStage& stage = plan.stages[s];
+    slots.push_back({&kernels[s], stage.first_layer, stage.num_layers});
+    if (stage.recompute)
+      slots.back().recompute = StageRecompute{*stage.recompute, stage.recompute_layers.value_or(0)};
+  }
+  Estimate out;
+  assemble_estimate(scenario.cluster, scenario.workload.model, settings, slots, out);
+  return out;
+}
+
+// The mixture-of-experts scenario on the default mixed cluster (1:1): its three best one-job
+// plans with expert parallelism, simulated and estimated with and without their all-to-alls.
+// - Each stage's simulated all-to-all time is at least the analytic one: on idle links an
+//   exchange takes the collective model's time, and sharing links can only slow it.
+// - The all-to-alls add to the simulated step what they add to the analytic step, within the
+//   3% of the step the agreement test above allows.
+// The whole steps differ by more than 3%, and by as much without the all-to-alls: these short
+// interleaved pipelines of uneven stages have less bubble in the twin's schedule than the
+// analytic (p - 1) / v of the slowest stage, and the twin runs ZeRO-1's all-gather of the
+// updated weights with the reduce-scatter, behind the backward pass, where the estimator
+// exposes it after the optimizer step (docs/twin.md, "How it compares"). They are reported.
+TEST(TwinAgreement, ExpertParallelPlansOfTheMixtralScenarioAddTheAnalyticAllToAllTime) {
+  const Scenario scenario = formats::load_scenario(kSource + "/scenarios/mixtral-mixed.yaml");
+  ASSERT_DOUBLE_EQ(scenario.cluster.fabric.oversubscription, 1.0);
+  const planner::SearchResult search = planner::search_plans(scenario);
+  std::vector<Plan> plans;
+  for (const planner::RankedPlan& ranked : search.ranked) {
+    if (ranked.mode == planner::Mode::resource_pool) continue;
+    if (std::none_of(ranked.plan.stages.begin(), ranked.plan.stages.end(),
+                     [](const PlanStage& st) { return st.ep > 1; }))
+      continue;
+    if (plans.size() == 3) break;
+    plans.push_back(ranked.plan);
+  }
+  ASSERT_EQ(plans.size(), 3u) << "the planner found fewer than 3 one-job plans with ep";
+
+  std::vector<Estimate> estimates;
+  std::vector<double> without;  // analytic steps without the all-to-alls
+  std::vector<TwinInput> inputs;
+  for (const Plan& plan : plans) {
+    estimates.push_back(estimate_step(scenario.cluster, scenario.workload, plan));
+    const Estimate& estimate = estimates.back();
+    ASSERT_TRUE(estimate.feasible) << plan.name;
+    // The assembly below is the estimator's own.
+    ASSERT_DOUBLE_EQ(assembled_estimate(scenario, plan, true).step_time_s, estimate.step_time_s);
+    without.push_back(assembled_estimate(scenario, plan, false).step_time_s);
+    inputs.push_back(make_twin_input(scenario.cluster, scenario.workload, plan, estimate));
+    ASSERT_EQ(problems_of(inputs.back()), "") << plan.name;
+    for (std::size_t s = 0; s < plan.stages.size(); ++s) {
+      const TwinStage& ts = inputs.back().stages[s];
+      const StageEstimate& se = estimate.stages[s];
+      EXPECT_EQ(ts.ep, plan.stages[s].ep) << plan.name;
+      if (ts.ep == 1) continue;
+      // The lowering carries the estimator's all-to-alls: their count times one all-to-all's
+      // time is the stage's analytic expert-parallel time.
+      ASSERT_GT(ts.a2a_bytes, 0) << plan.name;
+      EXPECT_EQ(ts.a2a_forward, 2 * se.num_layers) << plan.name;
+      EXPECT_GE(ts.a2a_backward, ts.a2a_forward) << plan.name;
+      EXPECT_GT(se.ep_comm_s, 0) << plan.name;
+    }
+  }
+  std::vector<TwinInput> stripped = inputs;
+  for (TwinInput& input : stripped)
+    for (TwinStage& stage : input.stages) stage.a2a_bytes = 0;
+  std::vector<TwinInput> all = inputs;
+  all.insert(all.end(), stripped.begin(), stripped.end());
+  const std::vector<TwinResult> results = simulate(all);
+
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const TwinResult& with = results[i];
+    const TwinResult& bare = results[plans.size() + i];
+    const double analytic = estimates[i].step_time_s;
+    const double analytic_added = analytic - without[i];
+    const double simulated_added = with.step_time_s - bare.step_time_s;
+    std::ostringstream figures;
+    figures << plans[i].name << " (" << plans[i].stages.size() << " stages, " << inputs[i].chunks
+            << " chunks, " << inputs[i].micro_batches << " micro-batches, " << with.flows
+            << " flows, " << bare.flows << " without all-to-alls): step simulated "
+            << with.step_time_s << " s, analytic " << analytic << " s ("
+            << (with.step_time_s / analytic - 1) * 100 << "%; without all-to-alls "
+            << (bare.step_time_s / without[i] - 1) * 100 << "%); the all-to-alls add "
+            << simulated_added << " s simulated, " << analytic_added << " s analytic";
+    std::cout << "[agreement] " << figures.str() << "\n";
+    RecordProperty("moe_agreement_" + std::to_string(i), figures.str());
+    EXPECT_GT(analytic_added, 0.03 * analytic) << figures.str();  // the check below can fail
+    EXPECT_LT(std::abs(simulated_added - analytic_added), 0.03 * analytic)
+        << figures.str() << "\n" << describe(with) << "\n" << describe(bare);
+    EXPECT_NEAR(with.breakdown.total(), with.step_time_s, 1e-9 * with.step_time_s);
+    EXPECT_EQ(bare.breakdown.expert_parallel_s, 0);
+    const double m = inputs[i].micro_batches;
+    for (std::size_t s = 0; s < plans[i].stages.size(); ++s) {
+      const double expected = m * estimates[i].stages[s].ep_comm_s;
+      const double simulated = with.stage_breakdown.at(s).expert_parallel_s;
+      std::cout << "[agreement]   stage " << s << " (" << estimates[i].stages[s].island << ", ep "
+                << plans[i].stages[s].ep << "): all-to-alls simulated " << simulated
+                << " s, analytic " << expected << " s\n";
+      EXPECT_GE(simulated, expected * (1 - 1e-6)) << figures.str() << ", stage " << s;
+      if (plans[i].stages[s].ep > 1) {
+        EXPECT_GT(simulated, 0) << figures.str() << ", stage " << s;
+      }
+    }
+  }
 }
 
 // --- a straggler ------------------------------------------------------------------------------
@@ -594,6 +899,41 @@ TEST(TwinTrace, NoSliceOverlapsOnTheSixVendorCluster) {
   ASSERT_TRUE(in);
   const nlohmann::json trace = nlohmann::json::parse(in);
   ASSERT_GT(trace["traceEvents"].size(), 1000u);
+  const auto problems = overlapping_slices(trace);
+  EXPECT_TRUE(problems.empty()) << problems.size() << " overlaps, the first: " << problems.front();
+}
+
+// The all-to-alls on the timeline: an `expert-parallel` slice after every forward and backward
+// pass on every rank, and, with jitter, waits for the rest of the group; slices still nest.
+TEST(TwinTrace, AllToAllsShowOnEveryRankOfTheGroup) {
+  const TempFolder folder;
+  TwinInput input = a2a_input(2, 2, 1.0, 2, 8, 4);
+  input.trace_path = folder.file("trace.json");
+  input.jitter = 0.05;
+  input.seed = 11;
+  const TwinResult result = simulate(input);
+  std::ifstream in(input.trace_path);
+  ASSERT_TRUE(in);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::map<long long, int> exchanges;  // rank -> all-to-all slices
+  int waits = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const std::string name = e["name"];
+    if (e["cat"] == "expert-parallel") {
+      EXPECT_TRUE(name.starts_with("all-to-all mb")) << e.dump();
+      ++exchanges[e["tid"].get<long long>()];
+    }
+    if (name.starts_with("wait for expert-parallel group")) {
+      EXPECT_EQ(e["cat"], "wait") << e.dump();
+      ++waits;
+    }
+  }
+  ASSERT_EQ(exchanges.size(), 16u);
+  for (const auto& [rank, count] : exchanges)
+    EXPECT_EQ(count, 2 * input.micro_batches) << "rank " << rank;
+  EXPECT_GT(waits, 0);
+  EXPECT_GT(result.breakdown.stragglers_s, 0);
   const auto problems = overlapping_slices(trace);
   EXPECT_TRUE(problems.empty()) << problems.size() << " overlaps, the first: " << problems.front();
 }
@@ -842,6 +1182,65 @@ TEST_F(TwinCheck, SizesBeyondReachAreRefusedNotAttempted) {
   EXPECT_TRUE(reports(in, "links; the limit is")) << problems_of(in);
 }
 
+TEST(TwinCheckExpertParallel, TheGroupsMustDivideTheReplicas) {
+  TwinInput in = a2a_input(2, 2, 1.0, 1, 16, 16);
+  ASSERT_EQ(problems_of(in), "");
+  in.stages[0].ep = 6;
+  EXPECT_TRUE(reports(in, "stage 0: ep 6 must divide dp 16")) << problems_of(in);
+  in.stages[0].ep = 32;
+  EXPECT_TRUE(reports(in, "stage 0: ep 32 must divide dp 16")) << problems_of(in);
+  in.stages[0].ep = 0;
+  EXPECT_TRUE(reports(in, "stage 0: ep 0 must divide dp 16")) << problems_of(in);
+  in.stages[0].ep = -4;
+  EXPECT_TRUE(reports(in, "stage 0: ep -4 must divide dp 16")) << problems_of(in);
+}
+
+TEST(TwinCheckExpertParallel, BytesLatencyAndCountsMustBeInRange) {
+  const TwinInput good = a2a_input(2, 2, 1.0, 1, 16, 16);
+  TwinInput in = good;
+  in.stages[0].a2a_bytes = -1;
+  EXPECT_TRUE(reports(in, "stage 0: all-to-all bytes and latency must be finite and non-negative"))
+      << problems_of(in);
+  in = good;
+  in.stages[0].a2a_bytes = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(reports(in, "stage 0: all-to-all bytes and latency must be finite and non-negative"))
+      << problems_of(in);
+  in = good;
+  in.stages[0].a2a_latency_s = std::nan("");
+  EXPECT_TRUE(reports(in, "stage 0: all-to-all bytes and latency must be finite and non-negative"))
+      << problems_of(in);
+  in = good;
+  in.stages[0].a2a_backward = -2;
+  EXPECT_TRUE(reports(in, "stage 0: all-to-all counts must be non-negative")) << problems_of(in);
+  in = good;
+  in.stages[0].ep = 1;
+  EXPECT_TRUE(reports(in, "stage 0: all-to-alls without expert parallelism (ep 1)"))
+      << problems_of(in);
+  // ep 1 without all-to-alls is a plain stage.
+  in.stages[0].a2a_bytes = 0;
+  EXPECT_EQ(problems_of(in), "");
+}
+
+TEST(TwinCheckExpertParallel, TooManyAllToAllFlowsAreRefused) {
+  const std::string flows =
+      "the step has more than 50000000 all-to-all flows (dp x tp x (ep - 1) x chunks x 2 x "
+      "micro-batches, over the stages)";
+  // 4,096 replicas in one group: 4,096 x 4,095 flows per exchange, two exchanges per
+  // micro-batch: 4 micro-batches are 134 million flows.
+  TwinInput in = a2a_input(512, 16, 1.0, 1, 4096, 4096);
+  in.micro_batches = 4;
+  EXPECT_TRUE(reports(in, flows)) << problems_of(in);
+  in.micro_batches = 1;  // 33.5 million
+  EXPECT_FALSE(reports(in, flows)) << problems_of(in);
+  // Products that overflow 64 bits still count as too many.
+  in = a2a_input(2, 2, 1.0, 1, 16, 16);
+  in.stages[0].tp = 1 << 13;
+  in.stages[0].dp = in.stages[0].ep = 1 << 14;
+  in.chunks = 1 << 30;
+  in.micro_batches = 1 << 30;
+  EXPECT_TRUE(reports(in, flows)) << problems_of(in);
+}
+
 // --- the JSON boundary ------------------------------------------------------------------------
 
 TEST(TwinJson, InputsSurviveTheRoundTrip) {
@@ -929,6 +1328,37 @@ TEST(TwinJson, MalformedInputsNameTheField) {
   EXPECT_EQ(read_error(not_an_object), "input.islands[0]: expected an object");
 
   EXPECT_EQ(read_error(nlohmann::json::array()), "input: expected an object");
+}
+
+TEST(TwinJson, ExpertParallelFieldsSurviveTheRoundTrip) {
+  TwinInput input = a2a_input(2, 2, 1.0, 1, 16, 8);
+  input.stages[0].a2a_bytes = 12345.5;
+  input.stages[0].a2a_latency_s = 3.25e-5;
+  TwinCollective& sync = input.stages[0].dp_sync.emplace_back();
+  sync.kind = models::Collective::reduce_scatter;
+  sync.bytes = 1e9;
+  sync.experts = true;
+  ASSERT_EQ(problems_of(input), "");
+  const std::string text = twin::to_json(input).dump();
+  const TwinInput back = twin::input_from_json(nlohmann::json::parse(text));
+  EXPECT_EQ(twin::to_json(back).dump(), text);
+  EXPECT_EQ(back.stages[0].ep, 8);
+  EXPECT_EQ(back.stages[0].a2a_bytes, 12345.5);
+  EXPECT_EQ(back.stages[0].a2a_forward, 4);
+  EXPECT_EQ(back.stages[0].a2a_backward, 6);
+  EXPECT_EQ(back.stages[0].a2a_latency_s, 3.25e-5);
+  ASSERT_EQ(back.stages[0].dp_sync.size(), 1u);
+  EXPECT_TRUE(back.stages[0].dp_sync[0].experts);
+
+  nlohmann::json missing = nlohmann::json::parse(text);
+  missing["stages"][0].erase("a2a_bytes");
+  EXPECT_EQ(read_error(missing), "input.stages[0].a2a_bytes: missing");
+  nlohmann::json fraction = nlohmann::json::parse(text);
+  fraction["stages"][0]["a2a_forward"] = 1.5;
+  EXPECT_EQ(read_error(fraction), "input.stages[0].a2a_forward: expected an integer");
+  nlohmann::json flag = nlohmann::json::parse(text);
+  flag["stages"][0]["dp_sync"][0]["experts"] = 1;
+  EXPECT_EQ(read_error(flag), "input.stages[0].dp_sync[0].experts: expected true or false");
 }
 
 // A worker whose parent dies ends with it: killed by the death signal it armed, or, if the
