@@ -419,7 +419,25 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
     if (model.shared_experts > 0) {
       model_args.push_back("--moe-shared-expert-intermediate-size " +
                            std::to_string(model.shared_experts * model.shared_expert_ffn));
-      if (model.shared_expert_gate) model_args.push_back("--moe-shared-expert-gate");
+    }
+    if (model.shared_experts > 0 && model.shared_expert_gate) {
+      if (framework.mindspeed) {
+        // MindSpeed-LLM's gate on the shared experts' output (Qwen2-MoE): --shared-expert-gate
+        // (mindspeed_llm/training/arguments.py, _add_moe_args). Its argument checks
+        // (_validate_moe_args) refuse the gate with gradient-accumulation fusion, which
+        // Megatron-LM turns on unless told otherwise.
+        model_args.push_back("--shared-expert-gate");
+        model_args.push_back("--no-gradient-accumulation-fusion");
+      } else {
+        // Megatron-LM's arguments (megatron/training/arguments.py) have no gate on the shared
+        // experts.
+        notes.push_back(
+            "The model gates its shared experts' output (Qwen2-MoE's shared_expert_gate); " +
+            framework.name +
+            " has no argument for that gate (MindSpeed-LLM's is --shared-expert-gate), so none is "
+            "written: the shared experts run ungated unless the framework's layer spec adds the "
+            "gate.");
+      }
     }
     if (model.expert_bias) model_args.push_back("--moe-router-enable-expert-bias");
   }

@@ -666,3 +666,37 @@ TEST(Labels, RealNodeNamesAndNoKubeletLabels) {
 
 }  // namespace
 }  // namespace hetplan::exporters
+
+namespace hetplan::exporters {
+namespace {
+
+// Qwen2-MoE gates its shared expert's output. MindSpeed-LLM's argument for that gate is
+// --shared-expert-gate, which its argument checks refuse with gradient-accumulation fusion;
+// Megatron-LM has no argument for it, and the file says so.
+TEST(Launch, SharedExpertGateAsEachFrameworkNamesIt) {
+  Scenario s = scenario();
+  s.workload.model = formats::parse_hf_config(
+      formats::read_text_file(std::string(HETPLAN_SOURCE_DIR) +
+                              "/tests/formats/data/hf/qwen2-57b-a14b.json"),
+      "qwen2-57b-a14b.json");
+  ASSERT_TRUE(s.workload.model.shared_expert_gate);
+  for (const auto* island : {"ascend-910b", "dcu-k100"}) {
+    Plan plan = plan_on(island, {14, 14}, 2, 8);
+    for (auto& stage : plan.stages) stage.ep = 4;
+    ExportInput input = input_for(plan);
+    input.scenario = &s;
+    const std::string text = export_megatron(input)[0].text;
+    const auto args = sourced(text, "HETPLAN_ARGS");
+    EXPECT_EQ(value_of(args, "--moe-shared-expert-intermediate-size"), "20480");
+    EXPECT_FALSE(has_flag(args, "--moe-shared-expert-gate"));
+    const bool ascend = std::string(island) == "ascend-910b";
+    EXPECT_EQ(has_flag(args, "--shared-expert-gate"), ascend) << island;
+    EXPECT_EQ(has_flag(args, "--no-gradient-accumulation-fusion"), ascend) << island;
+    EXPECT_EQ(comments(text).find("Megatron-LM has no argument for that gate") != std::string::npos,
+              !ascend)
+        << text;
+  }
+}
+
+}  // namespace
+}  // namespace hetplan::exporters

@@ -1,0 +1,324 @@
+// Every flag a launch file passes is an argument of the framework it is written for. The flags of
+// Megatron-LM's and of MindSpeed-LLM's argument parsers are fixtures
+// (tests/exporters/data/megatron-lm-arguments.txt, mindspeed-llm-arguments.txt; their sources in
+// tests/exporters/data/README.md); the launch files are exported for plans that together make
+// launch.cpp write each argument it can write: dense and mixture-of-experts models, even, uneven
+// and interleaved splits, each recompute, precision and overlap, on NVIDIA, Hygon, Cambricon,
+// Moore Threads and Ascend islands. The files are sourced by sh, as a launch script would.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "exporters/export.hpp"
+#include "formats/loaders.hpp"
+
+namespace hetplan::exporters {
+namespace {
+
+const std::string kSource = HETPLAN_SOURCE_DIR;
+
+// The flags of a framework's argument parser: the fixture's lines that are not comments.
+std::set<std::string> parser_flags(const std::string& framework_id) {
+  const std::string path = kSource + "/tests/exporters/data/" + framework_id + "-arguments.txt";
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("no fixture " + path);
+  std::set<std::string> flags;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    flags.insert(line);
+  }
+  return flags;
+}
+
+std::string framework_name(const std::string& framework_id) {
+  return framework_id == "mindspeed-llm" ? "MindSpeed-LLM" : "Megatron-LM";
+}
+
+// The HETPLAN_* variables a launch file assigns, each with its words after sourcing the file in
+// sh (throws when sh fails).
+std::map<std::string, std::vector<std::string>> sourced_variables(const std::string& text) {
+  std::vector<std::string> names;
+  static const std::regex assignment("^(HETPLAN_[A-Z_]+)=");
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch match;
+    if (std::regex_search(line, match, assignment)) names.push_back(match[1]);
+  }
+  static int count = 0;
+  const std::filesystem::path base =
+      std::filesystem::temp_directory_path() /
+      ("hetplan-launch-flags-" + std::to_string(::getpid()) + "-" + std::to_string(++count));
+  const std::filesystem::path file = base.string() + ".sh";
+  const std::filesystem::path reader = base.string() + "-read.sh";
+  std::ofstream(file, std::ios::binary) << text;
+  {
+    // Each value, then the record separator (octal 036).
+    std::ofstream out(reader, std::ios::binary);
+    out << ". \"$1\" || exit 1\nprintf '%s\\036'";
+    for (const auto& name : names) out << " \"$" << name << "\"";
+    out << "\n";
+  }
+  const std::string command = "sh '" + reader.string() + "' '" + file.string() + "'";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) throw std::runtime_error("popen failed");
+  std::string output;
+  char buffer[4096];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  std::filesystem::remove(file);
+  std::filesystem::remove(reader);
+  if (status != 0) throw std::runtime_error("sh failed on:\n" + text);
+
+  std::map<std::string, std::vector<std::string>> out;
+  std::istringstream values(output);
+  for (const auto& name : names) {
+    std::string value;
+    std::getline(values, value, '\036');
+    std::istringstream words(value);
+    auto& list = out[name];
+    for (std::string word; words >> word;) list.push_back(word);
+  }
+  return out;
+}
+
+// One export: a scenario and a plan on some of its islands.
+struct Case {
+  std::string label;
+  Scenario scenario;
+  Plan plan;
+};
+
+Scenario scenario_at(const std::string& file) {
+  return formats::load_scenario(kSource + "/scenarios/" + file);
+}
+
+ModelShape hf_model(const std::string& file) {
+  return formats::parse_hf_config(
+      formats::read_text_file(kSource + "/tests/formats/data/hf/" + file), file);
+}
+
+// A plan on one island: stages of the given layer counts, each (tp, dp, ep).
+Plan plan_on(const std::string& island, const std::vector<int>& layers, int tp, int dp,
+             int virtual_stages = 1, int ep = 1) {
+  Plan plan;
+  plan.name = "hand-made";
+  plan.schedule = virtual_stages > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
+  plan.virtual_stages = virtual_stages;
+  int first = 0;
+  for (const int n : layers) {
+    PlanStage stage{island, first, n, tp, dp, {}, {}};
+    stage.ep = ep;
+    plan.stages.push_back(stage);
+    first += n;
+  }
+  return plan;
+}
+
+// Two stages of a model's layers (the first one the larger when they are odd).
+std::vector<int> halves(int layers) {
+  return {layers - layers / 2, layers / 2};
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  // The default scenario's reference plan: Llama-2-70B over Ascend, Hygon and Cambricon islands
+  // (selective recompute, ZeRO 1, sequence parallel, an uneven split).
+  {
+    Scenario s = scenario_at("default.yaml");
+    const Plan plan = *s.reference_plan;
+    out.push_back({"default reference plan", s, plan});
+  }
+  // The six-vendor site's 80-layer dense workload, each plan on an NVIDIA and an Ascend island.
+  const Scenario six = scenario_at("six-vendors.yaml");
+  for (const std::string island : {"h100", "ascend-910b"}) {
+    const auto add = [&](const std::string& what, const Scenario& s, const Plan& plan) {
+      out.push_back({what + " on " + island, s, plan});
+    };
+    add("even split", six, plan_on(island, {20, 20, 20, 20}, 8, 2));
+    add("first and last stages apart", six, plan_on(island, {9, 10, 10, 10, 10, 10, 10, 11}, 8, 1));
+    add("two uneven stages", six, plan_on(island, {30, 50}, 8, 1));
+    add("interleaved even split", six, plan_on(island, {20, 20, 20, 20}, 8, 2, 2));
+    add("interleaved uneven split", six, plan_on(island, {22, 20, 20, 18}, 8, 2, 2));
+    {
+      Plan plan = plan_on(island, {20, 20, 20, 20}, 1, 2);
+      plan.recompute = Recompute::full;
+      plan.dtype = DType::fp16;
+      plan.zero_stage = 0;
+      plan.micro_batch = 2;
+      add("full recompute in fp16 with fp32 gradients", six, plan);
+      plan.recompute_layers = 3;
+      plan.zero_stage = 3;
+      add("partial recompute under ZeRO 3", six, plan);
+      plan.stages[3].recompute = Recompute::none;
+      add("stages that differ in recompute", six, plan);
+    }
+    {
+      Scenario s = six;
+      s.workload.training.fp32_grad_accumulation = false;
+      add("bf16 gradients", s, plan_on(island, {40, 40}, 8, 2));
+    }
+    for (const DType dtype : {DType::fp8, DType::fp32}) {
+      Plan plan = plan_on(island, {40, 40}, 8, 2);
+      plan.dtype = dtype;
+      add(std::string(to_string(dtype)) + " training", six, plan);
+    }
+    {
+      Scenario s = six;
+      s.workload.training.overlap_grad_reduce = true;
+      s.workload.training.overlap_param_gather = true;
+      s.workload.training.overlap_tp_comm = true;
+      s.workload.training.sequence_parallel = true;
+      s.workload.training.zero_stage = 1;
+      add("every overlap", s, plan_on(island, {40, 40}, 8, 2));
+      s.workload.training.sequence_parallel = false;
+      add("tensor-parallel overlap without sequence parallelism", s,
+          plan_on(island, {40, 40}, 8, 2));
+    }
+    // Model families: their biases, norms, rotary share, head width, positions and experts.
+    for (const std::string file :
+         {"qwen2-7b.json", "qwen3-8b.json", "glm-4-9b-chat.json", "pythia-160m.json", "gpt2.json",
+          "llama-2-7b.json", "mixtral-8x7b-v0.1.json", "qwen2-57b-a14b.json", "qwen3-30b-a3b.json",
+          "deepseek-v2-lite.json", "deepseek-v3.json"}) {
+      Scenario s = six;
+      s.workload.model = hf_model(file);
+      const bool moe = s.workload.model.moe();
+      add(file, s, plan_on(island, halves(s.workload.model.layers), 2, 8, 1, moe ? 4 : 1));
+      if (moe) {
+        Plan plan = plan_on(island, halves(s.workload.model.layers), 2, 8, 1, 4);
+        plan.stages[1].ep = 2;
+        s.workload.training.grouped_gemm = false;
+        add(file + " with stages that differ in expert parallelism", s, plan);
+      }
+    }
+    {
+      Scenario s = six;
+      s.workload.model = hf_model("qwen3-8b.json");
+      s.workload.model.hidden = 2560;  // Qwen3-4B's width with the same heads: --kv-channels
+      add("qwen3-8b.json at Qwen3-4B's width", s, plan_on(island, {18, 18}, 4, 2));
+    }
+  }
+  // The other Megatron-LM islands of the site: A100, Hygon, Cambricon and Moore Threads.
+  for (const std::string island : {"a100", "dcu-k100", "mlu370", "mtt-s4000"}) {
+    out.push_back({"even split on " + island, six, plan_on(island, {20, 20, 20, 20}, 8, 2)});
+  }
+  // The bundled mixture-of-experts scenario on its Ascend and Hygon islands.
+  {
+    const Scenario mixtral = scenario_at("mixtral-mixed.yaml");
+    out.push_back(
+        {"mixtral-mixed on ascend-910b", mixtral, plan_on("ascend-910b", {16, 16}, 2, 8, 1, 4)});
+    out.push_back(
+        {"mixtral-mixed on dcu-k100", mixtral, plan_on("dcu-k100", {16, 16}, 2, 8, 1, 4)});
+  }
+  return out;
+}
+
+// A flag as one launch file of one case passes it.
+struct Written {
+  std::string flag;
+  std::string framework;  // HETPLAN_FRAMEWORK
+  std::string where;      // file, case and variable
+};
+
+// Every flag of every HETPLAN_* variable of every file exported for the cases.
+const std::vector<Written>& written_flags() {
+  static const std::vector<Written> all = [] {
+    std::vector<Written> out;
+    for (const Case& c : cases()) {
+      ExportInput input;
+      input.scenario = &c.scenario;
+      input.plan = &c.plan;
+      input.validation.validated = true;
+      for (const ExportedFile& file : export_megatron(input)) {
+        const auto variables = sourced_variables(file.text);
+        const auto framework = variables.find("HETPLAN_FRAMEWORK");
+        if (framework == variables.end() || framework->second.size() != 1) {
+          throw std::runtime_error(file.name + " of case \"" + c.label +
+                                   "\" assigns no HETPLAN_FRAMEWORK");
+        }
+        for (const auto& [name, words] : variables) {
+          if (name == "HETPLAN_ARGS") continue;  // the two lists below it, again
+          for (const std::string& word : words) {
+            if (word.rfind("--", 0) != 0) continue;
+            out.push_back(
+                {word, framework->second[0], file.name + " of case \"" + c.label + "\", " + name});
+          }
+        }
+      }
+    }
+    return out;
+  }();
+  return all;
+}
+
+TEST(LaunchFlags, EveryFlagIsAnArgumentOfItsFramework) {
+  std::map<std::string, std::set<std::string>> known;
+  for (const std::string id : {"megatron-lm", "mindspeed-llm"}) known[id] = parser_flags(id);
+  std::map<std::string, int> checked;
+  for (const Written& w : written_flags()) {
+    const auto framework = known.find(w.framework);
+    if (framework == known.end()) {
+      ADD_FAILURE() << w.where << ": framework \"" << w.framework << "\" has no flag list";
+      continue;
+    }
+    ++checked[w.framework];
+    EXPECT_TRUE(framework->second.count(w.flag))
+        << w.flag << " is not an argument of " << framework_name(w.framework)
+        << " (tests/exporters/data/" << w.framework << "-arguments.txt), written in " << w.where;
+  }
+  // Both frameworks' files were checked, many flags each.
+  EXPECT_GT(checked["megatron-lm"], 500);
+  EXPECT_GT(checked["mindspeed-llm"], 500);
+}
+
+// The cases make launch.cpp write each flag it has: every string literal of launch.cpp that
+// starts with a flag is a flag some case's file passes.
+TEST(LaunchFlags, TheCasesWriteEveryFlagOfTheExporter) {
+  const std::string source = formats::read_text_file(kSource + "/exporters/launch.cpp");
+  static const std::regex literal("\"(--[a-z0-9][a-z0-9-]*)[ \"]");
+  std::set<std::string> in_source;
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), literal);
+       it != std::sregex_iterator(); ++it) {
+    in_source.insert((*it)[1]);
+  }
+  ASSERT_GT(in_source.size(), 40u);
+  std::map<std::string, std::set<std::string>> written;  // flag: frameworks
+  for (const Written& w : written_flags()) written[w.flag].insert(w.framework);
+  for (const std::string& flag : in_source) {
+    EXPECT_TRUE(written.count(flag)) << flag << " (exporters/launch.cpp) is written by no case";
+  }
+  // Each framework's own way of saying a thing reaches a file of that framework.
+  EXPECT_EQ(written["--num-layer-list"], std::set<std::string>{"mindspeed-llm"});
+  EXPECT_EQ(written["--use-ascend-mc2"], std::set<std::string>{"mindspeed-llm"});
+  EXPECT_EQ(written["--tp-comm-overlap"], std::set<std::string>{"megatron-lm"});
+  EXPECT_EQ(written["--decoder-first-pipeline-num-layers"], std::set<std::string>{"megatron-lm"});
+}
+
+// The fixtures tell the frameworks apart where the exporter does: MindSpeed's MC2 and
+// MindSpeed-LLM's layer list are not Megatron-LM's.
+TEST(LaunchFlags, TheFrameworksDifferWhereTheExporterSaysSo) {
+  const auto megatron = parser_flags("megatron-lm");
+  const auto mindspeed = parser_flags("mindspeed-llm");
+  for (const std::string flag : {"--use-ascend-mc2", "--num-layer-list", "--shared-expert-gate"}) {
+    EXPECT_FALSE(megatron.count(flag)) << flag;
+    EXPECT_TRUE(mindspeed.count(flag)) << flag;
+  }
+  for (const std::string flag : {"--tensor-model-parallel-size", "--tp-comm-overlap",
+                                 "--decoder-first-pipeline-num-layers", "--moe-router-topk"}) {
+    EXPECT_TRUE(megatron.count(flag)) << flag;
+    EXPECT_TRUE(mindspeed.count(flag)) << flag;
+  }
+}
+
+}  // namespace
+}  // namespace hetplan::exporters
