@@ -302,12 +302,26 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
   if (training.sequence_parallel && tp > 1) parallel.push_back("--sequence-parallel");
   // The workload's overlaps, as Megatron-Core (and MindSpeed on Ascend) name them.
   if (training.overlap_grad_reduce && plan_dp > 1) parallel.push_back("--overlap-grad-reduce");
-  if (training.overlap_param_gather && training.zero_stage >= 1 && plan_dp > 1)
-    parallel.push_back("--overlap-param-gather");
+  if (training.overlap_param_gather && training.zero_stage >= 1 && plan_dp > 1) {
+    // Megatron-LM's argument checks require the gradient reduction overlapped as well.
+    if (training.overlap_grad_reduce) {
+      parallel.push_back("--overlap-param-gather");
+    } else {
+      notes.push_back("The workload overlaps the parameter all-gather but not the gradient "
+                      "reduction; " + framework.name + " accepts --overlap-param-gather only "
+                      "with --overlap-grad-reduce: not passed, so the all-gather after the "
+                      "optimizer step is exposed, unlike in the estimate.");
+    }
+  }
   if (training.overlap_tp_comm && tp > 1) {
     if (!training.sequence_parallel) {
       notes.push_back("The workload overlaps tensor-parallel communication, which needs "
                       "sequence parallelism: not passed.");
+    } else if (framework.mindspeed && model.moe()) {
+      // MindSpeed's MC2 feature refuses mixture-of-experts models.
+      notes.push_back("The workload overlaps tensor-parallel communication; MindSpeed's MC2 "
+                      "(--use-ascend-mc2) does not take mixture-of-experts models: not passed, "
+                      "so the tensor-parallel collectives are exposed, unlike in the estimate.");
     } else {
       // MindSpeed fuses the matmul with its collective (MC2); Megatron-Core overlaps them with
       // Transformer Engine's userbuffers.

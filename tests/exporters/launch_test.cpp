@@ -496,6 +496,29 @@ TEST(Launch, OverlapsAsEachFrameworkNamesThem) {
   const auto& text = file_named(without_sp, "launch-dcu-k100.sh").text;
   EXPECT_FALSE(has_flag(sourced(text, "HETPLAN_PARALLEL_ARGS"), "--tp-comm-overlap"));
   EXPECT_NE(text.find("needs sequence parallelism"), std::string::npos);
+
+  // Megatron-LM refuses --overlap-param-gather without --overlap-grad-reduce: not written, and
+  // the file says so.
+  s.workload.training.overlap_grad_reduce = false;
+  const auto gather_only = export_megatron(input);
+  const auto& gather_text = file_named(gather_only, "launch-dcu-k100.sh").text;
+  EXPECT_FALSE(has_flag(sourced(gather_text, "HETPLAN_PARALLEL_ARGS"), "--overlap-param-gather"));
+  EXPECT_NE(comments(gather_text).find("only with --overlap-grad-reduce"), std::string::npos);
+}
+
+// MindSpeed's MC2 refuses mixture-of-experts models ("mc2 is not compatible with moe models"):
+// an Ascend island training Mixtral gets no --use-ascend-mc2, and a comment that says why.
+TEST(Launch, NoMc2ForMixtureOfExperts) {
+  Scenario s =
+      formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/mixtral-mixed.yaml");
+  s.workload.training.overlap_tp_comm = true;
+  s.workload.training.sequence_parallel = true;
+  Plan plan = plan_on("ascend-910b", {16, 16}, 2, 8);
+  ExportInput input = input_for(plan);
+  input.scenario = &s;
+  const std::string text = export_megatron(input)[0].text;
+  EXPECT_FALSE(has_flag(sourced(text, "HETPLAN_PARALLEL_ARGS"), "--use-ascend-mc2"));
+  EXPECT_NE(comments(text).find("does not take mixture-of-experts models"), std::string::npos);
 }
 
 }  // namespace
