@@ -274,6 +274,36 @@ class MainWindowTest : public QObject {
     }
   }
 
+  // A mixture-of-experts plan: the best plan of the bundled Mixtral scenario uses expert
+  // parallelism, and its simulated timeline shows the all-to-alls in their own colour, named in
+  // the legend. With HETPLAN_GUI_SHOTS set to a folder, the window is saved there as a PNG.
+  void showsTheExpertParallelAllToAllsOnTheTimeline() {
+    MainWindow window;
+    window.resize(1400, 900);
+    window.show();
+    QVERIFY(window.open_scenario(kSource + QStringLiteral("/scenarios/mixtral-mixed.yaml")));
+    QSignalSpy searched(&window, &MainWindow::search_done);
+    window.search();
+    QVERIFY(searched.wait(300000));
+    QVERIFY(window.detailed_plan());
+    bool expert_parallel = false;
+    for (const auto& stage : window.detailed_plan()->plan.stages) expert_parallel |= stage.ep > 1;
+    QVERIFY2(expert_parallel, window.detailed_plan()->plan.name.c_str());
+    QSignalSpy simulated(&window, &MainWindow::simulation_done);
+    window.simulate_action()->trigger();
+    QVERIFY(simulated.wait(300000));
+    QVERIFY2(window.simulation(), qPrintable(window.message()));
+    std::size_t all_to_alls = 0;
+    for (const auto& track : window.timeline_view()->timeline().tracks)
+      for (const auto& event : track.events) all_to_alls += event.kind == EventKind::expert_parallel;
+    QVERIFY(all_to_alls > 0);
+    for (EventKind other : {EventKind::forward, EventKind::backward, EventKind::send, EventKind::wait,
+                            EventKind::data_parallel, EventKind::optimizer, EventKind::other})
+      QVERIFY(timeline_colour(EventKind::expert_parallel) != timeline_colour(other));
+    if (const QByteArray shots = qgetenv("HETPLAN_GUI_SHOTS"); !shots.isEmpty())
+      QVERIFY(window.grab().save(QString::fromLocal8Bit(shots) + QStringLiteral("/mixtral-timeline.png")));
+  }
+
   // Simulate the best plan: the twin runs off the GUI thread (a timer keeps firing), and the
   // window shows what `hetplan simulate --json` says of the same plan; its timeline ends at the
   // simulated step, and the trace it saves is the CLI's --trace, byte for byte.

@@ -265,7 +265,9 @@ MainWindow::MainWindow(QWidget* parent)
   const std::pair<EventKind, QString> kinds[] = {
       {EventKind::forward, tr("forward")},        {EventKind::backward, tr("backward")},
       {EventKind::send, tr("pipeline send")},     {EventKind::wait, tr("waiting")},
-      {EventKind::data_parallel, tr("gradient sync")}, {EventKind::optimizer, tr("optimizer", "the optimizer step")}};
+      {EventKind::data_parallel, tr("gradient sync")},
+      {EventKind::expert_parallel, tr("expert-parallel all-to-all")},
+      {EventKind::optimizer, tr("optimizer", "the optimizer step")}};
   for (const auto& [kind, name] : kinds)
     legend_html += QStringLiteral("<span style=\"color:%1\">&#9632;</span> %2&nbsp;&nbsp;")
                        .arg(timeline_colour(kind).name(), name.toHtmlEscaped());

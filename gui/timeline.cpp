@@ -26,6 +26,7 @@ EventKind kind_of(const std::string& category, const std::string& name) {
   if (category == "pipeline") return EventKind::send;
   if (category == "wait") return EventKind::wait;
   if (category == "data-parallel") return EventKind::data_parallel;
+  if (category == "expert-parallel") return EventKind::expert_parallel;
   if (category == "optimizer") return EventKind::optimizer;
   return EventKind::other;
 }
@@ -39,6 +40,7 @@ QColor timeline_colour(EventKind kind) {
     case EventKind::send: return {0xf5, 0x85, 0x18};
     case EventKind::wait: return {0xd0, 0xd0, 0xd0};
     case EventKind::data_parallel: return {0x54, 0xa2, 0x4b};
+    case EventKind::expert_parallel: return {0x2a, 0x9d, 0x8f};
     case EventKind::optimizer: return {0xb2, 0x79, 0xa2};
     case EventKind::other: break;
   }

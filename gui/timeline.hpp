@@ -14,7 +14,7 @@
 
 namespace hetplan::gui {
 
-enum class EventKind { forward, backward, send, wait, data_parallel, optimizer, other };
+enum class EventKind { forward, backward, send, wait, data_parallel, expert_parallel, optimizer, other };
 
 // The colour of a kind of event in the view (and in its legend).
 QColor timeline_colour(EventKind kind);

@@ -89,42 +89,42 @@
         <translation>专家并行 all-to-all，秒</translation>
     </message>
     <message>
-        <location filename="../comparison.cpp" line="98"/>
+        <location filename="../comparison.cpp" line="101"/>
         <source>optimizer, s</source>
         <translation>优化器，秒</translation>
     </message>
     <message>
-        <location filename="../comparison.cpp" line="100"/>
+        <location filename="../comparison.cpp" line="103"/>
         <source>peak memory per chip, GiB</source>
         <translation>每芯片显存峰值，GiB</translation>
     </message>
     <message>
-        <location filename="../comparison.cpp" line="138"/>
+        <location filename="../comparison.cpp" line="141"/>
         <source>Figure</source>
         <translation>指标</translation>
     </message>
     <message>
-        <location filename="../comparison.cpp" line="139"/>
+        <location filename="../comparison.cpp" line="142"/>
         <source>Pinned</source>
         <translation>已固定</translation>
     </message>
     <message>
-        <location filename="../comparison.cpp" line="140"/>
+        <location filename="../comparison.cpp" line="143"/>
         <source>Selected</source>
         <translation>当前选中</translation>
     </message>
     <message>
-        <location filename="../comparison.cpp" line="141"/>
+        <location filename="../comparison.cpp" line="144"/>
         <source>Change</source>
         <translation>变化</translation>
     </message>
     <message>
-        <location filename="../comparison.cpp" line="152"/>
+        <location filename="../comparison.cpp" line="155"/>
         <source>plan</source>
         <translation>方案</translation>
     </message>
     <message>
-        <location filename="../comparison.cpp" line="152"/>
+        <location filename="../comparison.cpp" line="155"/>
         <source>planned on</source>
         <translation>规划依据</translation>
     </message>
@@ -132,102 +132,102 @@
 <context>
     <name>hetplan::gui::ExportDialog</name>
     <message>
-        <location filename="../export_dialog.cpp" line="34"/>
+        <location filename="../export_dialog.cpp" line="33"/>
         <source>Export plan %1</source>
         <translation>导出方案 %1</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="53"/>
+        <location filename="../export_dialog.cpp" line="48"/>
         <source>&lt;p&gt;&lt;b&gt;Validated:&lt;/b&gt; every island and boundary of the plan has passed the validation ladder.&lt;/p&gt;</source>
         <translation>&lt;p&gt;&lt;b&gt;已验证：&lt;/b&gt;方案中每个计算岛和边界都已通过验证阶梯。&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="56"/>
+        <location filename="../export_dialog.cpp" line="51"/>
         <source>&lt;p&gt;&lt;b&gt;Not validated.&lt;/b&gt; The ladder lacks, for this plan:&lt;/p&gt;&lt;ul&gt;</source>
         <translation>&lt;p&gt;&lt;b&gt;未验证。&lt;/b&gt;对本方案，验证阶梯还缺少：&lt;/p&gt;&lt;ul&gt;</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="64"/>
+        <location filename="../export_dialog.cpp" line="59"/>
         <source>&lt;p&gt;The validation ladder of cluster %1:&lt;/p&gt;</source>
         <translation>&lt;p&gt;集群 %1 的验证阶梯：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="65"/>
+        <location filename="../export_dialog.cpp" line="60"/>
         <source>&lt;p&gt;The validation ladder of cluster %1, with no records yet:&lt;/p&gt;</source>
         <translation>&lt;p&gt;集群 %1 的验证阶梯（尚无验证记录）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="74"/>
+        <location filename="../export_dialog.cpp" line="69"/>
         <source>Volcano Job</source>
         <translation>Volcano 作业</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="75"/>
+        <location filename="../export_dialog.cpp" line="70"/>
         <source>Plan JSON (scheduler extender)</source>
         <translation>方案 JSON（调度器扩展）</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="76"/>
+        <location filename="../export_dialog.cpp" line="71"/>
         <source>Megatron-LM / MindSpeed-LLM arguments</source>
         <translation>Megatron-LM / MindSpeed-LLM 启动参数</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="77"/>
+        <location filename="../export_dialog.cpp" line="72"/>
         <source>Node labels (kubectl label)</source>
         <translation>节点标签（kubectl label）</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="78"/>
+        <location filename="../export_dialog.cpp" line="73"/>
         <source>Export as</source>
         <translation>导出为</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="81"/>
+        <location filename="../export_dialog.cpp" line="76"/>
         <source>Browse...</source>
         <translation>浏览...</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="84"/>
+        <location filename="../export_dialog.cpp" line="79"/>
         <source>Into folder</source>
         <translation>目标文件夹</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="86"/>
+        <location filename="../export_dialog.cpp" line="81"/>
         <source>each island&apos;s image from the cluster file, else %1</source>
         <translation>各计算岛使用集群文件中的镜像，否则为 %1</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="88"/>
+        <location filename="../export_dialog.cpp" line="83"/>
         <source>Container image</source>
         <translation>容器镜像</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="89"/>
+        <location filename="../export_dialog.cpp" line="84"/>
         <source>Export although the plan is not validated (every file says so, as --allow-unvalidated does)</source>
         <translation>方案未验证也导出（每个文件都会注明，与 --allow-unvalidated 相同）</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="100"/>
+        <location filename="../export_dialog.cpp" line="95"/>
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="105"/>
+        <location filename="../export_dialog.cpp" line="100"/>
         <source>Export into</source>
         <translation>导出到</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="121"/>
+        <location filename="../export_dialog.cpp" line="116"/>
         <source>error: choose a folder to export into</source>
         <translation>error: 请选择导出的文件夹</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="156"/>
+        <location filename="../export_dialog.cpp" line="147"/>
         <source>wrote %1</source>
         <translation>已写入 %1</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="158"/>
+        <location filename="../export_dialog.cpp" line="149"/>
         <source>
 note: exported unvalidated, as asked; every file says so</source>
         <translation>
@@ -285,152 +285,153 @@ note: exported unvalidated, as asked; every file says so</source>
 <context>
     <name>hetplan::gui::MainWindow</name>
     <message>
+        <location filename="../main_window.cpp" line="997"/>
         <source>&lt;p&gt;expert-parallel all-to-all %1 s (exposed)&lt;/p&gt;</source>
         <translation>&lt;p&gt;专家并行 all-to-all %1 秒（未掩盖）&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="135"/>
+        <location filename="../main_window.cpp" line="133"/>
         <source>hetplan</source>
         <translation>hetplan</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="138"/>
+        <location filename="../main_window.cpp" line="136"/>
         <source>Plan</source>
         <translation>方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="139"/>
+        <location filename="../main_window.cpp" line="137"/>
         <source>Open scenario...</source>
         <translation>打开场景...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="143"/>
+        <location filename="../main_window.cpp" line="141"/>
         <source>Search plans</source>
         <translation>搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="144"/>
+        <location filename="../main_window.cpp" line="142"/>
         <source>Simulate plan</source>
         <translation>仿真方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="145"/>
+        <location filename="../main_window.cpp" line="143"/>
         <source>Simulate one step of the plan in the detail tab on the cluster&apos;s fabric</source>
         <translation>在集群网络上仿真详情页中方案的一个训练步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="146"/>
+        <location filename="../main_window.cpp" line="144"/>
         <source>Pin for comparison</source>
         <translation>固定以便比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="147"/>
+        <location filename="../main_window.cpp" line="145"/>
         <source>Keep the plan in the detail tab to compare it with others, also after editing the islands</source>
         <translation>保留详情页中的方案，用于和其他方案比较（修改计算岛后仍保留）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="148"/>
+        <location filename="../main_window.cpp" line="146"/>
         <source>Export plan...</source>
         <translation>导出方案...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="149"/>
+        <location filename="../main_window.cpp" line="147"/>
         <source>Write the plan in the detail tab for the scheduler: Volcano Job, plan JSON, launch arguments, labels</source>
         <translation>为调度器写出详情页中的方案：Volcano 作业、方案 JSON、启动参数、节点标签</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="150"/>
+        <location filename="../main_window.cpp" line="148"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="152"/>
+        <location filename="../main_window.cpp" line="150"/>
         <source>Open a scenario</source>
         <translation>打开场景</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="153"/>
+        <location filename="../main_window.cpp" line="151"/>
         <source>Scenarios (*.yaml *.yml)</source>
         <translation>场景文件 (*.yaml *.yml)</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="190"/>
+        <location filename="../main_window.cpp" line="188"/>
         <source>Filter plans: any text of a row (an island, &quot;task-level&quot;, &quot;tp8&quot;, ...)</source>
         <translation>筛选方案：行中的任意文字（计算岛、&quot;task-level&quot;、&quot;tp8&quot; 等）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="223"/>
+        <location filename="../main_window.cpp" line="221"/>
         <source>Three states and why</source>
         <translation>三种形态与原因</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="232"/>
+        <location filename="../main_window.cpp" line="230"/>
         <source>Stages in pipeline order, coloured by vendor. &lt;b&gt;Thick arrow&lt;/b&gt;: a cross-island boundary (activations cross vendors over the fabric); dashed border: the stage does not fit in memory.</source>
         <translation>按流水线顺序排列的阶段，颜色表示厂商。&lt;b&gt;粗箭头&lt;/b&gt;：跨计算岛边界（激活值经网络跨厂商传输）；虚线边框：该阶段显存放不下。</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="247"/>
+        <location filename="../main_window.cpp" line="245"/>
         <source>Plan detail</source>
         <translation>方案详情</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="255"/>
+        <location filename="../main_window.cpp" line="253"/>
         <source>Zoom in</source>
         <translation>放大</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="256"/>
+        <location filename="../main_window.cpp" line="254"/>
         <source>Zoom out</source>
         <translation>缩小</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="257"/>
+        <location filename="../main_window.cpp" line="255"/>
         <source>Whole step</source>
         <translation>整个训练步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="258"/>
+        <location filename="../main_window.cpp" line="256"/>
         <source>Save trace for Perfetto...</source>
         <translation>保存 Perfetto 跟踪文件...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="261"/>
+        <location filename="../main_window.cpp" line="259"/>
         <source>Every replica</source>
         <translation>所有副本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="262"/>
+        <location filename="../main_window.cpp" line="260"/>
         <source>Show every data-parallel replica of each stage, not only the first</source>
         <translation>显示每个阶段的所有数据并行副本，而不只是第一个</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="268"/>
+        <location filename="../main_window.cpp" line="266"/>
         <source>forward</source>
         <translation>前向</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="268"/>
+        <location filename="../main_window.cpp" line="266"/>
         <source>backward</source>
         <translation>反向</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="269"/>
+        <location filename="../main_window.cpp" line="267"/>
         <source>pipeline send</source>
         <translation>流水线发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="269"/>
+        <location filename="../main_window.cpp" line="267"/>
         <source>waiting</source>
         <translation>等待</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="270"/>
+        <location filename="../main_window.cpp" line="268"/>
         <source>gradient sync</source>
         <translation>梯度同步</translation>
     </message>
     <message>
         <location filename="../main_window.cpp" line="270"/>
-        <location filename="../main_window.cpp" line="1062"/>
+        <location filename="../main_window.cpp" line="1079"/>
         <source>optimizer</source>
         <comment>the optimizer step</comment>
         <translation>优化器</translation>
@@ -571,313 +572,314 @@ note: exported unvalidated, as asked; every file says so</source>
         <translation>Chrome 跟踪文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="405"/>
+        <location filename="../main_window.cpp" line="402"/>
         <source>islands changed: search again for plans on the changed cluster</source>
         <translation>计算岛已修改：请在修改后的集群上重新搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="412"/>
+        <location filename="../main_window.cpp" line="409"/>
         <source>searching: %1 of %2 settings, %3 plans scored, %4 pruned (%5)</source>
         <translation>搜索中：已尝试 %1 / %2 组设置，评估 %3 个方案，剪枝 %4 个（%5）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="430"/>
+        <location filename="../main_window.cpp" line="427"/>
         <source>simulation cancelled</source>
         <translation>仿真已取消</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="479"/>
+        <location filename="../main_window.cpp" line="485"/>
         <source>%1: written inline in %2</source>
         <translation>%1：直接写在 %2 中</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="480"/>
+        <location filename="../main_window.cpp" line="486"/>
         <source>%1: from the Hugging Face config %2 (edit that file to change the model)</source>
         <translation>%1：来自 Hugging Face 配置 %2（修改模型请编辑该文件）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="492"/>
+        <location filename="../main_window.cpp" line="498"/>
         <source>The workload writes its model inline</source>
         <translation>该训练负载直接写出了模型结构</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="543"/>
+        <location filename="../main_window.cpp" line="552"/>
         <source>internal error: %1</source>
         <translation>内部错误：%1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="457"/>
+        <location filename="../main_window.cpp" line="463"/>
         <source>Scenario %1: workload %2 (%3 layers, hidden %4, %5 heads) on cluster %6, %7 islands; objective %8</source>
         <translation>场景 %1：负载 %2（%3 层，隐藏维度 %4，%5 个注意力头），集群 %6，%7 个计算岛；目标 %8</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="466"/>
-        <location filename="../main_window.cpp" line="923"/>
+        <location filename="../main_window.cpp" line="472"/>
+        <location filename="../main_window.cpp" line="932"/>
         <source>cost</source>
         <translation>成本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="466"/>
+        <location filename="../main_window.cpp" line="472"/>
         <source>throughput</source>
         <translation>吞吐</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="564"/>
+        <location filename="../main_window.cpp" line="573"/>
         <source>opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="574"/>
+        <location filename="../main_window.cpp" line="583"/>
         <source>searching...</source>
         <translation>搜索中...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="582"/>
+        <location filename="../main_window.cpp" line="591"/>
         <source>simulating plan %1 on the fabric...</source>
         <translation>正在网络上仿真方案 %1...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="589"/>
+        <location filename="../main_window.cpp" line="598"/>
         <source>stopping the simulation...</source>
         <translation>正在停止仿真...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="593"/>
+        <location filename="../main_window.cpp" line="602"/>
         <source>stopping the search...</source>
         <translation>正在停止搜索...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="774"/>
+        <location filename="../main_window.cpp" line="782"/>
         <source>saved %1</source>
         <translation>已保存 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="783"/>
+        <location filename="../main_window.cpp" line="791"/>
         <source>pinned plan %1 for comparison</source>
         <translation>已固定方案 %1 用于比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="824"/>
+        <location filename="../main_window.cpp" line="832"/>
         <source>trace written to %1 (open it in Perfetto, ui.perfetto.dev)</source>
         <translation>跟踪文件已写入 %1（可在 Perfetto，ui.perfetto.dev 中打开）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="834"/>
+        <location filename="../main_window.cpp" line="842"/>
         <source>searched %1 settings, scored %2 plans, %3 more pruned by a bound</source>
         <translation>已搜索 %1 组设置，评估 %2 个方案，另有 %3 个被上界剪枝</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="839"/>
+        <location filename="../main_window.cpp" line="847"/>
         <source>; stopped early (%1): the best plans found until then</source>
         <translation>；提前停止（%1）：以下为停止前找到的最佳方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="847"/>
+        <location filename="../main_window.cpp" line="855"/>
         <source>&lt;p&gt;&lt;b&gt;Rejected candidates, by constraint pass&lt;/b&gt;&lt;/p&gt;</source>
         <translation>&lt;p&gt;&lt;b&gt;按约束检查分类的被拒候选&lt;/b&gt;&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="902"/>
+        <location filename="../main_window.cpp" line="910"/>
         <source> (none known)</source>
         <translation>（均未知）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="919"/>
+        <location filename="../main_window.cpp" line="928"/>
         <source>tokens/s</source>
         <translation>tokens/s</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="883"/>
+        <location filename="../main_window.cpp" line="891"/>
         <source>pool</source>
         <translation>资源池</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="140"/>
+        <location filename="../main_window.cpp" line="138"/>
         <source>Save</source>
         <translation>保存</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="141"/>
+        <location filename="../main_window.cpp" line="139"/>
         <source>Write the edited islands and workload into their files</source>
         <translation>把修改后的计算岛和训练负载写回各自的文件</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="715"/>
+        <location filename="../main_window.cpp" line="728"/>
         <source>workload changed: search again for plans of the changed workload</source>
         <translation>训练负载已修改：请为修改后的负载重新搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="773"/>
+        <location filename="../main_window.cpp" line="781"/>
         <source>nothing to save: the files already say this</source>
         <translation>无需保存：文件内容已相同</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="795"/>
+        <location filename="../main_window.cpp" line="803"/>
         <source>error: the islands or the workload were edited here; save them first (exports name the files a plan was made from)</source>
         <translation>error: 计算岛或训练负载已在此修改；请先保存（导出文件会注明方案所依据的文件）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="885"/>
+        <location filename="../main_window.cpp" line="893"/>
         <source>task-level</source>
         <translation>任务级混合</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="975"/>
+        <location filename="../main_window.cpp" line="984"/>
         <source>&lt;p&gt;step %1 s, %2 tokens/s, MFU %3 %; %4 micro-batches of %5&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒，%2 tokens/s，MFU %3 %；%4 个大小为 %5 的微批次&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="981"/>
+        <location filename="../main_window.cpp" line="990"/>
         <source>&lt;p&gt;compute %1 s (bottleneck stage), bubble %2 s, optimizer %3 s&lt;br&gt;exposed communication: tensor-parallel %4 s, pipeline %5 s, cross-island %6 s, data-parallel %7 s&lt;/p&gt;</source>
         <translation>&lt;p&gt;计算 %1 秒（瓶颈阶段），流水线气泡 %2 秒，优化器 %3 秒&lt;br&gt;未被掩盖的通信：张量并行 %4 秒，流水线 %5 秒，跨计算岛 %6 秒，数据并行 %7 秒&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="988"/>
+        <location filename="../main_window.cpp" line="1000"/>
         <source>&lt;p&gt;Assumed (priors where a profile leaves a figure unknown):&lt;/p&gt;&lt;ul&gt;</source>
         <translation>&lt;p&gt;假设（芯片画像中未知的数值所用的先验值）：&lt;/p&gt;&lt;ul&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="996"/>
+        <location filename="../main_window.cpp" line="1008"/>
         <source>weights</source>
         <translation>权重</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="997"/>
+        <location filename="../main_window.cpp" line="1009"/>
         <source>gradients</source>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1042"/>
+        <location filename="../main_window.cpp" line="1052"/>
         <source>&lt;p&gt;one step of %1 ranks on the fabric (%2 flows, seed %3)&lt;/p&gt;</source>
         <translation>&lt;p&gt;在网络上仿真 %1 个 rank 的一个训练步（%2 条流，随机种子 %3）&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1049"/>
+        <location filename="../main_window.cpp" line="1059"/>
         <source>&lt;p&gt;step %1 s (analytic %2 s, %3 %)&lt;br&gt;%4 tokens/s, MFU %5 %&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒（解析模型 %2 秒，%3 %）&lt;br&gt;%4 tokens/s，MFU %5 %&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1054"/>
+        <location filename="../main_window.cpp" line="1064"/>
         <source>&lt;p&gt;where the step goes (stage %1, dp %2, the last to finish):&lt;/p&gt;</source>
         <translation>&lt;p&gt;训练步时间构成（最后完成的阶段 %1，dp %2）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1059"/>
+        <location filename="../main_window.cpp" line="1075"/>
         <source>compute</source>
         <translation>计算</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1059"/>
+        <location filename="../main_window.cpp" line="1075"/>
         <source>tensor parallel</source>
         <translation>张量并行</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1060"/>
+        <location filename="../main_window.cpp" line="1076"/>
         <source>pipeline sends</source>
         <translation>流水线发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1060"/>
+        <location filename="../main_window.cpp" line="1076"/>
         <source>cross-island sends</source>
         <translation>跨计算岛发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1061"/>
+        <location filename="../main_window.cpp" line="1077"/>
         <source>data parallel (exposed)</source>
         <translation>数据并行（未掩盖）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1061"/>
+        <location filename="../main_window.cpp" line="269"/>
+        <location filename="../main_window.cpp" line="1078"/>
         <source>expert-parallel all-to-all</source>
         <translation>专家并行 all-to-all</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1061"/>
+        <location filename="../main_window.cpp" line="1078"/>
         <source>pipeline bubble</source>
         <translation>流水线气泡</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1062"/>
+        <location filename="../main_window.cpp" line="1079"/>
         <source>stragglers</source>
         <translation>慢节点</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1069"/>
+        <location filename="../main_window.cpp" line="1083"/>
         <source>&lt;p&gt;most loaded links (time at full rate during the step):&lt;/p&gt;</source>
         <translation>&lt;p&gt;负载最高的链路（训练步中满速传输的时间）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1070"/>
+        <location filename="../main_window.cpp" line="1084"/>
         <source>&lt;p&gt;none: no traffic left the chips&apos; nodes&lt;/p&gt;</source>
         <translation>&lt;p&gt;无：没有流量离开芯片所在节点&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1079"/>
+        <location filename="../main_window.cpp" line="1090"/>
         <source>&lt;p&gt;goodput %1 tokens/s (%2 % of the time is useful)</source>
         <translation>&lt;p&gt;有效吞吐 %1 tokens/s（%2 % 的时间有效）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1083"/>
+        <location filename="../main_window.cpp" line="1094"/>
         <source>&lt;br&gt;job MTBF %1 h; checkpoint every %2 steps (%3 h; Young %4 h, Daly %5 h)</source>
         <translation>&lt;br&gt;作业 MTBF %1 小时；每 %2 步保存一次检查点（%3 小时；Young %4 小时，Daly %5 小时）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1097"/>
+        <location filename="../main_window.cpp" line="1109"/>
         <source>simulated plan %1: step %2 s</source>
         <translation>已仿真方案 %1：单步 %2 秒</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="998"/>
+        <location filename="../main_window.cpp" line="1010"/>
         <source>optimizer</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="919"/>
+        <location filename="../main_window.cpp" line="928"/>
         <source>Tokens/s</source>
         <translation>Tokens/s</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="921"/>
+        <location filename="../main_window.cpp" line="930"/>
         <source>Chips used</source>
         <translation>所用芯片数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="921"/>
+        <location filename="../main_window.cpp" line="930"/>
         <source>chips</source>
         <translation>芯片数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="923"/>
+        <location filename="../main_window.cpp" line="932"/>
         <source>Cost per million tokens</source>
         <translation>每百万 tokens 成本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="925"/>
+        <location filename="../main_window.cpp" line="934"/>
         <source>Software stacks to run</source>
         <translation>需运行的软件栈</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="925"/>
+        <location filename="../main_window.cpp" line="934"/>
         <source>stacks</source>
         <translation>软件栈</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="999"/>
+        <location filename="../main_window.cpp" line="1011"/>
         <source>activations</source>
         <translation>激活</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1000"/>
+        <location filename="../main_window.cpp" line="1012"/>
         <source>buffers</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1002"/>
+        <location filename="../main_window.cpp" line="1014"/>
         <source>usable</source>
         <translation>可用显存</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1018"/>
+        <location filename="../main_window.cpp" line="1030"/>
         <source>Memory per chip of each stage (0, 1, ...), GiB</source>
         <translation>各阶段（0, 1, ...）每芯片显存，GiB</translation>
     </message>
@@ -1047,17 +1049,17 @@ note: exported unvalidated, as asked; every file says so</source>
 <context>
     <name>hetplan::gui::TimelineView</name>
     <message>
-        <location filename="../timeline.cpp" line="103"/>
+        <location filename="../timeline.cpp" line="105"/>
         <source>stage %1 dp %2</source>
         <translation>阶段 %1 dp %2</translation>
     </message>
     <message>
-        <location filename="../timeline.cpp" line="105"/>
+        <location filename="../timeline.cpp" line="107"/>
         <source>stage %1 gradient sync</source>
         <translation>阶段 %1 梯度同步</translation>
     </message>
     <message>
-        <location filename="../timeline.cpp" line="275"/>
+        <location filename="../timeline.cpp" line="276"/>
         <source>%1
 starts at %2, lasts %3</source>
         <translation>%1
