@@ -406,13 +406,20 @@ TrainingSettings read_training(const Field& field) {
     if (legacy_overlap) legacy_overlap->fail("expected either overlap or overlap_grad_reduce, not both");
     MapReader o(*overlap);
     if (auto v = o.optional("grad_reduce")) t.overlap_grad_reduce = v->as_bool();
-    if (auto v = o.optional("param_gather")) t.overlap_param_gather = v->as_bool();
+    auto param_gather = o.optional("param_gather");
+    if (param_gather) t.overlap_param_gather = param_gather->as_bool();
     if (auto v = o.optional("tp_comm")) t.overlap_tp_comm = v->as_bool();
     o.done();
     if (t.overlap_param_gather && t.zero_stage == 0) {
       o.field().fail(
           "param_gather: expected zero_stage 1 or more (the weight all-gather it overlaps "
           "belongs to the distributed optimizer)");
+    }
+    if (t.overlap_param_gather && !t.overlap_grad_reduce) {
+      // Megatron-Core (and MindSpeed-LLM on it) refuses --overlap-param-gather without
+      // --overlap-grad-reduce.
+      param_gather->fail("expected grad_reduce: true beside it (Megatron-Core overlaps the "
+                         "parameter all-gather only with the gradient reduction overlapped)");
     }
   } else if (legacy_overlap) {
     t.overlap_grad_reduce = legacy_overlap->as_bool();

@@ -300,6 +300,13 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
       if (options.notes)
         k.assumptions.push_back(
           "tensor-parallel communication overlap needs sequence parallelism; not applied");
+    } else if (training.overlap_tp_comm && model.moe() && chip.family == "ascend") {
+      // Ascend trains with MindSpeed-LLM, whose MC2 (the matmul fused with its collective)
+      // refuses mixture-of-experts models.
+      if (options.notes)
+        k.assumptions.push_back("chip " + chip.id +
+                                ": MindSpeed's MC2 does not take mixture-of-experts models; "
+                                "tensor-parallel overlap not applied");
     } else if (training.overlap_tp_comm) {
       const double overlap = chip.efficiency.tp_comm_overlap.value_or(options.defaults.tp_comm_overlap);
       if (!chip.efficiency.tp_comm_overlap && options.notes) {

@@ -162,6 +162,14 @@ TEST(WorkloadErrors, PartialRecomputeNeedsFullRecompute) {
                        "expected recompute: full beside it");
 }
 
+// Megatron-Core asserts --overlap-param-gather needs --overlap-grad-reduce.
+TEST(WorkloadErrors, ParamGatherOverlapNeedsGradReduceOverlap) {
+  EXPECT_EQ(workload_error("workload-param-gather-alone.yaml"),
+            kBad + "workload-param-gather-alone.yaml:10:27: training.overlap.param_gather: expected "
+                   "grad_reduce: true beside it (Megatron-Core overlaps the parameter all-gather only "
+                   "with the gradient reduction overlapped)");
+}
+
 TEST(ScenarioErrors, PlanStageIslandNotInCluster) {
   EXPECT_EQ(scenario_error("scenario-unknown-island.yaml"),
             kBad + "scenario-unknown-island.yaml:5:7: plan: " + kBad +

@@ -242,6 +242,39 @@ TEST(EstimatorOverlap, TensorParallelOverlapNeedsSequenceParallelism) {
   EXPECT_TRUE(said);
 }
 
+// On Ascend the overlap is MindSpeed's MC2, which refuses mixture-of-experts models: a Mixtral
+// stage on the 910B exposes its tensor-parallel collectives with or without the overlap asked
+// for, and says why; the same stage on another vendor hides part of them.
+TEST(EstimatorOverlap, NoMc2ForMixtureOfExpertsOnAscend) {
+  Scenario s = formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/mixtral-mixed.yaml");
+  s.workload.training.sequence_parallel = true;
+  auto tp_comm = [&](const std::string& island, bool overlap, Estimate* out = nullptr) {
+    Workload w = s.workload;
+    w.training.overlap_tp_comm = overlap;
+    Plan plan;
+    plan.name = "moe-" + island;
+    for (int i = 0; i < 4; ++i) {
+      PlanStage stage;
+      stage.island = island;
+      stage.first_layer = 8 * i;
+      stage.num_layers = 8;
+      stage.tp = 2;
+      stage.dp = 8;
+      stage.ep = 8;
+      plan.stages.push_back(stage);
+    }
+    const Estimate e = estimate_step(s.cluster, w, plan);
+    if (out) *out = e;
+    return e.stages[1].tp_comm_s;
+  };
+  Estimate ascend;
+  EXPECT_EQ(tp_comm("ascend-910b", true, &ascend), tp_comm("ascend-910b", false));
+  bool said = false;
+  for (const auto& a : ascend.assumptions) said |= a.find("MC2 does not take") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_LT(tp_comm("dcu-k100", true), tp_comm("dcu-k100", false));
+}
+
 // A plan that fits with less than the headroom free is flagged tight, not rejected.
 TEST(EstimatorMemory, TightPlansAreFlagged) {
   const Workload w = test::small_llama(16, 64);
