@@ -21,6 +21,7 @@
 
 #include "exporters/export.hpp"
 #include "formats/loaders.hpp"
+#include "tests/support/shell.hpp"
 
 namespace hetplan::exporters {
 namespace {
@@ -68,17 +69,11 @@ std::map<std::string, std::vector<std::string>> sourced_variables(const std::str
     for (const auto& name : names) out << " \"$" << name << "\"";
     out << "\n";
   }
-  const std::string command = "sh '" + reader.string() + "' '" + file.string() + "'";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) throw std::runtime_error("popen failed");
-  std::string output;
-  char buffer[4096];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  const int status = ::pclose(pipe);
+  const test::ShellRun run = test::run_shell("sh '" + reader.string() + "' '" + file.string() + "'");
   std::filesystem::remove(file);
   std::filesystem::remove(reader);
-  if (status != 0) throw std::runtime_error("sh failed on:\n" + text);
+  if (run.status != 0) throw std::runtime_error("sh failed on:\n" + text);
+  const std::string& output = run.output;
 
   std::map<std::string, std::vector<std::string>> out;
   std::istringstream values(output);

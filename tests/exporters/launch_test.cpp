@@ -18,6 +18,7 @@
 #include "formats/loaders.hpp"
 #include "planner/search.hpp"
 #include "sim/estimator.hpp"
+#include "tests/support/shell.hpp"
 
 namespace hetplan::exporters {
 namespace {
@@ -88,16 +89,10 @@ std::vector<std::string> sourced(const std::string& text, const std::string& var
   const std::filesystem::path path = temp_file(text);
   const std::string command =
       "sh -c '. \"$0\" && printf %s \"$" + variable + "\"' '" + path.string() + "'";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) throw std::runtime_error("popen failed");
-  std::string output;
-  char buffer[4096];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  const int status = ::pclose(pipe);
+  const test::ShellRun run = test::run_shell(command);
   std::filesystem::remove(path);
-  if (status != 0) throw std::runtime_error("sh failed on:\n" + text);
-  std::istringstream words(output);
+  if (run.status != 0) throw std::runtime_error("sh failed on:\n" + text);
+  std::istringstream words(run.output);
   std::vector<std::string> out;
   for (std::string word; words >> word;) out.push_back(word);
   return out;

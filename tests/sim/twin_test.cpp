@@ -182,6 +182,21 @@ std::string describe(const TwinResult& r) {
   return out.str();
 }
 
+// The busiest link of a result on the "npu" island's two leaves must be a leaf's uplink: its
+// busy time over that of the busiest NIC (0 when it is not).
+double uplink_over_nic(const TwinResult& r) {
+  if (r.links.empty()) {
+    ADD_FAILURE() << "no links reported";
+    return 0;
+  }
+  const TwinLinkLoad& top = r.links.front();
+  EXPECT_EQ(top.kind, TwinLinkKind::leaf_uplink) << describe(r);
+  EXPECT_TRUE(top.name.starts_with("npu leaf 0 uplink") || top.name.starts_with("npu leaf 1 uplink"))
+      << top.name;
+  const double nic = busiest(r, TwinLinkKind::nic);
+  return nic > 0 ? top.busy_s / nic : 0;
+}
+
 // --- agreement with the analytic estimate on a non-blocking fabric ----------------------------
 
 // The default scenario's fabric is non-blocking (1:1) with a zone link wider than any stage
@@ -252,14 +267,9 @@ TEST(TwinContention, OversubscribedSpineSlowsTheDataParallelRing) {
   // The exposed synchronisation grows by about its own size, and the step with it.
   EXPECT_GT(slow.step_time_s - base.step_time_s, 0.8 * base.breakdown.data_parallel_s);
 
-  ASSERT_FALSE(slow.links.empty());
-  const TwinLinkLoad& top = slow.links.front();
-  EXPECT_EQ(top.kind, TwinLinkKind::leaf_uplink) << describe(slow);
-  EXPECT_TRUE(top.name.starts_with("npu leaf 0 uplink") ||
-              top.name.starts_with("npu leaf 1 uplink"))
-      << top.name;
+  const double uplink_ratio = uplink_over_nic(slow);
   // Its busy time is twice that of the busiest NIC.
-  EXPECT_NEAR(top.busy_s / busiest(slow, TwinLinkKind::nic), 2.0, 0.01);
+  EXPECT_NEAR(uplink_ratio, 2.0, 0.01);
   // At 1:1 no link is busier than the NICs.
   ASSERT_FALSE(base.links.empty());
   EXPECT_LE(base.links.front().busy_s, busiest(base, TwinLinkKind::nic) * (1 + 1e-9));
@@ -306,13 +316,8 @@ TEST(TwinContention, TwoPipelinesShareOneLeafUplink) {
       << describe(base) << "\n"
       << describe(slow);
 
-  ASSERT_FALSE(slow.links.empty());
-  const TwinLinkLoad& top = slow.links.front();
-  EXPECT_EQ(top.kind, TwinLinkKind::leaf_uplink) << describe(slow);
-  EXPECT_TRUE(top.name.starts_with("npu leaf 0 uplink") ||
-              top.name.starts_with("npu leaf 1 uplink"))
-      << top.name;
-  EXPECT_NEAR(top.busy_s / busiest(slow, TwinLinkKind::nic), 2.0, 0.01);
+  const double uplink_ratio = uplink_over_nic(slow);
+  EXPECT_NEAR(uplink_ratio, 2.0, 0.01);
 }
 
 // The reference plan's boundary between stage 4 (ascend-910b, zone-a) and stage 5 (dcu-k100,
@@ -501,14 +506,9 @@ TEST(TwinExpertParallel, OversubscribedSpineSlowsTheAllToAll) {
   EXPECT_NEAR(slow.breakdown.expert_parallel_s, slow_expected, 1e-6 * slow_expected);
   EXPECT_GT(slow.step_time_s - base.step_time_s, 0.99 * (slow_expected - base_expected));
 
-  ASSERT_FALSE(slow.links.empty());
-  const TwinLinkLoad& top = slow.links.front();
-  EXPECT_EQ(top.kind, TwinLinkKind::leaf_uplink) << describe(slow);
-  EXPECT_TRUE(top.name.starts_with("npu leaf 0 uplink") ||
-              top.name.starts_with("npu leaf 1 uplink"))
-      << top.name;
+  const double uplink_ratio = uplink_over_nic(slow);
   // 256 crossing flows on the uplink against a NIC's 24 flows at a quarter of the speed.
-  EXPECT_NEAR(top.busy_s / busiest(slow, TwinLinkKind::nic), 256.0 / 100 / (24.0 / 25), 1e-6);
+  EXPECT_NEAR(uplink_ratio, 256.0 / 100 / (24.0 / 25), 1e-6);
   ASSERT_FALSE(base.links.empty());
   EXPECT_EQ(base.links.front().kind, TwinLinkKind::nic) << describe(base);
 }
