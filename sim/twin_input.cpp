@@ -39,6 +39,7 @@ TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, cons
   in.activation_bytes = static_cast<double>(settings.micro_batch) * training.seq_len *
                         workload.model.hidden * bytes_per_element(storage_dtype(training.dtype));
   in.overlap_grad_reduce = training.overlap_grad_reduce;
+  in.overlap_param_gather = training.overlap_param_gather;
   in.tokens_per_step = static_cast<double>(training.global_batch) * training.seq_len;
   in.model_flops_per_step = estimate.model_flops_per_step;
   in.seed = options.seed;

@@ -101,6 +101,9 @@ struct TwinInput {
   int chunks = 1;                 // model chunks per stage (interleaved schedule when > 1)
   double activation_bytes = 0;    // one micro-batch's activations at a stage boundary
   bool overlap_grad_reduce = false;
+  // The distributed optimizer's weight all-gather runs during the next step's first forward
+  // pass (otherwise after the optimizer step, exposed).
+  bool overlap_param_gather = false;
   double tokens_per_step = 0;
   double model_flops_per_step = 0;
   double peak_flops = 0;  // all chips of the plan together
@@ -131,7 +134,8 @@ struct TwinBreakdown {
   double tensor_parallel_s = 0;  // tensor-parallel collectives (analytic)
   double pipeline_s = 0;         // stage-boundary sends inside an island
   double cross_island_s = 0;     // stage-boundary sends between islands
-  double data_parallel_s = 0;    // gradient synchronisation not hidden by the backward pass
+  double data_parallel_s = 0;    // gradient synchronisation not hidden by the backward pass,
+                                 // and the weights' all-gather after the optimizer step
   double expert_parallel_s = 0;  // expert-parallel all-to-alls (dispatch and combine)
   double bubble_s = 0;           // waiting for the neighbour stages (fill, drain, delays)
   double stragglers_s = 0;       // slow chips: own slowdown and waiting for slow replicas

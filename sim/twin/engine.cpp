@@ -378,6 +378,11 @@ struct StageSync {
   std::vector<sg4::SemaphorePtr> ready;  // per chunk, one release per replica
   sg4::SemaphorePtr done;                // one release per replica
   double last_ready_s = 0;               // when the slowest replica became ready (last chunk)
+  // The distributed optimizer's all-gather of the updated weights (ZeRO 1 and 2): after every
+  // replica's optimizer step (one release each), then one release per replica.
+  bool gathers = false;
+  sg4::SemaphorePtr optimized;
+  sg4::SemaphorePtr gathered;
 };
 
 class Step {
@@ -393,6 +398,11 @@ class Step {
                       static_cast<std::size_t>(m_));
     orders_.resize(static_cast<std::size_t>(p_));
     last_backward_.assign(static_cast<std::size_t>(p_), std::vector<int>(v_, -1));
+    double earlier = 0;  // the earlier stages' first chunks' forward passes
+    for (const TwinStage& st : in.stages) {
+      forward_hidden_s_.push_back(earlier + st.forward_s);
+      earlier += st.forward_s / v_;
+    }
     for (int s = 0; s < p_; ++s) {
       orders_[s] = pipeline_order(s, p_, m_, v_);
       for (int k = 0; k < static_cast<int>(orders_[s].size()); ++k) {
@@ -412,6 +422,12 @@ class Step {
       if (in.stages[s].dp_sync.empty()) continue;
       for (int c = 0; c < v_; ++c) syncs_[s].ready.push_back(sg4::Semaphore::create(0));
       syncs_[s].done = sg4::Semaphore::create(0);
+      for (const TwinCollective& c : in.stages[s].dp_sync)
+        syncs_[s].gathers |= c.kind == Collective::all_gather;
+      if (syncs_[s].gathers) {
+        syncs_[s].optimized = sg4::Semaphore::create(0);
+        syncs_[s].gathered = sg4::Semaphore::create(0);
+      }
     }
     // Stragglers by chip.
     slow_.resize(in.islands.size());
@@ -650,8 +666,21 @@ class Step {
     const double start = sg4::Engine::get_clock();
     sg4::this_actor::sleep_for(st.optimizer_s);
     b.optimizer_s += st.optimizer_s;
-    record(s, d, EventKind::optimizer, -1, -1, start, sg4::Engine::get_clock());
-    account(s, d).finish_s = sg4::Engine::get_clock();
+    const double optimized = sg4::Engine::get_clock();
+    record(s, d, EventKind::optimizer, -1, -1, start, optimized);
+    double finish = optimized;
+    if (sync && syncs_[s].gathers) {
+      // The updated weights' all-gather follows the optimizer step. With overlap_param_gather
+      // it runs during the next step's first forward pass, which hides as much of it as this
+      // stage's forward and the earlier stages' first chunks take (as the estimator counts it).
+      syncs_[s].optimized->release();
+      syncs_[s].gathered->acquire();
+      const double hidden = in_.overlap_param_gather ? forward_hidden_s_[static_cast<std::size_t>(s)] : 0.0;
+      finish = std::max(optimized, sg4::Engine::get_clock() - hidden);
+      b.data_parallel_s += finish - optimized;
+      record(s, d, EventKind::sync_wait, -1, -1, optimized, finish);
+    }
+    account(s, d).finish_s = finish;
   }
 
   // The expert-parallel all-to-alls of one operation (a pass of one micro-batch through one
@@ -722,16 +751,27 @@ class Step {
       for (int d = 0; d < dp_; ++d) syncs_[s].ready[static_cast<std::size_t>(c)]->acquire();
       syncs_[s].last_ready_s = sg4::Engine::get_clock();
       for (const TwinCollective& collective : st.dp_sync) {
+        if (collective.kind == Collective::all_gather) continue;  // after the optimizer step
         const double start = sg4::Engine::get_clock();
         sg4::this_actor::sleep_for(collective.latency_s / v_);
         run_collective(s, collective, collective.bytes / v_);
         const EventKind kind = collective.kind == Collective::reduce_scatter ? EventKind::reduce_scatter
-                               : collective.kind == Collective::all_gather   ? EventKind::all_gather
                                                                              : EventKind::all_reduce;
         record(s, -1, kind, -1, c, start, sg4::Engine::get_clock());
       }
     }
     for (int d = 0; d < dp_; ++d) syncs_[s].done->release();
+    if (!syncs_[s].gathers) return;
+    // The updated weights, all chunks at once, once every replica has stepped.
+    for (int d = 0; d < dp_; ++d) syncs_[s].optimized->acquire();
+    for (const TwinCollective& collective : st.dp_sync) {
+      if (collective.kind != Collective::all_gather) continue;
+      const double start = sg4::Engine::get_clock();
+      sg4::this_actor::sleep_for(collective.latency_s);
+      run_collective(s, collective, collective.bytes);
+      record(s, -1, EventKind::all_gather, -1, -1, start, sg4::Engine::get_clock());
+    }
+    for (int d = 0; d < dp_; ++d) syncs_[s].gathered->release();
   }
 
   struct PlannedFlow {
@@ -826,6 +866,9 @@ class Step {
   std::vector<std::vector<int>> last_backward_;  // [stage][chunk] index of its last backward
   std::vector<ReplicaAccount> accounts_;
   std::vector<StageSync> syncs_;
+  // Per stage: how much of the weights' all-gather the next step's first forward pass hides
+  // under overlap_param_gather.
+  std::vector<double> forward_hidden_s_;
   // [stage][expert-parallel group]: the exchange its replicas arrive at next
   std::vector<std::vector<std::shared_ptr<Exchange>>> exchanges_;
   std::vector<std::vector<double>> slow_;  // [island][node] slowdown

@@ -89,6 +89,7 @@ void fields(V& v, TwinInput& in) {
   v("chunks", in.chunks);
   v("activation_bytes", in.activation_bytes);
   v("overlap_grad_reduce", in.overlap_grad_reduce);
+  v("overlap_param_gather", in.overlap_param_gather);
   v("tokens_per_step", in.tokens_per_step);
   v("model_flops_per_step", in.model_flops_per_step);
   v("peak_flops", in.peak_flops);

@@ -471,6 +471,40 @@ TEST(TwinExpertParallel, AllToAllTimeMatchesTheHandComputedExchange) {
               a2a_by_hand(st, 4, 7, 8), 1e-12);
 }
 
+// The distributed optimizer's all-gather of the updated weights follows the optimizer step
+// (as in the estimator): one node of 8 chips, dp 8, a reduce-scatter hidden behind the last
+// backward pass, then the optimizer, then the ring all-gather, each rank sending 7/8 of the
+// bytes to the next over its intra-node link at 0.8 of 196 GB/s. With overlap_param_gather the
+// next step's first forward pass (10 ms) hides the all-gather (5.6 ms) entirely.
+TEST(TwinDataParallel, TheWeightAllGatherFollowsTheOptimizerStep) {
+  TwinInput in = a2a_input(1, 1, 1.0, 1, 8, 1);
+  TwinStage& st = in.stages[0];
+  st.a2a_bytes = 0;
+  st.a2a_forward = 0;
+  st.a2a_backward = 0;
+  st.a2a_latency_s = 0;
+  st.optimizer_s = 0.005;
+  const double bytes = 1e9, latency = 7 * 2.5e-6;
+  st.dp_sync.push_back({models::Collective::reduce_scatter, models::CollectiveAlgorithm::ring,
+                        bytes, latency, false});
+  st.dp_sync.push_back({models::Collective::all_gather, models::CollectiveAlgorithm::ring, bytes,
+                        latency, false});
+  in.overlap_grad_reduce = true;
+  TwinInput overlapped = in;
+  overlapped.overlap_param_gather = true;
+  ASSERT_EQ(problems_of(in), "");
+  const auto results = simulate({in, overlapped});
+  const double gather = latency + 7.0 / 8 * bytes / 0.8 / 196e9;
+  const double compute = in.micro_batches * (st.forward_s + st.backward_s);
+  const TwinResult& exposed = results[0];
+  EXPECT_NEAR(exposed.breakdown.data_parallel_s, gather, 1e-6 * gather) << describe(exposed);
+  EXPECT_NEAR(exposed.step_time_s, compute + st.optimizer_s + gather, 1e-6 * gather);
+  EXPECT_NEAR(exposed.breakdown.total(), exposed.step_time_s, 1e-9 * exposed.step_time_s);
+  const TwinResult& hidden = results[1];
+  EXPECT_EQ(hidden.breakdown.data_parallel_s, 0) << describe(hidden);
+  EXPECT_NEAR(hidden.step_time_s, compute + st.optimizer_s, 1e-9);
+}
+
 // The same all-to-all over 4 nodes, 2 under each leaf (tp 1, dp and ep 32): each chip sends to
 // 7 peers on its node, 8 under its leaf and 16 under the other leaf. At 1:1 each chip's NIC,
 // carrying 24 flows, bounds them all (the 256 flows crossing a leaf's uplinks need 266 of its
@@ -1261,6 +1295,7 @@ TEST(TwinJson, InputsSurviveTheRoundTrip) {
   EXPECT_EQ(back.trace_path, input.trace_path);
   EXPECT_EQ(back.activation_bytes, input.activation_bytes);
   EXPECT_EQ(back.overlap_grad_reduce, input.overlap_grad_reduce);
+  EXPECT_EQ(back.overlap_param_gather, input.overlap_param_gather);
   ASSERT_EQ(back.stages.size(), input.stages.size());
   for (std::size_t s = 0; s < input.stages.size(); ++s) {
     EXPECT_EQ(back.stages[s].first_chip, input.stages[s].first_chip);
