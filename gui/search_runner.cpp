@@ -3,6 +3,7 @@
 #include <QMetaObject>
 #include <QPointer>
 
+#include <algorithm>
 #include <exception>
 
 namespace hetplan::gui {
@@ -49,6 +50,10 @@ bool SearchRunner::start(const Scenario& scenario, planner::SearchOptions option
   stop_ = std::make_unique<planner::StopToken>();
   finished_ = false;
   options.stop = stop_.get();
+  // Unless told otherwise, the search leaves one core to the GUI thread (the result is the same
+  // for any thread count).
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (options.threads == 0) options.threads = cores > 1 ? cores - 1 : 1;
   QPointer<SearchRunner> self(this);
   thread_ = std::thread([this, self, scenario, options]() mutable {
     QueuedObserver observer(this);

@@ -1328,7 +1328,9 @@ SearchResult Searcher::run() {
   poll();
   report_progress();
 
-  // Every setting, in the order the search tries them.
+  // Every setting, in the order the search tries them: within each (dtype, micro-batch,
+  // recompute, ZeRO, chunks), the most replicas first. Those use the most chips and most often
+  // hold the best plan, so the bound has a strong incumbent early.
   struct Work {
     Setting setting;
     const std::vector<IslandInfo>* islands = nullptr;
@@ -1347,7 +1349,7 @@ SearchResult Searcher::run() {
         for (int zero : zero_stages) {
           for (int v : chunk_counts) {
             if (layers_ % v != 0 || !partial_fits(recompute, v)) continue;
-            for (int dp = 1; dp <= std::min(samples, max_chips); ++dp) {
+            for (int dp = std::min(samples, max_chips); dp >= 1; --dp) {
               if (samples % dp != 0) continue;
               Work& w = work.emplace_back();
               w.islands = &islands_of[d];
