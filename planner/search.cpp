@@ -1328,9 +1328,7 @@ SearchResult Searcher::run() {
   poll();
   report_progress();
 
-  // Every setting, in the order the search tries them: within each (dtype, micro-batch,
-  // recompute, ZeRO, chunks), the most replicas first. Those use the most chips and most often
-  // hold the best plan, so the bound has a strong incumbent early.
+  // Every setting, in the order the search tries them.
   struct Work {
     Setting setting;
     const std::vector<IslandInfo>* islands = nullptr;
@@ -1349,7 +1347,7 @@ SearchResult Searcher::run() {
         for (int zero : zero_stages) {
           for (int v : chunk_counts) {
             if (layers_ % v != 0 || !partial_fits(recompute, v)) continue;
-            for (int dp = std::min(samples, max_chips); dp >= 1; --dp) {
+            for (int dp = 1; dp <= std::min(samples, max_chips); ++dp) {
               if (samples % dp != 0) continue;
               Work& w = work.emplace_back();
               w.islands = &islands_of[d];
