@@ -21,6 +21,7 @@
 
 #include "exporters/export.hpp"
 #include "formats/loaders.hpp"
+#include "tests/support/plans.hpp"
 #include "tests/support/shell.hpp"
 
 namespace hetplan::exporters {
@@ -103,22 +104,7 @@ ModelShape hf_model(const std::string& file) {
       formats::read_text_file(kSource + "/tests/formats/data/hf/" + file), file);
 }
 
-// A plan on one island: stages of the given layer counts, each (tp, dp, ep).
-Plan plan_on(const std::string& island, const std::vector<int>& layers, int tp, int dp,
-             int virtual_stages = 1, int ep = 1) {
-  Plan plan;
-  plan.name = "hand-made";
-  plan.schedule = virtual_stages > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
-  plan.virtual_stages = virtual_stages;
-  int first = 0;
-  for (const int n : layers) {
-    PlanStage stage{island, first, n, tp, dp, {}, {}};
-    stage.ep = ep;
-    plan.stages.push_back(stage);
-    first += n;
-  }
-  return plan;
-}
+using test::plan_on;
 
 // Two stages of a model's layers (the first one the larger when they are odd).
 std::vector<int> halves(int layers) {

@@ -18,6 +18,7 @@
 #include "formats/loaders.hpp"
 #include "planner/search.hpp"
 #include "sim/estimator.hpp"
+#include "tests/support/plans.hpp"
 #include "tests/support/shell.hpp"
 
 namespace hetplan::exporters {
@@ -58,20 +59,7 @@ ExportInput input_for(const Plan& plan, bool validated = true) {
   return input;
 }
 
-// A plan on one island: stages of the given layer counts, each (tp, dp).
-Plan plan_on(const std::string& island, const std::vector<int>& layers, int tp, int dp,
-             int virtual_stages = 1) {
-  Plan plan;
-  plan.name = "hand-made";
-  plan.schedule = virtual_stages > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
-  plan.virtual_stages = virtual_stages;
-  int first = 0;
-  for (const int n : layers) {
-    plan.stages.push_back({island, first, n, tp, dp, {}, {}});
-    first += n;
-  }
-  return plan;
-}
+using test::plan_on;
 
 // A temporary file holding text (removed by the caller).
 std::filesystem::path temp_file(const std::string& text) {
