@@ -314,14 +314,10 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
     }
   }
   if (training.overlap_tp_comm && tp > 1) {
-    if (!training.sequence_parallel) {
-      notes.push_back("The workload overlaps tensor-parallel communication, which needs "
-                      "sequence parallelism: not passed.");
-    } else if (framework.mindspeed && model.moe()) {
-      // MindSpeed's MC2 feature refuses mixture-of-experts models.
-      notes.push_back("The workload overlaps tensor-parallel communication; MindSpeed's MC2 "
-                      "(--use-ascend-mc2) does not take mixture-of-experts models: not passed, "
-                      "so the tensor-parallel collectives are exposed, unlike in the estimate.");
+    const std::string refused = sim::tp_overlap_refusal(*part.chip, model, training);
+    if (!refused.empty()) {
+      notes.push_back("The workload overlaps tensor-parallel communication, not passed: " +
+                      refused + " (the estimate leaves the collectives exposed too).");
     } else {
       // MindSpeed fuses the matmul with its collective (MC2); Megatron-Core overlaps them with
       // Transformer Engine's userbuffers.

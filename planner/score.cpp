@@ -49,19 +49,10 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
     }
   }
   if (std::isfinite(cutoff_s)) {
-    // No split beats this: the bottleneck is at least the fluid balance of the layers and at
-    // least any stage's time with one chunk; the stage times sum to at least their fixed
-    // parts plus every layer on the fastest stage.
-    double inverse_sum = 0, fixed_sum = 0, floor_tau = 0, fastest = problem.stages[0].per_layer_s;
-    for (const auto& s : problem.stages) {
-      inverse_sum += 1.0 / s.per_layer_s;
-      fixed_sum += s.fixed_s;
-      floor_tau = std::max(floor_tau, s.fixed_s + std::max(v, s.min_layers) * s.per_layer_s);
-      fastest = std::min(fastest, s.per_layer_s);
-    }
-    const double tau = std::max(layers / inverse_sum, floor_tau);
-    const double bound = (m - 1.0 / v) * tau + (layers * fastest + fixed_sum) / v;
-    if (bound >= cutoff_s) return {ScoreStatus::cut_off, -1};
+    PipelineFloor floor;
+    for (const auto& s : problem.stages)
+      floor.add(s.per_layer_s, s.fixed_s, std::max(v, s.min_layers));
+    if (floor.value(layers, m, v) >= cutoff_s) return {ScoreStatus::cut_off, -1};
   }
   for (int j = 0; j < p; ++j) {
     const sim::StageKernel& k = *kernels[static_cast<std::size_t>(j)];

@@ -2,6 +2,7 @@
 // estimator's assembly. The search calls this for every plan it scores; the benchmark times it.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <span>
@@ -26,6 +27,30 @@ struct PipelineScore {
   int stage = -1;
 };
 
+// A lower bound on the step of any layer split of a pipeline's stages (docs/planner.md#bounds):
+// the bottleneck is at least the fluid balance of the layers and at least any stage's time with
+// its least layers; the stage times sum to at least their fixed parts plus every layer on the
+// fastest stage. Stages are added in pipeline order, one at a time or `count` alike at once.
+class PipelineFloor {
+ public:
+  void add(double per_layer_s, double fixed_s, int least_layers, int count = 1) {
+    if (count <= 0) return;
+    for (int c = 0; c < count; ++c) inverse_sum_ += 1.0 / per_layer_s;
+    fixed_sum_ += count * fixed_s;
+    floor_tau_ = std::max(floor_tau_, fixed_s + least_layers * per_layer_s);
+    fastest_ = std::min(fastest_, per_layer_s);
+  }
+  double value(int layers, int micro_batches, int virtual_stages) const {
+    const double tau = std::max(layers / inverse_sum_, floor_tau_);
+    return (micro_batches - 1.0 / virtual_stages) * tau +
+           (layers * fastest_ + fixed_sum_) / virtual_stages;
+  }
+
+ private:
+  double inverse_sum_ = 0, fixed_sum_ = 0, floor_tau_ = 0;
+  double fastest_ = std::numeric_limits<double>::infinity();
+};
+
 // What scoring pipelines computes again and again for the same stage kernels: the boundary
 // between two kernels, and a stage's memory cap (layers) at a position of a pipeline. Valid for
 // the kernels it was made for (one contiguous array) under one step setting and micro-batch
@@ -40,15 +65,11 @@ class ScoreCache {
         caps_(kernels.size()) {}
 
   // The boundary between stages of kernels `a` and `b` (sim::stage_boundary, which `compute`
-  // calls); for kernels outside the array, in a slot of its own that the next such call reuses.
+  // calls).
   template <typename Compute>
-  const sim::Boundary& boundary(const sim::StageKernel* a, const sim::StageKernel* b,
-                                Compute&& compute) {
+  sim::Boundary boundary(const sim::StageKernel* a, const sim::StageKernel* b, Compute&& compute) {
     const std::size_t i = index(a), j = index(b);
-    if (i == kNone || j == kNone) {
-      outside_ = compute();
-      return outside_;
-    }
+    if (i == kNone || j == kNone) return compute();
     const std::size_t k = i * kernels_.size() + j;
     if (!known_[k]) {
       boundaries_[k] = compute();
@@ -87,7 +108,6 @@ class ScoreCache {
   std::span<const sim::StageKernel> kernels_;
   std::vector<sim::Boundary> boundaries_;  // [a][b]
   std::vector<char> known_;                // [a][b]: computed
-  sim::Boundary outside_;
   std::vector<std::vector<int>> caps_;  // per kernel, by pipeline length and stage
 };
 

@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -395,6 +396,7 @@ double Searcher::parts_rate(const std::vector<std::pair<const Option*, int>>& pa
   if (!scenario_.prices) return kInf;
   std::vector<StageSpec>& stages = rate_stages_;
   stages.clear();
+  // A part of `count` stages pays for count x tp chips per replica, like one stage that wide.
   for (const auto& [option, count] : parts)
     stages.push_back({option->island, option->tp * count, 0, option->ep});
   return rate(stages, dp);
@@ -402,9 +404,9 @@ double Searcher::parts_rate(const std::vector<std::pair<const Option*, int>>& pa
 
 double Searcher::pipeline_floor(const Setting& setting,
                                 const std::vector<std::pair<const Option*, int>>& parts) {
-  // score_pipeline's first bound (planner/score.cpp), summed over the parts: a part of c
-  // stages of one kernel has a first and a last stage with the boundaries to its neighbours,
-  // and c - 2 middle ones with the boundaries inside it on both sides.
+  // score_pipeline's first bound, from the parts: a part of c stages of one kernel has a first
+  // and a last stage with the boundaries to its neighbours, and c - 2 middle ones with the
+  // boundaries inside it on both sides.
   const int v = setting.virtual_stages;
   const sim::StageRecompute recompute = sim::settings_recompute(setting.step);
   const Recompute marginal = sim::marginal_recompute(setting.step);
@@ -415,7 +417,7 @@ double Searcher::pipeline_floor(const Setting& setting,
       return sim::stage_boundary(cluster_, model_, setting.step, a, b);
     }).time_s;
   };
-  double inverse_sum = 0, fixed_sum = 0, floor_tau = 0, fastest = kInf;
+  PipelineFloor floor;
   double before = 0;  // the boundary into this part's first stage
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const Option& option = *parts[i].first;
@@ -429,26 +431,16 @@ double Searcher::pipeline_floor(const Setting& setting,
         i == 0 ? k.embedding_forward_s + k.embedding_backward_s + k.boundary_tp_s : 0.0;
     const double head =
         i + 1 == parts.size() ? k.head_forward_s + k.head_backward_s + k.boundary_tp_s : 0.0;
-    for (int c = 0; c < count; ++c) inverse_sum += 1.0 / per_layer;
-    fastest = std::min(fastest, per_layer);
-    double worst = 0;
     if (count == 1) {
-      const double only = extra + embedding + head + before + after;
-      fixed_sum += only;
-      worst = only;
+      floor.add(per_layer, extra + embedding + head + before + after, least_layers);
     } else {
-      const double first = extra + embedding + before + inner;
-      const double last = extra + head + inner + after;
-      const double middle = extra + 2.0 * inner;
-      fixed_sum += first + last + (count - 2) * middle;
-      worst = std::max(first, last);
-      if (count > 2) worst = std::max(worst, middle);
+      floor.add(per_layer, extra + embedding + before + inner, least_layers);
+      floor.add(per_layer, extra + 2.0 * inner, least_layers, count - 2);
+      floor.add(per_layer, extra + head + inner + after, least_layers);
     }
-    floor_tau = std::max(floor_tau, worst + least_layers * per_layer);
     before = after;
   }
-  const double tau = std::max(layers_ / inverse_sum, floor_tau);
-  return (setting.micro_batches - 1.0 / v) * tau + (layers_ * fastest + fixed_sum) / v;
+  return floor.value(layers_, setting.micro_batches, v);
 }
 
 double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<int>& order,

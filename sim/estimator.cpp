@@ -131,6 +131,17 @@ void check_coverage(const ChipProfile& chip, const std::vector<models::Op>& ops,
 
 }  // namespace
 
+std::string tp_overlap_refusal(const ChipProfile& chip, const ModelShape& model,
+                               const TrainingSettings& training) {
+  if (!training.sequence_parallel) return "it needs sequence parallelism";
+  // Ascend trains with MindSpeed-LLM, whose MC2 (the matmul fused with its collective) refuses
+  // mixture-of-experts models ("mc2 is not compatible with moe models").
+  if (model.moe() && chip.family == "ascend")
+    return "MindSpeed's MC2 does not take mixture-of-experts models (Ascend trains with "
+           "MindSpeed-LLM)";
+  return "";
+}
+
 StepSettings step_settings(const Workload& workload, const Plan& plan) {
   StepSettings settings;
   settings.training = workload.training;
@@ -296,17 +307,11 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     k.layer_tp_s = 2.0 * blocks * all_reduce;
     k.layer_recompute_tp_s = blocks * all_reduce;
     k.boundary_tp_s = 2.0 * all_reduce;
-    if (training.overlap_tp_comm && !training.sequence_parallel) {
+    const std::string refused =
+        training.overlap_tp_comm ? tp_overlap_refusal(chip, model, training) : std::string();
+    if (!refused.empty()) {
       if (options.notes)
-        k.assumptions.push_back(
-          "tensor-parallel communication overlap needs sequence parallelism; not applied");
-    } else if (training.overlap_tp_comm && model.moe() && chip.family == "ascend") {
-      // Ascend trains with MindSpeed-LLM, whose MC2 (the matmul fused with its collective)
-      // refuses mixture-of-experts models.
-      if (options.notes)
-        k.assumptions.push_back("chip " + chip.id +
-                                ": MindSpeed's MC2 does not take mixture-of-experts models; "
-                                "tensor-parallel overlap not applied");
+        k.assumptions.push_back("tensor-parallel communication overlap not applied: " + refused);
     } else if (training.overlap_tp_comm) {
       const double overlap = chip.efficiency.tp_comm_overlap.value_or(options.defaults.tp_comm_overlap);
       if (!chip.efficiency.tp_comm_overlap && options.notes) {

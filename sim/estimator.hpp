@@ -109,6 +109,12 @@ struct StepSettings {
 };
 StepSettings step_settings(const Workload& workload, const Plan& plan);
 
+// Why the workload's tensor-parallel overlap (Megatron-Core's userbuffers, MindSpeed's MC2) does
+// not apply to a stage on `chip`, or empty when it does: it needs sequence parallelism, and MC2
+// refuses mixture-of-experts models. The estimate and the launch arguments follow this one rule.
+std::string tp_overlap_refusal(const ChipProfile& chip, const ModelShape& model,
+                               const TrainingSettings& training);
+
 // What the fabric offers one chip of an island.
 struct IslandLinks {
   models::LinkLevel intra;        // within the chip's fast group
