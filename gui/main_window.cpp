@@ -957,7 +957,8 @@ void MainWindow::show_plan(const planner::RankedPlan* plan) {
   stages_->set_estimate(plan ? &plan->estimate : nullptr);
   std::vector<DiagramStage> diagram;
   if (plan && scenario_) {
-    for (const sim::StageEstimate& s : plan->estimate.stages) {
+    for (std::size_t i = 0; i < plan->estimate.stages.size(); ++i) {
+      const sim::StageEstimate& s = plan->estimate.stages[i];
       DiagramStage d;
       d.island = QString::fromStdString(s.island);
       for (const ChipProfile& chip : scenario_->cluster.chips)
@@ -966,6 +967,7 @@ void MainWindow::show_plan(const planner::RankedPlan* plan) {
       d.num_layers = s.num_layers;
       d.tp = s.tp;
       d.dp = s.dp;
+      if (i < plan->plan.stages.size()) d.ep = plan->plan.stages[i].ep;
       d.fits = s.fits;
       d.cross_island_boundary = s.cross_island_boundary;
       diagram.push_back(d);

@@ -93,8 +93,9 @@ void PipelineDiagram::paintEvent(QPaintEvent*) {
                                 .arg(i)
                                 .arg(s.first_layer)
                                 .arg(s.first_layer + s.num_layers - 1),
-                            s.fits ? tr("tp %1 x dp %2").arg(s.tp).arg(s.dp)
-                                   : tr("tp %1 x dp %2, does not fit").arg(s.tp).arg(s.dp)};
+                            (s.ep > 1 ? tr("tp %1 x dp %2, ep %3").arg(s.tp).arg(s.dp).arg(s.ep)
+                                      : tr("tp %1 x dp %2").arg(s.tp).arg(s.dp)) +
+                                (s.fits ? QString() : tr(", does not fit"))};
     const int line_height = inside.height() / 3;
     for (int k = 0; k < 3; ++k) {
       QFont font = p.font();

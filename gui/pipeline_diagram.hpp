@@ -19,6 +19,7 @@ struct DiagramStage {
   int num_layers = 0;
   int tp = 1;
   int dp = 1;
+  int ep = 1;  // expert parallelism among the dp replicas
   bool fits = true;
   bool cross_island_boundary = false;  // its sends to the next stage cross islands
 };
