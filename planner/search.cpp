@@ -135,6 +135,21 @@ std::string seconds_text(double seconds) {
   return text;
 }
 
+// The most layers, a multiple of `step` up to `layers`, for which `fits` holds (0 when none
+// does). A stage's memory never falls as it takes more layers (each of its parts grows with
+// them, and the optimizer step's extra copy only fills what freed activations leave), so
+// `fits` holds up to some count and no further: found by bisection in O(log layers) checks.
+template <typename Fits>
+int most_fitting_layers(int step, int layers, Fits&& fits) {
+  int lo = 0;                 // units known to fit (0: none checked)
+  int hi = layers / step + 1;  // units known not to fit
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    (fits(mid * step) ? lo : hi) = mid;
+  }
+  return lo * step;
+}
+
 std::string lower(std::string text) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return text;
@@ -171,6 +186,14 @@ class Searcher {
     for (int i = 0; i < kPassCount; ++i) passes_[i].name = kPassNames[i];
     for (int i = 0; i < kPhaseCount; ++i) phases_[i].name = kPhaseNames[i];
     single_best_.resize(cluster_.islands.size());
+    // Which zones a pipeline may cross between, by their index in the fabric's list (an
+    // island's zone_rank): decided once, not by comparing names for every island order.
+    const std::size_t zones = cluster_.fabric.zones.size();
+    zone_linked_.assign(zones * zones, 0);
+    for (std::size_t a = 0; a < zones; ++a)
+      for (std::size_t b = 0; b < zones; ++b)
+        zone_linked_[a * zones + b] =
+            cluster_.zones_connected(cluster_.fabric.zones[a], cluster_.fabric.zones[b]);
   }
 
   SearchResult run();
@@ -197,6 +220,10 @@ class Searcher {
       report.examples.push_back(std::move(text));
   }
   std::vector<IslandInfo> check_islands(DType dtype);
+  // The stage kernel of (island, tp, ep) under a setting, made once per lane: settings that
+  // differ only in what the kernel does not read (recompute, ZeRO, chunks) share it.
+  const sim::StageKernel& kernel(const Setting& setting, std::size_t index, const Island& island,
+                                int tp, int ep);
   // Expert-parallel sizes to try with `dp` replicas: every divisor shared with the experts
   // (1 for a dense model).
   std::vector<int> expert_parallel_sizes(int dp) const;
@@ -239,6 +266,7 @@ class Searcher {
   std::vector<Found> single_best_;  // per island
   Found task_best_;
   std::vector<std::string> island_why_not_;
+  std::vector<char> zone_linked_;  // [zone a x zones + zone b]: stages may cross from a to b
   std::size_t evaluations_ = 0;
   std::size_t pruned_ = 0;
   std::size_t settings_ = 0;
@@ -249,6 +277,10 @@ class Searcher {
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   sim::Estimate scratch_;
   std::vector<sim::StageSlot> slots_;
+  // Kernels made so far, by what of a setting make_stage_kernel reads (the rest of the
+  // training settings is the workload's, the same in every setting): island, tp, ep, dp,
+  // dtype, micro-batch.
+  std::map<std::tuple<std::size_t, int, int, int, DType, int>, sim::StageKernel> kernels_;
   // The current setting's boundaries and caps, over its kernels (search_setting makes it).
   std::optional<ScoreCache> cache_;
   // evaluate()'s buffers, kept between calls.
@@ -592,11 +624,16 @@ double Searcher::try_order(const Setting& setting, const std::vector<IslandInfo>
     });
     return kInf;
   }
+  const std::size_t zones = cluster_.fabric.zones.size();
   for (std::size_t k = 0; k + 1 < candidate.size(); ++k) {
-    const Island& a = *islands[static_cast<std::size_t>(config[candidate[k]].first->island)].island;
-    const Island& b =
-        *islands[static_cast<std::size_t>(config[candidate[k + 1]].first->island)].island;
-    if (!cluster_.zones_connected(a.zone, b.zone)) {
+    const IslandInfo& x = islands[static_cast<std::size_t>(config[candidate[k]].first->island)];
+    const IslandInfo& y =
+        islands[static_cast<std::size_t>(config[candidate[k + 1]].first->island)];
+    const Island& a = *x.island;
+    const Island& b = *y.island;
+    const auto za = static_cast<std::size_t>(x.zone_rank), zb = static_cast<std::size_t>(y.zone_rank);
+    if (za < zones && zb < zones ? !zone_linked_[za * zones + zb]
+                                 : !cluster_.zones_connected(a.zone, b.zone)) {
       reject(kZoneReachability, [&] {
         return "zones " + a.zone + " and " + b.zone + " have no link between them (islands " +
                a.name + ", " + b.name + ")";
@@ -888,16 +925,9 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   // islands it uses must be connected through zones of islands it could still use. Where every
   // pair of zones is linked there is nothing to decide.
   const int zone_count = static_cast<int>(cluster_.fabric.zones.size());
-  std::vector<char> linked(static_cast<std::size_t>(zone_count * zone_count), 1);
-  bool all_linked = true;
-  for (int a = 0; a < zone_count; ++a) {
-    for (int b = 0; b < zone_count; ++b) {
-      const bool link = cluster_.zones_connected(cluster_.fabric.zones[static_cast<std::size_t>(a)],
-                                                 cluster_.fabric.zones[static_cast<std::size_t>(b)]);
-      linked[static_cast<std::size_t>(a * zone_count + b)] = link;
-      all_linked &= link;
-    }
-  }
+  const std::vector<char>& linked = zone_linked_;
+  const bool all_linked =
+      std::all_of(linked.begin(), linked.end(), [](char link) { return link != 0; });
   std::vector<int> used_in_zone(static_cast<std::size_t>(zone_count), 0);  // islands taken
   // Whether the taken islands' zones can still be joined through zones of islands at depth r
   // or later.
@@ -1006,6 +1036,20 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   walk(0, 0.0, 0.0, 0.0, 0);
 }
 
+const sim::StageKernel& Searcher::kernel(const Setting& setting, std::size_t index,
+                                         const Island& island, int tp, int ep) {
+  const auto key = std::make_tuple(index, tp, ep, setting.dp, setting.dtype, setting.micro_batch);
+  auto found = kernels_.find(key);
+  if (found == kernels_.end()) {
+    found = kernels_
+                .emplace(key, sim::make_stage_kernel(cluster_, model_, setting.step,
+                                                     island, tp, setting.dp,
+                                                     kernel_options_, ep))
+                .first;
+  }
+  return found->second;
+}
+
 void Searcher::search_setting(const Setting& setting, const std::vector<IslandInfo>& islands) {
   std::optional<PhaseClock> clock(phases_[kPhaseKernels]);
   // Kernels for every eligible (island, tp) under this setting.
@@ -1035,8 +1079,7 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
                               std::to_string(info.island->free_chip_count()) + " free");
           continue;
         }
-        kernels.push_back(sim::make_stage_kernel(cluster_, model_, setting.step, *info.island, tp,
-                                                 setting.dp, kernel_options_, ep));
+        kernels.push_back(kernel(setting, i, *info.island, tp, ep));
         const sim::StageKernel& k = kernels.back();
         if (!k.problems.empty() || !k.has_rates) {
           reject(kUnknownFigures, "island " + info.island->name + ": " +
@@ -1058,12 +1101,10 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
         option.layers_per_stage = 0;
         // A middle stage of a three-stage pipeline: few micro-batches in flight.
         const double capacity = *k.memory_usable;
-        for (int n = v; n <= layers_; n += v) {
-          if (sim::slot_memory(model_, setting.step, k, n, 1, 3, setting.micro_batches).total() >
-              capacity)
-            break;
-          option.layers_per_stage = n;
-        }
+        option.layers_per_stage = most_fitting_layers(v, layers_, [&](int n) {
+          return sim::slot_memory(model_, setting.step, k, n, 1, 3, setting.micro_batches)
+                     .total() <= capacity;
+        });
         // The least memory a stage can need: no embedding or head, the fewest micro-batches in
         // flight any pipeline of two or more stages has (the last stage's).
         models::StageShape least;
@@ -1078,11 +1119,10 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
         least.recompute = setting.recompute;
         least.recompute_layers = setting.recompute_layers;
         least.zero_stage = setting.zero_stage;
-        for (int n = v; n <= layers_; n += v) {
+        option.most_layers = most_fitting_layers(v, layers_, [&](int n) {
           least.num_layers = n;
-          if (models::stage_memory(model_, setting.step.training, least).total() > capacity) break;
-          option.most_layers = n;
-        }
+          return models::stage_memory(model_, setting.step.training, least).total() <= capacity;
+        });
         options.push_back(option);
       }
     }
