@@ -58,11 +58,16 @@ class PipelineFloor {
 // results never depend on what was scored before. Kernels outside the array are not cached.
 class ScoreCache {
  public:
-  explicit ScoreCache(std::span<const sim::StageKernel> kernels)
-      : kernels_(kernels),
-        boundaries_(kernels.size() * kernels.size()),
-        known_(kernels.size() * kernels.size(), 0),
-        caps_(kernels.size()) {}
+  explicit ScoreCache(std::span<const sim::StageKernel> kernels) { reset(kernels); }
+
+  // Forgets every entry and serves `kernels` from now on, keeping the buffers.
+  void reset(std::span<const sim::StageKernel> kernels) {
+    kernels_ = kernels;
+    boundaries_.resize(kernels.size() * kernels.size());
+    known_.assign(kernels.size() * kernels.size(), 0);
+    caps_.resize(kernels.size());
+    for (auto& caps : caps_) caps.clear();
+  }
 
   // The boundary between stages of kernels `a` and `b` (sim::stage_boundary, which `compute`
   // calls).

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <limits>
@@ -155,6 +156,66 @@ std::string lower(std::string text) {
   return text;
 }
 
+// Scores of the configurations a setting's task-level search has tried, by their key (a run
+// of ints: island, tp, ep and stages per island). Open addressing over one arena of keys, so
+// that looking up and adding allocate nothing once the buffers have grown; clear() keeps them.
+class ConfigMemo {
+ public:
+  void clear() {
+    arena_.clear();
+    for (std::size_t i : used_) slots_[i] = Slot{};
+    used_.clear();
+  }
+  // The score stored for `key`, or nullptr.
+  const double* find(const std::vector<int>& key) const {
+    if (slots_.empty()) return nullptr;
+    const std::uint64_t h = hash(key);
+    for (std::size_t i = h & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
+      const Slot& slot = slots_[i];
+      if (slot.length < 0) return nullptr;
+      if (slot.hash == h && matches(slot, key)) return &slot.value;
+    }
+  }
+  // Adds `key` (not present) with its score.
+  void add(const std::vector<int>& key, double value) {
+    if (2 * (used_.size() + 1) > slots_.size()) grow();
+    Slot slot{hash(key), arena_.size(), static_cast<long>(key.size()), value};
+    arena_.insert(arena_.end(), key.begin(), key.end());
+    used_.push_back(place(slot));
+  }
+
+ private:
+  struct Slot {
+    std::uint64_t hash = 0;
+    std::size_t offset = 0;
+    long length = -1;  // -1: empty
+    double value = 0;
+  };
+  static std::uint64_t hash(const std::vector<int>& key) {
+    std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over the ints
+    for (int x : key) h = (h ^ static_cast<std::uint32_t>(x)) * 0x100000001b3ULL;
+    return h ^ (h >> 29);
+  }
+  bool matches(const Slot& slot, const std::vector<int>& key) const {
+    return slot.length == static_cast<long>(key.size()) &&
+           std::equal(key.begin(), key.end(), arena_.begin() + static_cast<long>(slot.offset));
+  }
+  std::size_t place(const Slot& slot) {
+    std::size_t i = slot.hash & (slots_.size() - 1);
+    while (slots_[i].length >= 0) i = (i + 1) & (slots_.size() - 1);
+    slots_[i] = slot;
+    return i;
+  }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<std::size_t>(64, 2 * old.size()), Slot{});
+    for (std::size_t& i : used_) i = place(old[i]);
+  }
+  std::vector<int> arena_;
+  std::vector<Slot> slots_;        // a power of two, at most half full
+  std::vector<std::size_t> used_;  // the slots taken, in the order they were added
+};
+
 // What the lanes of one search share: whether to stop, and why.
 struct StopState {
   std::atomic<bool> stop{false};
@@ -283,6 +344,12 @@ class Searcher {
   std::map<std::tuple<std::size_t, int, int, int, DType, int>, sim::StageKernel> kernels_;
   // The current setting's boundaries and caps, over its kernels (search_setting makes it).
   std::optional<ScoreCache> cache_;
+  // The current setting's kernels and options (search_setting's, buffers kept between settings).
+  std::vector<sim::StageKernel> setting_kernels_;
+  std::vector<Option> setting_options_;
+  // An island alone, as evaluate() takes it (buffers kept between calls).
+  std::vector<int> single_order_;
+  std::vector<std::pair<const Option*, int>> single_parts_;
   // evaluate()'s buffers, kept between calls.
   std::vector<const sim::StageKernel*> eval_kernels_;
   std::vector<StageSpec> eval_stages_;
@@ -293,7 +360,8 @@ class Searcher {
   std::vector<int> try_islands_;
   std::vector<std::pair<const Option*, int>> try_parts_;
   std::vector<std::pair<const Option*, int>> submit_config_;
-  std::vector<std::tuple<int, int, int, int>> submit_key_;
+  std::vector<int> submit_key_;
+  ConfigMemo seen_;  // search_task_level's, per setting
   std::vector<StageSpec> rate_stages_;
 };
 
@@ -561,8 +629,15 @@ double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<i
   Found& incumbent = mode == Mode::task_level
                          ? task_best_
                          : single_best_[static_cast<std::size_t>(order.front())];
-  auto found = [&] { return Found{mode, value, scratch_.step_time_s, setting, stages}; };
-  if (value < incumbent.score) incumbent = found();
+  // Written in place: a better plan reuses the stage buffer of the one it replaces.
+  auto record = [&](Found& into) {
+    into.mode = mode;
+    into.score = value;
+    into.step_s = scratch_.step_time_s;
+    into.setting = setting;
+    into.stages.assign(stages.begin(), stages.end());
+  };
+  if (value < incumbent.score) record(incumbent);
   // Orders of the same islands compete for one place.
   std::vector<std::pair<int, int>>& members = eval_members_;
   members.clear();
@@ -579,9 +654,9 @@ double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<i
   }
   const auto known = best_by_shape_.find(shape);
   if (known == best_by_shape_.end())
-    best_by_shape_.emplace(shape, found());
+    record(best_by_shape_[shape]);
   else if (value < known->second.score)
-    known->second = found();
+    record(known->second);
   return value;
 }
 
@@ -662,21 +737,21 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   if (present.size() < 2) return;
 
   using Config = std::vector<std::pair<const Option*, int>>;  // by island index
-  // (island, tp, ep, stages) -> score
-  std::map<std::vector<std::tuple<int, int, int, int>>, double> seen;
+  // (island, tp, ep, stages) per island -> score
+  ConfigMemo& seen = seen_;
+  seen.clear();
   auto submit = [&](const Config& given) {
     Config& config = submit_config_;
     config.assign(given.begin(), given.end());
     std::sort(config.begin(), config.end(),
               [](const auto& a, const auto& b) { return a.first->island < b.first->island; });
-    std::vector<std::tuple<int, int, int, int>>& key = submit_key_;
+    std::vector<int>& key = submit_key_;
     key.clear();
     for (const auto& [option, count] : config)
-      key.emplace_back(option->island, option->tp, option->ep, count);
-    const auto known = seen.find(key);
-    if (known != seen.end()) return known->second;
+      key.insert(key.end(), {option->island, option->tp, option->ep, count});
+    if (const double* known = seen.find(key)) return *known;
     const double value = config.size() >= 2 ? try_config(setting, islands, config) : kInf;
-    seen.emplace(key, value);
+    seen.add(key, value);
     return value;
   };
 
@@ -695,13 +770,15 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   }
   std::sort(taus.begin(), taus.end());
   taus.erase(std::unique(taus.begin(), taus.end()), taus.end());
+  struct Pick {
+    const Option* option = nullptr;
+    int per_stage = 0;  // layers
+    int hosted = 0;
+  };
+  std::vector<Pick> picks;  // per tau, buffers kept
+  Config fewest, widest;
   for (double tau : taus) {
-    struct Pick {
-      const Option* option = nullptr;
-      int per_stage = 0;  // layers
-      int hosted = 0;
-    };
-    std::vector<Pick> picks;
+    picks.clear();
     for (int i : present) {
       Pick best;
       for (const Option* option : by_island[static_cast<std::size_t>(i)]) {
@@ -717,7 +794,8 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
       return a.option->per_layer < b.option->per_layer;
     });
     int left = layers_;
-    std::vector<std::pair<const Option*, int>> fewest, widest;
+    fewest.clear();
+    widest.clear();
     for (const Pick& pick : picks) {
       if (left == 0) break;
       const int take = std::min(left, pick.hosted);
@@ -726,8 +804,8 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
       widest.emplace_back(pick.option, pick.option->max_stages);
     }
     if (left > 0 || fewest.size() < 2) continue;
-    seeds.push_back(std::move(fewest));
-    seeds.push_back(std::move(widest));
+    seeds.push_back(fewest);
+    seeds.push_back(widest);
   }
   // Every island joining, with its fastest option: one stage each, and all it can hold.
   Config thin, wide;
@@ -751,31 +829,36 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   constexpr std::size_t kClimbs = 3;
   // A seed may be infeasible as it stands (interleaving needs the stage count to divide the
   // micro-batches); a climb from it takes the first feasible neighbour.
+  std::vector<Config> neighbours;
   for (std::size_t c = 0; c < scored.size() && c < kClimbs; ++c) {
     Config current = scored[c].second;
     double value = scored[c].first;
     for (bool moved = true; moved;) {
       moved = false;
-      std::vector<Config> neighbours;
+      // The neighbours' buffers are kept from one move to the next.
+      std::size_t count_of = 0;
+      auto neighbour_of = [&]() -> Config& {
+        if (count_of == neighbours.size()) neighbours.emplace_back();
+        Config& next = neighbours[count_of++];
+        next.assign(current.begin(), current.end());
+        return next;
+      };
       for (std::size_t k = 0; k < current.size(); ++k) {
         const auto [option, count] = current[k];
         if (count < option->max_stages) {
-          neighbours.push_back(current);
-          ++neighbours.back()[k].second;
+          ++neighbour_of()[k].second;
         }
         if (count > 1) {
-          neighbours.push_back(current);
-          --neighbours.back()[k].second;
+          --neighbour_of()[k].second;
         }
         if (current.size() > 2) {
-          neighbours.push_back(current);
-          neighbours.back().erase(neighbours.back().begin() + static_cast<long>(k));
+          Config& without = neighbour_of();
+          without.erase(without.begin() + static_cast<long>(k));
         }
         for (const Option* other : by_island[static_cast<std::size_t>(option->island)]) {
           if (other == option) continue;
           const int scaled = std::max(1, count * option->tp / other->tp);
-          neighbours.push_back(current);
-          neighbours.back()[k] = {other, std::min(scaled, other->max_stages)};
+          neighbour_of()[k] = {other, std::min(scaled, other->max_stages)};
         }
       }
       for (int i : present) {
@@ -783,15 +866,14 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
                                     [&](const auto& part) { return part.first->island == i; });
         if (in) continue;
         for (const Option* option : by_island[static_cast<std::size_t>(i)]) {
-          neighbours.push_back(current);
-          neighbours.back().emplace_back(option, 1);
+          neighbour_of().emplace_back(option, 1);
         }
       }
-      for (auto& neighbour : neighbours) {
-        const double candidate = submit(neighbour);
+      for (std::size_t n = 0; n < count_of; ++n) {
+        const double candidate = submit(neighbours[n]);
         if (candidate < value) {
           value = candidate;
-          current = std::move(neighbour);
+          current.assign(neighbours[n].begin(), neighbours[n].end());
           moved = true;
         }
       }
@@ -869,14 +951,15 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   // A tighter bound for a whole configuration, with each stage's memory cap: the bottleneck is
   // at least the water level at which the stages, each filled up to its cap, hold every layer;
   // the stage times sum to at least the cheapest way to place the layers under the caps.
+  struct Group {
+    double per_layer;
+    double least_time;
+    int count;
+    int cap;  // layers per stage
+  };
+  std::vector<Group> groups;  // capped_bound's, reused
   auto capped_bound = [&](const Config& config) {
-    struct Group {
-      double per_layer;
-      double least_time;
-      int count;
-      int cap;  // layers per stage
-    };
-    std::vector<Group> groups;
+    groups.clear();
     long held = 0;
     double chunk_max = 0;
     for (const auto& [option, count] : config) {
@@ -931,9 +1014,11 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   std::vector<int> used_in_zone(static_cast<std::size_t>(zone_count), 0);  // islands taken
   // Whether the taken islands' zones can still be joined through zones of islands at depth r
   // or later.
+  std::vector<char> allowed, visited;  // reachable()'s, reused
+  std::vector<int> stack;
   auto reachable = [&](std::size_t r) {
     if (all_linked) return true;
-    std::vector<char> allowed(static_cast<std::size_t>(zone_count), 0);
+    allowed.assign(static_cast<std::size_t>(zone_count), 0);
     int start = -1, needed = 0;
     for (int z = 0; z < zone_count; ++z) {
       if (used_in_zone[static_cast<std::size_t>(z)] > 0) {
@@ -945,8 +1030,8 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     if (needed <= 1) return true;
     for (std::size_t k = r; k < walk_order.size(); ++k)
       allowed[static_cast<std::size_t>(islands[static_cast<std::size_t>(walk_order[k])].zone_rank)] = 1;
-    std::vector<char> visited(static_cast<std::size_t>(zone_count), 0);
-    std::vector<int> stack{start};
+    visited.assign(static_cast<std::size_t>(zone_count), 0);
+    stack.assign(1, start);
     visited[static_cast<std::size_t>(start)] = 1;
     int found = 0;
     while (!stack.empty()) {
@@ -1053,18 +1138,21 @@ const sim::StageKernel& Searcher::kernel(const Setting& setting, std::size_t ind
 void Searcher::search_setting(const Setting& setting, const std::vector<IslandInfo>& islands) {
   std::optional<PhaseClock> clock(phases_[kPhaseKernels]);
   // Kernels for every eligible (island, tp) under this setting.
-  std::vector<sim::StageKernel> kernels;
-  kernels.reserve(64);
-  std::vector<Option> options;
+  std::vector<sim::StageKernel>& kernels = setting_kernels_;
+  std::vector<Option>& options = setting_options_;
+  kernels.clear();
+  options.clear();
   const int v = setting.virtual_stages;
   for (std::size_t i = 0; i < islands.size(); ++i) {
     const IslandInfo& info = islands[i];
     if (!info.eligible) continue;
     for (int tp : info.tps) {
       if (model_.moe() && tp > 1 && !setting.step.training.sequence_parallel) {
-        reject(kStructure, "island " + info.island->name + ": tp " + std::to_string(tp) +
-                               " with mixture-of-experts layers needs sequence parallelism "
-                               "(Megatron-Core requires it); the workload has none");
+        reject(kStructure, [&] {
+          return "island " + info.island->name + ": tp " + std::to_string(tp) +
+                 " with mixture-of-experts layers needs sequence parallelism "
+                 "(Megatron-Core requires it); the workload has none";
+        });
         continue;
       }
       for (int ep : expert_parallel_sizes(setting.dp)) {
@@ -1074,16 +1162,20 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
         if (max_stages == 0) {
           // Too few chips for one stage is no candidate at all, unless busy nodes are the cause.
           if (info.island->chip_count() >= per_replica)
-            reject(kGang, "island " + info.island->name + ": " + std::to_string(per_replica) +
-                              " chips for one stage, " +
-                              std::to_string(info.island->free_chip_count()) + " free");
+            reject(kGang, [&] {
+              return "island " + info.island->name + ": " + std::to_string(per_replica) +
+                     " chips for one stage, " + std::to_string(info.island->free_chip_count()) +
+                     " free";
+            });
           continue;
         }
         kernels.push_back(kernel(setting, i, *info.island, tp, ep));
         const sim::StageKernel& k = kernels.back();
         if (!k.problems.empty() || !k.has_rates) {
-          reject(kUnknownFigures, "island " + info.island->name + ": " +
-                                      (k.problems.empty() ? "no rates" : k.problems.front()));
+          reject(kUnknownFigures, [&] {
+            return "island " + info.island->name + ": " +
+                   (k.problems.empty() ? "no rates" : k.problems.front());
+          });
           kernels.pop_back();
           continue;
         }
@@ -1129,7 +1221,10 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
   }
   // kernels must not move from here on: options point into it.
   for (std::size_t o = 0; o < options.size(); ++o) options[o].kernel = &kernels[o];
-  cache_.emplace(kernels);
+  if (cache_)
+    cache_->reset(kernels);
+  else
+    cache_.emplace(kernels);
 
   clock.emplace(phases_[kPhaseSingle]);
   phase_ = kPhaseSingle;
@@ -1137,7 +1232,9 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
   for (const Option& option : options) {
     for (int s = 1; s <= option.max_stages && !stop_; ++s) {
       if (v > 1 && s == 1) continue;  // nothing to interleave
-      evaluate(Mode::single_island, setting, {option.island}, {{&option, s}});
+      single_order_.assign(1, option.island);
+      single_parts_.assign(1, {&option, s});
+      evaluate(Mode::single_island, setting, single_order_, single_parts_);
     }
   }
   clock.reset();
