@@ -173,12 +173,14 @@ bool solve_split(const SplitProblem& problem, SplitWorkspace& work, Split& out) 
   }
   std::make_heap(bounds.begin(), bounds.end(), std::greater<>{});
   std::vector<int>& trial = work.trial;
+  double tried = bottleneck;  // the last bound filled: alike stages offer the same bound again
   while (!bounds.empty()) {
     const auto [b, j] = heap_pop(bounds);
     const int c = static_cast<int>(std::lround((b - units[j].fixed) / units[j].time));
     if (c + 1 <= units[j].cap) heap_push(bounds, {units[j].fixed + (c + 1) * units[j].time, j});
-    if (b <= bottleneck) continue;
+    if (b <= tried) continue;
     if (slope * b + floor_sum / v >= best) break;
+    tried = b;
     if (!fill_under(units, order, total, b, trial)) continue;
     const double value = objective(units, trial, m, v);
     if (value < best - 1e-12 * best) {

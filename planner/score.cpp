@@ -90,15 +90,21 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
     return {ScoreStatus::layers_do_not_fit, -1};
 
   slots.clear();
+  std::vector<models::StageMemory> local_memories;
+  std::vector<models::StageMemory>& memories = cache ? cache->pipeline_memories : local_memories;
+  memories.clear();
   int first = 0;
   for (int j = 0; j < p; ++j) {
+    const sim::StageKernel* k = kernels[static_cast<std::size_t>(j)];
     const int n = split.layers[static_cast<std::size_t>(j)];
-    slots.push_back({kernels[static_cast<std::size_t>(j)], first, n});
+    slots.push_back({k, first, n});
     first += n;
+    auto compute = [&] { return sim::slot_memory(model, settings, *k, n, j, p, m); };
+    memories.push_back(cache ? cache->memory(k, j, p, n, compute) : compute());
   }
   // The assumptions are left out: the plans the search ranks are estimated again in full.
   sim::assemble_estimate(cluster, model, settings, slots, estimate,
-                         sim::EstimateOptions{}.memory_headroom, false, &boundaries);
+                         sim::EstimateOptions{}.memory_headroom, false, &boundaries, &memories);
   return {};
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <span>
 #include <vector>
@@ -67,6 +68,8 @@ class ScoreCache {
     known_.assign(kernels.size() * kernels.size(), 0);
     caps_.resize(kernels.size());
     for (auto& caps : caps_) caps.clear();
+    for (std::size_t slot : memory_used_) memory_keys_[slot] = kEmpty;
+    memory_used_.clear();
   }
 
   // The boundary between stages of kernels `a` and `b` (sim::stage_boundary, which `compute`
@@ -88,6 +91,32 @@ class ScoreCache {
   SplitWorkspace work;
   Split split;
   std::vector<sim::Boundary> pipeline_boundaries;  // of the pipeline being scored
+  std::vector<models::StageMemory> pipeline_memories;  // of the pipeline being scored
+
+  // The memory of a stage of kernel `k` holding `layers` at index `stage` of `stages`
+  // (sim::slot_memory, which `compute` calls): pipelines of the same kernels share many a
+  // stage's place and layers. An open-addressing table, so that a hit allocates nothing.
+  template <typename Compute>
+  models::StageMemory memory(const sim::StageKernel* k, int stage, int stages, int layers,
+                             Compute&& compute) {
+    const std::size_t i = index(k);
+    constexpr int kField = 1 << 16;
+    if (i == kNone || i >= kField || stages >= kField || layers >= kField) return compute();
+    const std::uint64_t key =
+        (static_cast<std::uint64_t>(i) << 48) | (static_cast<std::uint64_t>(stage) << 32) |
+        (static_cast<std::uint64_t>(stages) << 16) | static_cast<std::uint64_t>(layers);
+    if (2 * (memory_used_.size() + 1) > memory_keys_.size()) grow_memories();
+    const std::size_t mask = memory_keys_.size() - 1;
+    std::size_t slot = mix(key) & mask;
+    while (memory_keys_[slot] != kEmpty) {
+      if (memory_keys_[slot] == key) return memory_values_[slot];
+      slot = (slot + 1) & mask;
+    }
+    memory_keys_[slot] = key;
+    memory_values_[slot] = compute();
+    memory_used_.push_back(slot);
+    return memory_values_[slot];
+  }
 
   // The cap of a stage of kernel `k` at index `stage` of `stages`: -1 before it is known, and
   // nullptr for a kernel outside the array.
@@ -114,6 +143,32 @@ class ScoreCache {
   std::vector<sim::Boundary> boundaries_;  // [a][b]
   std::vector<char> known_;                // [a][b]: computed
   std::vector<std::vector<int>> caps_;  // per kernel, by pipeline length and stage
+  // memory()'s table: keys (kernel, stage, stages, layers in 16 bits each), values, and the
+  // slots taken; a power of two at most half full.
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
+  static std::size_t mix(std::uint64_t key) {
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdULL;
+    key ^= key >> 33;
+    return static_cast<std::size_t>(key);
+  }
+  void grow_memories() {
+    std::vector<std::uint64_t> keys(std::max<std::size_t>(256, 2 * memory_keys_.size()), kEmpty);
+    std::vector<models::StageMemory> values(keys.size());
+    const std::size_t mask = keys.size() - 1;
+    for (std::size_t& used : memory_used_) {
+      std::size_t slot = mix(memory_keys_[used]) & mask;
+      while (keys[slot] != kEmpty) slot = (slot + 1) & mask;
+      keys[slot] = memory_keys_[used];
+      values[slot] = memory_values_[used];
+      used = slot;
+    }
+    memory_keys_ = std::move(keys);
+    memory_values_ = std::move(values);
+  }
+  std::vector<std::uint64_t> memory_keys_;
+  std::vector<models::StageMemory> memory_values_;
+  std::vector<std::size_t> memory_used_;
 };
 
 // Places the model's layers on the stages (`kernels`, first to last; each stage holds a

@@ -469,7 +469,8 @@ Boundary stage_boundary(const Cluster& cluster, const ModelShape& model,
 void assemble_estimate(const Cluster& cluster, const ModelShape& model,
                        const StepSettings& settings, const std::vector<StageSlot>& slots,
                        Estimate& out, double memory_headroom, bool notes,
-                       const std::vector<Boundary>* boundaries) {
+                       const std::vector<Boundary>* boundaries,
+                       const std::vector<models::StageMemory>* memories) {
   const TrainingSettings& training = settings.training;
   const int micro_batch = settings.micro_batch;
   const int p = static_cast<int>(slots.size());
@@ -516,8 +517,13 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
       se.island = std::move(island);
       se.chip = std::move(chip);
     }
-    se.island.assign(k.island->name);
-    se.chip.assign(k.chip->id);
+    if (notes) {
+      se.island.assign(k.island->name);
+      se.chip.assign(k.chip->id);
+    } else {
+      se.island.clear();
+      se.chip.clear();
+    }
     se.first_layer = slot.first_layer;
     se.num_layers = slot.num_layers;
     se.tp = k.tp;
@@ -567,7 +573,8 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
       peak_sum += k.tp * k.dp * k.peak_flops;
     }
 
-    se.memory = slot_memory(model, settings, k, slot.num_layers, i, p, m, recompute);
+    se.memory = memories ? (*memories)[static_cast<std::size_t>(i)]
+                         : slot_memory(model, settings, k, slot.num_layers, i, p, m, recompute);
     if (k.memory_capacity) {
       se.memory_capacity = *k.memory_capacity;
       se.memory_usable = k.memory_usable.value_or(se.memory_capacity);

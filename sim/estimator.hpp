@@ -260,14 +260,16 @@ SyncCollectives dp_sync_collectives(const TrainingSettings& training, double par
 
 // The estimate of a step from its stages' kernels, written over `out`. The caller has checked
 // the plan's structure (one dp, whole micro-batches, island capacity); estimate_step does.
-// Without `notes`, `assumptions` stays empty (the planner scores plans without them and
-// estimates the ones it ranks again in full).
+// Without `notes`, `assumptions` and the stages' island and chip names stay empty (the planner
+// scores plans without them and estimates the ones it ranks again in full).
 // `boundaries`, when given, holds stage_boundary of each pair of consecutive slots (the planner
-// keeps them per pair of kernels).
+// keeps them per pair of kernels); `memories`, when given, slot_memory of each slot (the
+// planner keeps them per kernel, place and layer count).
 void assemble_estimate(const Cluster& cluster, const ModelShape& model,
                        const StepSettings& settings, const std::vector<StageSlot>& slots,
                        Estimate& out, double memory_headroom = EstimateOptions{}.memory_headroom,
-                       bool notes = true, const std::vector<Boundary>* boundaries = nullptr);
+                       bool notes = true, const std::vector<Boundary>* boundaries = nullptr,
+                       const std::vector<models::StageMemory>* memories = nullptr);
 
 // Estimates one step. Never throws on a plan that cannot run: the estimate is infeasible and
 // says why. The plan must have passed formats::check_plan_references for this cluster and
