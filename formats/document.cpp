@@ -167,8 +167,14 @@ std::string Field::as_identifier() const {
   return node_.Scalar();
 }
 
+// A quoted scalar ("32", '32') is a string in YAML and in JSON, never a number or a flag:
+// yaml-cpp gives it the non-specific tag "!", a plain scalar "?".
+bool Field::quoted() const {
+  return node_.IsScalar() && node_.Tag() == "!";
+}
+
 bool Field::as_bool() const {
-  if (node_.IsScalar()) {
+  if (node_.IsScalar() && !quoted()) {
     const std::string& text = node_.Scalar();
     if (text == "true") return true;
     if (text == "false") return false;
@@ -178,7 +184,7 @@ bool Field::as_bool() const {
 
 std::int64_t Field::as_int(std::int64_t min, std::int64_t max) const {
   const std::string range = "an integer from " + std::to_string(min) + " to " + std::to_string(max);
-  if (!node_.IsScalar()) fail_expected(range);
+  if (!node_.IsScalar() || quoted()) fail_expected(range);
   const std::string& text = node_.Scalar();
   std::int64_t value = 0;
   const auto result = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -192,7 +198,7 @@ std::int64_t Field::as_int(std::int64_t min, std::int64_t max) const {
 double Field::as_number(double min, double max) const {
   std::ostringstream range;
   range << "a number from " << min << " to " << max;
-  if (!node_.IsScalar()) fail_expected(range.str());
+  if (!node_.IsScalar() || quoted()) fail_expected(range.str());
   const std::string& text = node_.Scalar();
   double value = 0.0;
   const auto result = std::from_chars(text.data(), text.data() + text.size(), value);

@@ -56,6 +56,8 @@ class Field {
   std::string as_string() const;      // any scalar
   std::string as_identifier() const;  // [a-z0-9][a-z0-9._-]*
   bool as_bool() const;
+  // Whether the value is a quoted scalar (a string, even when its text is a number).
+  bool quoted() const;
   std::int64_t as_int(std::int64_t min, std::int64_t max) const;
   double as_number(double min, double max) const;
   double as_quantity(Dimension dimension) const;

@@ -255,10 +255,9 @@ TEST(HfConfigErrors, WordWhereIntegerExpected) {
             "config.json:3:24: num_hidden_layers: expected an integer from 1 to 1048576, got \"many\"");
 }
 
-// JSON distinguishes "32" (a string) from 32; the loader reads both as 32 (yaml-cpp keeps only
-// the scalar text, and Field::as_int does not look at the quoting). Disabled until the loaders
-// reject quoted numbers.
-TEST(HfConfigErrors, DISABLED_QuotedIntegerIsAString) {
+// JSON distinguishes "32" (a string) from 32: a quoted number is refused where a number is
+// expected.
+TEST(HfConfigErrors, QuotedIntegerIsAString) {
   EXPECT_EQ(config_error(replaced(kConfig, "\"num_hidden_layers\": 32", "\"num_hidden_layers\": \"32\"")),
             "config.json:3:24: num_hidden_layers: expected an integer from 1 to 1048576, got \"32\"");
 }
