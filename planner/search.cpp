@@ -318,13 +318,11 @@ std::vector<IslandInfo> Searcher::check_islands(DType dtype) {
       exclude(kUnknownFigures, "the memory capacity of " + chip.id + " is unknown");
       continue;
     }
-    if (model_.latent_attention() || (model_.moe() && model_.dense_layers > 0)) {
+    if (model_.mtp_layers > 0) {
       // The model's parameters are counted, its step is not priced yet.
-      exclude(kUnknownFigures,
-              model_.model_type + "'s " +
-                  (model_.latent_attention() ? "multi-head latent attention"
-                                             : "dense layers before its mixture-of-experts ones") +
-                  " are not modelled by the estimator yet");
+      exclude(kUnknownFigures, model_.model_type +
+                                   "'s multi-token prediction modules are not modelled by the "
+                                   "estimator yet");
       continue;
     }
     std::string missing;
@@ -423,8 +421,10 @@ double Searcher::pipeline_floor(const Setting& setting,
     const Option& option = *parts[i].first;
     const int count = parts[i].second;
     const sim::StageKernel& k = *option.kernel;
-    const double per_layer = k.layer_time(marginal);
-    const double extra = least > 0 ? least * (k.layer_time(Recompute::full) - per_layer) : 0.0;
+    // A mixture's dense layers may be cheaper than its MoE ones: the bound takes the cheaper.
+    const double per_layer = k.least_layer_time(marginal);
+    const double extra =
+        least > 0 ? least * (k.least_layer_time(Recompute::full) - per_layer) : 0.0;
     const double inner = count > 1 ? boundary(k, k) : 0.0;
     const double after = i + 1 < parts.size() ? boundary(k, *parts[i + 1].first->kernel) : 0.0;
     const double embedding =
@@ -1050,9 +1050,10 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
         option.ep = ep;
         // Under partial recompute each further layer keeps its activations: the recomputed ones
         // are a fixed part of every stage, left out of this lower figure.
-        option.per_layer = k.layer_time(sim::marginal_recompute(setting.step));
+        // A mixture's dense layers may be cheaper than its MoE ones: bounds take the cheaper.
+        option.per_layer = k.least_layer_time(sim::marginal_recompute(setting.step));
         option.least_time = setting.recompute_layers > 0
-                                ? v * setting.recompute_layers * k.layer_time(Recompute::full)
+                                ? v * setting.recompute_layers * k.least_layer_time(Recompute::full)
                                 : v * option.per_layer;
         option.max_stages = max_stages;
         option.layers_per_stage = 0;
@@ -1083,6 +1084,10 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
           if (models::stage_memory(model_, setting.step.training, least).total() > capacity) break;
           option.most_layers = n;
         }
+        // A stage with a mixture's dense layers holds at most that many more (removing them
+        // frees memory), rounded up to whole chunks.
+        if (model_.moe() && model_.dense_layers > 0 && option.most_layers > 0)
+          option.most_layers += (std::min(model_.dense_layers, layers_) + v - 1) / v * v;
         options.push_back(option);
       }
     }
