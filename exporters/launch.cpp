@@ -418,7 +418,9 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
   }
   if (model.qkv_bias && !model.linear_bias) model_args.push_back("--add-qkv-bias");
   // Heads as wide as the config says (Qwen3, GLM-4), and Qwen3's norms of each head's Q and K.
-  if (model.head_size > 0 && model.head_size * model.heads != model.hidden)
+  // Latent attention gives its widths below (--kv-channels is not what its heads use).
+  if (model.head_size > 0 && model.head_size * model.heads != model.hidden &&
+      !model.latent_attention())
     model_args.push_back("--kv-channels " + std::to_string(model.head_size));
   if (model.qk_norm) model_args.push_back("--qk-layernorm");
   if (model.latent_attention()) {
