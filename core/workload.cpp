@@ -68,11 +68,24 @@ double ModelShape::layer_parameters(int index) const {
 }
 
 double ModelShape::kv_width_per_chip(int tp) const {
+  // Multi-head latent attention splits every head's key over tp: nope + rope wide each.
+  if (latent_attention())
+    return static_cast<double>(heads) / tp * (qk_nope_head_dim + qk_rope_head_dim);
   const double d = head_dim();
   return kv_heads >= tp ? static_cast<double>(kv_heads) / tp * d : d;
 }
 
+double ModelShape::latent_down_parameters() const {
+  if (!latent_attention()) return 0.0;
+  const double h = hidden;
+  const double q = q_lora_rank > 0 ? h * q_lora_rank + q_lora_rank : 0.0;
+  return q + h * (kv_lora_rank + qk_rope_head_dim) + kv_lora_rank;
+}
+
 double ModelShape::replicated_kv_parameters(int tp) const {
+  // Megatron-Core keeps MLA's down-projections and their norms whole on every tensor-parallel
+  // rank (TELinear in its "duplicated" mode): each rank holds all of them, not 1 / tp.
+  if (latent_attention()) return latent_down_parameters() * (1.0 - 1.0 / tp);
   const double extra_width = kv_width_per_chip(tp) - static_cast<double>(kv_heads) * head_dim() / tp;
   if (extra_width <= 0) return 0.0;
   // K and V projection weights (and biases) of the replicated heads.

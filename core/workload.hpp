@@ -79,10 +79,14 @@ struct ModelShape {
   int moe_layer_count() const;
   // Width of K (and of V) one chip of a tensor-parallel group of `tp` holds: its share of the
   // key/value heads, or one whole head when tp exceeds them (Megatron replicates each key/value
-  // head over tp / kv_heads ranks).
+  // head over tp / kv_heads ranks). With latent attention: K's share, heads / tp x (nope +
+  // rope); V is heads / tp x v_head_dim (docs/models/attention.md).
   double kv_width_per_chip(int tp) const;
-  // Parameters a chip holds beyond layer_parameters() / tp because of that replication.
+  // Parameters a chip holds beyond layer_parameters() / tp because of that replication, or with
+  // latent attention because the down-projections and their norms are whole on every rank.
   double replicated_kv_parameters(int tp) const;
+  // Latent attention's down-projections of Q and of K/V with their norms (0 without it).
+  double latent_down_parameters() const;
   // Parameters of one transformer layer (a dense one; layer_parameters(i) of layer i), of its
   // attention and of its MLP, of the embeddings and of the output head.
   double layer_parameters() const;

@@ -418,9 +418,32 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
   }
   if (model.qkv_bias && !model.linear_bias) model_args.push_back("--add-qkv-bias");
   // Heads as wide as the config says (Qwen3, GLM-4), and Qwen3's norms of each head's Q and K.
-  if (model.head_size > 0 && model.head_size * model.heads != model.hidden)
+  // Latent attention gives its widths below (--kv-channels is not what its heads use).
+  if (model.head_size > 0 && model.head_size * model.heads != model.hidden &&
+      !model.latent_attention())
     model_args.push_back("--kv-channels " + std::to_string(model.head_size));
   if (model.qk_norm) model_args.push_back("--qk-layernorm");
+  if (model.latent_attention()) {
+    // Multi-head latent attention (DeepSeek-V2/V3). Megatron-LM: --multi-latent-attention, the
+    // no-rope part of a head's Q and K as --qk-head-dim and the rope part as
+    // --qk-pos-emb-head-dim (MLATransformerConfig); MindSpeed-LLM's DeepSeek scripts:
+    // --multi-head-latent-attention with --qk-nope-head-dim and --qk-rope-head-dim. Both:
+    // --qk-layernorm for the latents' norms, and no --q-lora-rank when Q is projected directly.
+    if (framework.mindspeed) {
+      model_args.push_back("--multi-head-latent-attention");
+      model_args.push_back("--qk-nope-head-dim " + std::to_string(model.qk_nope_head_dim));
+      model_args.push_back("--qk-rope-head-dim " + std::to_string(model.qk_rope_head_dim));
+    } else {
+      model_args.push_back("--multi-latent-attention");
+      model_args.push_back("--qk-head-dim " + std::to_string(model.qk_nope_head_dim));
+      model_args.push_back("--qk-pos-emb-head-dim " + std::to_string(model.qk_rope_head_dim));
+    }
+    if (model.q_lora_rank > 0)
+      model_args.push_back("--q-lora-rank " + std::to_string(model.q_lora_rank));
+    model_args.push_back("--kv-lora-rank " + std::to_string(model.kv_lora_rank));
+    model_args.push_back("--v-head-dim " + std::to_string(model.v_head_dim));
+    model_args.push_back("--qk-layernorm");
+  }
   if (model.moe()) {
     // Megatron-Core's mixture-of-experts arguments (MindSpeed-LLM takes the same).
     model_args.push_back("--num-experts " + std::to_string(model.experts));
@@ -450,6 +473,19 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
       }
     }
     if (model.expert_bias) model_args.push_back("--moe-router-enable-expert-bias");
+    if (model.dense_layers > 0) {
+      // Dense first layers (DeepSeek's first_k_dense_replace): MindSpeed-LLM's
+      // --first-k-dense-replace; Megatron-LM's --moe-layer-freq as a list of 0 (dense) and 1
+      // (MoE), one per layer.
+      const int dense = std::min(model.dense_layers, model.layers);
+      if (framework.mindspeed) {
+        model_args.push_back("--first-k-dense-replace " + std::to_string(dense));
+        model_args.push_back("--moe-layer-freq 1");
+      } else {
+        model_args.push_back("--moe-layer-freq [0]*" + std::to_string(dense) + "+[1]*" +
+                             std::to_string(model.layers - dense));
+      }
+    }
   }
   if (model.extra_norms > 0) {
     notes.push_back("The model has " + std::to_string(model.extra_norms) +

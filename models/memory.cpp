@@ -7,7 +7,7 @@
 namespace hetplan::models {
 
 double layer_activation_bytes(const ModelShape& model, const TrainingSettings& training,
-                              int micro_batch, int tp, Recompute recompute) {
+                              int micro_batch, int tp, Recompute recompute, bool dense_mlp) {
   const double e = bytes_per_element(storage_dtype(training.dtype));
   const double t = tp;
   const double tokens = static_cast<double>(micro_batch) * training.seq_len;
@@ -34,11 +34,25 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
   // heads x head size wide: h, but for Qwen3's heads), and the pre-norm Q and K that Qwen3's
   // per-head norms keep.
   const double w = model.attention_width();
-  bytes += tokens * ((w / t + 2.0 * kv_chip) * e + w / t * lin);
-  if (model.qk_norm) bytes += tokens * (w / t + kv_chip) * e;
+  if (model.latent_attention()) {
+    // Multi-head latent attention (docs/models/attention.md#memory): on the chip's own tokens
+    // (the down-projections are replicated), each latent's norm input and its normalised copy
+    // (the up-projection's input); on every token, Q and K (heads / t x (nope + rope)) and V
+    // (heads / t x v_head_dim) for the core attention, and its output (heads / t x v_head_dim,
+    // the output projection's input).
+    const double local = tokens / r;
+    const double latents = static_cast<double>(model.q_lora_rank) + model.kv_lora_rank;
+    bytes += local * latents * (e + lin);
+    const double heads = model.heads / t;
+    const double qk = static_cast<double>(model.qk_nope_head_dim) + model.qk_rope_head_dim;
+    bytes += tokens * heads * ((2.0 * qk + model.v_head_dim) * e + model.v_head_dim * lin);
+  } else {
+    bytes += tokens * ((w / t + 2.0 * kv_chip) * e + w / t * lin);
+    if (model.qk_norm) bytes += tokens * (w / t + kv_chip) * e;
+  }
   // GLM-4's extra norms keep their inputs.
   bytes += model.extra_norms * tokens * h * e / r;
-  if (model.moe()) {
+  if (model.moe() && !dense_mlp) {
     // Mixture of experts (docs/models/moe.md#memory): the routing scores in fp32, the tokens'
     // copies the experts take (gathered over tp, the busiest chip's load; the experts' first
     // linear input) with both halves of their gated projection and its product (the second
@@ -86,8 +100,12 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
     expert_layer = routed / (t * stage.ep);
     layer = (model.layer_parameters(model.layers - 1) - routed) / t + expert_layer;
   }
+  // A mixture's dense layers: all of the layer split over tp.
+  const int dense_count = model.moe() ? std::clamp(stage.dense_layers, 0, stage.num_layers) : 0;
+  const int moe_count = stage.num_layers - dense_count;
   double parameters =
       stage.num_layers * (layer + model.replicated_kv_parameters(stage.tp));
+  if (dense_count > 0) parameters += dense_count * (model.layer_parameters() / t - layer);
   if (stage.has_embedding) parameters += model.embedding_parameters() / t;
   if (stage.has_head) {
     parameters += model.head_parameters() / t;
@@ -97,7 +115,7 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
     }
   }
   out.parameters = parameters;
-  out.expert_parameters = stage.num_layers * expert_layer;
+  out.expert_parameters = moe_count * expert_layer;
   const double dense = parameters - out.expert_parameters;
   // Experts are shared by every ep-th replica: ZeRO shards them over dp / ep.
   const double expert_dp = std::max(1.0, dp / stage.ep);
@@ -160,6 +178,22 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
                   (layers_per_chunk - recomputed_per_chunk) *
                       layer_activation_bytes(model, training, stage.micro_batch, stage.tp,
                                              Recompute::none);
+  }
+  if (dense_count > 0) {
+    // The dense layers are the first of the first chunk, recomputed first under partial
+    // recompute (a recomputed layer keeps its input, dense or not). Under 1F1B every
+    // micro-batch in flight holds all of them: exact. Interleaved, which chunks are in flight
+    // varies, so every chunk in flight counts as though it held them, at the larger of the two
+    // layers' activations: an upper bound.
+    const int kept = std::max(0, dense_count - static_cast<int>(recomputed_per_chunk));
+    const Recompute kept_mode =
+        stage.recompute == Recompute::full ? Recompute::none : stage.recompute;
+    const double dense_bytes = layer_activation_bytes(model, training, stage.micro_batch, stage.tp,
+                                                      kept_mode, true);
+    const double moe_bytes = layer_activation_bytes(model, training, stage.micro_batch, stage.tp,
+                                                    kept_mode);
+    const double change = v <= 1 ? dense_bytes - moe_bytes : std::max(0.0, dense_bytes - moe_bytes);
+    chunk_bytes += kept * change;
   }
   out.activations = chunks_in_flight * chunk_bytes;
   if (stage.recompute == Recompute::full && recomputed_per_chunk > 0) {

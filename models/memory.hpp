@@ -16,6 +16,9 @@ namespace hetplan::models {
 // What the memory model needs to know about one stage.
 struct StageShape {
   int num_layers = 0;
+  // Of them, a mixture-of-experts model's dense layers (its first `dense_layers`; they sit at
+  // the start of the stage's first model chunk).
+  int dense_layers = 0;
   bool has_embedding = false;  // first stage
   bool has_head = false;       // last stage
   int tp = 1;
@@ -64,9 +67,11 @@ struct StageMemory {
 inline constexpr double kCollectiveBufferBytes = 16.0 * 2.0 * 4.0 * (1ull << 20);
 inline constexpr double kWorkspaceBytes = 64.0 * (1ull << 20);
 
-// Activation bytes one layer keeps for the backward pass, for one micro-batch on one chip.
+// Activation bytes one layer keeps for the backward pass, for one micro-batch on one chip;
+// `dense_mlp`: a mixture-of-experts model's dense layer.
 double layer_activation_bytes(const ModelShape& model, const TrainingSettings& training,
-                              int micro_batch, int tp, Recompute recompute);
+                              int micro_batch, int tp, Recompute recompute,
+                              bool dense_mlp = false);
 
 StageMemory stage_memory(const ModelShape& model, const TrainingSettings& training,
                          const StageShape& stage);

@@ -1,5 +1,7 @@
 #include "models/transformer_ops.hpp"
 
+#include <algorithm>
+
 namespace hetplan::models {
 namespace {
 
@@ -105,9 +107,94 @@ void moe_block(std::vector<Op>& ops, const ModelShape& model, const LayerSlice& 
   }
 }
 
+// Core attention of the chip's heads / tp heads, Q and K `qk` wide per head, V and the output
+// `v` wide: flash attention (causal, half the score matrix computed; `io_bytes` read and
+// written: Q, K, V and the output) or the unfused scores, softmax, dropout and context.
+void core_attention(std::vector<Op>& ops, const ModelShape& model, const LayerSlice& slice,
+                    double qk, double v, double io_bytes) {
+  const DType dtype = storage_dtype(slice.dtype);
+  const double e = bytes_per_element(dtype);
+  const double heads = model.heads / static_cast<double>(slice.tp);
+  const double s = slice.seq_len;
+  const double b = slice.micro_batch;
+  if (slice.flash_attention) {
+    // Causal flash attention skips the masked half of the score matrix: Q K^T (2 s^2 qk per
+    // head) and P V (2 s^2 v), halved.
+    Op op;
+    op.name = "flash_attention";
+    op.op_class = OpClass::flash_attention;
+    op.flops = 0.5 * 2.0 * b * heads * s * s * (qk + v);
+    op.bytes = io_bytes;
+    op.gemm = {s, s, 0.5 * (qk + v), b * heads};
+    op.backward_flops_factor = 2.5;  // five matrix products backward against two forward
+    // FlashAttention-2's backward launches three kernels: dot(dO, O), the main one, convert dQ.
+    op.backward_kernels = 3;
+    op.core_attention = true;
+    ops.push_back(op);
+    return;
+  }
+  Op scores = gemm("attention_scores", s, s, qk, b * heads, dtype);
+  scores.core_attention = true;
+  ops.push_back(scores);
+  const double score_elements = b * heads * s * s;
+  // Fused scale-mask-softmax reads and writes the score matrix; dropout writes a mask and
+  // its output.
+  Op softmax = elementwise("softmax", OpClass::attention_unfused, 2.0 * score_elements * e);
+  softmax.core_attention = true;
+  ops.push_back(softmax);
+  if (model.dropout) {
+    Op dropout =
+        elementwise("attention_dropout", OpClass::dropout, score_elements * (2.0 * e + 1.0));
+    dropout.core_attention = true;
+    ops.push_back(dropout);
+  }
+  Op context = gemm("attention_context", s, v, s, b * heads, dtype);
+  context.core_attention = true;
+  ops.push_back(context);
+}
+
+// Multi-head latent attention (DeepSeek-V2/V3) as Megatron-Core's MLASelfAttention runs it in
+// training (docs/models/attention.md). The down-projections (TELinear, "duplicated") are whole
+// on every tensor-parallel rank and run on the rank's own tokens: its sequence-parallel share,
+// or every token without sequence parallelism (each rank then computes the same). The
+// up-projections and the output projection are column- and row-parallel over the heads, on
+// every token of the micro-batch.
+void latent_attention(std::vector<Op>& ops, const ModelShape& model, const LayerSlice& slice) {
+  const double e = bytes_per_element(storage_dtype(slice.dtype));
+  const double t = slice.tp;
+  const double tokens = static_cast<double>(slice.micro_batch) * slice.seq_len;
+  const double local = slice.sequence_parallel ? tokens / t : tokens;
+  const double h = model.hidden;
+  const double heads = model.heads / t;
+  const double nope = model.qk_nope_head_dim;
+  const double rope = model.qk_rope_head_dim;
+  const double qk = nope + rope;
+  const double v = model.v_head_dim;
+  const double q_rank = model.q_lora_rank;
+  const double kv_rank = model.kv_lora_rank;
+  if (q_rank > 0) {
+    linear(ops, "q_down_proj", local, q_rank, h, slice.dtype);
+    ops.push_back(elementwise("q_norm", OpClass::norm, 2.0 * local * q_rank * e, 1, 2));
+    linear(ops, "q_up_proj", tokens, heads * qk, q_rank, slice.dtype);
+  } else {
+    linear(ops, "q_proj", tokens, heads * qk, h, slice.dtype);
+  }
+  // K and V: down to the latent and the shared rotary key, the latent's norm, up to every
+  // head's no-rope key and value.
+  linear(ops, "kv_down_proj", local, kv_rank + rope, h, slice.dtype);
+  ops.push_back(elementwise("kv_norm", OpClass::norm, 2.0 * local * kv_rank * e, 1, 2));
+  linear(ops, "kv_up_proj", tokens, heads * (nope + v), kv_rank, slice.dtype);
+  // Rotary embedding of every head's rope part of Q and of the one shared rope key, then Q and
+  // K assembled from their no-rope and rope parts (the shared key copied to every head).
+  ops.push_back(
+      elementwise("rope", OpClass::rope, 2.0 * tokens * (heads * rope + rope) * e, 2, 2));
+  ops.push_back(elementwise("qk_concat", OpClass::dropout, 2.0 * 2.0 * tokens * heads * qk * e));
+  core_attention(ops, model, slice, qk, v, tokens * heads * (2.0 * qk + 2.0 * v) * e);
+}
+
 }  // namespace
 
-std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
+std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice, bool dense_mlp) {
   const DType dtype = storage_dtype(slice.dtype);
   const double e = bytes_per_element(dtype);
   const double t = slice.tp;
@@ -115,60 +202,30 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
   const double h = model.hidden;
   const double d = model.head_dim();
   const double w = model.attention_width();  // Q and the attention output: h, or heads x d
-  const double heads = model.heads / t;  // attention heads on this chip
   // Width of K (and of V) on this chip: its share of the key/value heads, or one replicated
   // head when tp exceeds them.
   const double kv_chip = model.kv_width_per_chip(slice.tp);
   const double f = model.ffn;
-  const double s = slice.seq_len;
-  const double b = slice.micro_batch;
   // Tokens this chip handles outside the tensor-parallel regions (norms, dropout, residuals).
   const double replicated_tokens = slice.sequence_parallel ? tokens / t : tokens;
 
   std::vector<Op> ops;
-  ops.reserve(16);
+  ops.reserve(20);
   // Attention block.
   // Norms: one kernel forward, two backward (input gradient, weight-gradient reduction);
   // rotary embeddings one kernel each for Q and K.
   ops.push_back(elementwise("input_norm", OpClass::norm, 2.0 * replicated_tokens * h * e, 1, 2));
-  linear(ops, "qkv_proj", tokens, w / t + 2.0 * kv_chip, h, slice.dtype);
-  if (model.qk_norm) {
-    // Qwen3 normalises each head of Q and of K: two norms, each way.
-    ops.push_back(elementwise("qk_norm", OpClass::norm, 2.0 * tokens * (w / t + kv_chip) * e, 2, 4));
-  }
-  ops.push_back(elementwise("rope", OpClass::rope, 2.0 * tokens * (w / t + kv_chip) * e, 2, 2));
-  if (slice.flash_attention) {
-    // Causal flash attention skips the masked half of the score matrix.
-    Op op;
-    op.name = "flash_attention";
-    op.op_class = OpClass::flash_attention;
-    op.flops = 0.5 * 4.0 * b * heads * s * s * d;
-    op.bytes = tokens * (2.0 * w / t + 2.0 * kv_chip) * e;
-    op.gemm = {s, s, d, b * heads};
-    op.backward_flops_factor = 2.5;  // five matrix products backward against two forward
-    // FlashAttention-2's backward launches three kernels: dot(dO, O), the main one, convert dQ.
-    op.backward_kernels = 3;
-    op.core_attention = true;
-    ops.push_back(op);
+  if (model.latent_attention()) {
+    latent_attention(ops, model, slice);
   } else {
-    Op scores = gemm("attention_scores", s, s, d, b * heads, dtype);
-    scores.core_attention = true;
-    ops.push_back(scores);
-    const double score_elements = b * heads * s * s;
-    // Fused scale-mask-softmax reads and writes the score matrix; dropout writes a mask and
-    // its output.
-    Op softmax = elementwise("softmax", OpClass::attention_unfused, 2.0 * score_elements * e);
-    softmax.core_attention = true;
-    ops.push_back(softmax);
-    if (model.dropout) {
-      Op dropout =
-          elementwise("attention_dropout", OpClass::dropout, score_elements * (2.0 * e + 1.0));
-      dropout.core_attention = true;
-      ops.push_back(dropout);
+    linear(ops, "qkv_proj", tokens, w / t + 2.0 * kv_chip, h, slice.dtype);
+    if (model.qk_norm) {
+      // Qwen3 normalises each head of Q and of K: two norms, each way.
+      ops.push_back(
+          elementwise("qk_norm", OpClass::norm, 2.0 * tokens * (w / t + kv_chip) * e, 2, 4));
     }
-    Op context = gemm("attention_context", s, d, s, b * heads, dtype);
-    context.core_attention = true;
-    ops.push_back(context);
+    ops.push_back(elementwise("rope", OpClass::rope, 2.0 * tokens * (w / t + kv_chip) * e, 2, 2));
+    core_attention(ops, model, slice, d, d, tokens * (2.0 * w / t + 2.0 * kv_chip) * e);
   }
   linear(ops, "attention_out_proj", tokens, h, w / t, slice.dtype);
   // GLM-4's norms after the attention and after the MLP (counted here, both alike).
@@ -180,7 +237,7 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice) {
   // MLP block.
   ops.push_back(
       elementwise("post_attention_norm", OpClass::norm, 2.0 * replicated_tokens * h * e, 1, 2));
-  if (model.moe()) {
+  if (model.moe() && !dense_mlp) {
     moe_block(ops, model, slice);
   } else {
     if (model.activation == Activation::swiglu) {
@@ -226,7 +283,7 @@ std::vector<Op> head_ops(const ModelShape& model, const LayerSlice& slice) {
   return ops;
 }
 
-double layer_model_flops(const ModelShape& model, int micro_batch, int seq_len) {
+double layer_model_flops(const ModelShape& model, int micro_batch, int seq_len, bool dense_mlp) {
   const double tokens = static_cast<double>(micro_batch) * seq_len;
   const double h = model.hidden;
   const double w = model.attention_width();
@@ -234,14 +291,37 @@ double layer_model_flops(const ModelShape& model, int micro_batch, int seq_len) 
   const double matrices = model.activation == Activation::swiglu ? 3.0 : 2.0;
   // A mixture's MLP: the experts a token visits, the shared ones and the router.
   const double mlp =
-      model.moe() ? model.experts_per_token * matrices * h * model.expert_ffn +
-                        static_cast<double>(model.shared_experts) * matrices * h *
-                            model.shared_expert_ffn +
-                        h * model.experts
-                  : matrices * h * model.ffn;
+      model.moe() && !dense_mlp
+          ? model.experts_per_token * matrices * h * model.expert_ffn +
+                static_cast<double>(model.shared_experts) * matrices * h *
+                    model.shared_expert_ffn +
+                h * model.experts
+          : matrices * h * model.ffn;
+  if (model.latent_attention()) {
+    // Every projection once (the down-projections' replicated work is not model FLOPs); the
+    // scores Q K^T of qk-wide heads and the context P V of v-wide ones, counted in full.
+    const double a = model.heads;
+    const double qk = model.qk_nope_head_dim + model.qk_rope_head_dim;
+    const double v = model.v_head_dim;
+    const double q = model.q_lora_rank > 0 ? h * model.q_lora_rank + model.q_lora_rank * a * qk
+                                           : h * a * qk;
+    const double kv_proj = h * (model.kv_lora_rank + model.qk_rope_head_dim) +
+                           model.kv_lora_rank * a * (model.qk_nope_head_dim + v);
+    const double linear = 2.0 * tokens * (q + kv_proj + a * v * h + mlp);
+    const double attention = 2.0 * tokens * seq_len * a * (qk + v);
+    return linear + attention;
+  }
   const double linear = 2.0 * tokens * (h * (w + 2.0 * kv) + w * h + mlp);
   const double attention = 4.0 * tokens * seq_len * w;
   return linear + attention;
+}
+
+double model_layers_flops(const ModelShape& model, int micro_batch, int seq_len) {
+  const double layer = layer_model_flops(model, micro_batch, seq_len);
+  const int dense = model.moe() ? std::min(model.dense_layers, model.layers) : 0;
+  if (dense <= 0) return model.layers * layer;
+  return (model.layers - dense) * layer +
+         dense * layer_model_flops(model, micro_batch, seq_len, true);
 }
 
 double head_model_flops(const ModelShape& model, int micro_batch, int seq_len) {

@@ -58,14 +58,23 @@ struct LayerSlice {
 };
 
 // The operators of one layer: a dense layer, or with `model.moe()` a mixture-of-experts one
-// (router, permutation, the local experts, shared experts, unpermutation in place of the MLP).
-std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice);
+// (router, permutation, the local experts, shared experts, unpermutation in place of the MLP),
+// unless `dense_mlp` asks for one of its first `dense_layers` layers, whose MLP is dense (of
+// `ffn`). Attention is multi-head latent attention when `model.latent_attention()`
+// (docs/models/attention.md).
+std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice,
+                          bool dense_mlp = false);
 std::vector<Op> embedding_ops(const ModelShape& model, const LayerSlice& slice);
 std::vector<Op> head_ops(const ModelShape& model, const LayerSlice& slice);
 
 // Model FLOPs of one layer's forward pass for a whole micro-batch, summed over the tensor
 // parallel group (no recompute; causal attention counted in full, as Megatron and PaLM do).
-double layer_model_flops(const ModelShape& model, int micro_batch, int seq_len);
+// `dense_mlp`: a mixture-of-experts model's dense layer.
+double layer_model_flops(const ModelShape& model, int micro_batch, int seq_len,
+                         bool dense_mlp = false);
+// Model FLOPs of every layer's forward pass: the dense layers before a mixture's MoE ones
+// counted as what they are.
+double model_layers_flops(const ModelShape& model, int micro_batch, int seq_len);
 double head_model_flops(const ModelShape& model, int micro_batch, int seq_len);
 
 }  // namespace hetplan::models

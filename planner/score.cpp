@@ -31,12 +31,23 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
   const sim::StageRecompute recompute = sim::settings_recompute(settings);
   const Recompute marginal = sim::marginal_recompute(settings);
   const int least = marginal != recompute.mode ? recompute.layers * v : 0;
+  // A mixture's dense layers are its first ones (docs/planner.md#dense-layers): the first
+  // stage holds them all, in its first chunk, and their difference from the MoE layer's time
+  // is a fixed part of it, so every stage's time, and the split, stay exact.
+  const int dense = model.moe() ? std::min(model.dense_layers, layers) : 0;
   for (int j = 0; j < p; ++j) {
     const sim::StageKernel& k = *kernels[static_cast<std::size_t>(j)];
     SplitStage& s = problem.stages[static_cast<std::size_t>(j)];
     s.per_layer_s = k.layer_time(marginal);
     s.min_layers = least;
     if (least > 0) s.fixed_s += least * (k.layer_time(Recompute::full) - s.per_layer_s);
+    if (j == 0 && dense > 0) {
+      s.min_layers = std::max(least, dense * v);
+      const int dense_full = least > 0 ? std::min(dense, recompute.layers) : 0;
+      s.fixed_s += dense_full * (k.dense_layer_time(Recompute::full) -
+                                 k.layer_time(Recompute::full)) +
+                   (dense - dense_full) * (k.dense_layer_time(marginal) - s.per_layer_s);
+    }
     if (j == 0) s.fixed_s += k.embedding_forward_s + k.embedding_backward_s + k.boundary_tp_s;
     if (j == p - 1) s.fixed_s += k.head_forward_s + k.head_backward_s + k.boundary_tp_s;
     if (j + 1 < p) {
@@ -63,10 +74,15 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
       s.max_layers = *cached;
       continue;
     }
-    // Memory cap: a stage's memory grows linearly with its layers (from the least it holds).
-    const int base = std::max(v, least);
-    const double one = sim::slot_memory(model, settings, k, base, j, p, m).total();
-    const double two = sim::slot_memory(model, settings, k, base + v, j, p, m).total();
+    // Memory cap: a stage's memory grows linearly with its layers (from the least it holds;
+    // the first stage's dense layers among them).
+    const int base = std::max(v, s.min_layers);
+    auto memory = [&](int n) {
+      const int dense_here = j == 0 ? sim::stage_dense_layers(model, 0, n, v) : 0;
+      return sim::slot_memory(model, settings, k, n, j, p, m, recompute, dense_here).total();
+    };
+    const double one = memory(base);
+    const double two = memory(base + v);
     const double capacity = k.memory_usable.value_or(0.0);
     int cap = 0;
     if (one <= capacity) {
@@ -76,8 +92,7 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
                 : layers;
       cap = std::min(cap, layers / v * v);
       // Guard the linear step against rounding at the edge.
-      while (cap > base && sim::slot_memory(model, settings, k, cap, j, p, m).total() > capacity)
-        cap -= v;
+      while (cap > base && memory(cap) > capacity) cap -= v;
     }
     if (cached) *cached = cap;
     if (cap < base) return {ScoreStatus::stage_too_small, j};
@@ -97,10 +112,16 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
   for (int j = 0; j < p; ++j) {
     const sim::StageKernel* k = kernels[static_cast<std::size_t>(j)];
     const int n = split.layers[static_cast<std::size_t>(j)];
+    // A mixture's dense layers sit on the first stage (its layers start at 0, so its place
+    // and layer count fix them); a later stage holding some is not memoised.
+    const int dense_here = sim::stage_dense_layers(model, first, n, v);
     slots.push_back({k, first, n});
     first += n;
-    auto compute = [&] { return sim::slot_memory(model, settings, *k, n, j, p, m); };
-    memories.push_back(cache ? cache->memory(k, j, p, n, compute) : compute());
+    auto compute = [&] {
+      return sim::slot_memory(model, settings, *k, n, j, p, m, recompute, dense_here);
+    };
+    memories.push_back(cache && (j == 0 || dense_here == 0) ? cache->memory(k, j, p, n, compute)
+                                                            : compute());
   }
   // The assumptions are left out: the plans the search ranks are estimated again in full.
   sim::assemble_estimate(cluster, model, settings, slots, estimate,

@@ -32,23 +32,27 @@ struct PipelineScore {
 // the bottleneck is at least the fluid balance of the layers and at least any stage's time with
 // its least layers; the stage times sum to at least their fixed parts plus every layer on the
 // fastest stage. Stages are added in pipeline order, one at a time or `count` alike at once.
+// A fixed part may be negative (the first stage's dense layers of a mixture, cheaper than the
+// per-layer time counts them): the balance then holds that many layers' worth more.
 class PipelineFloor {
  public:
   void add(double per_layer_s, double fixed_s, int least_layers, int count = 1) {
     if (count <= 0) return;
     for (int c = 0; c < count; ++c) inverse_sum_ += 1.0 / per_layer_s;
+    if (fixed_s < 0) credit_layers_ += count * fixed_s / per_layer_s;
     fixed_sum_ += count * fixed_s;
     floor_tau_ = std::max(floor_tau_, fixed_s + least_layers * per_layer_s);
     fastest_ = std::min(fastest_, per_layer_s);
   }
   double value(int layers, int micro_batches, int virtual_stages) const {
-    const double tau = std::max(layers / inverse_sum_, floor_tau_);
+    const double tau = std::max((layers + credit_layers_) / inverse_sum_, floor_tau_);
     return (micro_batches - 1.0 / virtual_stages) * tau +
            (layers * fastest_ + fixed_sum_) / virtual_stages;
   }
 
  private:
   double inverse_sum_ = 0, fixed_sum_ = 0, floor_tau_ = 0;
+  double credit_layers_ = 0;  // the negative fixed parts over their per-layer times
   double fastest_ = std::numeric_limits<double>::infinity();
 };
 

@@ -418,13 +418,11 @@ std::vector<IslandInfo> Searcher::check_islands(DType dtype) {
       exclude(kUnknownFigures, "the memory capacity of " + chip.id + " is unknown");
       continue;
     }
-    if (model_.latent_attention() || (model_.moe() && model_.dense_layers > 0)) {
+    if (model_.mtp_layers > 0) {
       // The model's parameters are counted, its step is not priced yet.
-      exclude(kUnknownFigures,
-              model_.model_type + "'s " +
-                  (model_.latent_attention() ? "multi-head latent attention"
-                                             : "dense layers before its mixture-of-experts ones") +
-                  " are not modelled by the estimator yet");
+      exclude(kUnknownFigures, model_.model_type +
+                                   "'s multi-token prediction modules are not modelled by the "
+                                   "estimator yet");
       continue;
     }
     std::string missing;
@@ -512,6 +510,7 @@ double Searcher::pipeline_floor(const Setting& setting,
   const Recompute marginal = sim::marginal_recompute(setting.step);
   const int least = marginal != recompute.mode ? recompute.layers * v : 0;
   const int least_layers = std::max(v, least);
+  const int dense = model_.moe() ? std::min(model_.dense_layers, layers_) : 0;
   auto boundary = [&](const sim::StageKernel& a, const sim::StageKernel& b) {
     return cache_->boundary(&a, &b, [&] {
       return sim::stage_boundary(cluster_, model_, setting.step, a, b);
@@ -527,8 +526,15 @@ double Searcher::pipeline_floor(const Setting& setting,
     const double extra = least > 0 ? least * (k.layer_time(Recompute::full) - per_layer) : 0.0;
     const double inner = count > 1 ? boundary(k, k) : 0.0;
     const double after = i + 1 < parts.size() ? boundary(k, *parts[i + 1].first->kernel) : 0.0;
-    const double embedding =
+    double embedding =
         i == 0 ? k.embedding_forward_s + k.embedding_backward_s + k.boundary_tp_s : 0.0;
+    if (i == 0 && dense > 0) {
+      // The first stage's dense layers, as score_pipeline prices them (recomputed first).
+      const int dense_full = least > 0 ? std::min(dense, recompute.layers) : 0;
+      embedding += dense_full * (k.dense_layer_time(Recompute::full) -
+                                 k.layer_time(Recompute::full)) +
+                   (dense - dense_full) * (k.dense_layer_time(marginal) - per_layer);
+    }
     const double head =
         i + 1 == parts.size() ? k.head_forward_s + k.head_backward_s + k.boundary_tp_s : 0.0;
     if (count == 1) {
@@ -892,8 +898,18 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   std::vector<int> room(islands.size(), 0);
   double fastest_layer = kInf;
   double least_embedding = kInf, least_head = kInf;  // some stage holds each
+  // A mixture's dense layers (docs/planner.md#dense-layers) sit on the first stage and may cost
+  // less than the MoE layers the bounds count them as: at most `dense_credit` less in all, and
+  // as layer throughput at most as if `dense` of the layers were free.
+  const int dense = model_.moe() ? std::min(model_.dense_layers, layers_) : 0;
+  double dense_credit = 0;
   for (const auto& option : options) {
     const sim::StageKernel& k = *option.kernel;
+    if (dense > 0) {
+      dense_credit = std::max(
+          dense_credit,
+          dense * (option.per_layer - k.dense_layer_time(sim::marginal_recompute(setting.step))));
+    }
     least_embedding = std::min(least_embedding,
                                k.embedding_forward_s + k.embedding_backward_s + k.boundary_tp_s);
     least_head = std::min(least_head, k.head_forward_s + k.head_backward_s + k.boundary_tp_s);
@@ -902,6 +918,8 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     room[i] = std::max(room[i], option.max_stages);
     fastest_layer = std::min(fastest_layer, option.per_layer);
   }
+  least_embedding -= dense_credit;  // the stage-sum parts: the first stage's dense layers
+  const double fluid_layers = layers_ - dense;  // the bottleneck parts
   std::stable_sort(walk_order.begin(), walk_order.end(), [&](int x, int y) {
     return layer_rate[static_cast<std::size_t>(x)] * room[static_cast<std::size_t>(x)] >
            layer_rate[static_cast<std::size_t>(y)] * room[static_cast<std::size_t>(y)];
@@ -941,7 +959,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   // part that grows with them. capacity: sum over chosen stages of 1 / per-layer time;
   // chunk_sum and chunk_max: the sum and the largest least stage time over chosen stages.
   auto bottleneck_part = [&](std::size_t r, double capacity, double chunk_max, int stages) {
-    return slope * std::max(layers_ / (capacity + rest_capacity(r, stages)), chunk_max);
+    return slope * std::max(fluid_layers / (capacity + rest_capacity(r, stages)), chunk_max);
   };
   auto sum_part = [&](double chunk_sum, int stages) {
     return (chunk_sum + std::max(0, layers_ - stages * least_layers) * fastest_layer + least_embedding +
@@ -978,12 +996,12 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     double tau = 0;
     for (const auto& g : groups) {
       const double level = g.cap * g.per_layer;
-      if (full + level * flowing >= layers_) break;
+      if (full + level * flowing >= fluid_layers) break;
       full += static_cast<double>(g.count) * g.cap;
       flowing -= g.count / g.per_layer;
       tau = level;
     }
-    if (flowing > 0) tau = std::max(tau, (layers_ - full) / flowing);
+    if (flowing > 0) tau = std::max(tau, (fluid_layers - full) / flowing);
     // Least stage-time sum: the least layers on every stage, the rest on the fastest stages
     // first.
     std::sort(groups.begin(), groups.end(),
@@ -1185,10 +1203,13 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
         option.ep = ep;
         // Under partial recompute each further layer keeps its activations: the recomputed ones
         // are a fixed part of every stage, left out of this lower figure.
+        // A mixture's dense layers may be cheaper than its MoE ones: a stage's least time takes
+        // the cheaper kind; the task-level bounds credit the dense layers apart.
         option.per_layer = k.layer_time(sim::marginal_recompute(setting.step));
-        option.least_time = setting.recompute_layers > 0
-                                ? v * setting.recompute_layers * k.layer_time(Recompute::full)
-                                : v * option.per_layer;
+        option.least_time =
+            setting.recompute_layers > 0
+                ? v * setting.recompute_layers * k.least_layer_time(Recompute::full)
+                : v * k.least_layer_time(sim::marginal_recompute(setting.step));
         option.max_stages = max_stages;
         option.layers_per_stage = 0;
         // A middle stage of a three-stage pipeline: few micro-batches in flight.
@@ -1215,6 +1236,10 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
           least.num_layers = n;
           return models::stage_memory(model_, setting.step.training, least).total() <= capacity;
         });
+        // A stage with a mixture's dense layers holds at most that many more (removing them
+        // frees memory), rounded up to whole chunks.
+        if (model_.moe() && model_.dense_layers > 0 && option.most_layers > 0)
+          option.most_layers += (std::min(model_.dense_layers, layers_) + v - 1) / v * v;
         options.push_back(option);
       }
     }

@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "models/transformer_ops.hpp"
 
@@ -226,6 +228,11 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     k.problems.push_back("ep " + std::to_string(ep) + " on a model without experts");
   }
   const auto layer = models::layer_ops(model, slice);
+  // A mixture's dense layers (DeepSeek's first_k_dense_replace): their operators are the MoE
+  // layer's but for a dense MLP, whose operator classes the MoE layer's checks cover.
+  k.has_dense_layers = model.moe() && model.dense_layers > 0;
+  const auto dense_ops =
+      k.has_dense_layers ? models::layer_ops(model, slice, true) : std::vector<models::Op>{};
   const auto embedding = models::embedding_ops(model, slice);
   const auto head = models::head_ops(model, slice);
   check_coverage(chip, layer, k.problems, k.assumptions, options.notes);
@@ -237,14 +244,9 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   }
   // Read from their configs with their parameter counts, but not yet priced: refused rather
   // than planned as the model they are not.
-  if (model.moe() && model.dense_layers > 0) {
+  if (model.mtp_layers > 0) {
     k.problems.push_back(model.model_type +
-                         ": the estimator does not model dense layers before the "
-                         "mixture-of-experts ones yet");
-  }
-  if (model.latent_attention()) {
-    k.problems.push_back(model.model_type +
-                         ": the estimator does not model multi-head latent attention yet");
+                         ": the estimator does not model multi-token prediction modules yet");
   }
 
   k.links = island_links(island, chip, options, k.assumptions);
@@ -279,6 +281,12 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   // Selective recompute runs the core attention's forward again before its backward pass;
   // full recompute the whole layer's (StageKernel::layer_time).
   k.layer_selective_s = core_attention_fwd;
+  for (const auto& op : dense_ops) {
+    const double f = models::forward_time(op, rates);
+    k.dense_layer.forward_s += f;
+    k.dense_layer.backward_s += models::backward_time(op, rates);
+    if (op.core_attention) k.dense_layer.selective_s += f;
+  }
   for (const auto& op : embedding) {
     k.embedding_forward_s += models::forward_time(op, rates);
     k.embedding_backward_s += models::backward_time(op, rates);
@@ -301,53 +309,118 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     const CollectiveGroup& group = k.tp_group;
     const double all_reduce =
         models::best_collective(Collective::all_reduce, activation, group).time;
-    // Two each forward pass, two backward; a recomputed forward repeats the forward's two. A
-    // mixture-of-experts layer has the attention block's; its MLP block's are priced below.
-    const double blocks = model.moe() ? 1.0 : 2.0;
-    k.layer_tp_s = 2.0 * blocks * all_reduce;
-    k.layer_recompute_tp_s = blocks * all_reduce;
     k.boundary_tp_s = 2.0 * all_reduce;
     const std::string refused =
         training.overlap_tp_comm ? tp_overlap_refusal(chip, model, training) : std::string();
-    if (!refused.empty()) {
-      if (options.notes)
-        k.assumptions.push_back("tensor-parallel communication overlap not applied: " + refused);
-    } else if (training.overlap_tp_comm) {
-      const double overlap = chip.efficiency.tp_comm_overlap.value_or(options.defaults.tp_comm_overlap);
+    const bool overlapped = training.overlap_tp_comm && refused.empty();
+    if (!refused.empty() && options.notes)
+      k.assumptions.push_back("tensor-parallel communication overlap not applied: " + refused);
+    double overlap = 0;
+    if (overlapped) {
+      overlap = chip.efficiency.tp_comm_overlap.value_or(options.defaults.tp_comm_overlap);
       if (!chip.efficiency.tp_comm_overlap && options.notes) {
         k.assumptions.push_back("chip " + chip.id + ": tensor-parallel overlap unknown, prior " +
                                 fixed2(overlap) + " of each collective hidden");
       }
-      const double gather =
-          models::best_collective(Collective::all_gather, activation, group).time;
-      const double scatter =
-          models::best_collective(Collective::reduce_scatter, activation, group).time;
-      // Each linear GEMM beside its collective: forward once per forward pass (a recomputed
-      // forward again); backward its input-gradient GEMM, half the backward time.
-      double forward_exposed = 0, backward_exposed = 0;
-      for (const auto& op : layer) {
-        const bool column = op.name == "qkv_proj" || op.name == "mlp_gate_up" || op.name == "mlp_up";
-        const bool row = op.name == "attention_out_proj" || op.name == "mlp_down";
-        if (!column && !row) continue;  // the experts' collectives are not overlapped
-        const double f = models::forward_time(op, rates);
-        const double dgrad = 0.5 * models::backward_time(op, rates);
-        forward_exposed += exposed_beside(column ? gather : scatter, f, overlap);
-        backward_exposed += exposed_beside(column ? scatter : gather, dgrad, overlap);
+    }
+    auto collective = [&](Collective kind, double bytes) {
+      return models::best_collective(kind, bytes, group).time;
+    };
+    // The exposed tensor-parallel time of one layer of `ops` (forward and backward) and of its
+    // recomputed forward; `moe_mlp`: its MLP is a mixture's.
+    auto tp_times = [&](const std::vector<models::Op>& ops, bool moe_mlp) {
+      std::pair<double, double> out;  // layer, recomputed forward
+      // Multi-head latent attention (docs/models/attention.md#tensor-parallelism): the
+      // column-parallel up-projections (or Q's direct projection) take their inputs from the
+      // replicated down-projections, so what is gathered over the group (reduced backward) is
+      // the Q latent (or the hidden states), the KV latent and the shared rotary key, one
+      // collective each; the output projection reduces the hidden states as in any layer.
+      double latent_forward = 0, latent_backward = 0;
+      if (model.latent_attention()) {
+        const double q_in = model.q_lora_rank > 0 ? model.q_lora_rank : model.hidden;
+        for (const double width : {q_in, static_cast<double>(model.kv_lora_rank),
+                                   static_cast<double>(model.qk_rope_head_dim)}) {
+          const double bytes = tokens * width * e;
+          if (training.sequence_parallel) {
+            latent_forward += collective(Collective::all_gather, bytes);
+            latent_backward += collective(Collective::reduce_scatter, bytes);
+          } else {
+            latent_backward += collective(Collective::all_reduce, bytes);
+          }
+        }
       }
-      k.layer_tp_s = forward_exposed + backward_exposed;
-      k.layer_recompute_tp_s = forward_exposed;
-    }
-    if (model.moe()) {
-      // The dispatched tokens are gathered over the tensor-parallel group before the experts
-      // and reduce-scattered after them (experts_per_token copies of each token, the busiest
-      // chip's share); shared experts have a dense MLP's collectives. Forward and backward.
-      const double routed = activation * model.experts_per_token * slice.expert_imbalance;
-      double pass = models::best_collective(Collective::all_gather, routed, group).time +
-                    models::best_collective(Collective::reduce_scatter, routed, group).time;
-      if (model.shared_experts > 0) pass += all_reduce;
-      k.layer_tp_s += 2.0 * pass;
-      k.layer_recompute_tp_s += pass;
-    }
+      if (!overlapped) {
+        // Two each forward pass, two backward; a recomputed forward repeats the forward's
+        // two. A mixture-of-experts layer has the attention block's; its MLP block's are
+        // priced below.
+        const double blocks = moe_mlp ? 1.0 : 2.0;
+        if (model.latent_attention()) {
+          const double out_forward = training.sequence_parallel
+                                         ? collective(Collective::reduce_scatter, activation)
+                                         : all_reduce;
+          const double out_backward =
+              training.sequence_parallel ? collective(Collective::all_gather, activation) : 0.0;
+          const double mlp = (blocks - 1.0) * all_reduce;
+          out.first = latent_forward + out_forward + latent_backward + out_backward + 2.0 * mlp;
+          out.second = latent_forward + out_forward + mlp;
+        } else {
+          out.first = 2.0 * blocks * all_reduce;
+          out.second = blocks * all_reduce;
+        }
+      } else {
+        const double gather =
+            models::best_collective(Collective::all_gather, activation, group).time;
+        const double scatter =
+            models::best_collective(Collective::reduce_scatter, activation, group).time;
+        // Each linear GEMM beside its collective: forward once per forward pass (a recomputed
+        // forward again); backward its input-gradient GEMM, half the backward time. Latent
+        // attention's up-projections gather their own inputs; its rotary key's gather has no
+        // GEMM of its own to hide behind.
+        double forward_exposed = 0, backward_exposed = 0;
+        for (const auto& op : ops) {
+          const bool latent =
+              op.name == "q_up_proj" || op.name == "q_proj" || op.name == "kv_up_proj";
+          const bool column =
+              op.name == "qkv_proj" || op.name == "mlp_gate_up" || op.name == "mlp_up";
+          const bool row = op.name == "attention_out_proj" || op.name == "mlp_down";
+          if (!column && !row && !latent) continue;  // the experts' collectives are not overlapped
+          const double f = models::forward_time(op, rates);
+          const double dgrad = 0.5 * models::backward_time(op, rates);
+          if (latent) {
+            const double bytes = tokens * op.gemm.k * e;
+            forward_exposed +=
+                exposed_beside(collective(Collective::all_gather, bytes), f, overlap);
+            backward_exposed +=
+                exposed_beside(collective(Collective::reduce_scatter, bytes), dgrad, overlap);
+            continue;
+          }
+          forward_exposed += exposed_beside(column ? gather : scatter, f, overlap);
+          backward_exposed += exposed_beside(column ? scatter : gather, dgrad, overlap);
+        }
+        if (model.latent_attention()) {
+          const double rope = tokens * model.qk_rope_head_dim * e;
+          forward_exposed += collective(Collective::all_gather, rope);
+          backward_exposed += collective(Collective::reduce_scatter, rope);
+        }
+        out.first = forward_exposed + backward_exposed;
+        out.second = forward_exposed;
+      }
+      if (moe_mlp) {
+        // The dispatched tokens are gathered over the tensor-parallel group before the experts
+        // and reduce-scattered after them (experts_per_token copies of each token, the busiest
+        // chip's share); shared experts have a dense MLP's collectives. Forward and backward.
+        const double routed = activation * model.experts_per_token * slice.expert_imbalance;
+        double pass = models::best_collective(Collective::all_gather, routed, group).time +
+                      models::best_collective(Collective::reduce_scatter, routed, group).time;
+        if (model.shared_experts > 0) pass += all_reduce;
+        out.first += 2.0 * pass;
+        out.second += pass;
+      }
+      return out;
+    };
+    std::tie(k.layer_tp_s, k.layer_recompute_tp_s) = tp_times(layer, model.moe());
+    if (k.has_dense_layers)
+      std::tie(k.dense_layer.tp_s, k.dense_layer.recompute_tp_s) = tp_times(dense_ops, false);
   }
   if (model.moe() && ep > 1 && dp % ep == 0) {
     // Expert parallelism: each chip sends its tokens' copies to the chips of their experts and
@@ -372,6 +445,75 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   return k;
 }
 
+double StageKernel::layers_time(int layers, const StageRecompute& recompute, int chunks,
+                                int dense_count) const {
+  const int dense = dense_count;
+  const int full = fully_recomputed_layers(recompute.mode, recompute.layers, layers, chunks);
+  const Recompute rest = recompute.mode == Recompute::full ? Recompute::none : recompute.mode;
+  if (dense <= 0) return (layers - full) * layer_time(rest) + full * layer_time(Recompute::full);
+  const int dense_full = std::min(dense, full / std::max(1, chunks));
+  return (layers - dense - (full - dense_full)) * layer_time(rest) +
+         (full - dense_full) * layer_time(Recompute::full) +
+         (dense - dense_full) * dense_layer_time(rest) +
+         dense_full * dense_layer_time(Recompute::full);
+}
+
+StageLayers stage_layers(const StageKernel& k, int num_layers, int dense,
+                         const StageRecompute& recompute, int chunks) {
+  StageLayers out;
+  const int full = fully_recomputed_layers(recompute.mode, recompute.layers, num_layers, chunks);
+  if (dense <= 0) {
+    out.forward_s = num_layers * k.layer_forward_s;
+    out.backward_s = num_layers * k.layer_backward_s + full * k.layer_forward_s;
+    if (recompute.mode == Recompute::selective) out.backward_s += num_layers * k.layer_selective_s;
+    out.tp_s = num_layers * k.layer_tp_s + full * k.layer_recompute_tp_s;
+    out.ep_s = num_layers * k.layer_a2a_s + full * k.layer_recompute_a2a_s;
+    if (k.a2a_bytes > 0) {
+      out.ep_forward_all_to_alls = 2 * num_layers;
+      out.ep_backward_all_to_alls = 2 * num_layers + 2 * full;
+    }
+    return out;
+  }
+  // The dense layers are the first of the first chunk: recomputed first.
+  dense = std::min(dense, num_layers);
+  const int dense_full = std::min(dense, full / std::max(1, chunks));
+  const int moe = num_layers - dense;
+  const int moe_full = full - dense_full;
+  const StageKernel::DenseLayer& d = k.dense_layer;
+  out.forward_s = moe * k.layer_forward_s + dense * d.forward_s;
+  out.backward_s = moe * k.layer_backward_s + dense * d.backward_s +
+                   moe_full * k.layer_forward_s + dense_full * d.forward_s;
+  if (recompute.mode == Recompute::selective)
+    out.backward_s += moe * k.layer_selective_s + dense * d.selective_s;
+  out.tp_s = moe * k.layer_tp_s + dense * d.tp_s + moe_full * k.layer_recompute_tp_s +
+             dense_full * d.recompute_tp_s;
+  out.ep_s = moe * k.layer_a2a_s + moe_full * k.layer_recompute_a2a_s;
+  if (k.a2a_bytes > 0) {
+    out.ep_forward_all_to_alls = 2 * moe;
+    out.ep_backward_all_to_alls = 2 * moe + 2 * moe_full;
+  }
+  return out;
+}
+
+int stage_dense_layers(const ModelShape& model, int first_layer, int num_layers,
+                       int virtual_stages) {
+  const int dense = model.moe() ? std::min(model.dense_layers, model.layers) : 0;
+  if (dense <= 0 || num_layers <= 0) return 0;
+  auto overlap = [&](int begin, int end) {
+    return std::max(0, std::min(end, dense) - std::max(begin, 0));
+  };
+  const int v = std::max(1, virtual_stages);
+  if (v == 1 || model.layers % v != 0 || first_layer % v != 0 || num_layers % v != 0)
+    return overlap(first_layer, first_layer + num_layers);
+  const int round = model.layers / v;  // the layers of one chunk of every stage
+  const int begin = first_layer / v;
+  const int count = num_layers / v;
+  int out = 0;
+  for (int c = 0; c < v && c * round < dense; ++c)
+    out += overlap(c * round + begin, c * round + begin + count);
+  return out;
+}
+
 StageRecompute settings_recompute(const StepSettings& settings) {
   const TrainingSettings& t = settings.training;
   return {t.recompute, t.recompute == Recompute::full ? t.recompute_layers : 0};
@@ -386,9 +528,11 @@ models::StageMemory slot_memory(const ModelShape& model, const StepSettings& set
 
 models::StageMemory slot_memory(const ModelShape& model, const StepSettings& settings,
                                 const StageKernel& kernel, int num_layers, int stage_index,
-                                int stages, int micro_batches, const StageRecompute& recompute) {
+                                int stages, int micro_batches, const StageRecompute& recompute,
+                                int dense_layers) {
   models::StageShape shape;
   shape.num_layers = num_layers;
+  shape.dense_layers = dense_layers;
   shape.has_embedding = stage_index == 0;
   shape.has_head = stage_index == stages - 1;
   shape.tp = kernel.tp;
@@ -547,19 +691,16 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     if (last && !k.head_assumptions.empty()) assume(k.head_assumptions);
 
     const StageRecompute recompute = slot_recompute(settings, slot);
+    // A mixture's dense layers in this stage, each priced as what it is.
+    const int dense_here = stage_dense_layers(model, slot.first_layer, slot.num_layers, v);
     if (k.has_rates) {
-      const int full =
-          fully_recomputed_layers(recompute.mode, recompute.layers, slot.num_layers, v);
-      se.forward_s = slot.num_layers * k.layer_forward_s;
-      se.backward_s = slot.num_layers * k.layer_backward_s + full * k.layer_forward_s;
-      if (recompute.mode == Recompute::selective)
-        se.backward_s += slot.num_layers * k.layer_selective_s;
-      se.tp_comm_s = slot.num_layers * k.layer_tp_s + full * k.layer_recompute_tp_s;
-      se.ep_comm_s = slot.num_layers * k.layer_a2a_s + full * k.layer_recompute_a2a_s;
-      if (k.a2a_bytes > 0) {
-        se.ep_forward_all_to_alls = 2 * slot.num_layers;
-        se.ep_backward_all_to_alls = 2 * slot.num_layers + 2 * full;
-      }
+      const StageLayers layers = stage_layers(k, slot.num_layers, dense_here, recompute, v);
+      se.forward_s = layers.forward_s;
+      se.backward_s = layers.backward_s;
+      se.tp_comm_s = layers.tp_s;
+      se.ep_comm_s = layers.ep_s;
+      se.ep_forward_all_to_alls = layers.ep_forward_all_to_alls;
+      se.ep_backward_all_to_alls = layers.ep_backward_all_to_alls;
       if (first) {
         se.forward_s += k.embedding_forward_s;
         se.backward_s += k.embedding_backward_s;
@@ -574,7 +715,8 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     }
 
     se.memory = memories ? (*memories)[static_cast<std::size_t>(i)]
-                         : slot_memory(model, settings, k, slot.num_layers, i, p, m, recompute);
+                         : slot_memory(model, settings, k, slot.num_layers, i, p, m, recompute,
+                                       dense_here);
     if (k.memory_capacity) {
       se.memory_capacity = *k.memory_capacity;
       se.memory_usable = k.memory_usable.value_or(se.memory_capacity);
@@ -716,10 +858,9 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     out.step_time_s = 0;
   }
 
-  const double layer_flops = models::layer_model_flops(model, 1, training.seq_len);
+  const double layers_flops = models::model_layers_flops(model, 1, training.seq_len);
   const double head_flops = models::head_model_flops(model, 1, training.seq_len);
-  out.model_flops_per_step =
-      3.0 * training.global_batch * (model.layers * layer_flops + head_flops);
+  out.model_flops_per_step = 3.0 * training.global_batch * (layers_flops + head_flops);
   if (out.step_time_s > 0) {
     out.tokens_per_s =
         static_cast<double>(training.global_batch) * training.seq_len / out.step_time_s;

@@ -4,6 +4,7 @@
 // per-stage memory. Fast enough to score thousands of plans. docs/models/estimator.md.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <string>
@@ -149,6 +150,18 @@ struct StageKernel {
   // forward and backward), and those a recomputed forward repeats.
   double layer_a2a_s = 0;
   double layer_recompute_a2a_s = 0;
+  // A mixture-of-experts model's dense layers, its first `dense_layers` (DeepSeek's
+  // first_k_dense_replace; docs/models/moe.md#dense-layers): the same figures for one of them.
+  // They have no all-to-alls.
+  struct DenseLayer {
+    double forward_s = 0;
+    double backward_s = 0;
+    double tp_s = 0;
+    double selective_s = 0;
+    double recompute_tp_s = 0;
+  };
+  bool has_dense_layers = false;
+  DenseLayer dense_layer;
   double a2a_bytes = 0;  // one all-to-all's send buffer per chip (nccl-tests' size); 0 without ep
   double a2a_s = 0;      // one all-to-all over ep_group
   double embedding_forward_s = 0;
@@ -180,13 +193,43 @@ struct StageKernel {
       time += layer_forward_s + layer_recompute_tp_s + layer_recompute_a2a_s;
     return time;
   }
-  // One micro-batch through `layers` layers in `chunks` model chunks under `recompute`.
-  double layers_time(int layers, const StageRecompute& recompute, int chunks) const {
-    const int full = fully_recomputed_layers(recompute.mode, recompute.layers, layers, chunks);
-    const Recompute rest = recompute.mode == Recompute::full ? Recompute::none : recompute.mode;
-    return (layers - full) * layer_time(rest) + full * layer_time(Recompute::full);
+  // The same for one of a mixture's dense layers.
+  double dense_layer_time(Recompute mode) const {
+    double time = dense_layer.forward_s + dense_layer.backward_s + dense_layer.tp_s;
+    if (mode == Recompute::selective) time += dense_layer.selective_s;
+    if (mode == Recompute::full) time += dense_layer.forward_s + dense_layer.recompute_tp_s;
+    return time;
   }
+  // The least time of one layer of either kind, for bounds.
+  double least_layer_time(Recompute mode) const {
+    return has_dense_layers ? std::min(layer_time(mode), dense_layer_time(mode)) : layer_time(mode);
+  }
+  // One micro-batch through `layers` layers in `chunks` model chunks under `recompute`, the
+  // first `dense_count` of them a mixture's dense layers (StageLayers).
+  double layers_time(int layers, const StageRecompute& recompute, int chunks,
+                     int dense_count = 0) const;
 };
+
+// What a stage's layers cost for one micro-batch: `num_layers` layers in `chunks` model chunks,
+// of which the first `dense` are a mixture's dense layers (at the start of the first chunk, so
+// under partial recompute they are recomputed first), the others the kernel's layer.
+struct StageLayers {
+  double forward_s = 0;
+  double backward_s = 0;  // with the recomputed forwards
+  double tp_s = 0;
+  double ep_s = 0;
+  int ep_forward_all_to_alls = 0;
+  int ep_backward_all_to_alls = 0;
+};
+StageLayers stage_layers(const StageKernel& kernel, int num_layers, int dense,
+                         const StageRecompute& recompute, int chunks);
+
+// How many of the layers [first_layer, first_layer + num_layers) of a stage are a mixture's
+// dense layers (the model's first `dense_layers`). With `virtual_stages` chunks the stage's
+// layers are Megatron's interleaved ones: its chunk c holds num_layers / v layers from
+// c x layers / v + first_layer / v.
+int stage_dense_layers(const ModelShape& model, int first_layer, int num_layers,
+                       int virtual_stages);
 
 // `ep`: expert parallelism of a mixture-of-experts model (1 otherwise).
 StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
@@ -227,7 +270,8 @@ models::StageMemory slot_memory(const ModelShape& model, const StepSettings& set
                                 int stages, int micro_batches);
 models::StageMemory slot_memory(const ModelShape& model, const StepSettings& settings,
                                 const StageKernel& kernel, int num_layers, int stage_index,
-                                int stages, int micro_batches, const StageRecompute& recompute);
+                                int stages, int micro_batches, const StageRecompute& recompute,
+                                int dense_layers = 0);
 
 // A boundary between two consecutive stages: the time it adds to both stages per micro-batch
 // (activations forward, their gradients backward, once per model chunk).

@@ -197,8 +197,8 @@ TEST(SimulateCli, PlanSimulatesItsBestPlansAndRanksThemAgain) {
 // The bundled mixture-of-experts scenario: the best one-job plan the search ranks uses expert
 // parallelism, and its simulation shows the all-to-alls: in the breakdown of every stage, and
 // as traffic on the fabric.
-TEST(SimulateCli, PlanSimulatesTheMixtureOfExpertsAllToAlls) {
-  const CliRun run = hetplan("plan scenarios/mixtral-mixed.yaml --simulate-top 1 --json");
+void expect_simulated_all_to_alls(const std::string& scenario) {
+  const CliRun run = hetplan("plan scenarios/" + scenario + " --simulate-top 1 --json");
   ASSERT_EQ(run.exit_code, 0) << run.out;
   const auto report = nlohmann::json::parse(run.out);
   const auto& simulated = report.at("simulated");
@@ -210,6 +210,16 @@ TEST(SimulateCli, PlanSimulatesTheMixtureOfExpertsAllToAlls) {
   for (const auto& stage : simulation.at("stages"))
     EXPECT_GT(stage.at("breakdown").at("expert_parallel_s").get<double>(), 0) << stage.dump();
   EXPECT_FALSE(simulation.at("links").empty());
+}
+
+TEST(SimulateCli, PlanSimulatesTheMixtureOfExpertsAllToAlls) {
+  expect_simulated_all_to_alls("mixtral-mixed.yaml");
+}
+
+// DeepSeek-V2-Lite: latent attention and a dense first layer; every stage still holds MoE
+// layers, so every stage shows its all-to-alls.
+TEST(SimulateCli, PlanSimulatesTheDeepSeekAllToAlls) {
+  expect_simulated_all_to_alls("deepseek-v2-lite-mixed.yaml");
 }
 
 }  // namespace

@@ -193,13 +193,18 @@ std::vector<Case> cases() {
   for (const std::string island : {"a100", "dcu-k100", "mlu370", "mtt-s4000"}) {
     out.push_back({"even split on " + island, six, plan_on(island, {20, 20, 20, 20}, 8, 2)});
   }
-  // The bundled mixture-of-experts scenario on its Ascend and Hygon islands.
+  // The bundled mixture-of-experts scenarios on their Ascend and Hygon islands.
   {
     const Scenario mixtral = scenario_at("mixtral-mixed.yaml");
     out.push_back(
         {"mixtral-mixed on ascend-910b", mixtral, plan_on("ascend-910b", {16, 16}, 2, 8, 1, 4)});
     out.push_back(
         {"mixtral-mixed on dcu-k100", mixtral, plan_on("dcu-k100", {16, 16}, 2, 8, 1, 4)});
+    const Scenario deepseek = scenario_at("deepseek-v2-lite-mixed.yaml");
+    out.push_back({"deepseek-v2-lite-mixed on ascend-910b", deepseek,
+                   plan_on("ascend-910b", {14, 13}, 2, 8, 1, 8)});
+    out.push_back({"deepseek-v2-lite-mixed on dcu-k100", deepseek,
+                   plan_on("dcu-k100", {14, 13}, 2, 8, 1, 8)});
   }
   return out;
 }
@@ -283,6 +288,13 @@ TEST(LaunchFlags, TheCasesWriteEveryFlagOfTheExporter) {
   EXPECT_EQ(written["--use-ascend-mc2"], std::set<std::string>{"mindspeed-llm"});
   EXPECT_EQ(written["--tp-comm-overlap"], std::set<std::string>{"megatron-lm"});
   EXPECT_EQ(written["--decoder-first-pipeline-num-layers"], std::set<std::string>{"megatron-lm"});
+  // Latent attention and dense first layers, each framework in its own words.
+  EXPECT_EQ(written["--multi-latent-attention"], std::set<std::string>{"megatron-lm"});
+  EXPECT_EQ(written["--qk-pos-emb-head-dim"], std::set<std::string>{"megatron-lm"});
+  EXPECT_EQ(written["--multi-head-latent-attention"], std::set<std::string>{"mindspeed-llm"});
+  EXPECT_EQ(written["--qk-rope-head-dim"], std::set<std::string>{"mindspeed-llm"});
+  EXPECT_EQ(written["--first-k-dense-replace"], std::set<std::string>{"mindspeed-llm"});
+  EXPECT_EQ(written["--kv-lora-rank"], (std::set<std::string>{"megatron-lm", "mindspeed-llm"}));
 }
 
 // The fixtures tell the frameworks apart where the exporter does: MindSpeed's MC2 and

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "formats/loaders.hpp"
+#include "models/transformer_ops.hpp"
 #include "tests/support/llama.hpp"
 
 namespace hetplan::sim {
@@ -336,6 +339,115 @@ TEST(Estimator, ChipCountsDoNotWrap) {
   for (const auto& reason : wide.reasons)
     big |= reason.find("the plan places 4294967296 there") != std::string::npos;
   EXPECT_TRUE(big);
+}
+
+}  // namespace
+}  // namespace hetplan::sim
+
+namespace hetplan::sim {
+namespace {
+
+// DeepSeek-V2-Lite on the 910B island: four stages of tp 2, dp 8, ep 8 holding 7, 7, 7 and 6 of
+// its 27 layers; the first layer is dense (first_k_dense_replace 1), the others mixtures.
+Plan deepseek_plan(const std::vector<int>& layers) {
+  Plan plan;
+  plan.name = "deepseek";
+  int first = 0;
+  for (int n : layers) {
+    PlanStage stage;
+    stage.island = "ascend-910b";
+    stage.first_layer = first;
+    stage.num_layers = n;
+    stage.tp = 2;
+    stage.dp = 8;
+    stage.ep = 8;
+    plan.stages.push_back(stage);
+    first += n;
+  }
+  return plan;
+}
+
+// A stage that holds the dense layer and k MoE layers costs exactly one dense layer and k MoE
+// layers of its kernel, each kind with its own compute, tensor-parallel and (MoE only)
+// expert-parallel time; the stages without it cost their MoE layers only. The dense layer
+// differs from the MoE one, so counting it as one would show.
+TEST(EstimatorDenseLayers, AStageCostsItsDenseAndItsMoeLayers) {
+  const Scenario s = formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) +
+                                            "/scenarios/deepseek-v2-lite-mixed.yaml");
+  const ModelShape& model = s.workload.model;
+  ASSERT_TRUE(model.latent_attention());
+  ASSERT_EQ(model.dense_layers, 1);
+  const Plan plan = deepseek_plan({7, 7, 7, 6});
+  const Estimate e = estimate_step(s.cluster, s.workload, plan);
+  ASSERT_TRUE(e.feasible) << (e.reasons.empty() ? "" : e.reasons.front());
+  const StepSettings settings = step_settings(s.workload, plan);
+  ASSERT_EQ(settings.training.recompute, Recompute::selective);
+  const StageKernel k = make_stage_kernel(s.cluster, model, settings,
+                                          *s.cluster.find_island("ascend-910b"), 2, 8, {}, 8);
+  ASSERT_TRUE(k.has_dense_layers);
+  EXPECT_NE(k.dense_layer.forward_s, k.layer_forward_s);
+  EXPECT_NE(k.dense_layer.tp_s, k.layer_tp_s);
+
+  const StageEstimate& first = e.stages[0];
+  EXPECT_DOUBLE_EQ(first.forward_s,
+                   k.dense_layer.forward_s + 6 * k.layer_forward_s + k.embedding_forward_s);
+  EXPECT_DOUBLE_EQ(first.backward_s, k.dense_layer.backward_s + k.dense_layer.selective_s +
+                                         6 * (k.layer_backward_s + k.layer_selective_s) +
+                                         k.embedding_backward_s);
+  EXPECT_DOUBLE_EQ(first.tp_comm_s, k.dense_layer.tp_s + 6 * k.layer_tp_s + k.boundary_tp_s);
+  EXPECT_DOUBLE_EQ(first.ep_comm_s, 6 * k.layer_a2a_s);
+  EXPECT_EQ(first.ep_forward_all_to_alls, 12);
+  const StageEstimate& second = e.stages[1];
+  EXPECT_DOUBLE_EQ(second.forward_s, 7 * k.layer_forward_s);
+  EXPECT_DOUBLE_EQ(second.ep_comm_s, 7 * k.layer_a2a_s);
+  EXPECT_EQ(second.ep_forward_all_to_alls, 14);
+  // Memory: the first stage holds the dense layer's parameters in place of a MoE layer's.
+  const double per_chip_moe = e.stages[1].memory.parameters / 7;
+  const double dense_per_chip =
+      model.layer_parameters() / 2 + model.replicated_kv_parameters(2);
+  EXPECT_NEAR(first.memory.parameters,
+              6 * per_chip_moe + dense_per_chip + model.embedding_parameters() / 2,
+              1e-6 * first.memory.parameters);
+  EXPECT_DOUBLE_EQ(first.memory.expert_parameters, 6 * e.stages[1].memory.expert_parameters / 7);
+  // Model FLOPs count the dense layer as dense.
+  EXPECT_DOUBLE_EQ(e.model_flops_per_step,
+                   3.0 * s.workload.training.global_batch *
+                       (models::layer_model_flops(model, 1, 4096, true) +
+                        26 * models::layer_model_flops(model, 1, 4096) +
+                        models::head_model_flops(model, 1, 4096)));
+}
+
+// Interleaved, a stage's chunks are Megatron's: its first chunk holds the model's first layers
+// of its share, so the dense layers belong to the first stage's first chunk.
+TEST(EstimatorDenseLayers, InterleavedChunksPlaceTheDenseLayers) {
+  ModelShape m;
+  m.layers = 24;
+  m.experts = 8;
+  m.dense_layers = 3;
+  EXPECT_EQ(stage_dense_layers(m, 0, 12, 1), 3);
+  EXPECT_EQ(stage_dense_layers(m, 2, 12, 1), 1);
+  EXPECT_EQ(stage_dense_layers(m, 12, 12, 1), 0);
+  // Two chunks of 24 layers over stages of 4, 4, 8 and 8: the first chunks hold layers 0-1,
+  // 2-3, 4-7 and 8-11.
+  EXPECT_EQ(stage_dense_layers(m, 0, 4, 2), 2);
+  EXPECT_EQ(stage_dense_layers(m, 4, 4, 2), 1);
+  EXPECT_EQ(stage_dense_layers(m, 8, 8, 2), 0);
+  m.experts = 0;  // a dense model has no "dense layers" apart
+  EXPECT_EQ(stage_dense_layers(m, 0, 12, 1), 0);
+}
+
+// A DeepSeek-V2-Lite plan has finite figures, a share of the peak below one, and fits.
+TEST(EstimatorDenseLayers, DeepSeekFiguresAreFinite) {
+  const Scenario s = formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) +
+                                            "/scenarios/deepseek-v2-lite-mixed.yaml");
+  const Estimate e = estimate_step(s.cluster, s.workload, deepseek_plan({7, 7, 7, 6}));
+  EXPECT_TRUE(std::isfinite(e.step_time_s));
+  EXPECT_GT(e.mfu, 0.0);
+  EXPECT_LT(e.mfu, 1.0);
+  for (const auto& stage : e.stages) {
+    EXPECT_TRUE(stage.fits);
+    EXPECT_GT(stage.memory.total(), 0.0);
+  }
 }
 
 }  // namespace

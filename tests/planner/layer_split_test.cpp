@@ -9,6 +9,8 @@
 #include <limits>
 #include <random>
 
+#include "planner/score.hpp"
+
 namespace hetplan::planner {
 namespace {
 
@@ -133,6 +135,29 @@ TEST(LayerSplit, TooFewLayersOrTooLittleMemoryHasNoSplit) {
   problem.layers = 6;
   problem.granularity = 4;
   EXPECT_FALSE(solve_split(problem));  // 6 is not a multiple of the chunk size
+}
+
+// A first stage whose fixed part is negative (a mixture's dense layers, cheaper than the
+// per-layer time counts them, on a stage that must hold them): 4 layers of 1 s on two stages,
+// the first at -1.8 s fixed and at least 2 layers, 4 micro-batches. The best split is 3 + 1
+// (tau 1.2 and 1: 4 x 1.2 + 1 = 5.8 s). The floor must stay below it: the fluid balance of
+// 4 layers over the two stages (2 s each, 8.2 s in all) does not hold when the first stage's
+// layers cost 1.8 s less; counted as 1.8 layers fewer it gives 1.1 s, 5.5 s in all.
+TEST(PipelineFloor, ANegativeFixedPartLowersTheBalance) {
+  SplitProblem problem;
+  problem.layers = 4;
+  problem.micro_batches = 4;
+  problem.stages = {{1.0, -1.8, 4, 2}, {1.0, 0.0, 4, 0}};
+  const auto split = solve_split(problem);
+  ASSERT_TRUE(split.has_value());
+  EXPECT_EQ(split->layers, (std::vector<int>{3, 1}));
+  EXPECT_DOUBLE_EQ(split->pipeline_s, 5.8);
+  EXPECT_DOUBLE_EQ(brute_force(problem), 5.8);
+  PipelineFloor floor;
+  for (const SplitStage& s : problem.stages)
+    floor.add(s.per_layer_s, s.fixed_s, std::max(1, s.min_layers));
+  EXPECT_DOUBLE_EQ(floor.value(4, 4, 1), 5.5);
+  EXPECT_LE(floor.value(4, 4, 1), split->pipeline_s);
 }
 
 }  // namespace

@@ -266,6 +266,76 @@ TEST(PlanSearch, MixtureOfExpertsRanksExpertParallelPlans) {
   EXPECT_NE(result.task_level->plan.name.find("-ep"), std::string::npos);
 }
 
+// DeepSeek-V2-Lite (latent attention, a dense first layer, 64 experts) on the same cluster: the
+// search prices it (nothing is refused for its attention or its dense layer), ranks plans
+// whose expert-parallel groups lie inside one stage of one island, and the best spread the
+// experts.
+TEST(PlanSearch, DeepSeekRanksExpertParallelPlans) {
+  const Scenario s = formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) +
+                                            "/scenarios/deepseek-v2-lite-mixed.yaml");
+  ASSERT_TRUE(s.workload.model.latent_attention());
+  ASSERT_EQ(s.workload.model.dense_layers, 1);
+  SearchOptions options;
+  options.top = 5;
+  const SearchResult result = search_plans(s, options);
+  EXPECT_EQ(pass(result, "unknown-figures").rejected, 0u);
+  ASSERT_FALSE(result.ranked.empty());
+  int with_ep = 0;
+  for (const auto& ranked : result.ranked) {
+    if (ranked.mode == Mode::resource_pool) continue;
+    EXPECT_TRUE(ranked.estimate.feasible) << ranked.plan.name;
+    // The search's figure is the estimator's, dense layer included.
+    EXPECT_DOUBLE_EQ(ranked.search_step_s, ranked.estimate.step_time_s) << ranked.plan.name;
+    for (const auto& stage : ranked.plan.stages) {
+      EXPECT_EQ(stage.dp % stage.ep, 0) << ranked.plan.name;
+      EXPECT_EQ(64 % stage.ep, 0) << ranked.plan.name;
+      with_ep += stage.ep > 1;
+    }
+  }
+  EXPECT_GT(with_ep, 0);
+  ASSERT_TRUE(result.task_level.has_value());
+  EXPECT_NE(result.task_level->plan.name.find("-ep"), std::string::npos);
+}
+
+// Multi-token prediction is not priced yet: a model with MTP modules is refused with the
+// reason, not planned as the model it is not.
+TEST(PlanSearch, MultiTokenPredictionIsRefusedWithItsReason) {
+  Builder b;
+  b.s.workload = small_model(8);
+  b.s.workload.model.model_type = "deepseek_v3";
+  b.s.workload.model.mtp_layers = 1;
+  b.add("a100", chip("nvidia-a100-sxm4-80gb"), 1, 8);
+  const SearchResult result = search_plans(b.s, narrow());
+  EXPECT_TRUE(result.ranked.empty());
+  EXPECT_TRUE(mentions(pass(result, "unknown-figures"),
+                       "deepseek_v3's multi-token prediction modules are not modelled"));
+}
+
+// The pruned search against exhaustive enumeration for a model with latent attention and dense
+// layers before its mixture ones: the bounds take the cheaper layer kind, the split prices
+// each kind, and no bound discards the best plan.
+TEST(PlanSearch, PruningNeverDiscardsTheBestPlanWithDenseLayers) {
+  Builder b;
+  b.s.workload = small_model(8);
+  ModelShape& m = b.s.workload.model;
+  m.model_type = "deepseek_v2";
+  m.q_lora_rank = 512;
+  m.kv_lora_rank = 256;
+  m.qk_nope_head_dim = 128;
+  m.qk_rope_head_dim = 64;
+  m.v_head_dim = 128;
+  m.experts = 8;
+  m.experts_per_token = 2;
+  m.expert_ffn = 1408;
+  m.shared_experts = 1;
+  m.shared_expert_ffn = 1408;
+  m.dense_layers = 2;
+  b.s.workload.training.sequence_parallel = true;
+  b.add("a100", chip("nvidia-a100-sxm4-80gb"), 2, 4);
+  b.add("ascend", chip("ascend-910b"), 1, 4);
+  expect_same_best(b.s, "dense layers", narrow());
+}
+
 // The pruned search against exhaustive enumeration with expert parallelism in the space.
 TEST(PlanSearch, PruningNeverDiscardsTheBestExpertParallelPlan) {
   Builder b;
