@@ -1,5 +1,7 @@
 #include "core/cluster.hpp"
 
+#include <algorithm>
+
 namespace hetplan {
 
 const Island* Cluster::find_island(std::string_view island_name) const {
@@ -20,6 +22,30 @@ const ZoneLink* Cluster::zone_link(std::string_view a, std::string_view b) const
 
 bool Cluster::zones_connected(std::string_view a, std::string_view b) const {
   return a == b || zone_link(a, b) != nullptr;
+}
+
+int Cluster::leaf_nodes(const Island& island) const {
+  return fabric.topology == FabricTopology::single_switch ? island.nodes
+                                                          : std::max(1, island.nodes_per_leaf);
+}
+
+double Cluster::leaf_uplink_capacity(const Island& island) const {
+  const double oversubscription = fabric.topology == FabricTopology::single_switch
+                                      ? 1.0
+                                      : std::max(1.0, fabric.oversubscription);
+  return leaf_nodes(island) * island.nic_count * island.nic_speed / oversubscription;
+}
+
+double Cluster::spine_capacity(std::string_view zone) const {
+  if (fabric.topology == FabricTopology::single_switch || fabric.spine_oversubscription <= 1.0)
+    return 0.0;
+  double uplinks = 0;
+  for (const Island& island : islands) {
+    if (island.zone != zone) continue;
+    const int leaves = (island.nodes + leaf_nodes(island) - 1) / leaf_nodes(island);
+    uplinks += leaves * leaf_uplink_capacity(island);
+  }
+  return uplinks / fabric.spine_oversubscription;
 }
 
 std::string_view to_string(FabricKind kind) {

@@ -27,6 +27,9 @@ struct Fabric {
   bool rail_optimized = false;
   double leaf_uplink_speed = 0.0;  // B/s per leaf-to-spine link
   double oversubscription = 1.0;   // leaf downlink capacity / uplink capacity (>= 1)
+  // The leaf uplinks of a zone together / the spine tier's capacity (>= 1; 1: the spine
+  // carries whatever the uplinks bring). Jobs on different islands of one zone share it.
+  double spine_oversubscription = 1.0;
   double switch_latency = 0.0;     // s per switch traversed
   double link_latency = 0.0;       // s per cable
   std::vector<std::string> zones;
@@ -71,6 +74,14 @@ struct Cluster {
   bool zones_connected(std::string_view a, std::string_view b) const;
   // The narrowest path between two zones: the zone link's bandwidth, or 0 when unconnected.
   const ZoneLink* zone_link(std::string_view a, std::string_view b) const;
+  // Nodes under one leaf switch of an island (all of them on a single-switch fabric).
+  int leaf_nodes(const Island& island) const;
+  // The uplinks of one of an island's leaf switches together, B/s each direction: the leaf's
+  // downlinks (its nodes' NICs) divided by the fabric's oversubscription.
+  double leaf_uplink_capacity(const Island& island) const;
+  // What a zone's spine tier carries, B/s: its islands' leaf uplinks together divided by the
+  // spine's oversubscription; 0 when it does not limit (1:1, or a single switch).
+  double spine_capacity(std::string_view zone) const;
 };
 
 std::string_view to_string(FabricKind kind);

@@ -59,6 +59,26 @@ double network_latency(const Field& field) {
   return value;
 }
 
+// An oversubscription: "3:1" or a plain number, at least 1.
+double ratio(const Field& over) {
+  double value = 0;
+  const std::string text = over.as_string();
+  const auto colon = text.find(':');
+  if (colon != std::string::npos) {
+    const Field numerator(YAML::Node(text.substr(0, colon)), over.path(), over.file_ptr());
+    const Field denominator(YAML::Node(text.substr(colon + 1)), over.path(), over.file_ptr());
+    try {
+      value = numerator.as_number(1.0, 1000.0) / denominator.as_number(1.0, 1000.0);
+    } catch (const InputError&) {
+      over.fail_expected("a ratio such as \"3:1\" or a number of at least 1");
+    }
+  } else {
+    value = over.as_number(1.0, 1000.0);
+  }
+  if (value < 1.0) over.fail_expected("a ratio of at least 1:1");
+  return value;
+}
+
 void read_fabric(const Field& field, Fabric& fabric) {
   MapReader map(field);
   fabric.kind = static_cast<FabricKind>(map.required("kind").as_choice({"roce-v2", "infiniband"}));
@@ -69,23 +89,9 @@ void read_fabric(const Field& field, Fabric& fabric) {
   if (fabric.leaf_uplink_speed <= 0) {
     map.required("leaf_uplink_speed").fail_expected("a bandwidth above zero");
   }
-  if (auto over = map.optional("oversubscription")) {
-    // "3:1" or a plain number.
-    const std::string text = over->as_string();
-    const auto colon = text.find(':');
-    if (colon != std::string::npos) {
-      const Field numerator(YAML::Node(text.substr(0, colon)), over->path(), over->file_ptr());
-      const Field denominator(YAML::Node(text.substr(colon + 1)), over->path(), over->file_ptr());
-      try {
-        fabric.oversubscription =
-            numerator.as_number(1.0, 1000.0) / denominator.as_number(1.0, 1000.0);
-      } catch (const InputError&) {
-        over->fail_expected("a ratio such as \"3:1\" or a number of at least 1");
-      }
-    } else {
-      fabric.oversubscription = over->as_number(1.0, 1000.0);
-    }
-    if (fabric.oversubscription < 1.0) over->fail_expected("a ratio of at least 1:1");
+  if (auto over = map.optional("oversubscription")) fabric.oversubscription = ratio(*over);
+  if (auto over = map.optional("spine_oversubscription")) {
+    fabric.spine_oversubscription = ratio(*over);
   }
   fabric.switch_latency = network_latency(map.required("switch_latency"));
   fabric.link_latency = network_latency(map.required("link_latency"));

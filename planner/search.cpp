@@ -1605,7 +1605,7 @@ SearchResult Searcher::run() {
   // One lane per place in a batch, reused batch after batch (they keep their buffers).
   std::vector<std::unique_ptr<Searcher>> lanes(kBatch);
   std::vector<char> searched(kBatch);
-  BatchPool pool(std::min(threads, kBatch) - 1);
+  BatchPool helpers(std::min(threads, kBatch) - 1);
   for (std::size_t first = 0, size = 1; first < work.size() && !stop_;
        first += size, size = std::min(size * 2, kBatch)) {
     const std::size_t count = std::min(size, work.size() - first);
@@ -1613,7 +1613,7 @@ SearchResult Searcher::run() {
       if (!lanes[k]) lanes[k] = std::make_unique<Searcher>(scenario_, options_, shared_stop_);
     // The threads take the batch's settings one at a time; which thread searches which does
     // not matter, each lane's result depends only on its setting and the incumbents.
-    pool.run(count, [&](std::size_t k) {
+    helpers.run(count, [&](std::size_t k) {
       searched[k] = lanes[k]->search_one(*this, work[first + k].setting, *work[first + k].islands);
     });
     for (std::size_t k = 0; k < count; ++k) {

@@ -251,9 +251,17 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
 
   k.links = island_links(island, chip, options, k.assumptions);
   const int nodes_spanned = ceil_div(tp * dp, island.chips_per_node);
-  // Traffic between nodes under different leaves shares oversubscribed uplinks.
-  const double leaf_scale =
-      nodes_spanned > island.nodes_per_leaf ? 1.0 / cluster.fabric.oversubscription : 1.0;
+  // Traffic between nodes under different leaves shares oversubscribed uplinks, and, when the
+  // zone's spine is oversubscribed too, the spine: the job alone can fill it when its leaves'
+  // uplinks together carry more than the spine does (docs/models/collectives.md#spine).
+  double leaf_scale = 1.0;
+  if (nodes_spanned > island.nodes_per_leaf) {
+    leaf_scale = 1.0 / cluster.fabric.oversubscription;
+    if (const double spine = cluster.spine_capacity(island.zone); spine > 0) {
+      const int leaves = ceil_div(std::min(nodes_spanned, island.nodes), cluster.leaf_nodes(island));
+      leaf_scale *= std::min(1.0, spine / (leaves * cluster.leaf_uplink_capacity(island)));
+    }
+  }
   k.dp_group = make_group(k.links, dp, tp, leaf_scale);
   k.tp_group = make_group(k.links, tp, 1, leaf_scale);
   // Expert parallelism among the data-parallel replicas (Megatron-Core with expert tensor

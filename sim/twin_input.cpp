@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include "sim/seeded.hpp"
 
@@ -22,6 +23,8 @@ std::string_view to_string(TwinLinkKind kind) {
       return "leaf-uplink";
     case TwinLinkKind::zone_link:
       return "zone-link";
+    case TwinLinkKind::spine:
+      return "spine";
   }
   return "?";
 }
@@ -63,13 +66,8 @@ TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, cons
       ti.chips_per_node = island.chips_per_node;
       ti.nics = island.nic_count;
       ti.nic_speed = island.nic_speed;
-      ti.nodes_per_leaf = cluster.fabric.topology == FabricTopology::single_switch
-                              ? island.nodes
-                              : std::max(1, island.nodes_per_leaf);
-      const double oversubscription = cluster.fabric.topology == FabricTopology::single_switch
-                                          ? 1.0
-                                          : std::max(1.0, cluster.fabric.oversubscription);
-      ti.uplink_speed = ti.nodes_per_leaf * island.nic_count * island.nic_speed / oversubscription;
+      ti.nodes_per_leaf = cluster.leaf_nodes(island);
+      ti.uplink_speed = cluster.leaf_uplink_capacity(island);
       ti.intra_efficiency = links.intra_efficiency;
       ti.network_efficiency = links.network_efficiency;
       ti.intra_speed = links.intra.bus_bandwidth / links.intra_efficiency;
@@ -130,6 +128,9 @@ TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, cons
   for (const ZoneLink& link : cluster.fabric.zone_links) {
     if (zones.count(link.zone_a) && zones.count(link.zone_b))
       in.zone_links.push_back({link.zone_a, link.zone_b, link.bandwidth, link.latency});
+  }
+  for (const std::string& zone : zones) {
+    if (const double spine = cluster.spine_capacity(zone); spine > 0) in.spines.push_back({zone, spine});
   }
   for (const StragglerSpec& slow : options.stragglers) {
     auto it = island_index.find(slow.island);
@@ -250,6 +251,12 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
   auto connected = [&](const std::string& a, const std::string& b) {
     return a == b || linked.count(std::minmax(a, b)) > 0;
   };
+  std::set<std::string> spined;
+  for (const TwinSpine& spine : in.spines) {
+    if (!zones.count(spine.zone) || !spined.insert(spine.zone).second)
+      bad("spine of zone " + spine.zone + ": unknown zone, or given twice");
+    if (!positive(spine.speed)) bad("spine of zone " + spine.zone + ": bad speed");
+  }
 
   long long ranks = 0;
   long long a2a_flows = 0;  // saturated just past its limit
@@ -327,6 +334,142 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
       bad("straggler: island index, node or slowdown (1..100) out of range");
   }
   problems.insert(problems.end(), too_large.begin(), too_large.end());
+  return problems;
+}
+
+namespace {
+
+bool same_fabric(const TwinIsland& a, const TwinIsland& b) {
+  return a.zone == b.zone && a.chips_per_node == b.chips_per_node && a.nics == b.nics &&
+         a.nic_speed == b.nic_speed && a.nodes_per_leaf == b.nodes_per_leaf &&
+         a.uplink_speed == b.uplink_speed && a.intra_speed == b.intra_speed &&
+         a.intra_group == b.intra_group && a.cross_group_speed == b.cross_group_speed &&
+         a.intra_efficiency == b.intra_efficiency && a.network_efficiency == b.network_efficiency;
+}
+
+constexpr std::size_t kMaxPoolJobs = 64;
+constexpr int kMaxPoolSteps = 1000;
+
+}  // namespace
+
+std::vector<TwinInput> merge_pool(const TwinPoolInput& pool) {
+  std::vector<TwinIsland> islands;
+  std::map<std::string, int> index;
+  std::vector<TwinZoneLink> zone_links;
+  std::vector<TwinSpine> spines;
+  std::vector<std::vector<int>> remap(pool.jobs.size());
+  for (std::size_t j = 0; j < pool.jobs.size(); ++j) {
+    const TwinInput& job = pool.jobs[j];
+    const std::string who = "job " + std::to_string(j) + " (" + job.plan + ")";
+    if (job.link_latency != pool.jobs.front().link_latency ||
+        job.switch_latency != pool.jobs.front().switch_latency)
+      throw std::invalid_argument(who + ": its fabric latencies differ from job 0's");
+    for (const TwinIsland& ti : job.islands) {
+      const auto [it, added] = index.emplace(ti.name, static_cast<int>(islands.size()));
+      if (added) {
+        islands.push_back(ti);
+      } else {
+        TwinIsland& have = islands[static_cast<std::size_t>(it->second)];
+        if (!same_fabric(have, ti))
+          throw std::invalid_argument(who + ": island " + ti.name +
+                                      " is described differently by an earlier job");
+        have.nodes = std::max(have.nodes, ti.nodes);
+      }
+      remap[j].push_back(it->second);
+    }
+    for (const TwinZoneLink& link : job.zone_links) {
+      auto same_ends = [&](const TwinZoneLink& l) {
+        return std::minmax(l.zone_a, l.zone_b) == std::minmax(link.zone_a, link.zone_b);
+      };
+      const auto have = std::find_if(zone_links.begin(), zone_links.end(), same_ends);
+      if (have == zone_links.end()) {
+        zone_links.push_back(link);
+      } else if (have->speed != link.speed || have->latency != link.latency) {
+        throw std::invalid_argument(who + ": zone link " + link.zone_a + " - " + link.zone_b +
+                                    " is described differently by an earlier job");
+      }
+    }
+    for (const TwinSpine& spine : job.spines) {
+      const auto have = std::find_if(spines.begin(), spines.end(),
+                                     [&](const TwinSpine& s) { return s.zone == spine.zone; });
+      if (have == spines.end()) {
+        spines.push_back(spine);
+      } else if (have->speed != spine.speed) {
+        throw std::invalid_argument(who + ": the spine of zone " + spine.zone +
+                                    " is described differently by an earlier job");
+      }
+    }
+  }
+  // A chip belongs to one job: the stages' chip ranges on each island must not overlap
+  // across jobs.
+  struct Range {
+    long long first = 0, end = 0;
+    std::size_t job = 0;
+  };
+  std::vector<std::vector<Range>> used(islands.size());
+  for (std::size_t j = 0; j < pool.jobs.size(); ++j) {
+    for (const TwinStage& st : pool.jobs[j].stages) {
+      const int island = remap[j].at(static_cast<std::size_t>(st.island));
+      const long long first = st.first_chip;
+      used[static_cast<std::size_t>(island)].push_back(
+          {first, first + static_cast<long long>(st.tp) * st.dp, j});
+    }
+  }
+  for (std::size_t i = 0; i < used.size(); ++i) {
+    auto& ranges = used[i];
+    std::sort(ranges.begin(), ranges.end(),
+              [](const Range& a, const Range& b) { return a.first < b.first; });
+    for (std::size_t k = 1; k < ranges.size(); ++k) {
+      if (ranges[k].first < ranges[k - 1].end && ranges[k].job != ranges[k - 1].job)
+        throw std::invalid_argument("jobs " + std::to_string(ranges[k - 1].job) + " and " +
+                                    std::to_string(ranges[k].job) + " use the same chips of island " +
+                                    islands[i].name);
+    }
+  }
+  std::vector<TwinInput> out;
+  for (std::size_t j = 0; j < pool.jobs.size(); ++j) {
+    TwinInput job = pool.jobs[j];
+    job.islands = islands;
+    job.zone_links = zone_links;
+    job.spines = spines;
+    for (TwinStage& st : job.stages) st.island = remap[j].at(static_cast<std::size_t>(st.island));
+    for (TwinStraggler& slow : job.stragglers)
+      slow.island = remap[j].at(static_cast<std::size_t>(slow.island));
+    out.push_back(std::move(job));
+  }
+  return out;
+}
+
+std::vector<std::string> check_twin_pool(const TwinPoolInput& pool) {
+  std::vector<std::string> problems;
+  if (pool.jobs.size() < 2 || pool.jobs.size() > kMaxPoolJobs)
+    problems.push_back("a pool needs 2 to " + std::to_string(kMaxPoolJobs) + " jobs, got " +
+                       std::to_string(pool.jobs.size()));
+  if (pool.max_steps < 1 || pool.max_steps > kMaxPoolSteps)
+    problems.push_back("max_steps must be in [1, " + std::to_string(kMaxPoolSteps) + "]");
+  for (std::size_t j = 0; j < pool.jobs.size(); ++j) {
+    const TwinInput& job = pool.jobs[j];
+    const std::string who = "job " + std::to_string(j) + " (" + job.plan + "): ";
+    for (const std::string& problem : check_twin_input(job)) problems.push_back(who + problem);
+    if (!job.trace_path.empty()) problems.push_back(who + "the jobs of a pool write no trace");
+  }
+  if (!problems.empty()) return problems;
+  std::vector<TwinInput> merged;
+  try {
+    merged = merge_pool(pool);
+  } catch (const std::invalid_argument& conflict) {
+    problems.push_back(conflict.what());
+    return problems;
+  }
+  long long ranks = 0;
+  for (const TwinInput& job : pool.jobs)
+    for (const TwinStage& st : job.stages) ranks += static_cast<long long>(st.tp) * st.dp;
+  if (ranks > kMaxRanks)
+    problems.push_back("the pool has " + std::to_string(ranks) + " ranks; the limit is " +
+                       std::to_string(kMaxRanks));
+  // The merged fabric is checked as a whole (its size above all).
+  for (const std::string& problem : check_twin_input(merged.front()))
+    problems.push_back("the pool's fabric: " + problem);
   return problems;
 }
 

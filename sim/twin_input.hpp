@@ -81,6 +81,13 @@ struct TwinZoneLink {
   double latency = 0;  // s
 };
 
+// A zone's spine tier when it limits (fabric.spine_oversubscription above 1): one link that
+// every flow between two leaves of the zone crosses, at `speed` B/s.
+struct TwinSpine {
+  std::string zone;
+  double speed = 0;
+};
+
 // A slow node: every chip of it computes `slowdown` times slower.
 struct TwinStraggler {
   int island = 0;
@@ -95,6 +102,7 @@ struct TwinInput {
   double switch_latency = 0;  // s per switch traversed
   std::vector<TwinIsland> islands;
   std::vector<TwinZoneLink> zone_links;
+  std::vector<TwinSpine> spines;  // zones whose spine limits; the others' spines do not
   // The step.
   std::vector<TwinStage> stages;  // in pipeline order
   int micro_batches = 1;          // per pipeline replica
@@ -116,7 +124,7 @@ struct TwinInput {
 };
 
 // The platform's link kinds, for the report.
-enum class TwinLinkKind { nic, intra, cross_group, leaf_uplink, zone_link };
+enum class TwinLinkKind { nic, intra, cross_group, leaf_uplink, zone_link, spine };
 std::string_view to_string(TwinLinkKind kind);
 
 struct TwinLinkLoad {
@@ -161,6 +169,42 @@ struct TwinResult {
   std::int64_t ranks = 0;
   std::int64_t flows = 0;  // network flows simulated
 };
+
+// Several jobs on one fabric: a resource pool's jobs, each lowered on its own by
+// make_twin_input, simulated together (docs/twin.md#pool). Their islands are merged by name
+// (the same island in two jobs must be described alike) and their chips must not overlap.
+// Every job starts at time 0 and repeats its step while another job has not finished its first,
+// at most `max_steps` times, so that every job keeps its traffic on the fabric until the longest
+// first step has ended.
+struct TwinPoolInput {
+  std::vector<TwinInput> jobs;
+  int max_steps = 64;
+};
+
+// A link that carried more than one job's traffic during the simulated window.
+struct TwinSharedLink {
+  TwinLinkLoad load;               // over the window: all jobs' bytes, busy_s / window_s
+  std::vector<double> job_bytes;  // per job, in job order
+};
+
+// The window is [0, the end of the last job's first step): every job runs throughout it.
+struct TwinPoolResult {
+  std::vector<TwinResult> jobs;     // each job's first step, beside the others (links empty)
+  std::vector<int> steps;           // each job's steps that started inside the window (>= 1)
+  std::vector<double> mean_step_s;  // their mean step time: the job's contended step
+  double window_s = 0;
+  std::vector<TwinSharedLink> links;  // shared links, most loaded first; utilisation over the
+                                      // whole simulation, bytes of every step simulated
+};
+
+// The pool's jobs on one fabric: one TwinInput per job whose islands are the union of all
+// jobs' (in first-seen order) and whose stages and stragglers point into it. Throws
+// std::invalid_argument naming the conflict when two jobs describe one island differently, give
+// one zone link or spine two ways, or place stages on the same chips.
+std::vector<TwinInput> merge_pool(const TwinPoolInput& pool);
+
+// check_twin_input for every job, then merge_pool's conditions and the counts of the whole.
+std::vector<std::string> check_twin_pool(const TwinPoolInput& pool);
 
 // A slow node named by its island, as scenarios write it.
 struct StragglerSpec {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -63,6 +64,7 @@ struct LinkInfo {
   TwinLinkKind kind = TwinLinkKind::nic;
   double speed = 0;
   double bytes = 0;
+  std::vector<double> job_bytes;  // per job, when several jobs share the platform
 };
 
 struct IslandLayout {
@@ -93,7 +95,8 @@ struct IslandLayout {
 
 class Platform {
  public:
-  explicit Platform(const TwinInput& in) : in_(in) { build(); }
+  // The fabric of `in` (its islands, zone links and spines); `jobs` jobs' traffic is told apart.
+  explicit Platform(const TwinInput& in, int jobs = 1) : in_(in), jobs_(jobs) { build(); }
 
   sg4::Host* host(int island, int chip) const {
     return layout_[static_cast<std::size_t>(island)].hosts[static_cast<std::size_t>(chip)];
@@ -103,8 +106,8 @@ class Platform {
     return island_a == island_b && chip_a / cpn == chip_b / cpn;
   }
 
-  // Adds `bytes` to every link on the route from one chip to another.
-  void account(int island_a, int chip_a, int island_b, int chip_b, double bytes) {
+  // Adds `bytes` of job `job` to every link on the route from one chip to another.
+  void account(int job, int island_a, int chip_a, int island_b, int chip_b, double bytes) {
     route_.clear();
     const TwinIsland& a = in_.islands[static_cast<std::size_t>(island_a)];
     const TwinIsland& b = in_.islands[static_cast<std::size_t>(island_b)];
@@ -129,12 +132,20 @@ class Platform {
       const int leaf_b = node_b / b.nodes_per_leaf;
       if (island_a != island_b || leaf_a != leaf_b) {
         route_.push_back(la.uplink(a, leaf_a, false));
+        if (const auto spine = spine_links_.find(a.zone); spine != spine_links_.end())
+          route_.push_back(spine->second);  // into the spine
         if (a.zone != b.zone) route_.push_back(zone_link_index(a.zone, b.zone));
+        if (const auto spine = spine_links_.find(b.zone); spine != spine_links_.end())
+          route_.push_back(spine->second + 1);  // out of it
         route_.push_back(lb.uplink(b, leaf_b, true));
       }
       route_.push_back(lb.nic_link(b, node_b, lb.nic_of(b, local_b), true));
     }
-    for (int link : route_) links_[static_cast<std::size_t>(link)].bytes += bytes;
+    for (int link : route_) {
+      LinkInfo& info = links_[static_cast<std::size_t>(link)];
+      info.bytes += bytes;
+      if (jobs_ > 1) info.job_bytes[static_cast<std::size_t>(job)] += bytes;
+    }
   }
 
   const std::vector<LinkInfo>& links() const { return links_; }
@@ -145,7 +156,8 @@ class Platform {
   }
 
   int add_link(std::string name, TwinLinkKind kind, double speed) {
-    links_.push_back({std::move(name), kind, speed, 0.0});
+    links_.push_back({std::move(name), kind, speed, 0.0,
+                      std::vector<double>(jobs_ > 1 ? static_cast<std::size_t>(jobs_) : 0, 0.0)});
     return static_cast<int>(links_.size()) - 1;
   }
   // A split-duplex SimGrid link and its two report entries (up, then down).
@@ -182,6 +194,7 @@ class Platform {
       sg4::NetZone* zone = nullptr;
       simgrid::kernel::routing::NetPoint* spine = nullptr;  // its gateway
       sg4::Link* spine_switch = nullptr;
+      bool limiting = false;  // a split-duplex link of finite speed, not a fat pipe
     };
     std::map<std::string, FabricZone> zones;
     for (const TwinIsland& ti : in_.islands) {
@@ -190,7 +203,19 @@ class Platform {
       fz.zone = sg4::create_star_zone("zone " + ti.zone);
       fz.zone->set_parent(root);
       fz.spine = gateway_zone(fz.zone, "zone " + ti.zone + " spine");
-      fz.spine_switch = fatpipe(fz.zone, "zone " + ti.zone + " spine switch", in_.switch_latency);
+      const auto spine = std::find_if(in_.spines.begin(), in_.spines.end(),
+                                      [&](const TwinSpine& sp) { return sp.zone == ti.zone; });
+      if (spine == in_.spines.end()) {
+        fz.spine_switch = fatpipe(fz.zone, "zone " + ti.zone + " spine switch", in_.switch_latency);
+      } else {
+        // A limiting spine: into it from the leaves (up) and out of it to them (down), each at
+        // the tier's capacity; a flow between two leaves of the zone crosses each once.
+        spine_links_[ti.zone] = static_cast<int>(links_.size());
+        fz.spine_switch = duplex(fz.zone, "zone " + ti.zone + " spine switch",
+                                 "zone " + ti.zone + " spine", TwinLinkKind::spine, spine->speed,
+                                 in_.switch_latency);
+        fz.limiting = true;
+      }
     }
     layout_.resize(in_.islands.size());
     for (std::size_t i = 0; i < in_.islands.size(); ++i) {
@@ -201,6 +226,7 @@ class Platform {
       lay.leaves = (ti.nodes + ti.nodes_per_leaf - 1) / ti.nodes_per_leaf;
       sg4::NetZone* zone = zones[ti.zone].zone;
       sg4::Link* spine_switch = zones[ti.zone].spine_switch;
+      const bool limiting_spine = zones[ti.zone].limiting;
 
       // Reserve the report entries in layout order; SimGrid links are made as zones are.
       std::vector<sg4::Link*> nic_links, intra_links, cross_links, uplinks;
@@ -297,7 +323,8 @@ class Platform {
         zone->add_route(lz->get_netpoint(), nullptr, leaf_routers[static_cast<std::size_t>(leaf)],
                         nullptr,
                         {{uplinks[static_cast<std::size_t>(leaf)], Dir::UP},
-                         sg4::LinkInRoute(spine_switch)},
+                         limiting_spine ? sg4::LinkInRoute(spine_switch, Dir::UP)
+                                        : sg4::LinkInRoute(spine_switch)},
                         true);
       }
     }
@@ -322,8 +349,10 @@ class Platform {
   }
 
   const TwinInput& in_;
+  int jobs_ = 1;
   std::vector<IslandLayout> layout_;
   std::vector<LinkInfo> links_;
+  std::map<std::string, int> spine_links_;  // zone -> its spine's report entry (up; down + 1)
   std::map<std::pair<std::string, std::string>, int> zone_links_;
   std::vector<int> route_;
 };
@@ -387,8 +416,10 @@ struct StageSync {
 
 class Step {
  public:
-  Step(const TwinInput& in, Platform& platform, Timeline* timeline)
-      : in_(in), platform_(platform), timeline_(timeline) {
+  // Job `job` of the platform's jobs, starting at `start_s`.
+  Step(const TwinInput& in, Platform& platform, Timeline* timeline, int job = 0,
+       double start_s = 0)
+      : in_(in), platform_(platform), timeline_(timeline), job_(job), start_s_(start_s) {
     p_ = static_cast<int>(in.stages.size());
     v_ = in.chunks;
     m_ = in.micro_batches;
@@ -456,7 +487,12 @@ class Step {
     }
   }
 
-  TwinResult result(const TwinInput& in) {
+  // Called by the last replica to finish, from its actor.
+  void on_finish(std::function<void()> done) { done_ = std::move(done); }
+
+  // Times from the step's start; `links`: the platform's most loaded links, all jobs' bytes.
+  TwinResult result(const TwinInput& in, bool links = true) {
+    for (auto& account : accounts_) account.finish_s -= start_s_;
     TwinResult out;
     out.plan = in.plan;
     out.flows = flows_;
@@ -488,6 +524,7 @@ class Step {
       out.tokens_per_s = in.tokens_per_step / out.step_time_s;
       if (in.peak_flops > 0) out.mfu = in.model_flops_per_step / (out.step_time_s * in.peak_flops);
     }
+    if (!links) return out;
     std::vector<const LinkInfo*> used;
     for (const LinkInfo& link : platform_.links())
       if (link.bytes > 0) used.push_back(&link);
@@ -616,7 +653,7 @@ class Step {
   }
 
   sg4::CommPtr flow(int island_a, int chip_a, int island_b, int chip_b, double bytes) {
-    platform_.account(island_a, chip_a, island_b, chip_b, bytes);
+    platform_.account(job_, island_a, chip_a, island_b, chip_b, bytes);
     ++flows_;
     return sg4::Comm::sendto_async(platform_.host(island_a, chip_a),
                                    platform_.host(island_b, chip_b),
@@ -681,6 +718,7 @@ class Step {
       record(s, d, EventKind::sync_wait, -1, -1, optimized, finish);
     }
     account(s, d).finish_s = finish;
+    if (++finished_ == p_ * dp_ && done_) done_();
   }
 
   // The expert-parallel all-to-alls of one operation (a pass of one micro-batch through one
@@ -860,6 +898,10 @@ class Step {
   const TwinInput& in_;
   Platform& platform_;
   Timeline* timeline_;
+  int job_ = 0;
+  double start_s_ = 0;
+  int finished_ = 0;  // replicas done
+  std::function<void()> done_;
   int p_ = 1, v_ = 1, m_ = 1, dp_ = 1, virtual_stages_ = 1;
   std::vector<Transfer> transfers_;
   std::vector<std::vector<PipelineOp>> orders_;
@@ -877,18 +919,26 @@ class Step {
 
 }  // namespace
 
-TwinResult simulate_step(const TwinInput& input, Timeline* timeline) {
-  int argc = 1;
-  char name[] = "hetplan-twin";
-  char* argv[] = {name, nullptr};
-  sg4::Engine engine(&argc, argv);
-  // Flow-level max-min sharing without TCP's bandwidth and latency corrections: links deliver
-  // their stated speed, and efficiencies are applied by the model (docs/twin.md#network).
+namespace {
+
+// Flow-level max-min sharing without TCP's bandwidth and latency corrections: links deliver
+// their stated speed, and efficiencies are applied by the model (docs/twin.md#network).
+void configure() {
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic:0");
   sg4::Engine::set_config("network/weight-S:0");
   sg4::Engine::set_config("network/TCP-gamma:0");
   sg4::Engine::set_config("contexts/stack-size:256");
+}
+
+}  // namespace
+
+TwinResult simulate_step(const TwinInput& input, Timeline* timeline) {
+  int argc = 1;
+  char name[] = "hetplan-twin";
+  char* argv[] = {name, nullptr};
+  sg4::Engine engine(&argc, argv);
+  configure();
   Platform platform(input);
   Step step(input, platform, timeline);
   step.launch();
@@ -908,6 +958,78 @@ TwinResult simulate_step(const TwinInput& input, Timeline* timeline) {
                      });
   }
   return step.result(input);
+}
+
+TwinPoolResult simulate_pool(const TwinPoolInput& pool) {
+  const std::vector<TwinInput> jobs = merge_pool(pool);
+  int argc = 1;
+  char name[] = "hetplan-twin";
+  char* argv[] = {name, nullptr};
+  sg4::Engine engine(&argc, argv);
+  configure();
+  const int count = static_cast<int>(jobs.size());
+  Platform platform(jobs.front(), count);
+  // Each job's steps, one after another; a job starts its next step while another job has not
+  // finished its first.
+  std::vector<std::vector<std::unique_ptr<Step>>> steps(jobs.size());
+  std::vector<std::vector<double>> ends(jobs.size());  // when each step's last replica ended
+  int pending = count;  // jobs still in their first step
+  std::function<void(int)> start = [&](int j) {
+    const auto index = static_cast<std::size_t>(j);
+    steps[index].push_back(std::make_unique<Step>(jobs[index], platform, nullptr, j,
+                                                  sg4::Engine::get_clock()));
+    Step& step = *steps[index].back();
+    step.on_finish([&, j, index] {
+      ends[index].push_back(sg4::Engine::get_clock());
+      if (ends[index].size() == 1) --pending;
+      if (pending > 0 && static_cast<int>(steps[index].size()) < pool.max_steps) start(j);
+    });
+    step.launch();
+  };
+  for (int j = 0; j < count; ++j) start(j);
+  engine.run();
+
+  TwinPoolResult out;
+  for (const auto& mine : ends) out.window_s = std::max(out.window_s, mine.front());
+  for (int j = 0; j < count; ++j) {
+    const auto index = static_cast<std::size_t>(j);
+    double sum = 0;
+    int inside = 0;
+    for (std::size_t k = 0; k < steps[index].size(); ++k) {
+      const TwinResult r = steps[index][k]->result(jobs[index], false);
+      if (k == 0) out.jobs.push_back(r);
+      if (k > 0 && ends[index][k - 1] >= out.window_s) continue;  // started after the window
+      sum += r.step_time_s;
+      ++inside;
+    }
+    out.steps.push_back(inside);
+    out.mean_step_s.push_back(sum / inside);
+  }
+  const double end = sg4::Engine::get_clock();
+  std::vector<const LinkInfo*> shared;
+  for (const LinkInfo& link : platform.links()) {
+    const auto carriers = std::count_if(link.job_bytes.begin(), link.job_bytes.end(),
+                                        [](double b) { return b > 0; });
+    if (carriers >= 2) shared.push_back(&link);
+  }
+  std::sort(shared.begin(), shared.end(), [](const LinkInfo* a, const LinkInfo* b) {
+    const double ba = a->bytes / a->speed;
+    const double bb = b->bytes / b->speed;
+    if (ba != bb) return ba > bb;
+    return a->name < b->name;
+  });
+  constexpr std::size_t kReportedLinks = 10;
+  for (std::size_t i = 0; i < shared.size() && i < kReportedLinks; ++i) {
+    TwinSharedLink& entry = out.links.emplace_back();
+    entry.load.name = shared[i]->name;
+    entry.load.kind = shared[i]->kind;
+    entry.load.bytes = shared[i]->bytes;
+    entry.load.speed = shared[i]->speed;
+    entry.load.busy_s = shared[i]->bytes / shared[i]->speed;
+    entry.load.utilization = end > 0 ? entry.load.busy_s / end : 0;
+    entry.job_bytes = shared[i]->job_bytes;
+  }
+  return out;
 }
 
 }  // namespace hetplan::sim::twin

@@ -59,4 +59,8 @@ struct Timeline {
 // Simulates one step. `timeline` (may be null) receives every event when given.
 TwinResult simulate_step(const TwinInput& input, Timeline* timeline);
 
+// Simulates a pool's jobs together on one fabric (docs/twin.md#pool); only with input
+// check_twin_pool accepted, and like simulate_step at most once per process.
+TwinPoolResult simulate_pool(const TwinPoolInput& pool);
+
 }  // namespace hetplan::sim::twin

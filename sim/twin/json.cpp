@@ -44,6 +44,12 @@ void fields(V& v, TwinZoneLink& z) {
 }
 
 template <typename V>
+void fields(V& v, TwinSpine& z) {
+  v("zone", z.zone);
+  v("speed", z.speed);
+}
+
+template <typename V>
 void fields(V& v, TwinCollective& c) {
   v("kind", c.kind);
   v("algorithm", c.algorithm);
@@ -84,6 +90,7 @@ void fields(V& v, TwinInput& in) {
   v("switch_latency", in.switch_latency);
   v("islands", in.islands);
   v("zone_links", in.zone_links);
+  v("spines", in.spines);
   v("stages", in.stages);
   v("micro_batches", in.micro_batches);
   v("chunks", in.chunks);
@@ -139,6 +146,27 @@ void fields(V& v, TwinResult& r) {
   v("flows", r.flows);
 }
 
+template <typename V>
+void fields(V& v, TwinPoolInput& p) {
+  v("jobs", p.jobs);
+  v("max_steps", p.max_steps);
+}
+
+template <typename V>
+void fields(V& v, TwinSharedLink& l) {
+  v("load", l.load);
+  v("job_bytes", l.job_bytes);
+}
+
+template <typename V>
+void fields(V& v, TwinPoolResult& r) {
+  v("jobs", r.jobs);
+  v("steps", r.steps);
+  v("mean_step_s", r.mean_step_s);
+  v("window_s", r.window_s);
+  v("links", r.links);
+}
+
 // The words of the enumerations, as models:: and sim:: spell them.
 template <typename Enum>
 constexpr auto words() {
@@ -151,7 +179,7 @@ constexpr auto words() {
   } else {
     static_assert(std::is_same_v<Enum, TwinLinkKind>);
     return std::to_array({TwinLinkKind::nic, TwinLinkKind::intra, TwinLinkKind::cross_group,
-                          TwinLinkKind::leaf_uplink, TwinLinkKind::zone_link});
+                          TwinLinkKind::leaf_uplink, TwinLinkKind::zone_link, TwinLinkKind::spine});
   }
 }
 
@@ -262,5 +290,17 @@ ordered_json to_json(const TwinResult& result) { return write(result); }
 TwinResult result_from_json(const json& json) { return read<TwinResult>(json, "result"); }
 
 ordered_json to_json(const TwinBreakdown& breakdown) { return write(breakdown); }
+
+ordered_json to_json(const TwinPoolInput& pool) { return {{"pool", write(pool)}}; }
+bool is_pool(const json& json) { return json.is_object() && json.contains("pool"); }
+TwinPoolInput pool_from_json(const json& json) {
+  if (!is_pool(json)) throw std::runtime_error("pool: missing");
+  return read<TwinPoolInput>(json.at("pool"), "pool");
+}
+
+ordered_json to_json(const TwinPoolResult& result) { return write(result); }
+TwinPoolResult pool_result_from_json(const json& json) {
+  return read<TwinPoolResult>(json, "result");
+}
 
 }  // namespace hetplan::sim::twin

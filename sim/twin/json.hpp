@@ -1,4 +1,4 @@
-// TwinInput and TwinResult as JSON: what crosses the boundary to and from the worker process.
+// TwinInput and TwinResult (and a pool's) as JSON: what crosses the boundary to and from the worker process.
 // Reading is strict (every field required, types checked); a malformed document throws
 // std::runtime_error naming the field.
 #pragma once
@@ -16,5 +16,13 @@ nlohmann::ordered_json to_json(const TwinResult& result);
 TwinResult result_from_json(const nlohmann::json& json);
 
 nlohmann::ordered_json to_json(const TwinBreakdown& breakdown);
+
+// A pool is {"pool": {...}}, so that the worker tells it from a single plan's input.
+nlohmann::ordered_json to_json(const TwinPoolInput& pool);
+bool is_pool(const nlohmann::json& json);
+TwinPoolInput pool_from_json(const nlohmann::json& json);
+
+nlohmann::ordered_json to_json(const TwinPoolResult& result);
+TwinPoolResult pool_result_from_json(const nlohmann::json& json);
 
 }  // namespace hetplan::sim::twin

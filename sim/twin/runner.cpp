@@ -61,11 +61,13 @@ Outcome cancelled_outcome(const std::string& who) {
   return outcome;
 }
 
-Outcome run_one(const TwinInput& input, const WorkerCommand& command, const std::stop_token& stop) {
+// Runs one worker on `request`; on success outcome.error is empty and `answer` holds what it
+// wrote on standard output.
+Outcome run_process(const std::string& request, const std::string& who,
+                    const WorkerCommand& command, const std::stop_token& stop,
+                    std::string& answer) {
   Outcome outcome;
-  const std::string who = "the simulation of plan " + input.plan;
   if (stop.stop_requested()) return cancelled_outcome(who);
-  const std::string request = to_json(input).dump();
   Pipe in, out, err;
   if (!in.open() || !out.open() || !err.open()) {
     outcome.error = who + " could not start: " + std::strerror(errno);
@@ -176,11 +178,20 @@ Outcome run_one(const TwinInput& input, const WorkerCommand& command, const std:
     outcome.error = who + " failed (worker exit code " + std::to_string(WEXITSTATUS(status)) +
                     ")" + (words.empty() ? "" : ": " + words);
   } else {
-    try {
-      outcome.result = result_from_json(nlohmann::json::parse(stdout_text));
-    } catch (const std::exception& e) {
-      outcome.error = who + " failed: the worker's answer is unreadable: " + e.what();
-    }
+    answer = std::move(stdout_text);
+  }
+  return outcome;
+}
+
+Outcome run_one(const TwinInput& input, const WorkerCommand& command, const std::stop_token& stop) {
+  const std::string who = "the simulation of plan " + input.plan;
+  std::string answer;
+  Outcome outcome = run_process(to_json(input).dump(), who, command, stop, answer);
+  if (!outcome.error.empty()) return outcome;
+  try {
+    outcome.result = result_from_json(nlohmann::json::parse(answer));
+  } catch (const std::exception& e) {
+    outcome.error = who + " failed: the worker's answer is unreadable: " + e.what();
   }
   return outcome;
 }
@@ -206,6 +217,27 @@ std::vector<Outcome> run_workers(const std::vector<TwinInput>& inputs,
   work();
   for (auto& thread : pool) thread.join();
   return outcomes;
+}
+
+PoolOutcome run_pool_worker(const TwinPoolInput& pool, const WorkerCommand& command,
+                            std::stop_token stop) {
+  ::signal(SIGPIPE, SIG_IGN);
+  std::string plans;
+  for (const TwinInput& job : pool.jobs) plans += (plans.empty() ? "" : " + ") + job.plan;
+  const std::string who = "the simulation of the pool " + plans;
+  std::string answer;
+  const Outcome run = run_process(to_json(pool).dump(), who, command, stop, answer);
+  PoolOutcome outcome;
+  outcome.error = run.error;
+  outcome.peak_rss_kib = run.peak_rss_kib;
+  outcome.cancelled = run.cancelled;
+  if (!outcome.error.empty()) return outcome;
+  try {
+    outcome.result = pool_result_from_json(nlohmann::json::parse(answer));
+  } catch (const std::exception& e) {
+    outcome.error = who + " failed: the worker's answer is unreadable: " + e.what();
+  }
+  return outcome;
 }
 
 std::string worker_beside_this_executable() {

@@ -31,6 +31,17 @@ std::vector<Outcome> run_workers(const std::vector<TwinInput>& inputs,
                                  const WorkerCommand& command, int parallel,
                                  std::stop_token stop = {});
 
+struct PoolOutcome {
+  std::optional<TwinPoolResult> result;
+  std::string error;
+  long peak_rss_kib = 0;
+  bool cancelled = false;
+};
+
+// A pool's jobs simulated together, in one worker.
+PoolOutcome run_pool_worker(const TwinPoolInput& pool, const WorkerCommand& command,
+                            std::stop_token stop = {});
+
 // The worker next to the running executable (both are built into one folder).
 std::string worker_beside_this_executable();
 

@@ -1,6 +1,7 @@
 // hetplan-twin: the simulation worker. Reads one TwinInput as JSON on standard input, checks
 // it, simulates the step on SimGrid and writes the TwinResult as JSON on standard output; with
-// a trace path in the input, also writes the Chrome trace there. One simulation per process:
+// a trace path in the input, also writes the Chrome trace there. A pool ({"pool": ...}) is
+// simulated together and answered with a TwinPoolResult. One simulation per process:
 // SimGrid keeps global state, and a second engine in one process gives wrong times.
 //
 // Exit codes: 0 done; 2 the input was rejected (one line on standard error says why). A SimGrid
@@ -50,18 +51,36 @@ int main() {
       if (text.size() > kMaxInputBytes) return reject("more than 64 MiB of input");
     }
   }
-  TwinInput input;
+  nlohmann::json document;
   try {
-    input = twin::input_from_json(nlohmann::json::parse(text));
+    document = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     return reject(e.what());
   }
-  const auto problems = check_twin_input(input);
-  if (!problems.empty()) {
+  auto rejected = [](const std::vector<std::string>& problems) {
     std::string all;
     for (const auto& problem : problems) all += (all.empty() ? "" : "; ") + problem;
     return reject(all);
+  };
+  if (twin::is_pool(document)) {
+    TwinPoolInput pool;
+    try {
+      pool = twin::pool_from_json(document);
+    } catch (const std::exception& e) {
+      return reject(e.what());
+    }
+    if (const auto problems = check_twin_pool(pool); !problems.empty()) return rejected(problems);
+    std::cout << twin::to_json(twin::simulate_pool(pool)).dump() << "\n";
+    std::cout.flush();
+    return std::cout ? 0 : 1;
   }
+  TwinInput input;
+  try {
+    input = twin::input_from_json(document);
+  } catch (const std::exception& e) {
+    return reject(e.what());
+  }
+  if (const auto problems = check_twin_input(input); !problems.empty()) return rejected(problems);
 
   twin::Timeline timeline;
   const bool tracing = !input.trace_path.empty();

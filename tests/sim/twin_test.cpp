@@ -364,6 +364,175 @@ TEST(TwinContention, ThinZoneLinkAtAStageBoundary) {
   EXPECT_NE(base.links.front().kind, TwinLinkKind::zone_link);
 }
 
+// --- jobs that share a fabric ---------------------------------------------------------------
+
+// Two islands "a" and "b" of 2 Ascend 910B nodes each, one node per leaf, in one zone whose
+// spine carries the zone's leaf uplinks together divided by `spine` (4 leaves x 200 GB/s).
+Scenario two_island_scenario(double spine) {
+  Scenario s = small_scenario(2, 1, 1.0);
+  s.cluster.fabric.spine_oversubscription = spine;
+  Island second = s.cluster.islands.front();
+  s.cluster.islands.front().name = "a";
+  second.name = "b";
+  s.cluster.islands.push_back(second);
+  return s;
+}
+
+// Data parallelism only (tp 8, dp 2) on one island: 8 rings between its two nodes, so each
+// node's 8 NICs (200 GB/s) send through its leaf's uplink into the spine.
+Plan ring_on(const Scenario& s, const std::string& island) {
+  Plan plan;
+  plan.name = "ring-" + island;
+  PlanStage& st = plan.stages.emplace_back();
+  st.island = island;
+  st.first_layer = 0;
+  st.num_layers = s.workload.model.layers;
+  st.tp = 8;
+  st.dp = 2;
+  formats::check_plan_references(plan, s.cluster, s.workload);
+  return plan;
+}
+
+TwinPoolResult simulate_pool(const TwinPoolInput& pool) {
+  std::string problems;
+  for (const auto& problem : check_twin_pool(pool)) problems += problem + "; ";
+  if (!problems.empty()) throw std::runtime_error("pool refused: " + problems);
+  const twin::PoolOutcome outcome = twin::run_pool_worker(pool, kWorker);
+  if (!outcome.result) throw std::runtime_error(outcome.error);
+  return *outcome.result;
+}
+
+// At 2:1 the spine carries 400 GB/s: one job's ring (2 leaves x 200 GB/s) fills it alone, so
+// each job alone runs as on a 1:1 spine; together they push 800 GB/s through it and each gets
+// half: its exposed synchronisation doubles, and the spine is the link they share.
+TEST(TwinPool, TwoJobsOnAnOversubscribedSpineEachRunSlowerAndNameIt) {
+  const Scenario s = two_island_scenario(2.0);
+  EXPECT_DOUBLE_EQ(s.cluster.spine_capacity("a"), 4 * 200e9 / 2);
+  TwinPoolInput pool;
+  pool.jobs = {lower(s, ring_on(s, "a")), lower(s, ring_on(s, "b"))};
+  ASSERT_EQ(pool.jobs[0].spines.size(), 1u);
+  EXPECT_DOUBLE_EQ(pool.jobs[0].spines[0].speed, 400e9);
+  const auto alone = simulate(pool.jobs);
+  const TwinPoolResult together = simulate_pool(pool);
+  ASSERT_EQ(together.jobs.size(), 2u);
+  for (int j = 0; j < 2; ++j) {
+    const TwinResult& a = alone[static_cast<std::size_t>(j)];
+    const TwinResult& t = together.jobs[static_cast<std::size_t>(j)];
+    std::cout << "[pool] alone " << describe(a) << "\n[pool] together " << describe(t) << "\n";
+    ASSERT_GT(a.breakdown.data_parallel_s, 0);
+    EXPECT_GT(t.step_time_s, a.step_time_s);
+    EXPECT_GT(t.breakdown.data_parallel_s, 1.8 * a.breakdown.data_parallel_s) << describe(t);
+    EXPECT_LT(t.breakdown.data_parallel_s, 2.2 * a.breakdown.data_parallel_s) << describe(t);
+    EXPECT_EQ(together.steps[static_cast<std::size_t>(j)], 1);
+    EXPECT_DOUBLE_EQ(together.mean_step_s[static_cast<std::size_t>(j)], t.step_time_s);
+  }
+  ASSERT_FALSE(together.links.empty());
+  const TwinSharedLink& top = together.links.front();
+  EXPECT_EQ(top.load.kind, TwinLinkKind::spine);
+  EXPECT_TRUE(top.load.name.starts_with("zone a spine")) << top.load.name;
+  ASSERT_EQ(top.job_bytes.size(), 2u);
+  EXPECT_GT(top.job_bytes[0], 0);
+  EXPECT_GT(top.job_bytes[1], 0);
+  // No other link carries both jobs: each island has its own NICs, leaves and uplinks.
+  for (const TwinSharedLink& link : together.links) EXPECT_EQ(link.load.kind, TwinLinkKind::spine);
+}
+
+// A job three times slower (a slow node in every replica of its ring) keeps the spine busy
+// while the fast one steps again and again: the fast one repeats its step until the slow one has
+// finished its first, and both first steps see the other's traffic throughout.
+TEST(TwinPool, AShortJobKeepsSteppingUntilTheLongOneHasFinished) {
+  const Scenario s = two_island_scenario(2.0);
+  TwinOptions slow;
+  slow.stragglers = {{"b", 0, 3.0}, {"b", 1, 3.0}};
+  TwinPoolInput pool;
+  pool.jobs = {lower(s, ring_on(s, "a")), lower(s, ring_on(s, "b"), slow)};
+  const auto alone = simulate(pool.jobs);
+  const TwinPoolResult together = simulate_pool(pool);
+  std::cout << "[pool] fast alone " << describe(alone[0]) << "\n[pool] slow alone "
+            << describe(alone[1]) << "\n[pool] together: fast " << together.steps[0]
+            << " steps, mean " << together.mean_step_s[0] << " s; slow "
+            << describe(together.jobs[1]) << "\n";
+  EXPECT_GE(together.steps[0], 2);
+  EXPECT_EQ(together.steps[1], 1);
+  EXPECT_DOUBLE_EQ(together.window_s, together.jobs[1].step_time_s);
+  EXPECT_DOUBLE_EQ(together.mean_step_s[1], together.jobs[1].step_time_s);
+  EXPECT_GT(together.mean_step_s[0], alone[0].step_time_s);
+  EXPECT_GT(together.jobs[1].step_time_s, alone[1].step_time_s);
+  // Never more than max_steps: with one, the fast job leaves the spine to the slow one, whose
+  // synchronisation then runs as alone.
+  pool.max_steps = 1;
+  const TwinPoolResult once = simulate_pool(pool);
+  EXPECT_EQ(once.steps[0], 1);
+  EXPECT_NEAR(once.jobs[1].step_time_s, alone[1].step_time_s, 1e-9 * alone[1].step_time_s);
+}
+
+// With a 1:1 spine the two jobs share no link that limits: together each runs its step as
+// alone, to the rounding of the solver.
+TEST(TwinPool, JobsThatShareNothingRunAsAlone) {
+  const Scenario s = two_island_scenario(1.0);
+  TwinPoolInput pool;
+  pool.jobs = {lower(s, ring_on(s, "a")), lower(s, ring_on(s, "b"))};
+  EXPECT_TRUE(pool.jobs[0].spines.empty());
+  const auto alone = simulate(pool.jobs);
+  const TwinPoolResult together = simulate_pool(pool);
+  for (int j = 0; j < 2; ++j) {
+    EXPECT_NEAR(together.jobs[static_cast<std::size_t>(j)].step_time_s,
+                alone[static_cast<std::size_t>(j)].step_time_s,
+                1e-9 * alone[static_cast<std::size_t>(j)].step_time_s);
+  }
+  EXPECT_TRUE(together.links.empty());
+}
+
+// The analytic estimate of one job alone sees the spine only when the job alone can fill it: at
+// 4:1 (200 GB/s) one ring's 400 GB/s is halved, at 2:1 it is not.
+TEST(TwinPool, TheEstimatorChargesASpineThatOneJobFills) {
+  auto dp_time = [](double spine) {
+    const Scenario s = two_island_scenario(spine);
+    const Estimate e = estimate_step(s.cluster, s.workload, ring_on(s, "a"));
+    EXPECT_TRUE(e.feasible);
+    return e.exposed.data_parallel;
+  };
+  const double open = dp_time(1.0);
+  ASSERT_GT(open, 0);
+  EXPECT_DOUBLE_EQ(dp_time(2.0), open);
+  EXPECT_GT(dp_time(4.0), 1.5 * open);
+}
+
+// A pool whose jobs would run on the same chips, or describe one island two ways, is refused.
+TEST(TwinPool, OverlappingOrInconsistentJobsAreRefused) {
+  const Scenario s = two_island_scenario(2.0);
+  TwinPoolInput pool;
+  pool.jobs = {lower(s, ring_on(s, "a")), lower(s, ring_on(s, "a"))};
+  auto problems = check_twin_pool(pool);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(problems.front().find("use the same chips of island a"), std::string::npos)
+      << problems.front();
+  pool.jobs[1] = lower(s, ring_on(s, "b"));
+  pool.jobs[1].islands[0].nic_speed *= 2;
+  pool.jobs[1].islands[0].name = "a";
+  problems = check_twin_pool(pool);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(problems.front().find("island a is described differently"), std::string::npos)
+      << problems.front();
+  pool.jobs.resize(1);
+  EXPECT_FALSE(check_twin_pool(pool).empty());
+}
+
+TEST(TwinPool, InputsAndResultsSurviveTheRoundTrip) {
+  const Scenario s = two_island_scenario(2.0);
+  TwinPoolInput pool;
+  pool.jobs = {lower(s, ring_on(s, "a")), lower(s, ring_on(s, "b"))};
+  pool.max_steps = 7;
+  const std::string text = twin::to_json(pool).dump();
+  const nlohmann::json parsed = nlohmann::json::parse(text);
+  ASSERT_TRUE(twin::is_pool(parsed));
+  EXPECT_EQ(twin::to_json(twin::pool_from_json(parsed)).dump(), text);
+  const TwinPoolResult result = simulate_pool(pool);
+  const std::string answer = twin::to_json(result).dump();
+  EXPECT_EQ(twin::to_json(twin::pool_result_from_json(nlohmann::json::parse(answer))).dump(),
+            answer);
+}
+
 // --- expert parallelism -----------------------------------------------------------------------
 
 // An input written out for the all-to-all's arithmetic: one island of `nodes` nodes of 8 chips,
