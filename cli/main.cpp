@@ -305,6 +305,30 @@ std::vector<hetplan::cli::RankedSimulation> simulate_top(
   return out;
 }
 
+// The resource pool's jobs simulated alone and together on one fabric (docs/twin.md#pool).
+hetplan::sim::PoolSimulation simulate_resource_pool(const hetplan::Scenario& scenario,
+                                                    const hetplan::planner::RankedPlan& pool) {
+  const hetplan::sim::TwinOptions options = hetplan::sim::twin_options(scenario);
+  hetplan::sim::TwinPoolInput input;
+  for (const auto& job : pool.jobs) {
+    input.jobs.push_back(hetplan::sim::make_twin_input(scenario.cluster, scenario.workload,
+                                                       job.plan, job.estimate, options));
+  }
+  const auto problems = hetplan::sim::check_twin_pool(input);
+  if (!problems.empty())
+    throw SimulationFailure("the resource pool cannot be simulated: " + problems.front());
+  if (hetplan::sim::shared_spines(input).empty()) {
+    hetplan::sim::PoolSimulation apart;
+    apart.shares_a_limiting_link = false;
+    return apart;
+  }
+  const auto alone = simulate_plans(input.jobs);
+  const auto together = hetplan::sim::twin::run_pool_worker(
+      input, {hetplan::sim::twin::worker_beside_this_executable()});
+  if (!together.result) throw SimulationFailure(together.error);
+  return hetplan::sim::pool_simulation(input, alone, *together.result);
+}
+
 // The search's progress on one stderr line, redrawn at most five times a second, when stderr is
 // a terminal (a log or a pipe gets nothing).
 class ProgressLine : public hetplan::planner::SearchObserver {
@@ -364,6 +388,9 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
   const auto& result = *searched;
   const auto simulations = simulate ? simulate_top(scenario, result, simulate)
                                     : std::vector<hetplan::cli::RankedSimulation>{};
+  std::optional<hetplan::sim::PoolSimulation> pool;
+  if (simulate && result.resource_pool) pool = simulate_resource_pool(scenario, *result.resource_pool);
+  const hetplan::sim::PoolSimulation* pooled = pool ? &*pool : nullptr;
 
   if (!out_dir.empty()) {
     const std::string scenario_hash =
@@ -406,11 +433,11 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
     }
   }
   if (json) {
-    auto report = hetplan::cli::search_json(result, scenario, ladder ? &*ladder : nullptr);
+    auto report = hetplan::cli::search_json(result, scenario, ladder ? &*ladder : nullptr, pooled);
     if (simulate) report["simulated"] = hetplan::cli::ranked_simulations_json(simulations);
     std::cout << report.dump(2) << "\n";
   } else {
-    std::cout << hetplan::cli::search_text(result, scenario, ladder ? &*ladder : nullptr);
+    std::cout << hetplan::cli::search_text(result, scenario, ladder ? &*ladder : nullptr, pooled);
     if (simulate) std::cout << hetplan::cli::ranked_simulations_text(simulations);
   }
   if (timings) {

@@ -94,10 +94,87 @@ std::string row(std::size_t rank, const planner::RankedPlan& r, bool priced,
   return out + "\n";
 }
 
+std::string signed_percent(double fraction) {
+  if (std::abs(fraction) < 5e-4) fraction = 0;  // no "-0.0%"
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.1f%%", 100 * fraction);
+  return text;
+}
+
 }  // namespace
 
+std::string pool_simulation_text(const sim::PoolSimulation& pool) {
+  if (!pool.shares_a_limiting_link) {
+    return "         on one fabric (twin): the jobs share no link that limits (each island has its "
+           "own leaves, and no oversubscribed spine joins them), so each runs as alone\n";
+  }
+  const double alone = pool.alone_tokens_per_s();
+  const double together = pool.together_tokens_per_s();
+  std::string out = "         on one fabric (twin): " + fixed(together, 0) + " tokens/s together, " +
+                    fixed(alone, 0) + " alone (" +
+                    (alone > 0 ? signed_percent(together / alone - 1) : std::string("-")) + ")\n";
+  for (const sim::PooledJob& job : pool.jobs) {
+    out += "           " + job.island + ": step " + fixed(job.alone_step_s, 3) + " s alone, " +
+           fixed(job.together_step_s, 3) + " s together (" + signed_percent(job.slowdown() - 1) +
+           ", mean of " + std::to_string(job.steps) + (job.steps == 1 ? " step" : " steps") +
+           ")\n";
+  }
+  if (pool.links.empty()) {
+    out += "           no link limits more than one job\n";
+  }
+  for (std::size_t k = 0; k < pool.links.size() && k < 3; ++k) {
+    const sim::TwinSharedLink& link = pool.links[k];
+    double total = 0;
+    for (double b : link.job_bytes) total += b;
+    std::string shares;
+    for (std::size_t j = 0; j < link.job_bytes.size() && j < pool.jobs.size(); ++j) {
+      if (link.job_bytes[j] <= 0) continue;
+      shares += (shares.empty() ? "" : ", ") + pool.jobs[j].island + " " +
+                fixed(100 * link.job_bytes[j] / total, 0) + "%";
+    }
+    out += "           shared: " + link.load.name + ", busy " +
+           fixed(100 * link.load.utilization, 1) + "% (" + shares + ")\n";
+  }
+  return out;
+}
+
+nlohmann::ordered_json pool_simulation_json(const sim::PoolSimulation& pool) {
+  nlohmann::ordered_json j;
+  j["shares_a_limiting_link"] = pool.shares_a_limiting_link;
+  if (!pool.shares_a_limiting_link) return j;
+  j["tokens_per_s_alone"] = round6(pool.alone_tokens_per_s());
+  j["tokens_per_s_together"] = round6(pool.together_tokens_per_s());
+  j["window_s"] = round6(pool.window_s);
+  j["jobs"] = nlohmann::ordered_json::array();
+  for (const sim::PooledJob& job : pool.jobs) {
+    nlohmann::ordered_json e;
+    e["plan"] = job.plan;
+    e["island"] = job.island;
+    e["step_s_alone"] = round6(job.alone_step_s);
+    e["step_s_together"] = round6(job.together_step_s);
+    e["slowdown"] = round6(job.slowdown());
+    e["steps"] = job.steps;
+    e["tokens_per_s_alone"] = round6(job.alone_tokens_per_s());
+    e["tokens_per_s_together"] = round6(job.together_tokens_per_s());
+    j["jobs"].push_back(e);
+  }
+  j["shared_links"] = nlohmann::ordered_json::array();
+  for (const sim::TwinSharedLink& link : pool.links) {
+    nlohmann::ordered_json e;
+    e["name"] = link.load.name;
+    e["kind"] = std::string(to_string(link.load.kind));
+    e["bytes"] = round6(link.load.bytes);
+    e["utilization"] = round6(link.load.utilization);
+    e["job_bytes"] = nlohmann::ordered_json::object();
+    for (std::size_t k = 0; k < link.job_bytes.size() && k < pool.jobs.size(); ++k)
+      e["job_bytes"][pool.jobs[k].island] = round6(link.job_bytes[k]);
+    j["shared_links"].push_back(e);
+  }
+  return j;
+}
+
 std::string search_text(const planner::SearchResult& result, const Scenario& scenario,
-                        const validation::LadderReport* ladder) {
+                        const validation::LadderReport* ladder, const sim::PoolSimulation* pool) {
   const bool priced = scenario.prices.has_value();
   std::string out = "scenario " + scenario.name + ": " + scenario.workload.name + " on " +
                     scenario.cluster.name + ", objective " +
@@ -128,7 +205,10 @@ std::string search_text(const planner::SearchResult& result, const Scenario& sce
     else
       out += "     single-island " + baseline.island + ": none (" + baseline.why_not + ")\n";
   }
-  if (result.resource_pool) out += row(0, *result.resource_pool, priced, ladder).replace(0, 4, "    ");
+  if (result.resource_pool) {
+    out += row(0, *result.resource_pool, priced, ladder).replace(0, 4, "    ");
+    if (pool) out += pool_simulation_text(*pool);
+  }
   if (result.task_level)
     out += row(0, *result.task_level, priced, ladder).replace(0, 4, "    ");
   else
@@ -158,7 +238,8 @@ std::string search_text(const planner::SearchResult& result, const Scenario& sce
 }
 
 nlohmann::ordered_json search_json(const planner::SearchResult& result, const Scenario& scenario,
-                                   const validation::LadderReport* ladder) {
+                                   const validation::LadderReport* ladder,
+                                   const sim::PoolSimulation* pool) {
   nlohmann::ordered_json j;
   j["scenario"] = scenario.name;
   j["objective"] = std::string(to_string(result.objective));
@@ -186,6 +267,7 @@ nlohmann::ordered_json search_json(const planner::SearchResult& result, const Sc
   }
   states["resource_pool"] =
       result.resource_pool ? plan_json(*result.resource_pool, ladder) : nlohmann::ordered_json();
+  if (result.resource_pool && pool) states["resource_pool"]["simulated"] = pool_simulation_json(*pool);
   states["task_level"] = result.task_level ? plan_json(*result.task_level, ladder) : nlohmann::ordered_json();
   j["three_states"] = states;
   nlohmann::ordered_json rejected = nlohmann::ordered_json::object();

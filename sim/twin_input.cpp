@@ -473,6 +473,54 @@ std::vector<std::string> check_twin_pool(const TwinPoolInput& pool) {
   return problems;
 }
 
+double PoolSimulation::alone_tokens_per_s() const {
+  double sum = 0;
+  for (const PooledJob& job : jobs) sum += job.alone_tokens_per_s();
+  return sum;
+}
+
+double PoolSimulation::together_tokens_per_s() const {
+  double sum = 0;
+  for (const PooledJob& job : jobs) sum += job.together_tokens_per_s();
+  return sum;
+}
+
+std::vector<std::string> shared_spines(const TwinPoolInput& pool) {
+  std::map<std::string, int> jobs_in;  // zone with a limiting spine -> jobs with islands there
+  for (const TwinInput& job : pool.jobs) {
+    std::set<std::string> zones;
+    for (const TwinIsland& island : job.islands) {
+      const bool limiting = std::any_of(job.spines.begin(), job.spines.end(),
+                                        [&](const TwinSpine& s) { return s.zone == island.zone; });
+      if (limiting) zones.insert(island.zone);
+    }
+    for (const std::string& zone : zones) ++jobs_in[zone];
+  }
+  std::vector<std::string> out;
+  for (const auto& [zone, jobs] : jobs_in)
+    if (jobs >= 2) out.push_back(zone);
+  return out;
+}
+
+PoolSimulation pool_simulation(const TwinPoolInput& pool, const std::vector<TwinResult>& alone,
+                               const TwinPoolResult& together) {
+  PoolSimulation out;
+  out.window_s = together.window_s;
+  out.links = together.links;
+  for (std::size_t j = 0; j < pool.jobs.size(); ++j) {
+    const TwinInput& in = pool.jobs[j];
+    PooledJob& job = out.jobs.emplace_back();
+    job.plan = in.plan;
+    job.island = in.islands.at(static_cast<std::size_t>(in.stages.front().island)).name;
+    job.tokens_per_step = in.tokens_per_step;
+    job.alone_step_s = alone.at(j).step_time_s;
+    job.together_step_s = together.mean_step_s.at(j);
+    job.steps = together.steps.at(j);
+    job.together = together.jobs.at(j).breakdown;
+  }
+  return out;
+}
+
 TwinOptions twin_options(const Scenario& scenario, std::optional<std::uint64_t> seed) {
   TwinOptions options;
   if (scenario.simulation) {

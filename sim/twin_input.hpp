@@ -193,8 +193,8 @@ struct TwinPoolResult {
   std::vector<int> steps;           // each job's steps that started inside the window (>= 1)
   std::vector<double> mean_step_s;  // their mean step time: the job's contended step
   double window_s = 0;
-  std::vector<TwinSharedLink> links;  // shared links, most loaded first; utilisation over the
-                                      // whole simulation, bytes of every step simulated
+  std::vector<TwinSharedLink> links;  // shared links, most loaded first: the bytes of the flows
+                                      // that started inside the window, busy over the window
 };
 
 // The pool's jobs on one fabric: one TwinInput per job whose islands are the union of all
@@ -205,6 +205,41 @@ std::vector<TwinInput> merge_pool(const TwinPoolInput& pool);
 
 // check_twin_input for every job, then merge_pool's conditions and the counts of the whole.
 std::vector<std::string> check_twin_pool(const TwinPoolInput& pool);
+
+// A pool's jobs alone and together, as the front ends show them beside the three states.
+struct PooledJob {
+  std::string plan;
+  std::string island;  // the island of its first stage
+  double tokens_per_step = 0;
+  double alone_step_s = 0;     // simulated alone
+  double together_step_s = 0;  // the mean step beside the others (TwinPoolResult::mean_step_s)
+  int steps = 0;               // the steps that mean is over
+  TwinBreakdown together;      // of its first step beside the others
+  double alone_tokens_per_s() const { return alone_step_s > 0 ? tokens_per_step / alone_step_s : 0; }
+  double together_tokens_per_s() const {
+    return together_step_s > 0 ? tokens_per_step / together_step_s : 0;
+  }
+  double slowdown() const { return alone_step_s > 0 ? together_step_s / alone_step_s : 1; }
+};
+
+struct PoolSimulation {
+  // False when no two jobs can meet on a link that limits (the twin gives each its islands' own
+  // NICs, leaves and uplinks, so only a zone's limiting spine is shared): nothing is simulated,
+  // as together each job runs its step alone (TwinPool.JobsThatShareNothingRunAsAlone).
+  bool shares_a_limiting_link = true;
+  std::vector<PooledJob> jobs;
+  std::vector<TwinSharedLink> links;  // job_bytes in the order of `jobs`
+  double window_s = 0;
+  double alone_tokens_per_s() const;
+  double together_tokens_per_s() const;
+};
+
+// The zones whose limiting spine carries traffic of two or more of the pool's jobs' islands.
+std::vector<std::string> shared_spines(const TwinPoolInput& pool);
+
+// `alone` and `together` simulated from `pool` (one result per job, in job order).
+PoolSimulation pool_simulation(const TwinPoolInput& pool, const std::vector<TwinResult>& alone,
+                               const TwinPoolResult& together);
 
 // A slow node named by its island, as scenarios write it.
 struct StragglerSpec {

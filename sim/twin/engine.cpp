@@ -141,6 +141,7 @@ class Platform {
       }
       route_.push_back(lb.nic_link(b, node_b, lb.nic_of(b, local_b), true));
     }
+    if (!counting_) return;
     for (int link : route_) {
       LinkInfo& info = links_[static_cast<std::size_t>(link)];
       info.bytes += bytes;
@@ -149,6 +150,8 @@ class Platform {
   }
 
   const std::vector<LinkInfo>& links() const { return links_; }
+  // Flows from now on are left out of the link loads.
+  void stop_counting() { counting_ = false; }
 
  private:
   int zone_link_index(const std::string& from, const std::string& to) const {
@@ -350,6 +353,7 @@ class Platform {
 
   const TwinInput& in_;
   int jobs_ = 1;
+  bool counting_ = true;
   std::vector<IslandLayout> layout_;
   std::vector<LinkInfo> links_;
   std::map<std::string, int> spine_links_;  // zone -> its spine's report entry (up; down + 1)
@@ -981,7 +985,7 @@ TwinPoolResult simulate_pool(const TwinPoolInput& pool) {
     Step& step = *steps[index].back();
     step.on_finish([&, j, index] {
       ends[index].push_back(sg4::Engine::get_clock());
-      if (ends[index].size() == 1) --pending;
+      if (ends[index].size() == 1 && --pending == 0) platform.stop_counting();
       if (pending > 0 && static_cast<int>(steps[index].size()) < pool.max_steps) start(j);
     });
     step.launch();
@@ -1005,7 +1009,6 @@ TwinPoolResult simulate_pool(const TwinPoolInput& pool) {
     out.steps.push_back(inside);
     out.mean_step_s.push_back(sum / inside);
   }
-  const double end = sg4::Engine::get_clock();
   std::vector<const LinkInfo*> shared;
   for (const LinkInfo& link : platform.links()) {
     const auto carriers = std::count_if(link.job_bytes.begin(), link.job_bytes.end(),
@@ -1026,7 +1029,7 @@ TwinPoolResult simulate_pool(const TwinPoolInput& pool) {
     entry.load.bytes = shared[i]->bytes;
     entry.load.speed = shared[i]->speed;
     entry.load.busy_s = shared[i]->bytes / shared[i]->speed;
-    entry.load.utilization = end > 0 ? entry.load.busy_s / end : 0;
+    entry.load.utilization = out.window_s > 0 ? entry.load.busy_s / out.window_s : 0;
     entry.job_bytes = shared[i]->job_bytes;
   }
   return out;

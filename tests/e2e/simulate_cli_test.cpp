@@ -189,9 +189,52 @@ TEST(SimulateCli, PlanSimulatesItsBestPlansAndRanksThemAgain) {
   std::sort(analytic_ranks.begin(), analytic_ranks.end());
   EXPECT_EQ(std::adjacent_find(analytic_ranks.begin(), analytic_ranks.end()), analytic_ranks.end());
 
+  // The resource pool's jobs: on the default cluster they share no link that limits (each
+  // island's leaves are its own, the spines are 1:1), so they are not simulated together.
+  const auto& pool = report.at("three_states").at("resource_pool").at("simulated");
+  EXPECT_EQ(pool.at("shares_a_limiting_link"), false) << pool.dump();
+
   const CliRun text = hetplan("plan scenarios/default.yaml --simulate-top 2");
   ASSERT_EQ(text.exit_code, 0) << text.out;
   EXPECT_NE(text.out.find("simulated on the fabric (best 2 one-job plans"), std::string::npos);
+  EXPECT_NE(text.out.find("on one fabric (twin)"), std::string::npos) << text.out;
+}
+
+// Two islands of one zone whose spine carries a quarter of what their leaves send up
+// (tests/e2e/data/pool-spine): the resource pool's two jobs each run slower together than
+// alone, the spine is the link they share, and the three-state table shows both figures.
+TEST(SimulateCli, PoolJobsOnAnOversubscribedSpineAreSlowerTogether) {
+  const std::string scenario = "tests/e2e/data/pool-spine/scenario.yaml";
+  const CliRun run = hetplan("plan " + scenario + " --simulate-top 1 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const auto report = nlohmann::json::parse(run.out);
+  const auto& states = report.at("three_states");
+  const auto& pool = states.at("resource_pool").at("simulated");
+  EXPECT_EQ(pool.at("shares_a_limiting_link"), true) << pool.dump();
+  ASSERT_EQ(pool.at("jobs").size(), 2u) << pool.dump();
+  for (const auto& job : pool.at("jobs")) {
+    EXPECT_GT(job.at("step_s_together").get<double>(), job.at("step_s_alone").get<double>())
+        << job.dump();
+    EXPECT_GT(job.at("slowdown").get<double>(), 1.0) << job.dump();
+    EXPECT_LT(job.at("tokens_per_s_together").get<double>(),
+              job.at("tokens_per_s_alone").get<double>());
+  }
+  EXPECT_LT(pool.at("tokens_per_s_together").get<double>(),
+            pool.at("tokens_per_s_alone").get<double>());
+  ASSERT_FALSE(pool.at("shared_links").empty()) << pool.dump();
+  const auto& link = pool.at("shared_links")[0];
+  EXPECT_EQ(link.at("kind"), "spine");
+  EXPECT_EQ(link.at("name").get<std::string>().rfind("zone hall spine", 0), 0u) << link.dump();
+  EXPECT_GT(link.at("job_bytes").at("npu-a").get<double>(), 0);
+  EXPECT_GT(link.at("job_bytes").at("npu-b").get<double>(), 0);
+
+  const CliRun text = hetplan("plan " + scenario + " --simulate-top 1");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  const auto states_at = text.out.find("three states");
+  ASSERT_NE(states_at, std::string::npos);
+  const std::string table = text.out.substr(states_at, text.out.find("rejected", states_at) - states_at);
+  EXPECT_NE(table.find("tokens/s together"), std::string::npos) << table;
+  EXPECT_NE(table.find("shared: zone hall spine"), std::string::npos) << table;
 }
 
 // The bundled mixture-of-experts scenario: the best one-job plan the search ranks uses expert

@@ -412,6 +412,7 @@ TEST(TwinPool, TwoJobsOnAnOversubscribedSpineEachRunSlowerAndNameIt) {
   pool.jobs = {lower(s, ring_on(s, "a")), lower(s, ring_on(s, "b"))};
   ASSERT_EQ(pool.jobs[0].spines.size(), 1u);
   EXPECT_DOUBLE_EQ(pool.jobs[0].spines[0].speed, 400e9);
+  EXPECT_EQ(shared_spines(pool), std::vector<std::string>{"a"});
   const auto alone = simulate(pool.jobs);
   const TwinPoolResult together = simulate_pool(pool);
   ASSERT_EQ(together.jobs.size(), 2u);
@@ -473,6 +474,7 @@ TEST(TwinPool, JobsThatShareNothingRunAsAlone) {
   TwinPoolInput pool;
   pool.jobs = {lower(s, ring_on(s, "a")), lower(s, ring_on(s, "b"))};
   EXPECT_TRUE(pool.jobs[0].spines.empty());
+  EXPECT_TRUE(shared_spines(pool).empty());
   const auto alone = simulate(pool.jobs);
   const TwinPoolResult together = simulate_pool(pool);
   for (int j = 0; j < 2; ++j) {
