@@ -170,12 +170,6 @@ class Platform {
     add_link(report + " (down)", kind, speed);
     return zone->create_split_duplex_link(name, speed)->set_latency(latency)->seal();
   }
-  static sg4::Link* fatpipe(sg4::NetZone* zone, const std::string& name, double latency) {
-    return zone->create_link(name, 1e15)
-        ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
-        ->set_latency(latency)
-        ->seal();
-  }
 
   // A zone's gateway: a router alone in a child zone. SimGrid resolves routes between sibling
   // zones only, so a gateway placed directly in the zone could not be reached from the hosts
@@ -192,12 +186,19 @@ class Platform {
 
   void build() {
     using Dir = sg4::LinkInRoute::Direction;
+    // Switches are not links: a link shared by every flow through a switch would tie all those
+    // flows into one sharing problem, which SimGrid then solves again whenever any of them
+    // starts or ends. Their latency rides on the cables: a route between nodes crosses two NIC
+    // cables and one leaf switch (half a switch each), one between leaves also two uplinks,
+    // the other leaf switch and the spine (one switch each), and one between zones also the
+    // second spine (on the zone link).
+    const double nic_latency = in_.link_latency + in_.switch_latency / 2;
+    const double uplink_latency = in_.link_latency + in_.switch_latency;
     auto* root = sg4::create_full_zone("fabric");
     struct FabricZone {
       sg4::NetZone* zone = nullptr;
       simgrid::kernel::routing::NetPoint* spine = nullptr;  // its gateway
-      sg4::Link* spine_switch = nullptr;
-      bool limiting = false;  // a split-duplex link of finite speed, not a fat pipe
+      sg4::Link* spine_switch = nullptr;  // only when it limits
     };
     std::map<std::string, FabricZone> zones;
     for (const TwinIsland& ti : in_.islands) {
@@ -208,16 +209,14 @@ class Platform {
       fz.spine = gateway_zone(fz.zone, "zone " + ti.zone + " spine");
       const auto spine = std::find_if(in_.spines.begin(), in_.spines.end(),
                                       [&](const TwinSpine& sp) { return sp.zone == ti.zone; });
-      if (spine == in_.spines.end()) {
-        fz.spine_switch = fatpipe(fz.zone, "zone " + ti.zone + " spine switch", in_.switch_latency);
-      } else {
+      if (spine != in_.spines.end()) {
         // A limiting spine: into it from the leaves (up) and out of it to them (down), each at
-        // the tier's capacity; a flow between two leaves of the zone crosses each once.
+        // the tier's capacity; a flow between two leaves of the zone crosses each once. Its
+        // latency is in the uplinks'.
         spine_links_[ti.zone] = static_cast<int>(links_.size());
         fz.spine_switch = duplex(fz.zone, "zone " + ti.zone + " spine switch",
                                  "zone " + ti.zone + " spine", TwinLinkKind::spine, spine->speed,
-                                 in_.switch_latency);
-        fz.limiting = true;
+                                 0.0);
       }
     }
     layout_.resize(in_.islands.size());
@@ -229,7 +228,7 @@ class Platform {
       lay.leaves = (ti.nodes + ti.nodes_per_leaf - 1) / ti.nodes_per_leaf;
       sg4::NetZone* zone = zones[ti.zone].zone;
       sg4::Link* spine_switch = zones[ti.zone].spine_switch;
-      const bool limiting_spine = zones[ti.zone].limiting;
+
 
       // Reserve the report entries in layout order; SimGrid links are made as zones are.
       std::vector<sg4::Link*> nic_links, intra_links, cross_links, uplinks;
@@ -249,7 +248,7 @@ class Platform {
                                          std::to_string(nic),
                                      ti.name + " node " + std::to_string(node) + " nic " +
                                          std::to_string(nic),
-                                     TwinLinkKind::nic, ti.nic_speed, in_.link_latency));
+                                     TwinLinkKind::nic, ti.nic_speed, nic_latency));
         }
       }
       for (int chip = 0; chip < ti.nodes * ti.chips_per_node; ++chip) {
@@ -272,15 +271,13 @@ class Platform {
       for (int leaf = 0; leaf < lay.leaves; ++leaf) {
         uplinks.push_back(duplex(zone, ti.name + " leaf" + std::to_string(leaf) + " uplink",
                                  ti.name + " leaf " + std::to_string(leaf) + " uplink",
-                                 TwinLinkKind::leaf_uplink, ti.uplink_speed, in_.link_latency));
+                                 TwinLinkKind::leaf_uplink, ti.uplink_speed, uplink_latency));
       }
 
       // Nodes: chips and a gateway, inside their leaf group.
       lay.hosts.reserve(static_cast<std::size_t>(ti.nodes * ti.chips_per_node));
       for (int leaf = 0; leaf < lay.leaves; ++leaf) {
         auto* lz = leaf_zones[static_cast<std::size_t>(leaf)];
-        auto* leaf_switch = fatpipe(lz, ti.name + " leaf " + std::to_string(leaf) + " switch",
-                                    in_.switch_latency);
         const int last = std::min(ti.nodes, (leaf + 1) * ti.nodes_per_leaf);
         for (int node = leaf * ti.nodes_per_leaf; node < last; ++node) {
           auto* nz = sg4::create_full_zone(ti.name + " node " + std::to_string(node));
@@ -320,14 +317,14 @@ class Platform {
           }
           nz->seal();
           lz->add_route(nz->get_netpoint(), nullptr, gateway, nullptr,
-                        {sg4::LinkInRoute(leaf_switch)}, true);
+                        {}, true);
         }
         lz->seal();
         zone->add_route(lz->get_netpoint(), nullptr, leaf_routers[static_cast<std::size_t>(leaf)],
                         nullptr,
-                        {{uplinks[static_cast<std::size_t>(leaf)], Dir::UP},
-                         limiting_spine ? sg4::LinkInRoute(spine_switch, Dir::UP)
-                                        : sg4::LinkInRoute(spine_switch)},
+                        spine_switch ? std::vector<sg4::LinkInRoute>{{uplinks[static_cast<std::size_t>(leaf)], Dir::UP},
+                                                                     {spine_switch, Dir::UP}}
+                                     : std::vector<sg4::LinkInRoute>{{uplinks[static_cast<std::size_t>(leaf)], Dir::UP}},
                         true);
       }
     }
@@ -341,7 +338,7 @@ class Platform {
       zone_links_[{zl.zone_b, zl.zone_a}] = up + 1;
       auto* link = root->create_split_duplex_link("zone link " + zl.zone_a + " " + zl.zone_b,
                                                   zl.speed)
-                       ->set_latency(zl.latency)
+                       ->set_latency(zl.latency + in_.switch_latency)
                        ->seal();
       const auto& a = zones.at(zl.zone_a);
       const auto& b = zones.at(zl.zone_b);
