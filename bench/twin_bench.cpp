@@ -1,5 +1,5 @@
-// The digital twin's speed and memory: one training step of a 1,024-rank and of an 8,192-rank
-// plan simulated on a leaf-spine fabric, each in its own worker process as `hetplan simulate`
+// The digital twin's speed and memory: one training step of a 1,024-rank, an 8,192-rank and a
+// 65,536-rank plan simulated on a leaf-spine fabric, each in its own worker process as `hetplan simulate`
 // runs it. Counters: the worker's peak resident memory (MiB), the flows simulated and the
 // simulated step (s). Run ./build/bench/hetplan_bench --benchmark_filter=Twin.
 #include <benchmark/benchmark.h>
@@ -15,11 +15,11 @@ namespace {
 
 // The default scenario's Ascend 910B island grown to 1,024 nodes (8,192 chips, 16 nodes per
 // leaf, 64 leaves), and a plan of `stages` x tp 8 x `dp` on it with the layers split evenly.
-hetplan::sim::TwinInput large_plan(int stages, int dp, int global_batch) {
+hetplan::sim::TwinInput large_plan(int stages, int dp, int global_batch, int nodes = 1024) {
   auto scenario = hetplan::formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) +
                                                   "/scenarios/default.yaml");
   hetplan::Island& island = scenario.cluster.islands.front();
-  island.nodes = 1024;
+  island.nodes = nodes;
   island.free_nodes = -1;
   scenario.workload.training.global_batch = global_batch;
   hetplan::Plan plan;
@@ -66,5 +66,11 @@ void BM_Twin8192Ranks(benchmark::State& state) {
   simulate(state, large_plan(16, 64, 2048));
 }
 BENCHMARK(BM_Twin8192Ranks)->Unit(benchmark::kSecond)->Iterations(1);
+
+// 65,536 ranks: 16 stages x tp 8 x dp 512 on 8,192 nodes, 32 micro-batches of one sequence.
+void BM_Twin65536Ranks(benchmark::State& state) {
+  simulate(state, large_plan(16, 512, 16384, 8192));
+}
+BENCHMARK(BM_Twin65536Ranks)->Unit(benchmark::kSecond)->Iterations(1);
 
 }  // namespace

@@ -274,6 +274,29 @@ class MainWindowTest : public QObject {
     }
   }
 
+  // The workload tab says what the model is: a dense LLaMA-70B is its parameters only; the
+  // bundled DeepSeek-V2-Lite is named a mixture of experts with its dense first layer and its
+  // latent attention, with its total and active parameters (computed from its config).
+  void workloadTabNamesTheMixtureAndTheLatentAttention() {
+    MainWindow window;
+    QVERIFY(window.open_scenario(kDefault));
+    QVERIFY2(!window.model_structure().contains(QStringLiteral("mixture")),
+             qPrintable(window.model_structure()));
+    QVERIFY(window.model_structure().contains(QStringLiteral("B parameters")));
+    const QString deepseek = kSource + QStringLiteral("/scenarios/deepseek-v2-lite-mixed.yaml");
+    QVERIFY(window.open_scenario(deepseek));
+    const QString text = window.model_structure();
+    const ModelShape& m = formats::load_scenario(deepseek.toStdString()).workload.model;
+    QVERIFY2(text.contains(QStringLiteral("mixture of experts: %1 routed experts").arg(m.experts)),
+             qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("%1 per token").arg(m.experts_per_token)), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("the first layer dense")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("latent attention: K/V rank %1").arg(m.kv_lora_rank)),
+             qPrintable(text));
+    QVERIFY2(text.contains(QString::number(m.total_parameters() / 1e9, 'f', 2)), qPrintable(text));
+    QVERIFY2(text.contains(QString::number(m.active_parameters() / 1e9, 'f', 2)), qPrintable(text));
+  }
+
   // A mixture-of-experts plan: the best plan of the bundled Mixtral scenario uses expert
   // parallelism, and its simulated timeline shows the all-to-alls in their own colour, named in
   // the legend (`hetplan-gui --screenshot DIR scenarios/mixtral-mixed.yaml` shows it).

@@ -300,6 +300,9 @@ MainWindow::MainWindow(QWidget* parent)
   model_label_ = new QLabel(workload_tab);
   model_label_->setWordWrap(true);
   workload_form->addRow(tr("Model"), model_label_);
+  model_structure_ = new QLabel(workload_tab);
+  model_structure_->setWordWrap(true);
+  workload_form->addRow(tr("Structure"), model_structure_);
   model_config_button_ = new QPushButton(tr("Choose config.json..."), workload_tab);
   model_config_button_->setMaximumWidth(220);
   workload_form->addRow(QString(), model_config_button_);
@@ -494,6 +497,36 @@ void MainWindow::refresh_workload_form() {
     edit->setModified(false);
     edit->setEnabled(enabled);
   };
+  // What the estimator reads from the model: a mixture of experts or latent attention is named,
+  // so that a user sees their config was understood as the model it is.
+  QStringList structure;
+  const double total = m.total_parameters();
+  const double active = m.active_parameters();
+  structure << (m.moe() ? tr("%1 B parameters, %2 B active per token")
+                              .arg(total / 1e9, 0, 'f', 2)
+                              .arg(active / 1e9, 0, 'f', 2)
+                        : tr("%1 B parameters").arg(total / 1e9, 0, 'f', 2));
+  if (m.moe()) {
+    QString experts = tr("mixture of experts: %1 routed experts of FFN %2, %3 per token")
+                          .arg(m.experts)
+                          .arg(m.expert_ffn)
+                          .arg(m.experts_per_token);
+    if (m.shared_experts > 0)
+      experts += tr(", %1 shared of FFN %2").arg(m.shared_experts).arg(m.shared_expert_ffn);
+    if (m.dense_layers == 1) experts += tr("; the first layer dense");
+    if (m.dense_layers > 1) experts += tr("; the first %1 layers dense").arg(m.dense_layers);
+    structure << experts;
+  }
+  if (m.latent_attention()) {
+    structure << tr("latent attention: K/V rank %1, Q rank %2, rotary dimensions %3")
+                     .arg(m.kv_lora_rank)
+                     .arg(m.q_lora_rank > 0 ? QString::number(m.q_lora_rank) : tr("none"))
+                     .arg(m.qk_rope_head_dim);
+  }
+  if (m.mtp_layers > 0)
+    structure << tr("multi-token prediction modules: %1, which the estimator does not price")
+                     .arg(m.mtp_layers);
+  model_structure_->setText(structure.join(QStringLiteral("\n")));
   model_config_button_->setEnabled(!inline_shape);
   model_config_button_->setToolTip(inline_shape ? tr("The workload writes its model inline") : QString());
   set_line("model.shape.layers", m.layers, inline_shape);
@@ -641,6 +674,8 @@ std::string yaml_scalar(const QString& typed) {
 std::string MainWindow::cluster_text() const {
   return cluster_text_ ? *cluster_text_ : formats::read_text_file(scenario_->cluster.location.file);
 }
+
+QString MainWindow::model_structure() const { return model_structure_->text(); }
 
 std::string MainWindow::workload_text() const {
   return workload_text_ ? *workload_text_ : formats::read_text_file(scenario_->workload.location.file);

@@ -67,6 +67,9 @@ class MainWindow : public QMainWindow {
   // place, atomically, nothing else in them changed; formats/yaml_edit.hpp), each checked by its
   // loader before anything is written. The one-line error otherwise.
   bool save_edits();
+  // The workload tab's summary of the model: its parameters, its mixture of experts and latent
+  // attention when it has them, for the tests.
+  QString model_structure() const;
   // The workload tab's field of a path ("training.micro_batch"), for the tests.
   QWidget* workload_field(const QString& path) const { return workload_fields_.value(path); }
   // The export dialog for the plan in the detail tab (null when there is none, or when the
@@ -163,6 +166,7 @@ class MainWindow : public QMainWindow {
   std::optional<std::string> workload_text_;  // workload edits, not yet saved
   QHash<QString, QWidget*> workload_fields_;  // by path, "training.micro_batch"
   QLabel* model_label_;
+  QLabel* model_structure_;  // parameters, and what makes it more than a dense GPT
   QPushButton* model_config_button_;
   SimulationRunner* simulation_runner_;
   ComparisonModel* comparison_;

@@ -285,7 +285,7 @@ note: exported unvalidated, as asked; every file says so</source>
 <context>
     <name>hetplan::gui::MainWindow</name>
     <message>
-        <location filename="../main_window.cpp" line="999"/>
+        <location filename="../main_window.cpp" line="1034"/>
         <source>&lt;p&gt;expert-parallel all-to-all %1 s (exposed)&lt;/p&gt;</source>
         <translation>&lt;p&gt;专家并行 all-to-all %1 秒（未掩盖）&lt;/p&gt;</translation>
     </message>
@@ -431,7 +431,7 @@ note: exported unvalidated, as asked; every file says so</source>
     </message>
     <message>
         <location filename="../main_window.cpp" line="270"/>
-        <location filename="../main_window.cpp" line="1081"/>
+        <location filename="../main_window.cpp" line="1116"/>
         <source>optimizer</source>
         <comment>the optimizer step</comment>
         <translation>优化器</translation>
@@ -457,238 +457,273 @@ note: exported unvalidated, as asked; every file says so</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="303"/>
+        <location filename="../main_window.cpp" line="305"/>
+        <source>Structure</source>
+        <translation>结构</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="306"/>
         <source>Choose config.json...</source>
         <translation>选择 config.json...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="310"/>
+        <location filename="../main_window.cpp" line="313"/>
         <source>A Hugging Face config.json</source>
         <translation>Hugging Face 的 config.json</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="311"/>
+        <location filename="../main_window.cpp" line="314"/>
         <source>Model configs (*.json)</source>
         <translation>模型配置 (*.json)</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="348"/>
+        <location filename="../main_window.cpp" line="351"/>
         <source>Layers</source>
         <translation>层数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="349"/>
+        <location filename="../main_window.cpp" line="352"/>
         <source>Hidden size</source>
         <translation>隐藏维度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="350"/>
+        <location filename="../main_window.cpp" line="353"/>
         <source>Attention heads</source>
         <translation>注意力头数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="351"/>
+        <location filename="../main_window.cpp" line="354"/>
         <source>Key/value heads</source>
         <translation>键/值头数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="352"/>
+        <location filename="../main_window.cpp" line="355"/>
         <source>FFN size</source>
         <translation>FFN 维度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="353"/>
+        <location filename="../main_window.cpp" line="356"/>
         <source>Vocabulary</source>
         <translation>词表大小</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="354"/>
+        <location filename="../main_window.cpp" line="357"/>
         <source>Sequence length</source>
         <translation>序列长度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="355"/>
+        <location filename="../main_window.cpp" line="358"/>
         <source>Global batch (sequences)</source>
         <translation>全局批大小（序列）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="356"/>
+        <location filename="../main_window.cpp" line="359"/>
         <source>Micro-batch (sequences)</source>
         <translation>微批大小（序列）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="357"/>
+        <location filename="../main_window.cpp" line="360"/>
         <source>Data type</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="359"/>
+        <location filename="../main_window.cpp" line="362"/>
         <source>Recompute</source>
         <translation>重计算</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="361"/>
+        <location filename="../main_window.cpp" line="364"/>
         <source>ZeRO stage</source>
         <translation>ZeRO 阶段</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="363"/>
+        <location filename="../main_window.cpp" line="366"/>
         <source>Sequence parallelism</source>
         <translation>序列并行</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="364"/>
+        <location filename="../main_window.cpp" line="367"/>
         <source>Fused (flash) attention</source>
         <translation>融合（Flash）注意力</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="365"/>
+        <location filename="../main_window.cpp" line="368"/>
         <source>Overlap the gradient reduce-scatter with backward</source>
         <translation>梯度 reduce-scatter 与反向计算重叠</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="366"/>
+        <location filename="../main_window.cpp" line="369"/>
         <source>Overlap the weight all-gather with the next forward</source>
         <translation>权重 all-gather 与下一次前向计算重叠</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="367"/>
+        <location filename="../main_window.cpp" line="370"/>
         <source>Overlap tensor-parallel communication (MC2 on Ascend)</source>
         <translation>张量并行通信与计算重叠（昇腾 MC2）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="368"/>
+        <location filename="../main_window.cpp" line="371"/>
         <source>Workload</source>
         <translation>训练负载</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="377"/>
+        <location filename="../main_window.cpp" line="380"/>
         <source>Save the Chrome trace</source>
         <translation>保存 Chrome 跟踪文件</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="378"/>
+        <location filename="../main_window.cpp" line="381"/>
         <source>Chrome traces (*.json)</source>
         <translation>Chrome 跟踪文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="402"/>
+        <location filename="../main_window.cpp" line="405"/>
         <source>islands changed: search again for plans on the changed cluster</source>
         <translation>计算岛已修改：请在修改后的集群上重新搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="409"/>
+        <location filename="../main_window.cpp" line="412"/>
         <source>searching: %1 of %2 settings, %3 plans scored, %4 pruned (%5)</source>
         <translation>搜索中：已尝试 %1 / %2 组设置，评估 %3 个方案，剪枝 %4 个（%5）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="427"/>
+        <location filename="../main_window.cpp" line="430"/>
         <source>simulation cancelled</source>
         <translation>仿真已取消</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="485"/>
+        <location filename="../main_window.cpp" line="488"/>
         <source>%1: written inline in %2</source>
         <translation>%1：直接写在 %2 中</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="486"/>
+        <location filename="../main_window.cpp" line="489"/>
         <source>%1: from the Hugging Face config %2 (edit that file to change the model)</source>
         <translation>%1：来自 Hugging Face 配置 %2（修改模型请编辑该文件）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="498"/>
+        <location filename="../main_window.cpp" line="505"/>
+        <source>%1 B parameters, %2 B active per token</source>
+        <translation>%1 B 参数，每个 token 激活 %2 B</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="508"/>
+        <source>%1 B parameters</source>
+        <translation>%1 B 参数</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="510"/>
+        <source>mixture of experts: %1 routed experts of FFN %2, %3 per token</source>
+        <translation>混合专家：%1 个路由专家（FFN %2），每个 token 选 %3 个</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="515"/>
+        <source>, %1 shared of FFN %2</source>
+        <translation>，%1 个共享专家（FFN %2）</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="521"/>
+        <source>latent attention: K/V rank %1, Q rank %2, rotary dimensions %3</source>
+        <translation>多头潜在注意力（MLA）：K/V 秩 %1，Q 秩 %2，旋转位置维度 %3</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="523"/>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="531"/>
         <source>The workload writes its model inline</source>
         <translation>该训练负载直接写出了模型结构</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="552"/>
+        <location filename="../main_window.cpp" line="585"/>
         <source>internal error: %1</source>
         <translation>内部错误：%1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="463"/>
+        <location filename="../main_window.cpp" line="466"/>
         <source>Scenario %1: workload %2 (%3 layers, hidden %4, %5 heads) on cluster %6, %7 islands; objective %8</source>
         <translation>场景 %1：负载 %2（%3 层，隐藏维度 %4，%5 个注意力头），集群 %6，%7 个计算岛；目标 %8</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="472"/>
-        <location filename="../main_window.cpp" line="932"/>
+        <location filename="../main_window.cpp" line="475"/>
+        <location filename="../main_window.cpp" line="967"/>
         <source>cost</source>
         <translation>成本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="472"/>
+        <location filename="../main_window.cpp" line="475"/>
         <source>throughput</source>
         <translation>吞吐</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="573"/>
+        <location filename="../main_window.cpp" line="606"/>
         <source>opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="583"/>
+        <location filename="../main_window.cpp" line="616"/>
         <source>searching...</source>
         <translation>搜索中...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="591"/>
+        <location filename="../main_window.cpp" line="624"/>
         <source>simulating plan %1 on the fabric...</source>
         <translation>正在网络上仿真方案 %1...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="598"/>
+        <location filename="../main_window.cpp" line="631"/>
         <source>stopping the simulation...</source>
         <translation>正在停止仿真...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="602"/>
+        <location filename="../main_window.cpp" line="635"/>
         <source>stopping the search...</source>
         <translation>正在停止搜索...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="782"/>
+        <location filename="../main_window.cpp" line="817"/>
         <source>saved %1</source>
         <translation>已保存 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="791"/>
+        <location filename="../main_window.cpp" line="826"/>
         <source>pinned plan %1 for comparison</source>
         <translation>已固定方案 %1 用于比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="832"/>
+        <location filename="../main_window.cpp" line="867"/>
         <source>trace written to %1 (open it in Perfetto, ui.perfetto.dev)</source>
         <translation>跟踪文件已写入 %1（可在 Perfetto，ui.perfetto.dev 中打开）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="842"/>
+        <location filename="../main_window.cpp" line="877"/>
         <source>searched %1 settings, scored %2 plans, %3 more pruned by a bound</source>
         <translation>已搜索 %1 组设置，评估 %2 个方案，另有 %3 个被上界剪枝</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="847"/>
+        <location filename="../main_window.cpp" line="882"/>
         <source>; stopped early (%1): the best plans found until then</source>
         <translation>；提前停止（%1）：以下为停止前找到的最佳方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="855"/>
+        <location filename="../main_window.cpp" line="890"/>
         <source>&lt;p&gt;&lt;b&gt;Rejected candidates, by constraint pass&lt;/b&gt;&lt;/p&gt;</source>
         <translation>&lt;p&gt;&lt;b&gt;按约束检查分类的被拒候选&lt;/b&gt;&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="910"/>
+        <location filename="../main_window.cpp" line="945"/>
         <source> (none known)</source>
         <translation>（均未知）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="928"/>
+        <location filename="../main_window.cpp" line="963"/>
         <source>tokens/s</source>
         <translation>tokens/s</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="891"/>
+        <location filename="../main_window.cpp" line="926"/>
         <source>pool</source>
         <translation>资源池</translation>
     </message>
@@ -703,183 +738,198 @@ note: exported unvalidated, as asked; every file says so</source>
         <translation>把修改后的计算岛和训练负载写回各自的文件</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="728"/>
+        <location filename="../main_window.cpp" line="516"/>
+        <source>; the first layer dense</source>
+        <translation>；第一层为稠密层</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="517"/>
+        <source>; the first %1 layers dense</source>
+        <translation>；前 %1 层为稠密层</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="527"/>
+        <source>multi-token prediction modules: %1, which the estimator does not price</source>
+        <translation>多 token 预测（MTP）模块：%1 个，估算器尚未计入</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="763"/>
         <source>workload changed: search again for plans of the changed workload</source>
         <translation>训练负载已修改：请为修改后的负载重新搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="781"/>
+        <location filename="../main_window.cpp" line="816"/>
         <source>nothing to save: the files already say this</source>
         <translation>无需保存：文件内容已相同</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="803"/>
+        <location filename="../main_window.cpp" line="838"/>
         <source>error: the islands or the workload were edited here; save them first (exports name the files a plan was made from)</source>
         <translation>error: 计算岛或训练负载已在此修改；请先保存（导出文件会注明方案所依据的文件）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="893"/>
+        <location filename="../main_window.cpp" line="928"/>
         <source>task-level</source>
         <translation>任务级混合</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="986"/>
+        <location filename="../main_window.cpp" line="1021"/>
         <source>&lt;p&gt;step %1 s, %2 tokens/s, MFU %3 %; %4 micro-batches of %5&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒，%2 tokens/s，MFU %3 %；%4 个大小为 %5 的微批次&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="992"/>
+        <location filename="../main_window.cpp" line="1027"/>
         <source>&lt;p&gt;compute %1 s (bottleneck stage), bubble %2 s, optimizer %3 s&lt;br&gt;exposed communication: tensor-parallel %4 s, pipeline %5 s, cross-island %6 s, data-parallel %7 s&lt;/p&gt;</source>
         <translation>&lt;p&gt;计算 %1 秒（瓶颈阶段），流水线气泡 %2 秒，优化器 %3 秒&lt;br&gt;未被掩盖的通信：张量并行 %4 秒，流水线 %5 秒，跨计算岛 %6 秒，数据并行 %7 秒&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1002"/>
+        <location filename="../main_window.cpp" line="1037"/>
         <source>&lt;p&gt;Assumed (priors where a profile leaves a figure unknown):&lt;/p&gt;&lt;ul&gt;</source>
         <translation>&lt;p&gt;假设（芯片画像中未知的数值所用的先验值）：&lt;/p&gt;&lt;ul&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1010"/>
+        <location filename="../main_window.cpp" line="1045"/>
         <source>weights</source>
         <translation>权重</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1011"/>
+        <location filename="../main_window.cpp" line="1046"/>
         <source>gradients</source>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1054"/>
+        <location filename="../main_window.cpp" line="1089"/>
         <source>&lt;p&gt;one step of %1 ranks on the fabric (%2 flows, seed %3)&lt;/p&gt;</source>
         <translation>&lt;p&gt;在网络上仿真 %1 个 rank 的一个训练步（%2 条流，随机种子 %3）&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1061"/>
+        <location filename="../main_window.cpp" line="1096"/>
         <source>&lt;p&gt;step %1 s (analytic %2 s, %3 %)&lt;br&gt;%4 tokens/s, MFU %5 %&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒（解析模型 %2 秒，%3 %）&lt;br&gt;%4 tokens/s，MFU %5 %&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1066"/>
+        <location filename="../main_window.cpp" line="1101"/>
         <source>&lt;p&gt;where the step goes (stage %1, dp %2, the last to finish):&lt;/p&gt;</source>
         <translation>&lt;p&gt;训练步时间构成（最后完成的阶段 %1，dp %2）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1077"/>
+        <location filename="../main_window.cpp" line="1112"/>
         <source>compute</source>
         <translation>计算</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1077"/>
+        <location filename="../main_window.cpp" line="1112"/>
         <source>tensor parallel</source>
         <translation>张量并行</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1078"/>
+        <location filename="../main_window.cpp" line="1113"/>
         <source>pipeline sends</source>
         <translation>流水线发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1078"/>
+        <location filename="../main_window.cpp" line="1113"/>
         <source>cross-island sends</source>
         <translation>跨计算岛发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1079"/>
+        <location filename="../main_window.cpp" line="1114"/>
         <source>data parallel (exposed)</source>
         <translation>数据并行（未掩盖）</translation>
     </message>
     <message>
         <location filename="../main_window.cpp" line="269"/>
-        <location filename="../main_window.cpp" line="1080"/>
+        <location filename="../main_window.cpp" line="1115"/>
         <source>expert-parallel all-to-all</source>
         <translation>专家并行 all-to-all</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1080"/>
+        <location filename="../main_window.cpp" line="1115"/>
         <source>pipeline bubble</source>
         <translation>流水线气泡</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1081"/>
+        <location filename="../main_window.cpp" line="1116"/>
         <source>stragglers</source>
         <translation>慢节点</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1085"/>
+        <location filename="../main_window.cpp" line="1120"/>
         <source>&lt;p&gt;most loaded links (time at full rate during the step):&lt;/p&gt;</source>
         <translation>&lt;p&gt;负载最高的链路（训练步中满速传输的时间）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1086"/>
+        <location filename="../main_window.cpp" line="1121"/>
         <source>&lt;p&gt;none: no traffic left the chips&apos; nodes&lt;/p&gt;</source>
         <translation>&lt;p&gt;无：没有流量离开芯片所在节点&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1092"/>
+        <location filename="../main_window.cpp" line="1127"/>
         <source>&lt;p&gt;goodput %1 tokens/s (%2 % of the time is useful)</source>
         <translation>&lt;p&gt;有效吞吐 %1 tokens/s（%2 % 的时间有效）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1096"/>
+        <location filename="../main_window.cpp" line="1131"/>
         <source>&lt;br&gt;job MTBF %1 h; checkpoint every %2 steps (%3 h; Young %4 h, Daly %5 h)</source>
         <translation>&lt;br&gt;作业 MTBF %1 小时；每 %2 步保存一次检查点（%3 小时；Young %4 小时，Daly %5 小时）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1111"/>
+        <location filename="../main_window.cpp" line="1146"/>
         <source>simulated plan %1: step %2 s</source>
         <translation>已仿真方案 %1：单步 %2 秒</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1012"/>
+        <location filename="../main_window.cpp" line="1047"/>
         <source>optimizer</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="928"/>
+        <location filename="../main_window.cpp" line="963"/>
         <source>Tokens/s</source>
         <translation>Tokens/s</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="930"/>
+        <location filename="../main_window.cpp" line="965"/>
         <source>Chips used</source>
         <translation>所用芯片数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="930"/>
+        <location filename="../main_window.cpp" line="965"/>
         <source>chips</source>
         <translation>芯片数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="932"/>
+        <location filename="../main_window.cpp" line="967"/>
         <source>Cost per million tokens</source>
         <translation>每百万 tokens 成本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="934"/>
+        <location filename="../main_window.cpp" line="969"/>
         <source>Software stacks to run</source>
         <translation>需运行的软件栈</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="934"/>
+        <location filename="../main_window.cpp" line="969"/>
         <source>stacks</source>
         <translation>软件栈</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1013"/>
+        <location filename="../main_window.cpp" line="1048"/>
         <source>activations</source>
         <translation>激活</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1014"/>
+        <location filename="../main_window.cpp" line="1049"/>
         <source>buffers</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1016"/>
+        <location filename="../main_window.cpp" line="1051"/>
         <source>usable</source>
         <translation>可用显存</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1032"/>
+        <location filename="../main_window.cpp" line="1067"/>
         <source>Memory per chip of each stage (0, 1, ...), GiB</source>
         <translation>各阶段（0, 1, ...）每芯片显存，GiB</translation>
     </message>
