@@ -24,6 +24,14 @@ bool Cluster::zones_connected(std::string_view a, std::string_view b) const {
   return a == b || zone_link(a, b) != nullptr;
 }
 
+const GradientPath* Cluster::gradient_path(std::string_view a, std::string_view b) const {
+  for (const GradientPath& path : gradient_paths) {
+    if ((path.island_a == a && path.island_b == b) || (path.island_a == b && path.island_b == a))
+      return &path;
+  }
+  return nullptr;
+}
+
 int Cluster::leaf_nodes(const Island& island) const {
   return fabric.topology == FabricTopology::single_switch ? island.nodes
                                                           : std::max(1, island.nodes_per_leaf);
@@ -46,6 +54,10 @@ double Cluster::spine_capacity(std::string_view zone) const {
     uplinks += leaves * leaf_uplink_capacity(island);
   }
   return uplinks / fabric.spine_oversubscription;
+}
+
+std::string_view to_string(GradientPathKind kind) {
+  return kind == GradientPathKind::host_staged ? "host-staged" : "device-rdma";
 }
 
 std::string_view to_string(FabricKind kind) {

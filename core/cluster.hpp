@@ -61,11 +61,30 @@ struct Island {
   int free_chip_count() const { return (free_nodes < 0 ? nodes : free_nodes) * chips_per_node; }
 };
 
+// A way two islands can exchange tensors beside the collective library of either: the
+// gradient exchange between data-parallel replicas on different chip types
+// (docs/formats/cluster.md#gradient-paths, docs/models/mixed-data-parallel.md).
+enum class GradientPathKind {
+  host_staged,  // device to host memory, the hosts' network (TCP or RoCE), host to device
+  device_rdma,  // the devices' memory read and written over RDMA directly
+};
+
+struct GradientPath {
+  std::string island_a;
+  std::string island_b;
+  GradientPathKind kind = GradientPathKind::host_staged;
+  double bandwidth = 0.0;  // B/s per node, each direction, end to end
+  double latency = 0.0;    // s per message, end to end
+  std::string source;      // where the figures come from, or "assumed"
+  SourceLocation location;
+};
+
 struct Cluster {
   std::string name;
   Fabric fabric;
   std::vector<ChipProfile> chips;  // the profiles the islands use
   std::vector<Island> islands;
+  std::vector<GradientPath> gradient_paths;
   SourceLocation location;
 
   const Island* find_island(std::string_view island_name) const;
@@ -74,6 +93,8 @@ struct Cluster {
   bool zones_connected(std::string_view a, std::string_view b) const;
   // The narrowest path between two zones: the zone link's bandwidth, or 0 when unconnected.
   const ZoneLink* zone_link(std::string_view a, std::string_view b) const;
+  // The declared gradient path between two islands (either order), or null.
+  const GradientPath* gradient_path(std::string_view a, std::string_view b) const;
   // Nodes under one leaf switch of an island (all of them on a single-switch fabric).
   int leaf_nodes(const Island& island) const;
   // The uplinks of one of an island's leaf switches together, B/s each direction: the leaf's
@@ -86,5 +107,6 @@ struct Cluster {
 
 std::string_view to_string(FabricKind kind);
 std::string_view to_string(FabricTopology topology);
+std::string_view to_string(GradientPathKind kind);
 
 }  // namespace hetplan

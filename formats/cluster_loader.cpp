@@ -311,6 +311,36 @@ Cluster load_cluster(const std::string& path) {
     cluster.islands.push_back(std::move(island));
   }
   if (cluster.islands.empty()) islands_field.fail_expected("at least one island");
+  if (auto paths = root.optional("gradient_paths")) {
+    for (const Field& element : paths->elements()) {
+      MapReader map(element);
+      GradientPath out;
+      out.location = element.location();
+      const Field between = map.required("between");
+      const auto ends = between.elements();
+      if (ends.size() != 2) between.fail_expected("a list of two islands");
+      for (std::size_t i = 0; i < 2; ++i) {
+        const std::string island = ends[i].as_identifier();
+        if (!cluster.find_island(island)) ends[i].fail_expected("an island of this cluster");
+        (i == 0 ? out.island_a : out.island_b) = island;
+      }
+      if (out.island_a == out.island_b) between.fail_expected("two different islands");
+      if (cluster.gradient_path(out.island_a, out.island_b))
+        between.fail_expected("a pair of islands not given a path before");
+      out.kind = static_cast<GradientPathKind>(
+          map.required("kind").as_choice({"host-staged", "device-rdma"}));
+      const Field bandwidth = map.required("bandwidth");
+      out.bandwidth = bandwidth.as_quantity(Dimension::bandwidth);
+      if (out.bandwidth <= 0) bandwidth.fail_expected("a bandwidth above zero");
+      out.latency = network_latency(map.required("latency"));
+      const Field source = map.required("source");
+      out.source = source.as_string();
+      if (out.source.find_first_not_of(" \t") == std::string::npos)
+        source.fail_expected("where the figures come from, or \"assumed\"");
+      map.done();
+      cluster.gradient_paths.push_back(std::move(out));
+    }
+  }
   root.done();
   return cluster;
 }

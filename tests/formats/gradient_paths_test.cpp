@@ -1,0 +1,107 @@
+// The cluster file's gradient paths (docs/formats/cluster.md#gradient-paths): a declared path
+// between two islands loads with its kind, figures and source; every mistake is one line naming
+// file:line:column and the field.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "formats/loaders.hpp"
+#include "tests/formats/test_support.hpp"
+#include "tests/support/temp_folder.hpp"
+
+namespace hetplan::formats {
+namespace {
+
+using testing::input_error_of;
+using testing::replaced;
+
+const std::string kCluster = R"(schema: hetplan/cluster/v1
+name: paths
+profiles: [PROFILES]
+fabric: {kind: roce-v2, topology: leaf-spine, leaf_uplink_speed: 400 Gbps, switch_latency: 600 ns, link_latency: 50 ns, zones: [z]}
+islands:
+  - {name: npu, chip: ascend-910b, nodes: 4, zone: z}
+  - {name: dcu, chip: hygon-k100-ai, nodes: 2, chips_per_node: 8, nics: {count: 4, speed: 200 Gbps}, zone: z}
+gradient_paths:
+  - between: [npu, dcu]
+    kind: host-staged
+    bandwidth: 100 Gbps
+    latency: 30 us
+    source: assumed
+)";
+
+struct Loaded {
+  std::string error;
+  Cluster cluster;
+};
+
+Loaded load(const std::string& text) {
+  test::TempFolder folder;
+  std::string body = text;
+  body.replace(body.find("PROFILES"), 8, testing::kSourceDir + "/profiles");
+  const std::string path = folder.file("cluster.yaml");
+  std::ofstream(path) << body;
+  Loaded out;
+  out.error = input_error_of([&] { out.cluster = load_cluster(path); });
+  if (out.error != "<no error>") {
+    // The message names the file by its path; keep what follows it.
+    const auto at = out.error.find("cluster.yaml");
+    if (at != std::string::npos) out.error = out.error.substr(at);
+  }
+  return out;
+}
+
+TEST(GradientPaths, ADeclaredPathLoads) {
+  const Loaded loaded = load(kCluster);
+  ASSERT_EQ(loaded.error, "<no error>");
+  ASSERT_EQ(loaded.cluster.gradient_paths.size(), 1u);
+  const GradientPath& path = loaded.cluster.gradient_paths.front();
+  EXPECT_EQ(path.island_a, "npu");
+  EXPECT_EQ(path.island_b, "dcu");
+  EXPECT_EQ(path.kind, GradientPathKind::host_staged);
+  EXPECT_DOUBLE_EQ(path.bandwidth, 100e9 / 8);
+  EXPECT_DOUBLE_EQ(path.latency, 30e-6);
+  EXPECT_EQ(path.source, "assumed");
+  EXPECT_EQ(loaded.cluster.gradient_path("dcu", "npu"), &path);
+  EXPECT_EQ(loaded.cluster.gradient_path("npu", "npu"), nullptr);
+  // Without the section there is none.
+  const Loaded none = load(kCluster.substr(0, kCluster.find("gradient_paths:")));
+  ASSERT_EQ(none.error, "<no error>");
+  EXPECT_TRUE(none.cluster.gradient_paths.empty());
+}
+
+TEST(GradientPaths, MistakesNameTheField) {
+  EXPECT_EQ(load(replaced(kCluster, "[npu, dcu]", "[npu, mlu]")).error,
+            "cluster.yaml:9:20: gradient_paths[0].between[1]: expected an island of this cluster, got \"mlu\"");
+  EXPECT_EQ(load(replaced(kCluster, "[npu, dcu]", "[npu, npu]")).error,
+            "cluster.yaml:9:14: gradient_paths[0].between: expected two different islands, got a list");
+  EXPECT_EQ(load(replaced(kCluster, "[npu, dcu]", "[npu]")).error,
+            "cluster.yaml:9:14: gradient_paths[0].between: expected a list of two islands, got a list");
+  EXPECT_NE(load(replaced(kCluster, "kind: host-staged", "kind: pcie")).error.find(
+                "cluster.yaml:10:11: gradient_paths[0].kind: expected one of host-staged or device-rdma, got \"pcie\""),
+            std::string::npos);
+  EXPECT_NE(load(replaced(kCluster, "bandwidth: 100 Gbps", "bandwidth: 0 Gbps")).error.find(
+                "cluster.yaml:11:16: gradient_paths[0].bandwidth: expected a bandwidth between 1 MB/s and 1 PB/s, got \"0 Gbps\""),
+            std::string::npos);
+  EXPECT_NE(load(replaced(kCluster, "latency: 30 us", "latency: 3 s")).error.find(
+                "gradient_paths[0].latency: expected a latency of at most 1 s"),
+            std::string::npos);
+  EXPECT_NE(load(replaced(kCluster, "    source: assumed\n", "")).error.find(
+                "cluster.yaml:9:5: gradient_paths[0].source: missing required key"),
+            std::string::npos)
+      << load(replaced(kCluster, "    source: assumed\n", "")).error;
+  EXPECT_NE(load(replaced(kCluster, "source: assumed", "source: \" \"")).error.find(
+                "gradient_paths[0].source: expected where the figures come from, or \"assumed\""),
+            std::string::npos);
+  EXPECT_NE(load(replaced(kCluster, "source: assumed", "source: assumed\n    speed: 1")).error.find(
+                "gradient_paths[0].speed"),
+            std::string::npos);
+  const std::string twice = kCluster + R"(  - {between: [dcu, npu], kind: device-rdma, bandwidth: 200 Gbps, latency: 5 us, source: assumed}
+)";
+  EXPECT_EQ(load(twice).error,
+            "cluster.yaml:14:15: gradient_paths[1].between: expected a pair of islands not given a path before, got a list");
+}
+
+}  // namespace
+}  // namespace hetplan::formats
