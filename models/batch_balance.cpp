@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace hetplan::models {
 namespace {
@@ -112,6 +113,16 @@ std::vector<double> gradient_weights(const std::vector<ReplicaGroup>& groups,
     for (int r = 0; r < groups[g].replicas; ++r) weights.push_back(total > 0 ? samples / total : 0);
   }
   return weights;
+}
+
+double cross_group_exchange_s(double bytes, const std::vector<int>& nodes_per_group,
+                              double path_bandwidth, double path_latency) {
+  const auto groups = static_cast<double>(nodes_per_group.size());
+  if (nodes_per_group.size() < 2 || bytes <= 0) return 0;
+  const int fewest = *std::min_element(nodes_per_group.begin(), nodes_per_group.end());
+  if (fewest < 1 || !(path_bandwidth > 0)) return std::numeric_limits<double>::infinity();
+  const double steps = 2 * (groups - 1);
+  return steps / groups * (bytes / fewest) / path_bandwidth + steps * path_latency;
 }
 
 }  // namespace hetplan::models

@@ -45,4 +45,14 @@ BatchShares balance_batch(const std::vector<ReplicaGroup>& groups, int global_ba
 std::vector<double> gradient_weights(const std::vector<ReplicaGroup>& groups,
                                      const std::vector<int>& micro_batches);
 
+// The exchange between replica groups of a gradient all-reduce across islands
+// (docs/models/mixed-data-parallel.md#exchange): each group has reduce-scattered the gradient
+// (`bytes`) inside itself, so its nodes hold its partial sum in equal shares; the groups then
+// all-reduce those sums in a ring over the declared path, node with node. Each node of the group
+// with the fewest nodes sends and receives 2 (G - 1) / G of its share, bytes / nodes, at
+// `path_bandwidth` (B/s per node, each direction), and each of the 2 (G - 1) ring steps pays
+// `path_latency`. One group exchanges nothing.
+double cross_group_exchange_s(double bytes, const std::vector<int>& nodes_per_group,
+                              double path_bandwidth, double path_latency);
+
 }  // namespace hetplan::models

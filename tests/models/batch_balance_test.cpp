@@ -139,5 +139,18 @@ TEST(BatchBalance, SharesThatCannotAddUpAreRefused) {
   EXPECT_FALSE(balance_batch({{.replicas = 1}}, 0).feasible);
 }
 
+// 14 GB of gradients (7B parameters in bf16) between a group of 4 nodes and one of 2, over a
+// host-staged path of 100 Gbps (12.5 GB/s) per node and 30 us: the 2-node group's nodes hold
+// 7 GB each and send and receive 2 (2 - 1) / 2 of it: 7 GB / 12.5 GB/s = 0.56 s, plus two steps
+// of 30 us. Three groups of 2 nodes: 2 * 2 / 3 * 7 GB / 12.5 GB/s = 0.7467 s plus four steps.
+TEST(BatchBalance, CrossGroupExchangeByHand) {
+  EXPECT_NEAR(cross_group_exchange_s(14e9, {4, 2}, 12.5e9, 30e-6), 0.56 + 60e-6, 1e-12);
+  EXPECT_NEAR(cross_group_exchange_s(14e9, {2, 2, 2}, 12.5e9, 30e-6),
+              4.0 / 3 * 7e9 / 12.5e9 + 120e-6, 1e-12);
+  EXPECT_EQ(cross_group_exchange_s(14e9, {8}, 12.5e9, 30e-6), 0);
+  EXPECT_TRUE(std::isinf(cross_group_exchange_s(14e9, {2, 0}, 12.5e9, 30e-6)));
+  EXPECT_TRUE(std::isinf(cross_group_exchange_s(14e9, {2, 2}, 0, 30e-6)));
+}
+
 }  // namespace
 }  // namespace hetplan::models
