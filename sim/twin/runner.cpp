@@ -54,8 +54,14 @@ std::string last_words(const std::string& err) {
 
 constexpr int kStopPollMs = 50;  // how often a running worker looks at the stop request
 
-Outcome cancelled_outcome(const std::string& who) {
-  Outcome outcome;
+struct Run {
+  std::string error;  // empty: the worker answered
+  long peak_rss_kib = 0;
+  bool cancelled = false;
+};
+
+Run cancelled_outcome(const std::string& who) {
+  Run outcome;
   outcome.cancelled = true;
   outcome.error = who + " was cancelled";
   return outcome;
@@ -63,10 +69,9 @@ Outcome cancelled_outcome(const std::string& who) {
 
 // Runs one worker on `request`; on success outcome.error is empty and `answer` holds what it
 // wrote on standard output.
-Outcome run_process(const std::string& request, const std::string& who,
-                    const WorkerCommand& command, const std::stop_token& stop,
-                    std::string& answer) {
-  Outcome outcome;
+Run run_process(const std::string& request, const std::string& who,
+                const WorkerCommand& command, const std::stop_token& stop, std::string& answer) {
+  Run outcome;
   if (stop.stop_requested()) return cancelled_outcome(who);
   Pipe in, out, err;
   if (!in.open() || !out.open() || !err.open()) {
@@ -183,17 +188,29 @@ Outcome run_process(const std::string& request, const std::string& who,
   return outcome;
 }
 
-Outcome run_one(const TwinInput& input, const WorkerCommand& command, const std::stop_token& stop) {
-  const std::string who = "the simulation of plan " + input.plan;
+// Runs one worker on `request` and reads its answer with `parse`.
+template <typename Result, typename Parse>
+WorkerOutcome<Result> run_and_read(const std::string& request, const std::string& who,
+                                   const WorkerCommand& command, const std::stop_token& stop,
+                                   Parse parse) {
   std::string answer;
-  Outcome outcome = run_process(to_json(input).dump(), who, command, stop, answer);
+  const Run run = run_process(request, who, command, stop, answer);
+  WorkerOutcome<Result> outcome;
+  outcome.error = run.error;
+  outcome.peak_rss_kib = run.peak_rss_kib;
+  outcome.cancelled = run.cancelled;
   if (!outcome.error.empty()) return outcome;
   try {
-    outcome.result = result_from_json(nlohmann::json::parse(answer));
+    outcome.result = parse(nlohmann::json::parse(answer));
   } catch (const std::exception& e) {
     outcome.error = who + " failed: the worker's answer is unreadable: " + e.what();
   }
   return outcome;
+}
+
+Outcome run_one(const TwinInput& input, const WorkerCommand& command, const std::stop_token& stop) {
+  return run_and_read<TwinResult>(to_json(input).dump(), "the simulation of plan " + input.plan,
+                                  command, stop, result_from_json);
 }
 
 }  // namespace
@@ -224,20 +241,8 @@ PoolOutcome run_pool_worker(const TwinPoolInput& pool, const WorkerCommand& comm
   ::signal(SIGPIPE, SIG_IGN);
   std::string plans;
   for (const TwinInput& job : pool.jobs) plans += (plans.empty() ? "" : " + ") + job.plan;
-  const std::string who = "the simulation of the pool " + plans;
-  std::string answer;
-  const Outcome run = run_process(to_json(pool).dump(), who, command, stop, answer);
-  PoolOutcome outcome;
-  outcome.error = run.error;
-  outcome.peak_rss_kib = run.peak_rss_kib;
-  outcome.cancelled = run.cancelled;
-  if (!outcome.error.empty()) return outcome;
-  try {
-    outcome.result = pool_result_from_json(nlohmann::json::parse(answer));
-  } catch (const std::exception& e) {
-    outcome.error = who + " failed: the worker's answer is unreadable: " + e.what();
-  }
-  return outcome;
+  return run_and_read<TwinPoolResult>(to_json(pool).dump(), "the simulation of the pool " + plans,
+                                      command, stop, pool_result_from_json);
 }
 
 std::string worker_beside_this_executable() {

@@ -17,12 +17,16 @@ struct WorkerCommand {
   std::string executable;  // path of hetplan-twin
 };
 
-struct Outcome {
-  std::optional<TwinResult> result;
+// What became of one worker: its answer, or one line saying what went wrong.
+template <typename Result>
+struct WorkerOutcome {
+  std::optional<Result> result;
   std::string error;  // when there is no result: one line saying what went wrong
   long peak_rss_kib = 0;  // the worker's peak resident memory
   bool cancelled = false;  // stopped by the caller's stop request (error says so)
 };
+using Outcome = WorkerOutcome<TwinResult>;
+using PoolOutcome = WorkerOutcome<TwinPoolResult>;
 
 // One outcome per input, in input order. At most `parallel` workers run at a time. A stop
 // request (from any thread) kills the running workers within about 50 ms and starts no more;
@@ -30,13 +34,6 @@ struct Outcome {
 std::vector<Outcome> run_workers(const std::vector<TwinInput>& inputs,
                                  const WorkerCommand& command, int parallel,
                                  std::stop_token stop = {});
-
-struct PoolOutcome {
-  std::optional<TwinPoolResult> result;
-  std::string error;
-  long peak_rss_kib = 0;
-  bool cancelled = false;
-};
 
 // A pool's jobs simulated together, in one worker.
 PoolOutcome run_pool_worker(const TwinPoolInput& pool, const WorkerCommand& command,
