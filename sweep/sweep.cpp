@@ -320,6 +320,11 @@ Setter resolve(const Axis& axis, const Scenario& base) {
       return [&axis](Scenario& s, const AxisValue& v) {
         s.cluster.fabric.oversubscription = plain_value(axis, v, 1, 1000, "a ratio from 1 to 1000");
       };
+    if (field == "spine_oversubscription")
+      return [&axis](Scenario& s, const AxisValue& v) {
+        s.cluster.fabric.spine_oversubscription =
+            plain_value(axis, v, 1, 1000, "a ratio from 1 to 1000");
+      };
     if (field == "leaf_uplink_speed")
       return [&axis](Scenario& s, const AxisValue& v) {
         s.cluster.fabric.leaf_uplink_speed = quantity_value(axis, v, Dimension::bandwidth);
@@ -329,7 +334,8 @@ Setter resolve(const Axis& axis, const Scenario& base) {
         s.cluster.fabric.switch_latency = quantity_value(axis, v, Dimension::duration);
       };
     unknown_path(axis, "the fabric has no field \"" + field +
-                           "\" to sweep (oversubscription, leaf_uplink_speed, switch_latency)");
+                           "\" to sweep (oversubscription, spine_oversubscription, leaf_uplink_speed, "
+                           "switch_latency)");
   }
   if (has(0, "cluster", false) && p.size() == 3 && has(1, "zone_links", true) && !p[2].selector) {
     const std::string& pair = *p[1].selector;

@@ -129,7 +129,8 @@ TEST(SweepApply, ValuesReachTheScenario) {
   Written written(sweep_text("  - path: cluster.islands[dcu-k100].nodes\n    values: [4]\n"
                              "  - path: chips[ascend-910b].memory.capacity\n    values: [32 GiB]\n"
                              "  - path: reliability.node_mtbf[hygon-k100-ai]\n    values: [10 h]\n"
-                             "  - path: workload.training.global_batch\n    values: [512]\n"));
+                             "  - path: workload.training.global_batch\n    values: [512]\n"
+                             "  - path: cluster.fabric.spine_oversubscription\n    values: [3]\n"));
   const Sweep sweep = load_sweep(written.path);
   const Scenario base = formats::load_scenario(sweep.scenario);
   Scenario s = base;
@@ -145,6 +146,7 @@ TEST(SweepApply, ValuesReachTheScenario) {
                    *before.memory_usable / *before.memory_capacity);
   EXPECT_DOUBLE_EQ(s.reliability->node_mtbf.at("hygon-k100-ai"), 36000.0);
   EXPECT_EQ(s.workload.training.global_batch, 512);
+  EXPECT_EQ(s.cluster.fabric.spine_oversubscription, 3.0);
 }
 
 // A small sweep of the default scenario: four points; each value is fine alone, but the last
