@@ -49,6 +49,12 @@ CheckReport check_file(const std::string& path) {
     summary << cluster.name << ": " << cluster.islands.size() << " islands, " << chips << " chips, "
             << to_string(cluster.fabric.kind) << " " << to_string(cluster.fabric.topology) << ", "
             << cluster.fabric.zones.size() << " zones";
+    // Only when the file says so, so that the line of every other cluster stays as it was.
+    if (cluster.fabric.spine_oversubscription > 1)
+      summary << ", spine " << cluster.fabric.spine_oversubscription << ":1";
+    if (!cluster.gradient_paths.empty())
+      summary << ", " << cluster.gradient_paths.size() << " gradient path"
+              << (cluster.gradient_paths.size() == 1 ? "" : "s");
     return {"cluster", summary.str()};
   }
   if (schema == kWorkloadSchema) {

@@ -71,6 +71,19 @@ TEST(GradientPaths, ADeclaredPathLoads) {
   EXPECT_TRUE(none.cluster.gradient_paths.empty());
 }
 
+// `hetplan check` names the paths (and a limiting spine) on the cluster's line.
+TEST(GradientPaths, CheckCountsThem) {
+  test::TempFolder folder;
+  std::string body = replaced(kCluster, "zones: [z]}", "zones: [z], spine_oversubscription: 3}");
+  body.replace(body.find("PROFILES"), 8, testing::kSourceDir + "/profiles");
+  const std::string path = folder.file("cluster.yaml");
+  std::ofstream(path) << body;
+  const CheckReport report = check_file(path);
+  EXPECT_EQ(report.kind, "cluster");
+  EXPECT_EQ(report.summary,
+            "paths: 2 islands, 48 chips, roce-v2 leaf-spine, 1 zones, spine 3:1, 1 gradient path");
+}
+
 TEST(GradientPaths, MistakesNameTheField) {
   EXPECT_EQ(load(replaced(kCluster, "[npu, dcu]", "[npu, mlu]")).error,
             "cluster.yaml:9:20: gradient_paths[0].between[1]: expected an island of this cluster, got \"mlu\"");
