@@ -56,10 +56,6 @@ double Cluster::spine_capacity(std::string_view zone) const {
   return uplinks / fabric.spine_oversubscription;
 }
 
-std::string_view to_string(GradientPathKind kind) {
-  return kind == GradientPathKind::host_staged ? "host-staged" : "device-rdma";
-}
-
 std::string_view to_string(FabricKind kind) {
   return kind == FabricKind::roce_v2 ? "roce-v2" : "infiniband";
 }

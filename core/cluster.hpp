@@ -107,6 +107,5 @@ struct Cluster {
 
 std::string_view to_string(FabricKind kind);
 std::string_view to_string(FabricTopology topology);
-std::string_view to_string(GradientPathKind kind);
 
 }  // namespace hetplan

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <filesystem>
 #include <set>
+#include <tuple>
 
 #include "formats/document.hpp"
 #include "formats/loaders.hpp"
@@ -59,6 +60,22 @@ double network_latency(const Field& field) {
   return value;
 }
 
+// `between`: two different names (`plural`: "zones"), each of which `known` accepts (else
+// "expected `one`").
+template <typename Known>
+std::pair<std::string, std::string> two_names(const Field& between, const std::string& plural,
+                                              const char* one, Known known) {
+  const auto ends = between.elements();
+  if (ends.size() != 2) between.fail_expected("a list of two " + plural);
+  std::string names[2];
+  for (std::size_t i = 0; i < 2; ++i) {
+    names[i] = ends[i].as_identifier();
+    if (!known(names[i])) ends[i].fail_expected(one);
+  }
+  if (names[0] == names[1]) between.fail_expected("two different " + plural);
+  return {names[0], names[1]};
+}
+
 // An oversubscription: "3:1" or a plain number, at least 1.
 double ratio(const Field& over) {
   double value = 0;
@@ -107,17 +124,12 @@ void read_fabric(const Field& field, Fabric& fabric) {
     for (const Field& element : links->elements()) {
       MapReader link(element);
       ZoneLink out;
-      const Field between = link.required("between");
-      const auto ends = between.elements();
-      if (ends.size() != 2) between.fail_expected("a list of two zones");
-      for (std::size_t i = 0; i < 2; ++i) {
-        const std::string zone = ends[i].as_identifier();
-        if (std::find(fabric.zones.begin(), fabric.zones.end(), zone) == fabric.zones.end()) {
-          ends[i].fail_expected("a zone listed in fabric.zones");
-        }
-        (i == 0 ? out.zone_a : out.zone_b) = zone;
-      }
-      if (out.zone_a == out.zone_b) between.fail_expected("two different zones");
+      std::tie(out.zone_a, out.zone_b) =
+          two_names(link.required("between"), "zones", "a zone listed in fabric.zones",
+                    [&](const std::string& zone) {
+                      return std::find(fabric.zones.begin(), fabric.zones.end(), zone) !=
+                             fabric.zones.end();
+                    });
       const Field bandwidth = link.required("bandwidth");
       out.bandwidth = bandwidth.as_quantity(Dimension::bandwidth);
       if (out.bandwidth <= 0) bandwidth.fail_expected("a bandwidth above zero");
@@ -317,21 +329,14 @@ Cluster load_cluster(const std::string& path) {
       GradientPath out;
       out.location = element.location();
       const Field between = map.required("between");
-      const auto ends = between.elements();
-      if (ends.size() != 2) between.fail_expected("a list of two islands");
-      for (std::size_t i = 0; i < 2; ++i) {
-        const std::string island = ends[i].as_identifier();
-        if (!cluster.find_island(island)) ends[i].fail_expected("an island of this cluster");
-        (i == 0 ? out.island_a : out.island_b) = island;
-      }
-      if (out.island_a == out.island_b) between.fail_expected("two different islands");
+      std::tie(out.island_a, out.island_b) =
+          two_names(between, "islands", "an island of this cluster",
+                    [&](const std::string& island) { return cluster.find_island(island); });
       if (cluster.gradient_path(out.island_a, out.island_b))
         between.fail_expected("a pair of islands not given a path before");
       out.kind = static_cast<GradientPathKind>(
           map.required("kind").as_choice({"host-staged", "device-rdma"}));
-      const Field bandwidth = map.required("bandwidth");
-      out.bandwidth = bandwidth.as_quantity(Dimension::bandwidth);
-      if (out.bandwidth <= 0) bandwidth.fail_expected("a bandwidth above zero");
+      out.bandwidth = map.required("bandwidth").as_quantity(Dimension::bandwidth);  // > 0
       out.latency = network_latency(map.required("latency"));
       const Field source = map.required("source");
       out.source = source.as_string();

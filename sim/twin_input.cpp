@@ -486,16 +486,10 @@ double PoolSimulation::together_tokens_per_s() const {
 }
 
 std::vector<std::string> shared_spines(const TwinPoolInput& pool) {
+  // A job's input names the limiting spine of each zone its islands are in, once.
   std::map<std::string, int> jobs_in;  // zone with a limiting spine -> jobs with islands there
-  for (const TwinInput& job : pool.jobs) {
-    std::set<std::string> zones;
-    for (const TwinIsland& island : job.islands) {
-      const bool limiting = std::any_of(job.spines.begin(), job.spines.end(),
-                                        [&](const TwinSpine& s) { return s.zone == island.zone; });
-      if (limiting) zones.insert(island.zone);
-    }
-    for (const std::string& zone : zones) ++jobs_in[zone];
-  }
+  for (const TwinInput& job : pool.jobs)
+    for (const TwinSpine& spine : job.spines) ++jobs_in[spine.zone];
   std::vector<std::string> out;
   for (const auto& [zone, jobs] : jobs_in)
     if (jobs >= 2) out.push_back(zone);
@@ -516,7 +510,6 @@ PoolSimulation pool_simulation(const TwinPoolInput& pool, const std::vector<Twin
     job.alone_step_s = alone.at(j).step_time_s;
     job.together_step_s = together.mean_step_s.at(j);
     job.steps = together.steps.at(j);
-    job.together = together.jobs.at(j).breakdown;
   }
   return out;
 }

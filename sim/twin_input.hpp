@@ -214,7 +214,6 @@ struct PooledJob {
   double alone_step_s = 0;     // simulated alone
   double together_step_s = 0;  // the mean step beside the others (TwinPoolResult::mean_step_s)
   int steps = 0;               // the steps that mean is over
-  TwinBreakdown together;      // of its first step beside the others
   double alone_tokens_per_s() const { return alone_step_s > 0 ? tokens_per_step / alone_step_s : 0; }
   double together_tokens_per_s() const {
     return together_step_s > 0 ? tokens_per_step / together_step_s : 0;

@@ -171,6 +171,13 @@ class Platform {
     return zone->create_split_duplex_link(name, speed)->set_latency(latency)->seal();
   }
 
+  // From a leaf group into its zone: the leaf's uplinks, then the spine when it limits.
+  static std::vector<sg4::LinkInRoute> route_to_spine(sg4::Link* uplink, sg4::Link* spine) {
+    std::vector<sg4::LinkInRoute> route{{uplink, sg4::LinkInRoute::Direction::UP}};
+    if (spine) route.emplace_back(spine, sg4::LinkInRoute::Direction::UP);
+    return route;
+  }
+
   // A zone's gateway: a router alone in a child zone. SimGrid resolves routes between sibling
   // zones only, so a gateway placed directly in the zone could not be reached from the hosts
   // nested below it.
@@ -228,7 +235,6 @@ class Platform {
       lay.leaves = (ti.nodes + ti.nodes_per_leaf - 1) / ti.nodes_per_leaf;
       sg4::NetZone* zone = zones[ti.zone].zone;
       sg4::Link* spine_switch = zones[ti.zone].spine_switch;
-
 
       // Reserve the report entries in layout order; SimGrid links are made as zones are.
       std::vector<sg4::Link*> nic_links, intra_links, cross_links, uplinks;
@@ -322,10 +328,7 @@ class Platform {
         lz->seal();
         zone->add_route(lz->get_netpoint(), nullptr, leaf_routers[static_cast<std::size_t>(leaf)],
                         nullptr,
-                        spine_switch ? std::vector<sg4::LinkInRoute>{{uplinks[static_cast<std::size_t>(leaf)], Dir::UP},
-                                                                     {spine_switch, Dir::UP}}
-                                     : std::vector<sg4::LinkInRoute>{{uplinks[static_cast<std::size_t>(leaf)], Dir::UP}},
-                        true);
+                        route_to_spine(uplinks[static_cast<std::size_t>(leaf)], spine_switch), true);
       }
     }
     for (auto& [name, fz] : zones) fz.zone->seal();
@@ -357,6 +360,40 @@ class Platform {
   std::map<std::pair<std::string, std::string>, int> zone_links_;
   std::vector<int> route_;
 };
+
+// The links that `keep` selects, most busy first (busy time: bytes / speed; ties by name), at
+// most the ten the reports give.
+template <typename Keep>
+std::vector<const LinkInfo*> most_loaded(const std::vector<LinkInfo>& links, Keep keep) {
+  constexpr std::size_t kReported = 10;
+  std::vector<const LinkInfo*> kept;
+  for (const LinkInfo& link : links)
+    if (keep(link)) kept.push_back(&link);
+  std::sort(kept.begin(), kept.end(), [](const LinkInfo* a, const LinkInfo* b) {
+    const double ba = a->bytes / a->speed;
+    const double bb = b->bytes / b->speed;
+    if (ba != bb) return ba > bb;
+    return a->name < b->name;
+  });
+  if (kept.size() > kReported) kept.resize(kReported);
+  return kept;
+}
+
+// A link's load as the reports give it, its utilisation over `window_s`.
+TwinLinkLoad load_of(const LinkInfo& link, double window_s) {
+  const double busy = link.bytes / link.speed;
+  return {link.name, link.kind, link.bytes, link.speed, busy, window_s > 0 ? busy / window_s : 0};
+}
+
+// Flow-level max-min sharing without TCP's bandwidth and latency corrections: links deliver
+// their stated speed, and efficiencies are applied by the model (docs/twin.md#network).
+void configure() {
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/weight-S:0");
+  sg4::Engine::set_config("network/TCP-gamma:0");
+  sg4::Engine::set_config("contexts/stack-size:256");
+}
 
 // ---------------------------------------------------------------------------------------------
 // Variability: a counter-based generator, so that a chip's jitter on an operation depends only
@@ -492,8 +529,8 @@ class Step {
   void on_finish(std::function<void()> done) { done_ = std::move(done); }
 
   // Times from the step's start; `links`: the platform's most loaded links, all jobs' bytes.
-  TwinResult result(const TwinInput& in, bool links = true) {
-    for (auto& account : accounts_) account.finish_s -= start_s_;
+  TwinResult result(const TwinInput& in, bool links = true) const {
+    auto finish = [&](int i) { return accounts_[static_cast<std::size_t>(i)].finish_s - start_s_; };
     TwinResult out;
     out.plan = in.plan;
     out.flows = flows_;
@@ -502,22 +539,19 @@ class Step {
     out.stage_first_finish_s.assign(static_cast<std::size_t>(p_), 0.0);
     int critical = 0;
     for (int i = 0; i < p_ * dp_; ++i) {
-      const double finish = accounts_[static_cast<std::size_t>(i)].finish_s;
       const auto s = static_cast<std::size_t>(i / dp_);
-      out.stage_finish_s[s] = std::max(out.stage_finish_s[s], finish);
+      out.stage_finish_s[s] = std::max(out.stage_finish_s[s], finish(i));
       out.stage_first_finish_s[s] =
-          i % dp_ == 0 ? finish : std::min(out.stage_first_finish_s[s], finish);
-      if (finish > accounts_[static_cast<std::size_t>(critical)].finish_s) critical = i;
+          i % dp_ == 0 ? finish(i) : std::min(out.stage_first_finish_s[s], finish(i));
+      if (finish(i) > finish(critical)) critical = i;
     }
     for (int st = 0; st < p_; ++st) {
       int last = st * dp_;
       for (int i = st * dp_; i < (st + 1) * dp_; ++i)
-        if (accounts_[static_cast<std::size_t>(i)].finish_s >
-            accounts_[static_cast<std::size_t>(last)].finish_s)
-          last = i;
+        if (finish(i) > finish(last)) last = i;
       out.stage_breakdown.push_back(accounts_[static_cast<std::size_t>(last)].breakdown);
     }
-    out.step_time_s = accounts_[static_cast<std::size_t>(critical)].finish_s;
+    out.step_time_s = finish(critical);
     out.breakdown = accounts_[static_cast<std::size_t>(critical)].breakdown;
     out.critical_stage = critical / dp_;
     out.critical_replica = critical % dp_;
@@ -525,31 +559,15 @@ class Step {
       out.tokens_per_s = in.tokens_per_step / out.step_time_s;
       if (in.peak_flops > 0) out.mfu = in.model_flops_per_step / (out.step_time_s * in.peak_flops);
     }
-    if (!links) return out;
-    std::vector<const LinkInfo*> used;
-    for (const LinkInfo& link : platform_.links())
-      if (link.bytes > 0) used.push_back(&link);
-    std::sort(used.begin(), used.end(), [](const LinkInfo* a, const LinkInfo* b) {
-      const double ba = a->bytes / a->speed;
-      const double bb = b->bytes / b->speed;
-      if (ba != bb) return ba > bb;
-      return a->name < b->name;
-    });
-    for (std::size_t i = 0; i < used.size() && i < kReportedLinks; ++i) {
-      TwinLinkLoad& load = out.links.emplace_back();
-      load.name = used[i]->name;
-      load.kind = used[i]->kind;
-      load.bytes = used[i]->bytes;
-      load.speed = used[i]->speed;
-      load.busy_s = used[i]->bytes / used[i]->speed;
-      load.utilization = out.step_time_s > 0 ? load.busy_s / out.step_time_s : 0;
+    if (links) {
+      for (const LinkInfo* link :
+           most_loaded(platform_.links(), [](const LinkInfo& l) { return l.bytes > 0; }))
+        out.links.push_back(load_of(*link, out.step_time_s));
     }
     return out;
   }
 
  private:
-  static constexpr std::size_t kReportedLinks = 10;
-
   int chip(int s, int d, int j) const {
     const TwinStage& st = in_.stages[s];
     return st.first_chip + d * st.tp + j;
@@ -920,20 +938,6 @@ class Step {
 
 }  // namespace
 
-namespace {
-
-// Flow-level max-min sharing without TCP's bandwidth and latency corrections: links deliver
-// their stated speed, and efficiencies are applied by the model (docs/twin.md#network).
-void configure() {
-  sg4::Engine::set_config("network/model:CM02");
-  sg4::Engine::set_config("network/crosstraffic:0");
-  sg4::Engine::set_config("network/weight-S:0");
-  sg4::Engine::set_config("network/TCP-gamma:0");
-  sg4::Engine::set_config("contexts/stack-size:256");
-}
-
-}  // namespace
-
 TwinResult simulate_step(const TwinInput& input, Timeline* timeline) {
   int argc = 1;
   char name[] = "hetplan-twin";
@@ -1006,29 +1010,13 @@ TwinPoolResult simulate_pool(const TwinPoolInput& pool) {
     out.steps.push_back(inside);
     out.mean_step_s.push_back(sum / inside);
   }
-  std::vector<const LinkInfo*> shared;
-  for (const LinkInfo& link : platform.links()) {
-    const auto carriers = std::count_if(link.job_bytes.begin(), link.job_bytes.end(),
-                                        [](double b) { return b > 0; });
-    if (carriers >= 2) shared.push_back(&link);
-  }
-  std::sort(shared.begin(), shared.end(), [](const LinkInfo* a, const LinkInfo* b) {
-    const double ba = a->bytes / a->speed;
-    const double bb = b->bytes / b->speed;
-    if (ba != bb) return ba > bb;
-    return a->name < b->name;
-  });
-  constexpr std::size_t kReportedLinks = 10;
-  for (std::size_t i = 0; i < shared.size() && i < kReportedLinks; ++i) {
-    TwinSharedLink& entry = out.links.emplace_back();
-    entry.load.name = shared[i]->name;
-    entry.load.kind = shared[i]->kind;
-    entry.load.bytes = shared[i]->bytes;
-    entry.load.speed = shared[i]->speed;
-    entry.load.busy_s = shared[i]->bytes / shared[i]->speed;
-    entry.load.utilization = out.window_s > 0 ? entry.load.busy_s / out.window_s : 0;
-    entry.job_bytes = shared[i]->job_bytes;
-  }
+  // The links that carried more than one job's bytes.
+  auto shared = [](const LinkInfo& link) {
+    return std::count_if(link.job_bytes.begin(), link.job_bytes.end(),
+                         [](double b) { return b > 0; }) >= 2;
+  };
+  for (const LinkInfo* link : most_loaded(platform.links(), shared))
+    out.links.push_back({load_of(*link, out.window_s), link->job_bytes});
   return out;
 }
 

@@ -5,6 +5,8 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
+#include <utility>
 
 #include "formats/loaders.hpp"
 #include "tests/formats/test_support.hpp"
@@ -91,29 +93,51 @@ TEST(GradientPaths, MistakesNameTheField) {
             "cluster.yaml:9:14: gradient_paths[0].between: expected two different islands, got a list");
   EXPECT_EQ(load(replaced(kCluster, "[npu, dcu]", "[npu]")).error,
             "cluster.yaml:9:14: gradient_paths[0].between: expected a list of two islands, got a list");
-  EXPECT_NE(load(replaced(kCluster, "kind: host-staged", "kind: pcie")).error.find(
-                "cluster.yaml:10:11: gradient_paths[0].kind: expected one of host-staged or device-rdma, got \"pcie\""),
-            std::string::npos);
-  EXPECT_NE(load(replaced(kCluster, "bandwidth: 100 Gbps", "bandwidth: 0 Gbps")).error.find(
-                "cluster.yaml:11:16: gradient_paths[0].bandwidth: expected a bandwidth between 1 MB/s and 1 PB/s, got \"0 Gbps\""),
-            std::string::npos);
-  EXPECT_NE(load(replaced(kCluster, "latency: 30 us", "latency: 3 s")).error.find(
-                "gradient_paths[0].latency: expected a latency of at most 1 s"),
-            std::string::npos);
-  EXPECT_NE(load(replaced(kCluster, "    source: assumed\n", "")).error.find(
-                "cluster.yaml:9:5: gradient_paths[0].source: missing required key"),
-            std::string::npos)
-      << load(replaced(kCluster, "    source: assumed\n", "")).error;
-  EXPECT_NE(load(replaced(kCluster, "source: assumed", "source: \" \"")).error.find(
-                "gradient_paths[0].source: expected where the figures come from, or \"assumed\""),
-            std::string::npos);
-  EXPECT_NE(load(replaced(kCluster, "source: assumed", "source: assumed\n    speed: 1")).error.find(
-                "gradient_paths[0].speed"),
-            std::string::npos);
+  // One line each, at the value (or at the path for a missing key), naming the field.
+  const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> cases = {
+      {"cluster.yaml:10:11: gradient_paths[0].kind: expected one of host-staged or device-rdma, "
+       "got \"pcie\"",
+       {"kind: host-staged", "kind: pcie"}},
+      {"cluster.yaml:11:16: gradient_paths[0].bandwidth: expected a bandwidth between 1 MB/s and "
+       "1 PB/s, got \"0 Gbps\"",
+       {"bandwidth: 100 Gbps", "bandwidth: 0 Gbps"}},
+      {"cluster.yaml:12:14: gradient_paths[0].latency: expected a latency of at most 1 s, got "
+       "\"3 s\"",
+       {"latency: 30 us", "latency: 3 s"}},
+      {"cluster.yaml:9:5: gradient_paths[0].source: missing required key",
+       {"    source: assumed\n", ""}},
+      {"cluster.yaml:13:13: gradient_paths[0].source: expected where the figures come from, or "
+       "\"assumed\", got \" \"",
+       {"source: assumed", "source: \" \""}},
+      {"cluster.yaml:14:5: gradient_paths[0].speed: unknown key",
+       {"source: assumed", "source: assumed\n    speed: 1"}},
+  };
+  for (const auto& [expected, edit] : cases)
+    EXPECT_EQ(load(replaced(kCluster, edit.first, edit.second)).error, expected);
   const std::string twice = kCluster + R"(  - {between: [dcu, npu], kind: device-rdma, bandwidth: 200 Gbps, latency: 5 us, source: assumed}
 )";
   EXPECT_EQ(load(twice).error,
             "cluster.yaml:14:15: gradient_paths[1].between: expected a pair of islands not given a path before, got a list");
+}
+
+// Zone links name their two ends the same way (one reader for both `between`s).
+TEST(GradientPaths, ZoneLinkEndsAreReadAlike) {
+  const std::string without_paths = kCluster.substr(0, kCluster.find("gradient_paths:"));
+  auto with_link = [&](const std::string& ends) {
+    return replaced(without_paths, "zones: [z]}",
+                    "zones: [z, w], zone_links: [{between: " + ends +
+                        ", bandwidth: 100 Gbps, latency: 2 us}]}");
+  };
+  // On line 4 the ends' list starts at column 159, its second name at 163.
+  EXPECT_EQ(load(with_link("[z, y]")).error,
+            "cluster.yaml:4:163: fabric.zone_links[0].between[1]: expected a zone listed in "
+            "fabric.zones, got \"y\"");
+  EXPECT_EQ(load(with_link("[z, z]")).error,
+            "cluster.yaml:4:159: fabric.zone_links[0].between: expected two different zones, got a "
+            "list");
+  EXPECT_EQ(load(with_link("[z]")).error,
+            "cluster.yaml:4:159: fabric.zone_links[0].between: expected a list of two zones, got a "
+            "list");
 }
 
 }  // namespace
