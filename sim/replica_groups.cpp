@@ -1,0 +1,182 @@
+// docs/models/mixed-data-parallel.md#step
+#include "sim/replica_groups.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "models/batch_balance.hpp"
+
+namespace hetplan::sim {
+namespace {
+
+// The group's plan estimated alone with `micro_batches` micro-batches per replica: the global
+// batch is what its replicas take.
+Estimate estimate_share(const Cluster& cluster, Workload workload, const Plan& plan,
+                        int micro_batch, int micro_batches, const EstimateOptions& options) {
+  workload.training.global_batch = plan.stages.front().dp * micro_batch * micro_batches;
+  return estimate_step(cluster, workload, plan, options);
+}
+
+std::string first_reason(const Estimate& estimate) {
+  return estimate.reasons.empty() ? std::string("it cannot train the model")
+                                  : estimate.reasons.front();
+}
+
+}  // namespace
+
+MixedDataParallelStep estimate_mixed_data_parallel(const Cluster& cluster, const Workload& workload,
+                                                   const std::vector<Plan>& groups,
+                                                   const EstimateOptions& options) {
+  MixedDataParallelStep out;
+  auto reject = [&](std::string reason) { out.reasons.push_back(std::move(reason)); };
+  if (groups.size() < 2) {
+    reject("replica groups on different islands need at least two groups");
+    return out;
+  }
+
+  // Structure: each group a pipeline on one island, islands distinct, one dtype.
+  std::vector<StepSettings> settings;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const Plan& plan = groups[g];
+    const std::string name = "replica group " + std::to_string(g);
+    if (plan.stages.empty()) {
+      reject(name + " has no stages");
+      return out;
+    }
+    const std::string& island = plan.stages.front().island;
+    for (const PlanStage& stage : plan.stages) {
+      if (stage.island != island) {
+        reject(name + " spans islands " + island + " and " + stage.island +
+               "; each replica group runs on one chip type");
+        return out;
+      }
+    }
+    if (!cluster.find_island(island)) {
+      reject(name + " names island " + island + ", which the cluster does not have");
+      return out;
+    }
+    for (std::size_t h = 0; h < g; ++h) {
+      if (groups[h].stages.front().island == island) {
+        reject("replica groups " + std::to_string(h) + " and " + std::to_string(g) +
+               " are both on island " + island + "; replicas on one island are one group");
+        return out;
+      }
+    }
+    settings.push_back(step_settings(workload, plan));
+    if (settings[g].training.dtype != settings.front().training.dtype) {
+      reject(name + " trains in " + std::string(to_string(settings[g].training.dtype)) +
+             " and replica group 0 in " + std::string(to_string(settings.front().training.dtype)) +
+             "; replicas that exchange gradients share one dtype and loss-scaling regime");
+      return out;
+    }
+  }
+
+  // The declared path between each group and the next (a ring; two groups: one pair).
+  const std::size_t pairs = groups.size() == 2 ? 1 : groups.size();
+  out.path_bandwidth = std::numeric_limits<double>::infinity();
+  out.path_kind = GradientPathKind::device_rdma;  // host-staged when any pair's path is
+  for (std::size_t g = 0; g < pairs; ++g) {
+    const std::string& a = groups[g].stages.front().island;
+    const std::string& b = groups[(g + 1) % groups.size()].stages.front().island;
+    const GradientPath* path = cluster.gradient_path(a, b);
+    if (!path) {
+      reject("the cluster declares no gradient path between islands " + a + " and " + b +
+             " (gradient_paths); replicas on different chip types cannot exchange gradients");
+      continue;
+    }
+    if (path->bandwidth < out.path_bandwidth) out.path_bandwidth = path->bandwidth;
+    out.path_latency = std::max(out.path_latency, path->latency);
+    if (path->kind == GradientPathKind::host_staged) out.path_kind = GradientPathKind::host_staged;
+    if (path->source == "assumed")
+      out.assumptions.push_back("the gradient path between " + a + " and " + b + " is assumed");
+  }
+  if (!out.reasons.empty()) return out;
+
+  // Each group's step as a line in its micro-batch count, from two estimates.
+  std::vector<models::ReplicaGroup> balance;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const Plan& plan = groups[g];
+    ReplicaGroupStep step;
+    step.island = plan.stages.front().island;
+    step.replicas = plan.stages.front().dp;
+    step.micro_batch = settings[g].micro_batch;
+    step.granularity =
+        plan.schedule == Schedule::interleaved ? static_cast<int>(plan.stages.size()) : 1;
+    const int k = step.granularity;
+    const Estimate one = estimate_share(cluster, workload, plan, step.micro_batch, k, options);
+    if (!one.feasible) {
+      reject("replica group " + std::to_string(g) + " on " + step.island +
+             " cannot train the model: " + first_reason(one));
+      continue;
+    }
+    const Estimate two = estimate_share(cluster, workload, plan, step.micro_batch, 2 * k, options);
+    step.per_micro_batch_s = (two.step_time_s - one.step_time_s) / k;
+    step.fixed_s = one.step_time_s - k * step.per_micro_batch_s;
+    const Island& island = *cluster.find_island(step.island);
+    for (const PlanStage& stage : plan.stages) step.chips += stage.tp * stage.dp;
+    step.nodes = (step.chips + island.chips_per_node - 1) / island.chips_per_node;
+    out.chips += step.chips;
+    models::ReplicaGroup rg;
+    rg.replicas = step.replicas;
+    rg.micro_batch = step.micro_batch;
+    rg.fixed_s = step.fixed_s;
+    rg.per_micro_batch_s = step.per_micro_batch_s;
+    rg.multiple = k;
+    balance.push_back(rg);
+    out.groups.push_back(std::move(step));
+  }
+  if (!out.reasons.empty()) return out;
+
+  const int global_batch = workload.training.global_batch;
+  const models::BatchShares shares = models::balance_batch(balance, global_batch);
+  if (!shares.feasible) {
+    reject("no shares of the global batch (" + std::to_string(global_batch) +
+           " sequences) add up over the groups' replicas and micro-batches");
+    return out;
+  }
+  const std::vector<double> weights = models::gradient_weights(balance, shares.micro_batches);
+
+  // Each group estimated again at its share: the step is the slowest one's, plus the exchange.
+  std::size_t replica = 0;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    ReplicaGroupStep& step = out.groups[g];
+    step.micro_batches = shares.micro_batches[g];
+    step.samples = static_cast<long long>(step.replicas) * step.micro_batch * step.micro_batches;
+    step.gradient_weight = weights[replica];
+    replica += static_cast<std::size_t>(step.replicas);
+    step.estimate =
+        estimate_share(cluster, workload, groups[g], step.micro_batch, step.micro_batches, options);
+    if (!step.estimate.feasible) {
+      reject("replica group " + std::to_string(g) + " on " + step.island + " cannot take " +
+             std::to_string(step.micro_batches) + " micro-batches: " + first_reason(step.estimate));
+      return out;
+    }
+    out.slowest_group_s = std::max(out.slowest_group_s, step.estimate.step_time_s);
+  }
+
+  // The model's gradients, in the precision the replicas reduce them in (the first collective
+  // of a data-parallel sync: the all-reduce or the reduce-scatter).
+  const TrainingSettings& training = settings.front().training;
+  out.exchange_bytes =
+      dp_sync_collectives(training, workload.model.total_parameters()).items[0].bytes;
+  std::vector<int> nodes;
+  for (const ReplicaGroupStep& step : out.groups) nodes.push_back(step.nodes);
+  out.exchange_s = models::cross_group_exchange_s(out.exchange_bytes, nodes, out.path_bandwidth,
+                                                  out.path_latency);
+  out.step_time_s = out.slowest_group_s + out.exchange_s;
+  if (!std::isfinite(out.step_time_s) || out.step_time_s <= 0) {
+    reject("the gradient exchange between the groups has no bandwidth");
+    return out;
+  }
+  out.tokens_per_s = static_cast<double>(global_batch) * training.seq_len / out.step_time_s;
+  if (training.zero_stage >= 1) {
+    out.assumptions.push_back(
+        "ZeRO shards optimizer state inside each replica group only; every group holds the "
+        "whole optimizer state once");
+  }
+  out.feasible = true;
+  return out;
+}
+
+}  // namespace hetplan::sim
