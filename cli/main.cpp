@@ -66,6 +66,18 @@ hetplan::Plan plan_of(const hetplan::Scenario& scenario, const std::string& plan
 int run_eval(const std::string& scenario_path, const std::string& plan_path, bool json) {
   hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
   const hetplan::Plan plan = plan_of(scenario, plan_path);
+  if (plan.has_replica_groups()) {
+    const auto step =
+        hetplan::sim::estimate_replica_groups(scenario.cluster, scenario.workload, plan);
+    if (json) {
+      std::cout << hetplan::cli::replica_groups_json(step, plan).dump(2) << "\n";
+    } else {
+      std::cout << "scenario " << scenario.name << ": " << scenario.workload.name << " on "
+                << scenario.cluster.name << "\n";
+      std::cout << hetplan::cli::replica_groups_text(step, plan);
+    }
+    return 0;
+  }
   const auto estimate = hetplan::sim::estimate_step(scenario.cluster, scenario.workload, plan);
   if (json) {
     std::cout << hetplan::cli::estimate_json(estimate, plan).dump(2) << "\n";
@@ -131,6 +143,7 @@ int run_simulate(const std::string& scenario_path, const std::string& plan_path,
                  const std::string& trace_path, std::optional<std::uint64_t> seed, bool json) {
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
   const hetplan::Plan plan = plan_of(scenario, plan_path);
+  hetplan::formats::require_one_pipeline(plan, "hetplan simulate");
   const auto estimate =
       runnable_estimate(scenario, plan, plan_path.empty() ? scenario_path : plan_path);
   hetplan::sim::TwinOptions options = hetplan::sim::twin_options(scenario, seed);
@@ -419,6 +432,20 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
         add(k + 1, ranked);
       }
     }
+    // Replica groups on different islands follow the ranked plans, numbered on from them.
+    for (std::size_t k = 0; k < result.mixed_data_parallel.size(); ++k) {
+      const auto& mixed = result.mixed_data_parallel[k];
+      char prefix[32];
+      std::snprintf(prefix, sizeof prefix, "%02zu-", result.ranked.size() + k + 1);
+      const std::string comment =
+          "Replica groups on different islands, from `hetplan plan " + scenario.name + "` (" +
+          mixed.flag + "), " + std::to_string(static_cast<long long>(mixed.step.tokens_per_s)) +
+          " tokens/s on " + std::to_string(mixed.step.chips) + " chips.";
+      const hetplan::Plan recorded = hetplan::exporters::plan_naming_scenario(
+          mixed.plan, scenario_path, scenario_hash, out_dir);
+      files.push_back({prefix + mixed.plan.name + ".yaml",
+                       hetplan::formats::plan_yaml(recorded, comment)});
+    }
     // All the ranked plans appear at once, or none of them; an earlier run's ranked plans
     // (NN-*.yaml) go, other files stay.
     const auto ranked_plan = [](const std::string& name) {
@@ -539,6 +566,7 @@ int run_validate_run(const std::string& log_path, const std::string& scenario_pa
   }
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
   const hetplan::Plan plan = hetplan::formats::load_plan(plan_path);
+  hetplan::formats::require_one_pipeline(plan, "hetplan validate --run");
   hetplan::formats::check_plan_references(plan, scenario.cluster, scenario.workload);
   // The log's layout, where it states one, must be the plan's.
   const int pp = static_cast<int>(plan.stages.size());
@@ -722,6 +750,7 @@ int run_extender(const std::string& plan_path, const std::string& scenario_path,
                  double request_timeout) {
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
   const hetplan::Plan plan = hetplan::formats::load_plan(plan_path);
+  hetplan::formats::require_one_pipeline(plan, "hetplan extender");
   hetplan::formats::check_plan_references(plan, scenario.cluster, scenario.workload);
   const auto colon = listen.rfind(':');
   int port = -1;
@@ -775,6 +804,7 @@ int run_export(const std::string& plan_path, const std::string& scenario_path,
                const std::string& records, const std::vector<std::string>& images,
                const std::vector<std::string>& resources) {
   const hetplan::Plan plan = hetplan::formats::load_plan(plan_path);
+  hetplan::formats::require_one_pipeline(plan, "hetplan export");
   // The scenario: as given, else the one the plan names, which must not have changed since.
   std::string resolved = scenario_path;
   if (resolved.empty()) {

@@ -213,6 +213,32 @@ std::string search_text(const planner::SearchResult& result, const Scenario& sce
     out += row(0, *result.task_level, priced, ladder).replace(0, 4, "    ");
   else
     out += "     task-level: none\n";
+  if (!result.mixed_data_parallel.empty() || !result.mixed_data_parallel_refused.empty()) {
+    out += "\ndata parallelism across chip types (replica groups exchanging gradients over a "
+           "declared path)\n";
+    for (const auto& mixed : result.mixed_data_parallel) {
+      const sim::MixedDataParallelStep& step = mixed.step;
+      char line[512];
+      std::snprintf(line, sizeof line, "     %-60s %6d %8.3f %10.0f  [%s]\n",
+                    mixed.plan.name.c_str(), step.chips, step.step_time_s, step.tokens_per_s,
+                    mixed.flag.c_str());
+      out += line;
+      out += "       exposed cross-vendor exchange " + fixed(step.exchange_s, 3) + " s (" +
+             fixed(step.exchange_bytes / (1ull << 30), 1) + " GiB of gradients at " +
+             fixed(step.path_bandwidth * 8 / 1e9, 1) + " Gbps per node) after the slowest group's " +
+             fixed(step.slowest_group_s, 3) + " s\n";
+      for (const auto& group : step.groups) {
+        std::snprintf(line, sizeof line,
+                      "       %-20s %4d replicas x %4d micro-batches of %d, weight %.7g, "
+                      "%.3f s\n",
+                      group.island.c_str(), group.replicas, group.micro_batches,
+                      group.micro_batch, group.gradient_weight, group.estimate.step_time_s);
+        out += line;
+      }
+    }
+    for (const auto& refused : result.mixed_data_parallel_refused)
+      out += "     refused " + refused + "\n";
+  }
 
   out += "\nrejected candidates by pass\n";
   for (const auto& pass : result.passes) {
@@ -270,6 +296,15 @@ nlohmann::ordered_json search_json(const planner::SearchResult& result, const Sc
   if (result.resource_pool && pool) states["resource_pool"]["simulated"] = pool_simulation_json(*pool);
   states["task_level"] = result.task_level ? plan_json(*result.task_level, ladder) : nlohmann::ordered_json();
   j["three_states"] = states;
+  if (!result.mixed_data_parallel.empty() || !result.mixed_data_parallel_refused.empty()) {
+    nlohmann::ordered_json mixed = nlohmann::ordered_json::array();
+    for (const auto& found : result.mixed_data_parallel) {
+      nlohmann::ordered_json m = replica_groups_json(found.step, found.plan);
+      m["islands"] = found.islands;
+      mixed.push_back(std::move(m));
+    }
+    j["mixed_data_parallel"] = {{"plans", mixed}, {"refused", result.mixed_data_parallel_refused}};
+  }
   nlohmann::ordered_json rejected = nlohmann::ordered_json::object();
   for (const auto& pass : result.passes) {
     rejected[pass.name] = {{"count", pass.rejected}, {"examples", pass.examples}};

@@ -131,4 +131,73 @@ nlohmann::ordered_json estimate_json(const sim::Estimate& e, const Plan& plan) {
   return j;
 }
 
+std::string replica_groups_text(const sim::MixedDataParallelStep& step, const Plan& plan) {
+  std::string islands;
+  long long chips = 0;
+  for (const auto& group : plan.replica_groups) {
+    islands += (islands.empty() ? "" : ", ") + group.stages.front().island;
+    for (const auto& stage : group.stages) chips += static_cast<long long>(stage.tp) * stage.dp;
+  }
+  std::string out = "plan " + plan.name + ": " + std::to_string(plan.replica_groups.size()) +
+                    " replica groups on " + islands + ", " + std::to_string(chips) + " chips\n";
+  out += std::string("feasible: ") + (step.feasible ? "yes" : "no") + "\n";
+  for (const auto& reason : step.reasons) out += "  reason: " + reason + "\n";
+  if (!step.feasible) return out;
+  out += "step time      " + fixed(step.step_time_s, 3) + " s (slowest group " +
+         fixed(step.slowest_group_s, 3) + " s + gradient exchange between groups " +
+         fixed(step.exchange_s, 3) + " s)\n";
+  out += "tokens/s       " + fixed(step.tokens_per_s, 0) + "\n";
+  out += "flag           " + sim::cross_vendor_flag(step.path_kind) + ", " +
+         fixed(step.path_bandwidth * 8 / 1e9, 1) + " Gbps per node, " +
+         fixed(step.path_latency * 1e6, 1) + " us; " + gib(step.exchange_bytes) +
+         " of gradients exchanged, exposed\n";
+  out += "group  island               replicas  stages  tp  micro-batches  samples  weight     step\n";
+  for (std::size_t g = 0; g < step.groups.size(); ++g) {
+    const auto& group = step.groups[g];
+    char line[256];
+    std::snprintf(line, sizeof line, "%-6zu %-20s %8d %7zu %3d %14d %8lld  %-9.7g  %.3f s\n", g,
+                  group.island.c_str(), group.replicas, group.estimate.stages.size(),
+                  group.estimate.stages.empty() ? 0 : group.estimate.stages.front().tp,
+                  group.micro_batches, group.samples, group.gradient_weight,
+                  group.estimate.step_time_s);
+    out += line;
+  }
+  for (const auto& assumption : step.assumptions) out += "  assumption: " + assumption + "\n";
+  return out;
+}
+
+nlohmann::ordered_json replica_groups_json(const sim::MixedDataParallelStep& step,
+                                           const Plan& plan) {
+  nlohmann::ordered_json j;
+  j["plan"] = plan.name;
+  j["feasible"] = step.feasible;
+  j["reasons"] = step.reasons;
+  j["assumptions"] = step.assumptions;
+  j["flag"] = sim::cross_vendor_flag(step.path_kind);
+  j["step_time_s"] = round6(step.step_time_s);
+  j["tokens_per_s"] = round6(step.tokens_per_s);
+  j["chips"] = step.chips;
+  j["slowest_group_s"] = round6(step.slowest_group_s);
+  j["cross_vendor_exchange_s"] = round6(step.exchange_s);
+  j["exchange_bytes"] = round6(step.exchange_bytes);
+  j["path"] = {{"kind", step.path_kind == GradientPathKind::host_staged ? "host-staged"
+                                                                         : "device-rdma"},
+               {"bandwidth_bytes_per_s", round6(step.path_bandwidth)},
+               {"latency_s", round6(step.path_latency)}};
+  auto& groups = j["replica_groups"] = nlohmann::ordered_json::array();
+  const std::vector<Plan> group_plans = sim::replica_group_plans(plan);
+  for (std::size_t g = 0; g < step.groups.size() && g < group_plans.size(); ++g) {
+    const auto& group = step.groups[g];
+    groups.push_back({{"island", group.island},
+                      {"replicas", group.replicas},
+                      {"micro_batch", group.micro_batch},
+                      {"micro_batches", group.micro_batches},
+                      {"samples", group.samples},
+                      {"gradient_weight", round6(group.gradient_weight)},
+                      {"step_time_s", round6(group.estimate.step_time_s)},
+                      {"estimate", estimate_json(group.estimate, group_plans[g])}});
+  }
+  return j;
+}
+
 }  // namespace hetplan::cli

@@ -6,6 +6,7 @@
 
 #include "core/plan.hpp"
 #include "sim/estimator.hpp"
+#include "sim/replica_groups.hpp"
 
 namespace hetplan::cli {
 
@@ -20,5 +21,10 @@ std::string fixed(double value, int precision);
 
 std::string estimate_text(const sim::Estimate& estimate, const Plan& plan);
 nlohmann::ordered_json estimate_json(const sim::Estimate& estimate, const Plan& plan);
+
+// A plan with replica groups on different islands (data parallelism across chip types).
+std::string replica_groups_text(const sim::MixedDataParallelStep& step, const Plan& plan);
+nlohmann::ordered_json replica_groups_json(const sim::MixedDataParallelStep& step,
+                                           const Plan& plan);
 
 }  // namespace hetplan::cli

@@ -1,6 +1,8 @@
 // A plan: an explicit placement of one training job. Pipeline stages in order, each on one
 // island with its layer range and (tp, dp). A tensor- or data-parallel group never spans islands
-// because it lives inside one stage. docs/formats/plan.md.
+// because it lives inside one stage. Or, for data parallelism across chip types, replica groups:
+// each a pipeline on one island with its share of the global batch, the groups exchanging
+// gradients over the cluster's declared gradient path. docs/formats/plan.md.
 #pragma once
 
 #include <optional>
@@ -39,6 +41,23 @@ struct PlanScenario {
   std::string sha256;
 };
 
+// One group of identical data-parallel replicas of a plan with replica groups: a pipeline of
+// its own (the stages' dp is the group's replica count) and the group's share of the batch.
+struct ReplicaGroupPlan {
+  int micro_batches = 1;       // per replica and step
+  double gradient_weight = 0;  // each replica's: its samples over the global batch
+  // The group's own settings, overriding the plan's (the dtype is the plan's: one for all).
+  std::optional<int> micro_batch;
+  std::optional<Recompute> recompute;
+  std::optional<int> recompute_layers;
+  std::optional<int> zero_stage;
+  std::optional<Schedule> schedule;
+  std::optional<int> virtual_stages;
+  std::vector<PlanStage> stages;
+  SourceLocation location;         // the group entry
+  SourceLocation weight_location;  // its gradient_weight
+};
+
 struct Plan {
   std::string name;
   std::optional<PlanScenario> scenario;
@@ -49,8 +68,13 @@ struct Plan {
   std::optional<DType> dtype;          // overrides the workload's (e.g. fp16 where bf16 is missing)
   Schedule schedule = Schedule::one_f_one_b;
   int virtual_stages = 1;  // model chunks per pipeline stage (interleaved)
-  std::vector<PlanStage> stages;
+  std::vector<PlanStage> stages;  // empty when the plan has replica groups
+  // Data parallelism across chip types: at least two groups, each on its own island; the
+  // plan-level settings above apply to every group. Empty for a plan of one pipeline.
+  std::vector<ReplicaGroupPlan> replica_groups;
   SourceLocation location;
+
+  bool has_replica_groups() const { return !replica_groups.empty(); }
 };
 
 std::string_view to_string(Schedule schedule);

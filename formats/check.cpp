@@ -83,8 +83,13 @@ CheckReport check_file(const std::string& path) {
   }
   if (schema == kPlanSchema) {
     const Plan plan = parse_plan(text, path);
-    summary << plan.name << ": " << plan.stages.size() << " pipeline stages, schedule "
-            << to_string(plan.schedule);
+    if (plan.has_replica_groups()) {
+      summary << plan.name << ": " << plan.replica_groups.size()
+              << " replica groups of their own pipelines, schedule " << to_string(plan.schedule);
+    } else {
+      summary << plan.name << ": " << plan.stages.size() << " pipeline stages, schedule "
+              << to_string(plan.schedule);
+    }
     return {"plan", summary.str()};
   }
   if (schema.empty() && root.IsMap() && root["model_type"]) {

@@ -53,7 +53,12 @@ std::vector<ValidationRecord> load_validation_records(const std::string& folder)
 // Checks a plan against the cluster and workload it is meant for: islands exist, layer ranges
 // cover the model in order, each a multiple of the virtual stages. Throws InputError at the plan's
 // field. Whether the plan can run (capacity, memory, operators) is the estimator's verdict.
+// With replica groups: each group's stages so, and the groups' samples make the global batch.
 void check_plan_references(const Plan& plan, const Cluster& cluster, const Workload& workload);
+
+// For the commands that take one pipeline only: throws InputError at `replica_groups` when the
+// plan has replica groups on different islands, naming `command`.
+void require_one_pipeline(const Plan& plan, std::string_view command);
 
 // What `hetplan check` found in one file.
 struct CheckReport {

@@ -1,7 +1,10 @@
 // Reads plans (docs/formats/plan.md) and scenarios (docs/formats/scenario.md).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <iomanip>
 #include <limits>
+#include <sstream>
 
 #include "formats/document.hpp"
 #include "formats/loaders.hpp"
@@ -22,25 +25,122 @@ void read_recompute(MapReader& map, std::optional<Recompute>& recompute,
   }
 }
 
+std::vector<PlanStage> read_stages(const Field& stages) {
+  std::vector<PlanStage> out;
+  for (const Field& element : stages.elements()) {
+    MapReader map(element);
+    PlanStage stage;
+    stage.location = element.location();
+    const Field island = map.required("island");
+    stage.island = island.as_identifier();
+    stage.island_location = island.location();
+    stage.first_layer = static_cast<int>(map.required("first_layer").as_int(0, 100000));
+    stage.num_layers = static_cast<int>(map.required("num_layers").as_int(1, 100000));
+    stage.tp = static_cast<int>(map.required("tp").as_int(1, 1024));
+    stage.dp = static_cast<int>(map.required("dp").as_int(1, 1 << 20));
+    if (auto ep = map.optional("ep")) {
+      stage.ep = static_cast<int>(ep->as_int(1, 1 << 20));
+      if (stage.dp % stage.ep != 0)
+        ep->fail_expected("a divisor of the stage's dp (" + std::to_string(stage.dp) + ")");
+    }
+    read_recompute(map, stage.recompute, stage.recompute_layers);
+    map.done();
+    out.push_back(std::move(stage));
+  }
+  if (out.empty()) stages.fail_expected("at least one stage");
+  return out;
+}
+
+// A plan's or a replica group's `schedule` and `virtual_stages`, over what is already set.
+void read_schedule(MapReader& map, Schedule& schedule, int& virtual_stages) {
+  if (auto field = map.optional("schedule")) {
+    schedule = static_cast<Schedule>(field->as_choice({"1f1b", "interleaved"}));
+  }
+  if (auto vpp = map.optional("virtual_stages")) {
+    virtual_stages = static_cast<int>(vpp->as_int(1, 64));
+  }
+  if (schedule == Schedule::one_f_one_b && virtual_stages != 1) {
+    map.required("virtual_stages").fail_expected("1 with the 1f1b schedule (use interleaved)");
+  }
+  if (schedule == Schedule::interleaved && virtual_stages < 2) {
+    map.required("schedule")
+        .fail("expected virtual_stages of at least 2 with the interleaved schedule");
+  }
+}
+
+// `replica_groups` (docs/formats/plan.md#replica-groups): each group's share, its own settings
+// over the plan's, and its stages.
+void read_replica_groups(const Field& field, Plan& plan) {
+  for (const Field& element : field.elements()) {
+    MapReader map(element);
+    ReplicaGroupPlan group;
+    group.location = element.location();
+    group.micro_batches = static_cast<int>(map.required("micro_batches").as_int(1, 1 << 20));
+    const Field weight = map.required("gradient_weight");
+    group.weight_location = weight.location();
+    group.gradient_weight = weight.as_number(0.0, 1.0);
+    if (auto mb = map.optional("micro_batch"))
+      group.micro_batch = static_cast<int>(mb->as_int(1, 1 << 16));
+    read_recompute(map, group.recompute, group.recompute_layers);
+    if (auto zero = map.optional("zero_stage"))
+      group.zero_stage = static_cast<int>(zero->as_int(0, 3));
+    if (map.optional("schedule") || map.optional("virtual_stages")) {
+      Schedule schedule = plan.schedule;
+      int virtual_stages = plan.virtual_stages;
+      read_schedule(map, schedule, virtual_stages);
+      group.schedule = schedule;
+      group.virtual_stages = virtual_stages;
+    }
+    group.stages = read_stages(map.required("stages"));
+    map.done();
+    plan.replica_groups.push_back(std::move(group));
+  }
+  if (plan.replica_groups.size() < 2) {
+    field.fail_expected("at least two replica groups (one group is a plan's stages)");
+  }
+}
+
+// Each replica's gradient weight must be its samples over the global batch:
+// mb_g m_g / sum(dp_h mb_h m_h). Without `workload_micro_batch` a group whose micro-batch is
+// the workload's is unknown, unless every group's is (then it cancels): the check waits.
+void check_gradient_weights(const Plan& plan, std::optional<int> workload_micro_batch) {
+  std::vector<double> batch;  // each group's micro-batch, 1 when all are the workload's
+  const bool all_default =
+      !plan.micro_batch && std::none_of(plan.replica_groups.begin(), plan.replica_groups.end(),
+                                        [](const ReplicaGroupPlan& g) { return g.micro_batch; });
+  for (const ReplicaGroupPlan& group : plan.replica_groups) {
+    std::optional<int> mb = group.micro_batch ? group.micro_batch : plan.micro_batch;
+    if (!mb) mb = all_default ? 1 : workload_micro_batch;
+    if (!mb) return;
+    batch.push_back(*mb);
+  }
+  double samples = 0;
+  for (std::size_t g = 0; g < plan.replica_groups.size(); ++g) {
+    const ReplicaGroupPlan& group = plan.replica_groups[g];
+    samples += static_cast<double>(group.stages.front().dp) * batch[g] * group.micro_batches;
+  }
+  for (std::size_t g = 0; g < plan.replica_groups.size(); ++g) {
+    const ReplicaGroupPlan& group = plan.replica_groups[g];
+    const double mine = batch[g] * group.micro_batches;
+    const double expected = mine / samples;
+    if (std::abs(group.gradient_weight - expected) > 1e-6 * expected) {
+      std::ostringstream text;
+      text << "expected " << std::setprecision(9) << expected
+           << " (a replica's samples over all replicas' together: " << mine << " / " << samples
+           << "), got " << group.gradient_weight;
+      throw InputError(group.weight_location,
+                       "replica_groups[" + std::to_string(g) + "].gradient_weight", text.str());
+    }
+  }
+}
+
 Plan read_plan(const Field& root_field) {
   MapReader root(root_field);
   root.required("schema");
   Plan plan;
   plan.location = {root_field.file(), 0, 0};
   plan.name = root.required("name").as_identifier();
-  if (auto schedule = root.optional("schedule")) {
-    plan.schedule = static_cast<Schedule>(schedule->as_choice({"1f1b", "interleaved"}));
-  }
-  if (auto vpp = root.optional("virtual_stages")) {
-    plan.virtual_stages = static_cast<int>(vpp->as_int(1, 64));
-  }
-  if (plan.schedule == Schedule::one_f_one_b && plan.virtual_stages != 1) {
-    root.required("virtual_stages").fail_expected("1 with the 1f1b schedule (use interleaved)");
-  }
-  if (plan.schedule == Schedule::interleaved && plan.virtual_stages < 2) {
-    root.required("schedule")
-        .fail("expected virtual_stages of at least 2 with the interleaved schedule");
-  }
+  read_schedule(root, plan.schedule, plan.virtual_stages);
   if (auto mb = root.optional("micro_batch"))
     plan.micro_batch = static_cast<int>(mb->as_int(1, 1 << 16));
   read_recompute(root, plan.recompute, plan.recompute_layers);
@@ -65,28 +165,15 @@ Plan read_plan(const Field& root_field) {
     plan.scenario = made_for;
   }
 
-  const Field stages = root.required("stages");
-  for (const Field& element : stages.elements()) {
-    MapReader map(element);
-    PlanStage stage;
-    stage.location = element.location();
-    const Field island = map.required("island");
-    stage.island = island.as_identifier();
-    stage.island_location = island.location();
-    stage.first_layer = static_cast<int>(map.required("first_layer").as_int(0, 100000));
-    stage.num_layers = static_cast<int>(map.required("num_layers").as_int(1, 100000));
-    stage.tp = static_cast<int>(map.required("tp").as_int(1, 1024));
-    stage.dp = static_cast<int>(map.required("dp").as_int(1, 1 << 20));
-    if (auto ep = map.optional("ep")) {
-      stage.ep = static_cast<int>(ep->as_int(1, 1 << 20));
-      if (stage.dp % stage.ep != 0)
-        ep->fail_expected("a divisor of the stage's dp (" + std::to_string(stage.dp) + ")");
-    }
-    read_recompute(map, stage.recompute, stage.recompute_layers);
-    map.done();
-    plan.stages.push_back(std::move(stage));
+  const std::optional<Field> stages = root.optional("stages");
+  const std::optional<Field> groups = root.optional("replica_groups");
+  if (stages && groups) groups->fail("expected either stages or replica_groups, not both");
+  if (groups) {
+    read_replica_groups(*groups, plan);
+    check_gradient_weights(plan, std::nullopt);
+  } else {
+    plan.stages = read_stages(root.required("stages"));
   }
-  if (plan.stages.empty()) stages.fail_expected("at least one stage");
   // Provenance that `hetplan export` writes into plan JSON (docs/export.md#plan-json): not part
   // of the plan, so only its shape is checked.
   if (auto provenance = root.optional("export")) {
@@ -213,24 +300,29 @@ Plan load_plan(const std::string& path) {
   return parse_plan(read_text_file(path), path);
 }
 
-void check_plan_references(const Plan& plan, const Cluster& cluster, const Workload& workload) {
+namespace {
+
+// The stages of one pipeline against the cluster and the model; `path` prefixes each field
+// ("stages", or "replica_groups[1].stages").
+void check_stages(const std::vector<PlanStage>& stages, const std::string& path,
+                  int virtual_stages, const Cluster& cluster, const Workload& workload) {
   int next_layer = 0;
-  for (std::size_t i = 0; i < plan.stages.size(); ++i) {
-    const PlanStage& stage = plan.stages[i];
-    const std::string path = "stages[" + std::to_string(i) + "]";
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const PlanStage& stage = stages[i];
+    const std::string at = path + "[" + std::to_string(i) + "]";
     if (!cluster.find_island(stage.island)) {
-      throw InputError(stage.island_location, path + ".island",
+      throw InputError(stage.island_location, at + ".island",
                        "expected an island of cluster \"" + cluster.name + "\" (" +
                            island_names(cluster) + "), got \"" + stage.island + "\"");
     }
     if (stage.first_layer != next_layer) {
-      throw InputError(stage.location, path + ".first_layer",
+      throw InputError(stage.location, at + ".first_layer",
                        "expected " + std::to_string(next_layer) +
                            " (stages cover the layers in order, without gaps or overlaps), got " +
                            std::to_string(stage.first_layer));
     }
     if (stage.ep > 1 && (!workload.model.moe() || workload.model.experts % stage.ep != 0)) {
-      throw InputError(stage.location, path + ".ep",
+      throw InputError(stage.location, at + ".ep",
                        workload.model.moe()
                            ? "expected a divisor of the model's " +
                                  std::to_string(workload.model.experts) + " experts, got " +
@@ -238,21 +330,54 @@ void check_plan_references(const Plan& plan, const Cluster& cluster, const Workl
                            : "expected 1: the model has no experts, got " +
                                  std::to_string(stage.ep));
     }
-    if (stage.num_layers % plan.virtual_stages != 0) {
-      throw InputError(stage.location, path + ".num_layers",
-                       "expected a multiple of virtual_stages (" +
-                           std::to_string(plan.virtual_stages) + "), got " +
-                           std::to_string(stage.num_layers));
+    if (stage.num_layers % virtual_stages != 0) {
+      throw InputError(stage.location, at + ".num_layers",
+                       "expected a multiple of virtual_stages (" + std::to_string(virtual_stages) +
+                           "), got " + std::to_string(stage.num_layers));
     }
     next_layer += stage.num_layers;
   }
   if (next_layer != workload.model.layers) {
-    const PlanStage& last = plan.stages.back();
+    const PlanStage& last = stages.back();
     throw InputError(
-        last.location, "stages[" + std::to_string(plan.stages.size() - 1) + "].num_layers",
+        last.location, path + "[" + std::to_string(stages.size() - 1) + "].num_layers",
         "expected the stages to end at layer " + std::to_string(workload.model.layers) +
             " (the model's layer count), got " + std::to_string(next_layer));
   }
+}
+
+}  // namespace
+
+void check_plan_references(const Plan& plan, const Cluster& cluster, const Workload& workload) {
+  if (!plan.has_replica_groups()) {
+    check_stages(plan.stages, "stages", plan.virtual_stages, cluster, workload);
+    return;
+  }
+  long long samples = 0;
+  for (std::size_t g = 0; g < plan.replica_groups.size(); ++g) {
+    const ReplicaGroupPlan& group = plan.replica_groups[g];
+    check_stages(group.stages, "replica_groups[" + std::to_string(g) + "].stages",
+                 group.virtual_stages.value_or(plan.virtual_stages), cluster, workload);
+    const long long micro_batch =
+        group.micro_batch.value_or(plan.micro_batch.value_or(workload.training.micro_batch));
+    samples += group.stages.front().dp * micro_batch * group.micro_batches;
+  }
+  if (samples != workload.training.global_batch) {
+    throw InputError(plan.replica_groups.front().location, "replica_groups",
+                     "expected the groups' samples (dp x micro_batch x micro_batches, added up) "
+                     "to make the workload's global batch of " +
+                         std::to_string(workload.training.global_batch) + ", got " +
+                         std::to_string(samples));
+  }
+  check_gradient_weights(plan, workload.training.micro_batch);
+}
+
+void require_one_pipeline(const Plan& plan, std::string_view command) {
+  if (!plan.has_replica_groups()) return;
+  throw InputError(plan.replica_groups.front().location, "replica_groups",
+                   "expected a plan of one pipeline: " + std::string(command) +
+                       " does not take replica groups on different islands yet (hetplan eval "
+                       "takes them)");
 }
 
 Scenario load_scenario(const std::string& path) {

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <iomanip>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -53,14 +54,34 @@ std::string plan_yaml(const Plan& plan, const std::string& comment) {
   if (plan.recompute_layers) out << "recompute_layers: " << *plan.recompute_layers << "\n";
   if (plan.zero_stage) out << "zero_stage: " << *plan.zero_stage << "\n";
   if (plan.dtype) out << "dtype: " << to_string(*plan.dtype) << "\n";
-  out << "stages:\n";
-  for (const auto& stage : plan.stages) {
-    out << "  - {island: " << stage.island << ", first_layer: " << stage.first_layer
-        << ", num_layers: " << stage.num_layers << ", tp: " << stage.tp << ", dp: " << stage.dp;
-    if (stage.ep > 1) out << ", ep: " << stage.ep;
-    if (stage.recompute) out << ", recompute: " << to_string(*stage.recompute);
-    if (stage.recompute_layers) out << ", recompute_layers: " << *stage.recompute_layers;
-    out << "}\n";
+  auto stages = [&](const std::vector<PlanStage>& list, const std::string& indent) {
+    for (const auto& stage : list) {
+      out << indent << "- {island: " << stage.island << ", first_layer: " << stage.first_layer
+          << ", num_layers: " << stage.num_layers << ", tp: " << stage.tp << ", dp: " << stage.dp;
+      if (stage.ep > 1) out << ", ep: " << stage.ep;
+      if (stage.recompute) out << ", recompute: " << to_string(*stage.recompute);
+      if (stage.recompute_layers) out << ", recompute_layers: " << *stage.recompute_layers;
+      out << "}\n";
+    }
+  };
+  if (!plan.has_replica_groups()) {
+    out << "stages:\n";
+    stages(plan.stages, "  ");
+    return out.str();
+  }
+  out << "replica_groups:\n";
+  for (const ReplicaGroupPlan& group : plan.replica_groups) {
+    out << "  - micro_batches: " << group.micro_batches << "\n";
+    out << "    gradient_weight: " << std::setprecision(12) << group.gradient_weight << "\n";
+    if (group.micro_batch) out << "    micro_batch: " << *group.micro_batch << "\n";
+    if (group.recompute) out << "    recompute: " << to_string(*group.recompute) << "\n";
+    if (group.recompute_layers)
+      out << "    recompute_layers: " << *group.recompute_layers << "\n";
+    if (group.zero_stage) out << "    zero_stage: " << *group.zero_stage << "\n";
+    if (group.schedule) out << "    schedule: " << to_string(*group.schedule) << "\n";
+    if (group.virtual_stages) out << "    virtual_stages: " << *group.virtual_stages << "\n";
+    out << "    stages:\n";
+    stages(group.stages, "      ");
   }
   return out.str();
 }

@@ -143,6 +143,52 @@ std::vector<std::string> explain(const SearchResult& result) {
   } else if (!result.task_level && alone_best) {
     out.push_back("Mixing does not pay for one job: no cross-island plan is feasible.");
   }
+  // Data parallelism across chip types, where the cluster declares gradient paths: against the
+  // best plan for one job and against its fastest island alone (what the extra replicas join).
+  if (!result.mixed_data_parallel.empty()) {
+    const MixedDataParallelPlan& mixed = result.mixed_data_parallel.front();
+    const sim::MixedDataParallelStep& step = mixed.step;
+    std::string islands;
+    const RankedPlan* fastest_member = nullptr;
+    for (const auto& island : mixed.islands) {
+      islands += (islands.empty() ? "" : " + ") + island;
+      for (const auto& baseline : result.islands)
+        if (baseline.island == island && baseline.best &&
+            (!fastest_member || baseline.best->tokens_per_s > fastest_member->tokens_per_s))
+          fastest_member = &*baseline.best;
+    }
+    std::string sentence = "Replica groups on " + islands + " (" + mixed.flag + ") give " +
+                           num(step.tokens_per_s, 0) + " tokens/s on " +
+                           std::to_string(step.chips) + " chips, " +
+                           num(step.tokens_per_s / best->tokens_per_s, 2) +
+                           "x the best plan for one job";
+    if (fastest_member) {
+      sentence += " and " + num(step.tokens_per_s / fastest_member->tokens_per_s, 2) + "x " +
+                  fastest_member->islands.front() + " alone";
+    }
+    const double beat = fastest_member ? fastest_member->estimate.step_time_s
+                                       : best->estimate.step_time_s;
+    const sim::ReplicaGroupStep* slowest = nullptr;
+    for (const auto& group : step.groups)
+      if (!slowest || group.estimate.step_time_s > slowest->estimate.step_time_s) slowest = &group;
+    if (step.step_time_s < beat) {
+      sentence += ": the groups take " + num(step.slowest_group_s, 3) +
+                  " s and the gradient exchange between them adds " + num(step.exchange_s, 3) +
+                  " s, less than the extra replicas save";
+    } else if (step.slowest_group_s >= beat && slowest) {
+      sentence += ": before any exchange the groups already take " +
+                  num(step.slowest_group_s, 3) + " s against " + num(beat, 3) + " s; " +
+                  slowest->island + " pays " + num(slowest->fixed_s, 3) +
+                  " s per step whatever its share (pipeline fill and drain, its own gradient "
+                  "synchronisation, the optimizer step), which no share of the batch in the "
+                  "layouts tried makes up for";
+    } else {
+      sentence += ": the gradient exchange between the groups adds " + num(step.exchange_s, 3) +
+                  " s to the " + num(step.slowest_group_s, 3) +
+                  " s they take, more than the extra replicas save";
+    }
+    out.push_back(sentence + ".");
+  }
   return out;
 }
 

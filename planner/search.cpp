@@ -297,6 +297,161 @@ struct StopState {
   }
 };
 
+// A plan with replica groups from one-pipeline plans, one per group, and the shares the
+// balancing gave them: each group keeps its plan's settings; the dtype is the first's (the
+// step refuses groups of different dtypes).
+Plan replica_group_plan(const std::vector<const Plan*>& members,
+                        const sim::MixedDataParallelStep& step) {
+  Plan plan;
+  plan.name = "mixdp";
+  plan.dtype = members.front()->dtype;
+  for (std::size_t g = 0; g < members.size(); ++g) {
+    const Plan& own = *members[g];
+    plan.name += "-" + own.stages.front().island + "-dp" + std::to_string(own.stages.front().dp);
+    ReplicaGroupPlan group;
+    group.micro_batches = step.groups[g].micro_batches;
+    group.gradient_weight = step.groups[g].gradient_weight;
+    group.micro_batch = own.micro_batch;
+    group.recompute = own.recompute;
+    group.recompute_layers = own.recompute_layers;
+    group.zero_stage = own.zero_stage;
+    group.schedule = own.schedule;
+    group.virtual_stages = own.virtual_stages;
+    group.stages = own.stages;
+    plan.replica_groups.push_back(std::move(group));
+  }
+  return plan;
+}
+
+// Layouts tried per island for a replica group: its best plans alone of as many shapes
+// (tp per stage and dp), best first. Few, because every combination of the islands' layouts
+// is balanced.
+constexpr std::size_t kGroupLayoutsForPairs = 12;
+constexpr std::size_t kGroupLayoutsForRings = 5;
+
+// Data parallelism across chip types (docs/planner.md#mixed-data-parallel): for every pair of
+// islands with a declared gradient path, and for all islands together when the paths close a
+// ring, every combination of the islands' layouts (`layouts`, per island, best first, each
+// followed by its variants in the other `dtypes`) as the replica groups of one job, the batch shared so that they finish together; the fastest
+// combination of each set of islands is estimated in full and kept.
+void add_mixed_data_parallel(const Scenario& scenario, const SearchOptions& options,
+                             const std::vector<std::vector<Plan>>& layouts, std::size_t dtypes,
+                             SearchResult& result) {
+  const Cluster& cluster = scenario.cluster;
+  if (cluster.gradient_paths.empty()) return;
+  const std::size_t n = result.islands.size();
+  std::vector<std::vector<std::size_t>> candidates;  // island indices
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = a + 1; b < n; ++b)
+      if (cluster.gradient_path(result.islands[a].island, result.islands[b].island))
+        candidates.push_back({a, b});
+  if (n >= 3) {
+    bool ring = true;
+    for (std::size_t a = 0; a < n && ring; ++a)
+      ring = cluster.gradient_path(result.islands[a].island,
+                                   result.islands[(a + 1) % n].island) != nullptr;
+    if (ring) {
+      candidates.emplace_back();
+      for (std::size_t a = 0; a < n; ++a) candidates.back().push_back(a);
+    }
+  }
+  // Each layout's line, once.
+  std::vector<std::vector<sim::ReplicaGroupLine>> lines(n);
+  for (std::size_t i = 0; i < n; ++i)
+    for (const Plan& plan : layouts[i])
+      lines[i].push_back(sim::replica_group_line(cluster, scenario.workload, plan, options.estimate));
+  const double gradient_bytes =
+      sim::dp_sync_collectives(sim::step_settings(scenario.workload, Plan{}).training,
+                               scenario.workload.model.total_parameters())
+          .items[0]
+          .bytes;
+
+  for (const auto& members : candidates) {
+    std::string name;
+    for (std::size_t i : members) name += (name.empty() ? "" : " + ") + result.islands[i].island;
+    const std::size_t limit =
+        dtypes * (members.size() == 2 ? kGroupLayoutsForPairs : kGroupLayoutsForRings);
+    // The narrowest path of the ring and its slowest latency.
+    double bandwidth = std::numeric_limits<double>::infinity();
+    double latency = 0;
+    const std::size_t pairs = members.size() == 2 ? 1 : members.size();
+    for (std::size_t k = 0; k < pairs; ++k) {
+      const GradientPath* path = cluster.gradient_path(
+          result.islands[members[k]].island,
+          result.islands[members[(k + 1) % members.size()]].island);
+      bandwidth = std::min(bandwidth, path->bandwidth);
+      latency = std::max(latency, path->latency);
+    }
+    // Every combination of the members' feasible layouts: an odometer over their indices.
+    std::vector<std::size_t> index(members.size(), 0);
+    std::vector<std::size_t> count(members.size(), 0);
+    std::string why_none;
+    for (std::size_t m = 0; m < members.size(); ++m) {
+      count[m] = std::min(limit, lines[members[m]].size());
+      if (count[m] == 0 && why_none.empty()) {
+        const IslandBaseline& baseline = result.islands[members[m]];
+        why_none = baseline.island + " cannot train the job alone" +
+                   (baseline.why_not.empty() ? std::string() : ": " + baseline.why_not);
+      }
+    }
+    double best_step = std::numeric_limits<double>::infinity();
+    std::vector<std::size_t> best;
+    std::vector<models::ReplicaGroup> groups(members.size());
+    std::vector<int> nodes(members.size());
+    while (why_none.empty()) {
+      bool usable = true;
+      for (std::size_t m = 0; m < members.size() && usable; ++m) {
+        const sim::ReplicaGroupLine& line = lines[members[m]][index[m]];
+        usable = line.feasible && line.dtype == lines[members[0]][index[0]].dtype;
+        groups[m] = line.group;
+        nodes[m] = line.nodes;
+      }
+      if (usable) {
+        const models::BatchShares shares =
+            models::balance_batch(groups, scenario.workload.training.global_batch);
+        const double step =
+            shares.step_s + models::cross_group_exchange_s(gradient_bytes, nodes, bandwidth, latency);
+        if (shares.feasible && step < best_step) {
+          best_step = step;
+          best = index;
+        }
+      }
+      std::size_t m = 0;
+      while (m < members.size() && ++index[m] == count[m]) index[m++] = 0;
+      if (m == members.size()) break;
+    }
+    if (best.empty()) {
+      result.mixed_data_parallel_refused.push_back(
+          name + ": " + (why_none.empty() ? "no layouts of the islands share a dtype and make "
+                                            "the global batch together"
+                                          : why_none));
+      continue;
+    }
+    std::vector<const Plan*> chosen;
+    std::vector<Plan> plans;
+    for (std::size_t m = 0; m < members.size(); ++m) {
+      chosen.push_back(&layouts[members[m]][best[m]]);
+      plans.push_back(*chosen.back());
+    }
+    sim::MixedDataParallelStep step =
+        sim::estimate_mixed_data_parallel(cluster, scenario.workload, plans, options.estimate);
+    if (!step.feasible) {
+      result.mixed_data_parallel_refused.push_back(name + ": " + step.reasons.front());
+      continue;
+    }
+    MixedDataParallelPlan found;
+    found.plan = replica_group_plan(chosen, step);
+    found.flag = sim::cross_vendor_flag(step.path_kind);
+    for (std::size_t i : members) found.islands.push_back(result.islands[i].island);
+    found.step = std::move(step);
+    result.mixed_data_parallel.push_back(std::move(found));
+  }
+  std::stable_sort(result.mixed_data_parallel.begin(), result.mixed_data_parallel.end(),
+                   [](const MixedDataParallelPlan& a, const MixedDataParallelPlan& b) {
+                     return a.step.tokens_per_s > b.step.tokens_per_s;
+                   });
+}
+
 // The search. run() enumerates the settings and hands them out in batches of a fixed size; the
 // settings of a batch are searched on lanes — Searchers of their own, one per thread — each
 // against the incumbents as they stood before the batch, and what each setting found is merged
@@ -1674,6 +1829,35 @@ SearchResult Searcher::run() {
                          " separate jobs, one per island; no traffic between islands");
     pool.jobs = std::move(jobs);
     result.resource_pool = std::move(pool);
+  }
+
+  if (!cluster_.gradient_paths.empty()) {
+    // Each island's layouts for a replica group: its best plan alone of each shape, best first.
+    std::vector<std::vector<const Found*>> found(cluster_.islands.size());
+    for (const auto& [shape, plan] : best_by_shape_)
+      if (shape.mode == Mode::single_island && shape.islands.size() == 1)
+        found[static_cast<std::size_t>(shape.islands.front())].push_back(&plan);
+    // Replicas that exchange gradients share one dtype: each layout also in every dtype another
+    // island's layouts train in (the line says so where its chip cannot), right after it.
+    std::set<DType> dtypes;
+    for (const auto& list : found)
+      for (const Found* f : list) dtypes.insert(f->setting.dtype);
+    std::vector<std::vector<Plan>> layouts(cluster_.islands.size());
+    for (std::size_t i = 0; i < found.size(); ++i) {
+      std::stable_sort(found[i].begin(), found[i].end(),
+                       [](const Found* a, const Found* b) { return a->score < b->score; });
+      if (found[i].size() > kGroupLayoutsForPairs) found[i].resize(kGroupLayoutsForPairs);
+      for (const Found* f : found[i]) {
+        const Plan plan = to_plan(*f);
+        layouts[i].push_back(plan);
+        for (DType dtype : dtypes) {
+          if (dtype == f->setting.dtype) continue;
+          layouts[i].push_back(plan);
+          layouts[i].back().dtype = dtype;
+        }
+      }
+    }
+    add_mixed_data_parallel(scenario_, options_, layouts, dtypes.size(), result);
   }
 
   // The ranking: the best plan of each shape, the best of each mode even when it falls outside

@@ -14,6 +14,7 @@
 #include "core/scenario.hpp"
 #include "planner/progress.hpp"
 #include "sim/estimator.hpp"
+#include "sim/replica_groups.hpp"
 
 namespace hetplan::planner {
 
@@ -83,6 +84,16 @@ struct IslandBaseline {
   std::string why_not;
 };
 
+// Data parallelism across chip types (docs/planner.md#mixed-data-parallel): one job whose
+// replica groups run on islands with a declared gradient path between them, each group its
+// island's best plan alone, the global batch shared so that the groups finish together.
+struct MixedDataParallelPlan {
+  Plan plan;  // with replica_groups, the balanced shares and their gradient weights
+  sim::MixedDataParallelStep step;
+  std::vector<std::string> islands;
+  std::string flag;  // sim::cross_vendor_flag of its path
+};
+
 struct SearchResult {
   Objective objective = Objective::throughput;
   // Best first by the objective: the best plan of each shape (mode, islands, tp, dp) in the
@@ -91,6 +102,10 @@ struct SearchResult {
   std::vector<IslandBaseline> islands;
   std::optional<RankedPlan> resource_pool;
   std::optional<RankedPlan> task_level;
+  // Candidates only where the cluster declares gradient paths: the feasible ones, fastest
+  // first, and why the others cannot train the job ("ascend-910b + dcu-k100: ...").
+  std::vector<MixedDataParallelPlan> mixed_data_parallel;
+  std::vector<std::string> mixed_data_parallel_refused;
   std::vector<PassReport> passes;
   std::vector<PhaseReport> phases;
   std::size_t evaluations = 0;  // plans scored (layer split + assembly)

@@ -880,6 +880,14 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
 Estimate estimate_step(const Cluster& cluster, const Workload& workload, const Plan& plan,
                        const EstimateOptions& options) {
   Estimate out;
+  if (plan.stages.empty()) {
+    out.feasible = false;
+    out.reasons.push_back(plan.has_replica_groups()
+                              ? "the plan has replica groups on different islands: its step is "
+                                "that of the groups together (sim/replica_groups)"
+                              : "the plan has no stages");
+    return out;
+  }
   const StepSettings settings = step_settings(workload, plan);
   const TrainingSettings& training = settings.training;
   const int micro_batch = settings.micro_batch;

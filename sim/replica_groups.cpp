@@ -25,9 +25,45 @@ std::string first_reason(const Estimate& estimate) {
 
 }  // namespace
 
+ReplicaGroupLine replica_group_line(const Cluster& cluster, const Workload& workload,
+                                    const Plan& plan, const EstimateOptions& options) {
+  ReplicaGroupLine line;
+  if (plan.stages.empty()) {
+    line.reason = "it has no stages";
+    return line;
+  }
+  const StepSettings settings = step_settings(workload, plan);
+  line.island = plan.stages.front().island;
+  line.dtype = settings.training.dtype;
+  line.group.replicas = plan.stages.front().dp;
+  line.group.micro_batch = settings.micro_batch;
+  const int k =
+      plan.schedule == Schedule::interleaved ? static_cast<int>(plan.stages.size()) : 1;
+  line.group.multiple = k;
+  const Estimate one = estimate_share(cluster, workload, plan, line.group.micro_batch, k, options);
+  if (!one.feasible) {
+    line.reason = first_reason(one);
+    return line;
+  }
+  const Estimate two =
+      estimate_share(cluster, workload, plan, line.group.micro_batch, 2 * k, options);
+  line.group.per_micro_batch_s = (two.step_time_s - one.step_time_s) / k;
+  line.group.fixed_s = one.step_time_s - k * line.group.per_micro_batch_s;
+  const Island* island = cluster.find_island(line.island);
+  if (!island) {
+    line.reason = "the cluster has no island " + line.island;
+    return line;
+  }
+  for (const PlanStage& stage : plan.stages) line.chips += stage.tp * stage.dp;
+  line.nodes = (line.chips + island->chips_per_node - 1) / island->chips_per_node;
+  line.feasible = true;
+  return line;
+}
+
 MixedDataParallelStep estimate_mixed_data_parallel(const Cluster& cluster, const Workload& workload,
                                                    const std::vector<Plan>& groups,
-                                                   const EstimateOptions& options) {
+                                                   const EstimateOptions& options,
+                                                   const std::vector<int>* micro_batches) {
   MixedDataParallelStep out;
   auto reject = [&](std::string reason) { out.reasons.push_back(std::move(reason)); };
   if (groups.size() < 2) {
@@ -96,40 +132,53 @@ MixedDataParallelStep estimate_mixed_data_parallel(const Cluster& cluster, const
   // Each group's step as a line in its micro-batch count, from two estimates.
   std::vector<models::ReplicaGroup> balance;
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    const Plan& plan = groups[g];
-    ReplicaGroupStep step;
-    step.island = plan.stages.front().island;
-    step.replicas = plan.stages.front().dp;
-    step.micro_batch = settings[g].micro_batch;
-    step.granularity =
-        plan.schedule == Schedule::interleaved ? static_cast<int>(plan.stages.size()) : 1;
-    const int k = step.granularity;
-    const Estimate one = estimate_share(cluster, workload, plan, step.micro_batch, k, options);
-    if (!one.feasible) {
-      reject("replica group " + std::to_string(g) + " on " + step.island +
-             " cannot train the model: " + first_reason(one));
+    const ReplicaGroupLine line = replica_group_line(cluster, workload, groups[g], options);
+    if (!line.feasible) {
+      reject("replica group " + std::to_string(g) + " on " + line.island +
+             " cannot train the model: " + line.reason);
       continue;
     }
-    const Estimate two = estimate_share(cluster, workload, plan, step.micro_batch, 2 * k, options);
-    step.per_micro_batch_s = (two.step_time_s - one.step_time_s) / k;
-    step.fixed_s = one.step_time_s - k * step.per_micro_batch_s;
-    const Island& island = *cluster.find_island(step.island);
-    for (const PlanStage& stage : plan.stages) step.chips += stage.tp * stage.dp;
-    step.nodes = (step.chips + island.chips_per_node - 1) / island.chips_per_node;
+    ReplicaGroupStep step;
+    step.island = line.island;
+    step.replicas = line.group.replicas;
+    step.micro_batch = line.group.micro_batch;
+    step.granularity = line.group.multiple;
+    step.fixed_s = line.group.fixed_s;
+    step.per_micro_batch_s = line.group.per_micro_batch_s;
+    step.chips = line.chips;
+    step.nodes = line.nodes;
     out.chips += step.chips;
-    models::ReplicaGroup rg;
-    rg.replicas = step.replicas;
-    rg.micro_batch = step.micro_batch;
-    rg.fixed_s = step.fixed_s;
-    rg.per_micro_batch_s = step.per_micro_batch_s;
-    rg.multiple = k;
-    balance.push_back(rg);
+    balance.push_back(line.group);
     out.groups.push_back(std::move(step));
   }
   if (!out.reasons.empty()) return out;
 
   const int global_batch = workload.training.global_batch;
-  const models::BatchShares shares = models::balance_batch(balance, global_batch);
+  models::BatchShares shares;
+  if (micro_batches) {
+    long long samples = 0;
+    for (std::size_t g = 0; g < balance.size() && g < micro_batches->size(); ++g)
+      samples += static_cast<long long>(balance[g].replicas) * balance[g].micro_batch *
+                 (*micro_batches)[g];
+    if (micro_batches->size() != balance.size() || samples != global_batch) {
+      reject("the groups' shares (" + std::to_string(samples) +
+             " sequences) do not make the global batch of " + std::to_string(global_batch));
+      return out;
+    }
+    for (std::size_t g = 0; g < balance.size(); ++g) {
+      if ((*micro_batches)[g] % balance[g].multiple != 0) {
+        reject("replica group " + std::to_string(g) + " takes " +
+               std::to_string((*micro_batches)[g]) +
+               " micro-batches; the interleaved schedule needs a multiple of its " +
+               std::to_string(balance[g].multiple) + " stages");
+        return out;
+      }
+    }
+    shares.feasible = true;
+    shares.micro_batches = *micro_batches;
+  } else {
+    shares = models::balance_batch(balance, global_batch);
+  }
   if (!shares.feasible) {
     reject("no shares of the global batch (" + std::to_string(global_batch) +
            " sequences) add up over the groups' replicas and micro-batches");
@@ -177,6 +226,40 @@ MixedDataParallelStep estimate_mixed_data_parallel(const Cluster& cluster, const
   }
   out.feasible = true;
   return out;
+}
+
+std::string cross_vendor_flag(GradientPathKind kind) {
+  return std::string("cross-vendor all-reduce over a ") +
+         (kind == GradientPathKind::host_staged ? "host-staged" : "device RDMA") + " path";
+}
+
+std::vector<Plan> replica_group_plans(const Plan& plan) {
+  std::vector<Plan> out;
+  for (std::size_t g = 0; g < plan.replica_groups.size(); ++g) {
+    const ReplicaGroupPlan& own = plan.replica_groups[g];
+    Plan group = plan;
+    group.name = plan.name + "-group" + std::to_string(g);
+    group.replica_groups.clear();
+    group.stages = own.stages;
+    if (own.micro_batch) group.micro_batch = own.micro_batch;
+    if (own.recompute) {
+      group.recompute = own.recompute;
+      group.recompute_layers = own.recompute_layers;
+    }
+    if (own.zero_stage) group.zero_stage = own.zero_stage;
+    if (own.schedule) group.schedule = *own.schedule;
+    if (own.virtual_stages) group.virtual_stages = *own.virtual_stages;
+    out.push_back(std::move(group));
+  }
+  return out;
+}
+
+MixedDataParallelStep estimate_replica_groups(const Cluster& cluster, const Workload& workload,
+                                              const Plan& plan, const EstimateOptions& options) {
+  std::vector<int> shares;
+  for (const ReplicaGroupPlan& group : plan.replica_groups) shares.push_back(group.micro_batches);
+  return estimate_mixed_data_parallel(cluster, workload, replica_group_plans(plan), options,
+                                      &shares);
 }
 
 }  // namespace hetplan::sim

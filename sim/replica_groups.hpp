@@ -12,6 +12,7 @@
 #include "core/cluster.hpp"
 #include "core/plan.hpp"
 #include "core/workload.hpp"
+#include "models/batch_balance.hpp"
 #include "sim/estimator.hpp"
 
 namespace hetplan::sim {
@@ -32,6 +33,23 @@ struct ReplicaGroupStep {
   int nodes = 0;
   Estimate estimate;  // the group alone on its share of the batch, its own gradient sync included
 };
+
+// One group's step as a line in its micro-batch count: `group` (models::ReplicaGroup) holds
+// its replicas, micro-batch, the line's fixed part and slope (two estimates of the plan alone,
+// at k and 2k micro-batches per replica, k the schedule's granularity: the stages under the
+// interleaved schedule, else 1) and k; with its chips and nodes. Not feasible, with the first
+// reason, when the plan cannot train the model on its own.
+struct ReplicaGroupLine {
+  bool feasible = false;
+  std::string reason;
+  std::string island;
+  DType dtype = DType::bf16;
+  models::ReplicaGroup group;
+  int chips = 0;
+  int nodes = 0;
+};
+ReplicaGroupLine replica_group_line(const Cluster& cluster, const Workload& workload,
+                                    const Plan& plan, const EstimateOptions& options = {});
 
 struct MixedDataParallelStep {
   bool feasible = false;
@@ -56,8 +74,23 @@ struct MixedDataParallelStep {
 // the reasons, when the groups do not share a dtype, two share an island, the cluster declares
 // no gradient path between neighbouring groups, a group cannot train the model on its own, or
 // no shares of the global batch add up.
+// With `micro_batches` (one count per group, per replica), the groups take those shares instead
+// of the balanced ones; they must make the global batch.
 MixedDataParallelStep estimate_mixed_data_parallel(const Cluster& cluster, const Workload& workload,
                                                    const std::vector<Plan>& groups,
-                                                   const EstimateOptions& options = {});
+                                                   const EstimateOptions& options = {},
+                                                   const std::vector<int>* micro_batches = nullptr);
+
+// The flag that marks such a step wherever it is shown: "cross-vendor all-reduce over a
+// host-staged path" (or a device RDMA path).
+std::string cross_vendor_flag(GradientPathKind kind);
+
+// The groups of a plan with replica groups as plans of one pipeline each, with the plan's
+// settings (micro-batch, recompute, ZeRO stage, dtype, schedule) under each group's own.
+std::vector<Plan> replica_group_plans(const Plan& plan);
+
+// The step of a plan with replica groups, at the shares the plan states.
+MixedDataParallelStep estimate_replica_groups(const Cluster& cluster, const Workload& workload,
+                                              const Plan& plan, const EstimateOptions& options = {});
 
 }  // namespace hetplan::sim

@@ -40,6 +40,42 @@ TEST(Cli, EvalJsonCarriesTheDocumentedFields) {
               512.0 * 4096 * 1e-4);
 }
 
+// Replica groups on the Ascend and Cambricon islands (plans/default-replica-groups.yaml): the
+// step of both groups with their shares and the exchange over the declared host-staged path.
+TEST(Cli, EvalOfReplicaGroupsOnDifferentIslands) {
+  const CliRun text =
+      hetplan("eval scenarios/default.yaml --plan plans/default-replica-groups.yaml");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("2 replica groups on ascend-910b, mlu370, 384 chips"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("cross-vendor all-reduce over a host-staged path"), std::string::npos);
+  const CliRun run =
+      hetplan("eval scenarios/default.yaml --plan plans/default-replica-groups.yaml --json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const auto j = nlohmann::json::parse(run.out);
+  ASSERT_TRUE(j["feasible"].get<bool>()) << run.out;
+  ASSERT_EQ(j["replica_groups"].size(), 2u);
+  long long samples = 0;
+  for (const auto& group : j["replica_groups"]) samples += group["samples"].get<long long>();
+  EXPECT_EQ(samples, 512);
+  EXPECT_GT(j["cross_vendor_exchange_s"].get<double>(), 0.0);
+  EXPECT_NEAR(j["tokens_per_s"].get<double>() * j["step_time_s"].get<double>(), 512.0 * 4096,
+              512.0 * 4096 * 1e-4);
+  EXPECT_NEAR(j["step_time_s"].get<double>(),
+              j["slowest_group_s"].get<double>() + j["cross_vendor_exchange_s"].get<double>(),
+              1e-4 * j["step_time_s"].get<double>());
+}
+
+TEST(Cli, CommandsOfOnePipelineRefuseReplicaGroupsInOneLine) {
+  const CliRun run =
+      hetplan("simulate scenarios/default.yaml --plan plans/default-replica-groups.yaml");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.out.find("default-replica-groups.yaml:9:5: replica_groups: expected a plan of one "
+                         "pipeline: hetplan simulate does not take replica groups"),
+            std::string::npos)
+      << run.out;
+}
+
 TEST(Cli, SameInputsGiveByteIdenticalOutput) {
   const CliRun a = hetplan("eval scenarios/default.yaml --json");
   const CliRun b = hetplan("eval scenarios/default.yaml --json");

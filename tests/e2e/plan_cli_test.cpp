@@ -49,6 +49,16 @@ std::map<PlanKey, nlohmann::json> plans_to_write(const nlohmann::json& search) {
       plans[{rank, entry.at("name").get<std::string>()}] = entry;
     }
   }
+  // Replica groups on different islands follow, numbered on (their figures at the top level).
+  if (search.contains("mixed_data_parallel")) {
+    for (const auto& mixed : search.at("mixed_data_parallel").at("plans")) {
+      nlohmann::json entry = mixed;
+      entry["estimate"] = {{"step_time_s", mixed.at("step_time_s")},
+                           {"tokens_per_s", mixed.at("tokens_per_s")}};
+      entry["replica_groups_plan"] = true;
+      plans[{++rank, mixed.at("plan").get<std::string>()}] = entry;
+    }
+  }
   return plans;
 }
 
@@ -158,7 +168,10 @@ TEST(PlanCli, WrittenPlansReevaluateToTheRankedFigures) {
     const nlohmann::json ranked = found->second;
     expected.erase(found);
     const std::string path = folder.path() + "/" + file;
-    EXPECT_EQ(read_text(path).rfind("# Rank " + std::to_string(key.first) + " ", 0), 0u) << file;
+    const std::string lead = ranked.contains("replica_groups_plan")
+                                 ? "# Replica groups on different islands"
+                                 : "# Rank " + std::to_string(key.first) + " ";
+    EXPECT_EQ(read_text(path).rfind(lead, 0), 0u) << file;
 
     const CliRun eval = hetplan("eval scenarios/default.yaml --plan " + path + " --json");
     ASSERT_EQ(eval.exit_code, 0) << file << "\n" << eval.out;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "formats/loaders.hpp"
+#include "formats/writers.hpp"
 #include "tests/formats/test_support.hpp"
 
 namespace hetplan {
@@ -221,6 +222,118 @@ TEST_F(PlanReferences, LayersNotMultipleOfVirtualStages) {
       replaced(kPlan, "name: two-stage\n", "name: two-stage\nschedule: interleaved\nvirtual_stages: 3\n");
   EXPECT_EQ(check(text),
             "plan.yaml:6:5: stages[0].num_layers: expected a multiple of virtual_stages (3), got 16");
+}
+
+// Replica groups on different islands (docs/formats/plan.md#replica-groups): 256 sequences of
+// the workload's micro-batch of 1, as 4 x 48 on a100 and 8 x 8 on h100; each replica's weight
+// its samples over the 256.
+const std::string kGroups =
+    "schema: hetplan/plan/v1\n"                                                 // 1
+    "name: two-groups\n"                                                        // 2
+    "replica_groups:\n"                                                         // 3
+    "  - micro_batches: 48\n"                                                   // 4
+    "    gradient_weight: 0.1875\n"                                             // 5
+    "    stages:\n"                                                             // 6
+    "      - {island: a100, first_layer: 0, num_layers: 32, tp: 2, dp: 4}\n"    // 7
+    "  - micro_batches: 8\n"                                                    // 8
+    "    gradient_weight: 0.03125\n"                                            // 9
+    "    zero_stage: 1\n"                                                       // 10
+    "    stages:\n"                                                             // 11
+    "      - {island: h100, first_layer: 0, num_layers: 16, tp: 1, dp: 8}\n"    // 12
+    "      - {island: h100, first_layer: 16, num_layers: 16, tp: 1, dp: 8}\n";  // 13
+
+TEST(PlanErrors, ReplicaGroupsLoad) {
+  const Plan plan = parse_plan(kGroups, "plan.yaml");
+  EXPECT_TRUE(plan.stages.empty());
+  ASSERT_EQ(plan.replica_groups.size(), 2u);
+  EXPECT_EQ(plan.replica_groups[0].micro_batches, 48);
+  EXPECT_DOUBLE_EQ(plan.replica_groups[1].gradient_weight, 0.03125);
+  EXPECT_EQ(plan.replica_groups[1].zero_stage, 1);
+  EXPECT_FALSE(plan.replica_groups[0].zero_stage);
+  ASSERT_EQ(plan.replica_groups[1].stages.size(), 2u);
+  EXPECT_EQ(plan.replica_groups[1].stages[1].first_layer, 16);
+}
+
+// What plan_yaml writes reads back as the same plan.
+TEST(PlanErrors, ReplicaGroupsWriteAndReadBack) {
+  Plan plan = parse_plan(kGroups, "plan.yaml");
+  plan.replica_groups[0].schedule = Schedule::interleaved;
+  plan.replica_groups[0].virtual_stages = 2;
+  plan.replica_groups[0].micro_batch = 1;
+  const Plan again = parse_plan(formats::plan_yaml(plan), "again.yaml");
+  ASSERT_EQ(again.replica_groups.size(), 2u);
+  EXPECT_EQ(again.replica_groups[0].schedule, Schedule::interleaved);
+  EXPECT_EQ(again.replica_groups[0].virtual_stages, 2);
+  EXPECT_EQ(again.replica_groups[0].micro_batch, 1);
+  EXPECT_EQ(again.replica_groups[1].zero_stage, 1);
+  EXPECT_DOUBLE_EQ(again.replica_groups[0].gradient_weight, 0.1875);
+  EXPECT_EQ(again.replica_groups[1].stages.size(), 2u);
+  EXPECT_EQ(formats::plan_yaml(again), formats::plan_yaml(plan));
+}
+
+TEST(PlanErrors, ReplicaGroupsMistakes) {
+  EXPECT_EQ(plan_error(replaced(kGroups, "name: two-groups\n",
+                                "name: two-groups\nstages:\n  - {island: a100, first_layer: 0, "
+                                "num_layers: 32, tp: 1, dp: 1}\n")),
+            "plan.yaml:6:3: replica_groups: expected either stages or replica_groups, not both");
+  EXPECT_EQ(plan_error(kGroups.substr(0, kGroups.find("  - micro_batches: 8"))),
+            "plan.yaml:4:3: replica_groups: expected at least two replica groups (one group is a "
+            "plan's stages), got a list");
+  EXPECT_EQ(plan_error(replaced(kGroups, "gradient_weight: 0.03125", "gradient_weight: 0.0625")),
+            "plan.yaml:9:22: replica_groups[1].gradient_weight: expected 0.03125 (a replica's "
+            "samples over all replicas' together: 8 / 256), got 0.0625");
+  EXPECT_EQ(plan_error(replaced(kGroups, "    zero_stage: 1\n", "    schedule: interleaved\n")),
+            "plan.yaml:10:15: replica_groups[1].schedule: expected virtual_stages of at least 2 "
+            "with the interleaved schedule");
+  EXPECT_EQ(plan_error(replaced(kGroups, "    zero_stage: 1\n", "    dtype: fp16\n")),
+            "plan.yaml:10:5: replica_groups[1].dtype: unknown key");
+}
+
+// The group's own micro-batch counts in its samples: 4 x 48 x 1 and 8 x 8 x 2 make 320, so
+// the weights 48 / 320 and 16 / 320 are what a plan with it says.
+TEST(PlanErrors, ReplicaGroupWeightsCountTheGroupsMicroBatch) {
+  const std::string text = replaced(
+      replaced(replaced(kGroups, "    zero_stage: 1\n", "    micro_batch: 2\n"),
+               "gradient_weight: 0.1875", "gradient_weight: 0.15"),
+      "gradient_weight: 0.03125", "gradient_weight: 0.05");
+  EXPECT_EQ(plan_error(text), "<no error>");
+  // Without a micro-batch of its own the other group's is the workload's: the loader cannot
+  // check the weights yet, check_plan_references does.
+  EXPECT_EQ(plan_error(replaced(text, "gradient_weight: 0.05", "gradient_weight: 0.5")), "<no error>");
+}
+
+TEST_F(PlanReferences, ReplicaGroups) {
+  EXPECT_EQ(check(kGroups), "<no error>");
+  EXPECT_EQ(check(replaced(kGroups, "first_layer: 16, num_layers: 16", "first_layer: 16, num_layers: 8")),
+            "plan.yaml:13:9: replica_groups[1].stages[1].num_layers: expected the stages to end at "
+            "layer 32 (the model's layer count), got 24");
+  EXPECT_EQ(check(replaced(kGroups, "island: h100, first_layer: 0", "island: tpu, first_layer: 0")),
+            "plan.yaml:12:18: replica_groups[1].stages[0].island: expected an island of cluster "
+            "\"two-zone\" (a100, h100), got \"tpu\"");
+  // 4 x 40 + 8 x 8 = 224 sequences, not the workload's 256 (weights 40 / 224 and 8 / 224).
+  EXPECT_EQ(check(replaced(replaced(replaced(kGroups, "micro_batches: 48", "micro_batches: 40"),
+                                    "gradient_weight: 0.1875", "gradient_weight: 0.178571429"),
+                           "gradient_weight: 0.03125", "gradient_weight: 0.0357142857")),
+            "plan.yaml:4:5: replica_groups: expected the groups' samples (dp x micro_batch x "
+            "micro_batches, added up) to make the workload's global batch of 256, got 224");
+  // The weights against the workload's micro-batch, once it is known: 4 x 32 x 1 + 8 x 8 x 2.
+  const std::string own = replaced(
+      replaced(replaced(replaced(kGroups, "    zero_stage: 1\n", "    micro_batch: 2\n"),
+                        "gradient_weight: 0.1875", "gradient_weight: 0.125"),
+               "gradient_weight: 0.03125", "gradient_weight: 0.5"),
+      "micro_batches: 48", "micro_batches: 32");
+  EXPECT_EQ(check(own),
+            "plan.yaml:9:22: replica_groups[1].gradient_weight: expected 0.0625 (a replica's "
+            "samples over all replicas' together: 16 / 256), got 0.5");
+}
+
+TEST(PlanErrors, CommandsOfOnePipelineRefuseReplicaGroups) {
+  const Plan plan = parse_plan(kGroups, "plan.yaml");
+  EXPECT_EQ(input_error_of([&] { formats::require_one_pipeline(plan, "hetplan simulate"); }),
+            "plan.yaml:4:5: replica_groups: expected a plan of one pipeline: hetplan simulate does "
+            "not take replica groups on different islands yet (hetplan eval takes them)");
+  EXPECT_EQ(input_error_of([&] { formats::require_one_pipeline(parse_plan(kPlan, "p.yaml"), "x"); }),
+            "<no error>");
 }
 
 }  // namespace

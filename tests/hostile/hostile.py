@@ -315,6 +315,10 @@ def families(src, hetplan):
                       lambda case, p: [H + ["check", p], H + ["eval", scenario(case), "--plan", p, "--json"],
                                        H + ["export", p, "--scenario", scenario(case), "--to", "json", "--allow-unvalidated", "--out", os.path.join(case, "export")]],
                       in_tree("plans/default-reference.yaml")))
+    out.append(Family("plan with replica groups", ["plans/default-replica-groups.yaml"], mutate_yaml, 60,
+                      lambda case, p: [H + ["check", p], H + ["eval", scenario(case), "--plan", p, "--json"],
+                                       H + ["simulate", scenario(case), "--plan", p, "--json"]],
+                      in_tree("plans/default-replica-groups.yaml")))
     out.append(Family("hf config", ["workloads/hf/llama-2-70b/config.json"] + hf, mutate_json, 90,
                       lambda case, p: [H + ["check", p]], None))
     out.append(Family("hf config in a workload", ["workloads/hf/llama-2-70b/config.json"], mutate_json, 30,

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "formats/loaders.hpp"
+#include "formats/writers.hpp"
 #include "tests/support/llama.hpp"
 
 namespace hetplan::planner {
@@ -726,6 +727,101 @@ TEST(PlanSearchProgress, AStopMidwayKeepsTheBestPlansSoFar) {
     // Found among fewer settings: never better than the complete search's best.
     EXPECT_LE(ranked.tokens_per_s, best_job(full)->tokens_per_s * (1 + 1e-12));
   }
+}
+
+// Data parallelism across chip types: the default cluster declares a host-staged path between
+// its Ascend and Cambricon islands, so the search shows replica groups there, flagged; the plan
+// it shows, written and read back, is what `hetplan eval` estimates the same.
+TEST(PlanSearchMixedDataParallel, TheDefaultClusterShowsFlaggedReplicaGroups) {
+  const Scenario scenario =
+      formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/default.yaml");
+  const SearchResult result = search_plans(scenario);
+  ASSERT_EQ(result.mixed_data_parallel.size(), 1u);
+  const MixedDataParallelPlan& mixed = result.mixed_data_parallel.front();
+  EXPECT_EQ(mixed.islands, (std::vector<std::string>{"ascend-910b", "mlu370"}));
+  EXPECT_EQ(mixed.flag, "cross-vendor all-reduce over a host-staged path");
+  ASSERT_TRUE(mixed.step.feasible);
+  EXPECT_GT(mixed.step.exchange_s, 0);
+  ASSERT_EQ(mixed.plan.replica_groups.size(), 2u);
+  EXPECT_EQ(mixed.plan.replica_groups[0].stages.front().island, "ascend-910b");
+  EXPECT_EQ(mixed.plan.replica_groups[1].stages.front().island, "mlu370");
+
+  const Plan read = formats::parse_plan(formats::plan_yaml(mixed.plan), "mixed.yaml");
+  formats::check_plan_references(read, scenario.cluster, scenario.workload);
+  const auto again = sim::estimate_replica_groups(scenario.cluster, scenario.workload, read);
+  ASSERT_TRUE(again.feasible);
+  EXPECT_DOUBLE_EQ(again.step_time_s, mixed.step.step_time_s);
+  EXPECT_DOUBLE_EQ(again.exchange_s, mixed.step.exchange_s);
+
+  // The layouts it combined include each island's best alone: no worse than those two.
+  std::vector<Plan> bests;
+  for (const auto& baseline : result.islands)
+    if (baseline.island == "ascend-910b" || baseline.island == "mlu370")
+      bests.push_back(baseline.best->plan);
+  const auto of_bests =
+      sim::estimate_mixed_data_parallel(scenario.cluster, scenario.workload, bests);
+  ASSERT_TRUE(of_bests.feasible);
+  EXPECT_LE(mixed.step.step_time_s, of_bests.step_time_s * (1 + 1e-12));
+}
+
+// A 1.3B-class model on the default cluster with 4 Ascend nodes: the 16 Cambricon nodes joining
+// the Ascend job as replicas over a 400 Gbps device path beat the Ascend nodes alone, and over a
+// 1 Gbps host-staged path they do not; the explanation says which way and why.
+TEST(PlanSearchMixedDataParallel, AFastPathMakesItPayAndASlowOneDoesNot) {
+  Scenario scenario =
+      formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/default.yaml");
+  for (Island& island : scenario.cluster.islands)
+    if (island.name == "ascend-910b") island.nodes = island.free_nodes = 4;
+  ModelShape& model = scenario.workload.model;
+  model.layers = 24;
+  model.hidden = 2048;
+  model.heads = 16;
+  model.kv_heads = 16;
+  model.ffn = 5504;
+  model.vocab = 32000;
+  ASSERT_EQ(scenario.cluster.gradient_paths.size(), 1u);
+  auto ascend_alone = [](const SearchResult& result) {
+    for (const auto& baseline : result.islands)
+      if (baseline.island == "ascend-910b") return baseline.best->tokens_per_s;
+    return 0.0;
+  };
+  auto sentence = [](const SearchResult& result) {
+    for (const auto& line : explain(result))
+      if (line.rfind("Replica groups on", 0) == 0) return line;
+    return std::string();
+  };
+
+  GradientPath& path = scenario.cluster.gradient_paths.front();
+  path.kind = GradientPathKind::device_rdma;
+  path.bandwidth = 50e9;
+  path.latency = 10e-6;
+  const SearchResult fast = search_plans(scenario);
+  ASSERT_FALSE(fast.mixed_data_parallel.empty())
+      << (fast.mixed_data_parallel_refused.empty() ? "" : fast.mixed_data_parallel_refused.front());
+  EXPECT_GT(fast.mixed_data_parallel.front().step.tokens_per_s, ascend_alone(fast));
+  EXPECT_NE(sentence(fast).find("less than the extra replicas save"), std::string::npos)
+      << sentence(fast);
+  EXPECT_NE(sentence(fast).find("device RDMA"), std::string::npos);
+
+  path.kind = GradientPathKind::host_staged;
+  path.bandwidth = 0.125e9;
+  path.latency = 1e-3;
+  const SearchResult slow = search_plans(scenario);
+  ASSERT_FALSE(slow.mixed_data_parallel.empty());
+  EXPECT_LT(slow.mixed_data_parallel.front().step.tokens_per_s, ascend_alone(slow));
+  EXPECT_NE(sentence(slow).find("the gradient exchange between the groups adds"), std::string::npos)
+      << sentence(slow);
+  EXPECT_NE(sentence(slow).find("more than the extra replicas save"), std::string::npos);
+}
+
+// Without a declared path there is nothing to show.
+TEST(PlanSearchMixedDataParallel, OnlyWhereAPathIsDeclared) {
+  Scenario scenario =
+      formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/default.yaml");
+  scenario.cluster.gradient_paths.clear();
+  const SearchResult none = search_plans(scenario);
+  EXPECT_TRUE(none.mixed_data_parallel.empty());
+  EXPECT_TRUE(none.mixed_data_parallel_refused.empty());
 }
 
 }  // namespace
