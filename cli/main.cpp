@@ -139,11 +139,60 @@ hetplan::sim::Estimate runnable_estimate(const hetplan::Scenario& scenario,
                             "expected a plan that can run, got one that cannot: " + why);
 }
 
+// `hetplan simulate` of a plan with replica groups on different islands: each group's pipeline
+// on the fabric with its share of the batch, together where they can meet on a limiting link,
+// then the exchange between the groups over the declared path (docs/twin.md#replica-groups).
+int simulate_replica_groups(const hetplan::Scenario& scenario, const hetplan::Plan& plan,
+                            std::optional<std::uint64_t> seed, bool json) {
+  const auto step = hetplan::sim::estimate_replica_groups(scenario.cluster, scenario.workload, plan);
+  if (!step.feasible) {
+    std::string why;
+    for (const auto& reason : step.reasons) why += (why.empty() ? "" : "; ") + reason;
+    throw hetplan::InputError(plan.replica_groups.front().location, "replica_groups",
+                              "expected a plan that can run, got one that cannot: " + why);
+  }
+  hetplan::sim::TwinPoolInput pool;
+  pool.jobs = hetplan::sim::replica_group_twin_inputs(scenario.cluster, scenario.workload, plan,
+                                                      step, hetplan::sim::twin_options(scenario, seed));
+  const auto problems = hetplan::sim::check_twin_pool(pool);
+  if (!problems.empty()) {
+    throw SimulationFailure("plan " + plan.name + " cannot be simulated: " + problems.front());
+  }
+  std::vector<hetplan::sim::TwinResult> results;
+  const bool together = !hetplan::sim::shared_spines(pool).empty();
+  if (together) {
+    const auto outcome = hetplan::sim::twin::run_pool_worker(
+        pool, {hetplan::sim::twin::worker_beside_this_executable()});
+    if (!outcome.result) throw SimulationFailure(outcome.error);
+    results = outcome.result->jobs;
+  } else {
+    results = simulate_plans(pool.jobs);
+  }
+  const auto simulated =
+      hetplan::sim::replica_groups_simulation(scenario.workload, step, results, together);
+  if (json) {
+    std::cout << hetplan::cli::replica_groups_simulation_json(simulated, step, plan).dump(2)
+              << "\n";
+  } else {
+    std::cout << "scenario " << scenario.name << ": " << scenario.workload.name << " on "
+              << scenario.cluster.name << "\n";
+    std::cout << hetplan::cli::replica_groups_simulation_text(simulated, step, plan);
+  }
+  return 0;
+}
+
 int run_simulate(const std::string& scenario_path, const std::string& plan_path,
                  const std::string& trace_path, std::optional<std::uint64_t> seed, bool json) {
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
   const hetplan::Plan plan = plan_of(scenario, plan_path);
-  hetplan::formats::require_one_pipeline(plan, "hetplan simulate");
+  if (plan.has_replica_groups()) {
+    if (!trace_path.empty()) {
+      throw hetplan::InputError({trace_path, 0, 0}, "--trace",
+                                "expected no --trace with a plan of replica groups (a trace "
+                                "shows one pipeline)");
+    }
+    return simulate_replica_groups(scenario, plan, seed, json);
+  }
   const auto estimate =
       runnable_estimate(scenario, plan, plan_path.empty() ? scenario_path : plan_path);
   hetplan::sim::TwinOptions options = hetplan::sim::twin_options(scenario, seed);

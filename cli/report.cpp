@@ -200,4 +200,52 @@ nlohmann::ordered_json replica_groups_json(const sim::MixedDataParallelStep& ste
   return j;
 }
 
+std::string replica_groups_simulation_text(const sim::ReplicaGroupsSimulation& simulated,
+                                           const sim::MixedDataParallelStep& step,
+                                           const Plan& plan) {
+  std::string out = "plan " + plan.name + ": " + std::to_string(plan.replica_groups.size()) +
+                    " replica groups, " + std::to_string(step.chips) + " chips (" +
+                    sim::cross_vendor_flag(step.path_kind) + ")\n";
+  out += "simulated step " + fixed(simulated.step_time_s, 3) + " s (slowest group " +
+         fixed(simulated.slowest_group_s, 3) + " s on the fabric + exchange between groups " +
+         fixed(simulated.exchange_s, 3) + " s over the declared path, analytic)\n";
+  out += "analytic step  " + fixed(step.step_time_s, 3) + " s\n";
+  out += "tokens/s       " + fixed(simulated.tokens_per_s, 0) + " simulated, " +
+         fixed(step.tokens_per_s, 0) + " analytic\n";
+  out += std::string("the groups ") +
+         (simulated.together ? "ran together on one fabric: they share a limiting spine"
+                             : "share no limiting link: each was simulated alone") +
+         "\n";
+  out += "group  island               analytic s  simulated s\n";
+  for (std::size_t g = 0; g < step.groups.size() && g < simulated.group_step_s.size(); ++g) {
+    char line[256];
+    std::snprintf(line, sizeof line, "%-6zu %-20s %10.3f  %11.3f\n", g,
+                  step.groups[g].island.c_str(), step.groups[g].estimate.step_time_s,
+                  simulated.group_step_s[g]);
+    out += line;
+  }
+  return out;
+}
+
+nlohmann::ordered_json replica_groups_simulation_json(const sim::ReplicaGroupsSimulation& simulated,
+                                                      const sim::MixedDataParallelStep& step,
+                                                      const Plan& plan) {
+  nlohmann::ordered_json j;
+  j["plan"] = plan.name;
+  j["flag"] = sim::cross_vendor_flag(step.path_kind);
+  j["step_time_s"] = round6(simulated.step_time_s);
+  j["tokens_per_s"] = round6(simulated.tokens_per_s);
+  j["slowest_group_s"] = round6(simulated.slowest_group_s);
+  j["cross_vendor_exchange_s"] = round6(simulated.exchange_s);
+  j["together"] = simulated.together;
+  j["analytic_step_time_s"] = round6(step.step_time_s);
+  auto& groups = j["replica_groups"] = nlohmann::ordered_json::array();
+  for (std::size_t g = 0; g < step.groups.size() && g < simulated.group_step_s.size(); ++g) {
+    groups.push_back({{"island", step.groups[g].island},
+                      {"analytic_step_time_s", round6(step.groups[g].estimate.step_time_s)},
+                      {"simulated_step_time_s", round6(simulated.group_step_s[g])}});
+  }
+  return j;
+}
+
 }  // namespace hetplan::cli

@@ -26,5 +26,12 @@ nlohmann::ordered_json estimate_json(const sim::Estimate& estimate, const Plan& 
 std::string replica_groups_text(const sim::MixedDataParallelStep& step, const Plan& plan);
 nlohmann::ordered_json replica_groups_json(const sim::MixedDataParallelStep& step,
                                            const Plan& plan);
+// Its simulation (`hetplan simulate`), beside the analytic step.
+std::string replica_groups_simulation_text(const sim::ReplicaGroupsSimulation& simulated,
+                                           const sim::MixedDataParallelStep& step,
+                                           const Plan& plan);
+nlohmann::ordered_json replica_groups_simulation_json(const sim::ReplicaGroupsSimulation& simulated,
+                                                      const sim::MixedDataParallelStep& step,
+                                                      const Plan& plan);
 
 }  // namespace hetplan::cli

@@ -377,7 +377,7 @@ void require_one_pipeline(const Plan& plan, std::string_view command) {
   throw InputError(plan.replica_groups.front().location, "replica_groups",
                    "expected a plan of one pipeline: " + std::string(command) +
                        " does not take replica groups on different islands yet (hetplan eval "
-                       "takes them)");
+                       "and hetplan simulate take them)");
 }
 
 Scenario load_scenario(const std::string& path) {

@@ -1839,9 +1839,9 @@ SearchResult Searcher::run() {
         found[static_cast<std::size_t>(shape.islands.front())].push_back(&plan);
     // Replicas that exchange gradients share one dtype: each layout also in every dtype another
     // island's layouts train in (the line says so where its chip cannot), right after it.
-    std::set<DType> dtypes;
+    std::set<DType> group_dtypes;
     for (const auto& list : found)
-      for (const Found* f : list) dtypes.insert(f->setting.dtype);
+      for (const Found* f : list) group_dtypes.insert(f->setting.dtype);
     std::vector<std::vector<Plan>> layouts(cluster_.islands.size());
     for (std::size_t i = 0; i < found.size(); ++i) {
       std::stable_sort(found[i].begin(), found[i].end(),
@@ -1850,14 +1850,14 @@ SearchResult Searcher::run() {
       for (const Found* f : found[i]) {
         const Plan plan = to_plan(*f);
         layouts[i].push_back(plan);
-        for (DType dtype : dtypes) {
+        for (DType dtype : group_dtypes) {
           if (dtype == f->setting.dtype) continue;
           layouts[i].push_back(plan);
           layouts[i].back().dtype = dtype;
         }
       }
     }
-    add_mixed_data_parallel(scenario_, options_, layouts, dtypes.size(), result);
+    add_mixed_data_parallel(scenario_, options_, layouts, group_dtypes.size(), result);
   }
 
   // The ranking: the best plan of each shape, the best of each mode even when it falls outside

@@ -262,4 +262,38 @@ MixedDataParallelStep estimate_replica_groups(const Cluster& cluster, const Work
                                       &shares);
 }
 
+std::vector<TwinInput> replica_group_twin_inputs(const Cluster& cluster, const Workload& workload,
+                                                 const Plan& plan,
+                                                 const MixedDataParallelStep& step,
+                                                 const TwinOptions& options) {
+  const std::vector<Plan> groups = replica_group_plans(plan);
+  std::vector<TwinInput> out;
+  for (std::size_t g = 0; g < groups.size() && g < step.groups.size(); ++g) {
+    const ReplicaGroupStep& group = step.groups[g];
+    Workload share = workload;
+    share.training.global_batch = group.replicas * group.micro_batch * group.micro_batches;
+    out.push_back(make_twin_input(cluster, share, groups[g], group.estimate, options));
+  }
+  return out;
+}
+
+ReplicaGroupsSimulation replica_groups_simulation(const Workload& workload,
+                                                  const MixedDataParallelStep& step,
+                                                  const std::vector<TwinResult>& groups,
+                                                  bool together) {
+  ReplicaGroupsSimulation out;
+  out.together = together;
+  for (const TwinResult& result : groups) {
+    out.group_step_s.push_back(result.step_time_s);
+    out.slowest_group_s = std::max(out.slowest_group_s, result.step_time_s);
+  }
+  out.exchange_s = step.exchange_s;
+  out.step_time_s = out.slowest_group_s + out.exchange_s;
+  if (out.step_time_s > 0) {
+    out.tokens_per_s = static_cast<double>(workload.training.global_batch) *
+                       workload.training.seq_len / out.step_time_s;
+  }
+  return out;
+}
+
 }  // namespace hetplan::sim

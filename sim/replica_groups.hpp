@@ -14,6 +14,7 @@
 #include "core/workload.hpp"
 #include "models/batch_balance.hpp"
 #include "sim/estimator.hpp"
+#include "sim/twin_input.hpp"
 
 namespace hetplan::sim {
 
@@ -92,5 +93,28 @@ std::vector<Plan> replica_group_plans(const Plan& plan);
 // The step of a plan with replica groups, at the shares the plan states.
 MixedDataParallelStep estimate_replica_groups(const Cluster& cluster, const Workload& workload,
                                               const Plan& plan, const EstimateOptions& options = {});
+
+// The twin's view of a plan with replica groups (docs/twin.md#replica-groups): each group's
+// pipeline lowered with its share of the batch (`step` is estimate_replica_groups of `plan`), to
+// be simulated together on one fabric where they can meet on a limiting link, else each alone.
+std::vector<TwinInput> replica_group_twin_inputs(const Cluster& cluster, const Workload& workload,
+                                                 const Plan& plan,
+                                                 const MixedDataParallelStep& step,
+                                                 const TwinOptions& options = {});
+
+// The simulated step: the slowest group's simulated step, then the exchange between the groups
+// over the declared path, analytic (the twin's fabric has no hosts' network to carry it).
+struct ReplicaGroupsSimulation {
+  std::vector<double> group_step_s;  // simulated, per group
+  bool together = false;  // the groups ran on one fabric together (they share a limiting link)
+  double slowest_group_s = 0;
+  double exchange_s = 0;
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+};
+ReplicaGroupsSimulation replica_groups_simulation(const Workload& workload,
+                                                  const MixedDataParallelStep& step,
+                                                  const std::vector<TwinResult>& groups,
+                                                  bool together);
 
 }  // namespace hetplan::sim

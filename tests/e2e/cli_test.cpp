@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -67,13 +68,40 @@ TEST(Cli, EvalOfReplicaGroupsOnDifferentIslands) {
 }
 
 TEST(Cli, CommandsOfOnePipelineRefuseReplicaGroupsInOneLine) {
-  const CliRun run =
-      hetplan("simulate scenarios/default.yaml --plan plans/default-replica-groups.yaml");
+  const CliRun run = hetplan(
+      "export plans/default-replica-groups.yaml --scenario scenarios/default.yaml --to json "
+      "--allow-unvalidated --out " + std::string(testing::TempDir()) + "/replica-groups-export");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.out.find("default-replica-groups.yaml:9:5: replica_groups: expected a plan of one "
-                         "pipeline: hetplan simulate does not take replica groups"),
+                         "pipeline: hetplan export does not take replica groups"),
             std::string::npos)
       << run.out;
+}
+
+// The twin runs each group's pipeline with its share (the default fabric is non-blocking and
+// without variability, so within the 3% of one pipeline's agreement, docs/twin.md), then adds
+// the exchange over the declared path.
+TEST(Cli, SimulateOfReplicaGroupsMatchesTheAnalyticStep) {
+  const CliRun run =
+      hetplan("simulate scenarios/default.yaml --plan plans/default-replica-groups.yaml --json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const auto j = nlohmann::json::parse(run.out);
+  ASSERT_EQ(j["replica_groups"].size(), 2u);
+  double slowest = 0;
+  for (const auto& group : j["replica_groups"]) {
+    const double analytic = group["analytic_step_time_s"].get<double>();
+    const double simulated = group["simulated_step_time_s"].get<double>();
+    EXPECT_NEAR(simulated, analytic, 0.03 * analytic) << group.dump();
+    slowest = std::max(slowest, simulated);
+  }
+  EXPECT_NEAR(j["slowest_group_s"].get<double>(), slowest, 1e-5 * slowest);
+  EXPECT_NEAR(j["step_time_s"].get<double>(), slowest + j["cross_vendor_exchange_s"].get<double>(),
+              1e-5 * slowest);
+  EXPECT_GT(j["cross_vendor_exchange_s"].get<double>(), 0.0);
+  const CliRun traced = hetplan("simulate scenarios/default.yaml --plan "
+                                "plans/default-replica-groups.yaml --trace " +
+                                std::string(testing::TempDir()) + "/groups.json");
+  EXPECT_EQ(traced.exit_code, 2) << traced.out;
 }
 
 TEST(Cli, SameInputsGiveByteIdenticalOutput) {

@@ -329,9 +329,10 @@ TEST_F(PlanReferences, ReplicaGroups) {
 
 TEST(PlanErrors, CommandsOfOnePipelineRefuseReplicaGroups) {
   const Plan plan = parse_plan(kGroups, "plan.yaml");
-  EXPECT_EQ(input_error_of([&] { formats::require_one_pipeline(plan, "hetplan simulate"); }),
-            "plan.yaml:4:5: replica_groups: expected a plan of one pipeline: hetplan simulate does "
-            "not take replica groups on different islands yet (hetplan eval takes them)");
+  EXPECT_EQ(input_error_of([&] { formats::require_one_pipeline(plan, "hetplan export"); }),
+            "plan.yaml:4:5: replica_groups: expected a plan of one pipeline: hetplan export does "
+            "not take replica groups on different islands yet (hetplan eval and hetplan simulate "
+            "take them)");
   EXPECT_EQ(input_error_of([&] { formats::require_one_pipeline(parse_plan(kPlan, "p.yaml"), "x"); }),
             "<no error>");
 }
