@@ -180,7 +180,13 @@ class MainWindowTest : public QObject {
     QBarSet* stacks = bars(charts[3]);
     QVERIFY(tokens && chips && stacks);
     const std::size_t islands = expected.islands.size();
-    QCOMPARE(tokens->count(), static_cast<int>(islands + 2));
+    // The default cluster declares a gradient path: the best replica groups come after them.
+    QVERIFY(!expected.mixed_data_parallel.empty());
+    QCOMPARE(tokens->count(), static_cast<int>(islands + 3));
+    QCOMPARE(tokens->at(static_cast<int>(islands) + 2),
+             expected.mixed_data_parallel.front().step.tokens_per_s);
+    QCOMPARE(chips->at(static_cast<int>(islands) + 2),
+             static_cast<double>(expected.mixed_data_parallel.front().step.chips));
     for (std::size_t i = 0; i < islands; ++i) {
       const auto& best = expected.islands[i].best;
       QCOMPARE(tokens->at(static_cast<int>(i)), best ? best->tokens_per_s : 0.0);

@@ -927,6 +927,22 @@ void MainWindow::update_chart(const planner::SearchResult& result) {
   states.push_back(result.resource_pool ? &*result.resource_pool : nullptr);
   names << tr("task-level");
   states.push_back(result.task_level ? &*result.task_level : nullptr);
+  // Beside them, where the cluster declares gradient paths: the best replica groups on
+  // different islands (one job, data parallelism across chip types; no cost is priced).
+  std::optional<planner::RankedPlan> groups;
+  if (!result.mixed_data_parallel.empty()) {
+    const planner::MixedDataParallelPlan& mixed = result.mixed_data_parallel.front();
+    groups.emplace();
+    groups->tokens_per_s = mixed.step.tokens_per_s;
+    groups->chips = mixed.step.chips;
+    std::set<std::string> stacks;
+    for (const std::string& name : mixed.islands)
+      if (const Island* island = scenario_ ? scenario_->cluster.find_island(name) : nullptr)
+        stacks.insert(island->runtime.name);
+    groups->software_stacks = static_cast<int>(stacks.size());
+    names << tr("replica groups");
+    states.push_back(&*groups);
+  }
   auto one = [&](QChartView* view, const QString& title, const QString& label,
                  const std::function<std::optional<double>(const planner::RankedPlan&)>& figure) {
     auto* set = new QBarSet(label);
