@@ -772,13 +772,7 @@ TEST(PlanSearchMixedDataParallel, AFastPathMakesItPayAndASlowOneDoesNot) {
       formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/default.yaml");
   for (Island& island : scenario.cluster.islands)
     if (island.name == "ascend-910b") island.nodes = island.free_nodes = 4;
-  ModelShape& model = scenario.workload.model;
-  model.layers = 24;
-  model.hidden = 2048;
-  model.heads = 16;
-  model.kv_heads = 16;
-  model.ffn = 5504;
-  model.vocab = 32000;
+  test::shrink_to_1_3b(scenario.workload.model);
   ASSERT_EQ(scenario.cluster.gradient_paths.size(), 1u);
   auto ascend_alone = [](const SearchResult& result) {
     for (const auto& baseline : result.islands)

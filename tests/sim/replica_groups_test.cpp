@@ -9,6 +9,7 @@
 #include <string>
 
 #include "formats/loaders.hpp"
+#include "tests/support/llama.hpp"
 
 namespace hetplan::sim {
 namespace {
@@ -24,13 +25,7 @@ struct Site {
 // micro-batch) and one declared path between the Ascend and Hygon islands.
 Site setup(GradientPathKind kind, double bandwidth, double latency) {
   Scenario scenario = formats::load_scenario(kSource + "/scenarios/default.yaml");
-  ModelShape& model = scenario.workload.model;
-  model.layers = 24;
-  model.hidden = 2048;
-  model.heads = 16;
-  model.kv_heads = 16;
-  model.ffn = 5504;
-  model.vocab = 32000;
+  test::shrink_to_1_3b(scenario.workload.model);
   GradientPath path;
   path.island_a = "ascend-910b";
   path.island_b = "dcu-k100";

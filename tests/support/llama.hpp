@@ -20,6 +20,17 @@ inline ModelShape llama2_7b() {
   return m;
 }
 
+// A LLaMA of about 1.3B parameters in place of `m`'s dimensions (24 layers, 2,048 hidden, 16
+// heads, FFN 5,504, vocabulary 32,000), keeping its kind of layer.
+inline void shrink_to_1_3b(ModelShape& m) {
+  m.layers = 24;
+  m.hidden = 2048;
+  m.heads = 16;
+  m.kv_heads = 16;
+  m.ffn = 5504;
+  m.vocab = 32000;
+}
+
 // A small workload: 2,048 hidden, 16 heads, SwiGLU, RMSNorm, 2,048-token sequences in bf16,
 // one sequence per micro-batch.
 inline Workload small_llama(int layers, int global_batch) {
