@@ -219,10 +219,12 @@ std::string search_text(const planner::SearchResult& result, const Scenario& sce
     for (const auto& mixed : result.mixed_data_parallel) {
       const sim::MixedDataParallelStep& step = mixed.step;
       char line[512];
-      std::snprintf(line, sizeof line, "     %-60s %6d %8.3f %10.0f  [%s]\n",
+      const auto verdict = validation::plan_validation(ladder, mixed.plan);
+      std::snprintf(line, sizeof line, "     %-60s %6d %8.3f %10.0f  [%s]  %s\n",
                     mixed.plan.name.c_str(), step.chips, step.step_time_s, step.tokens_per_s,
-                    mixed.flag.c_str());
+                    mixed.flag.c_str(), verdict.validated ? "validated" : "UNVALIDATED");
       out += line;
+      for (const auto& missing : verdict.missing) out += "       ladder: " + missing + "\n";
       out += "       exposed cross-vendor exchange " + fixed(step.exchange_s, 3) + " s (" +
              fixed(step.exchange_bytes / (1ull << 30), 1) + " GiB of gradients at " +
              fixed(step.path_bandwidth * 8 / 1e9, 1) + " Gbps per node) after the slowest group's " +
@@ -301,6 +303,8 @@ nlohmann::ordered_json search_json(const planner::SearchResult& result, const Sc
     for (const auto& found : result.mixed_data_parallel) {
       nlohmann::ordered_json m = replica_groups_json(found.step, found.plan);
       m["islands"] = found.islands;
+      const auto verdict = validation::plan_validation(ladder, found.plan);
+      m["validation"] = {{"validated", verdict.validated}, {"missing", verdict.missing}};
       mixed.push_back(std::move(m));
     }
     j["mixed_data_parallel"] = {{"plans", mixed}, {"refused", result.mixed_data_parallel_refused}};

@@ -14,6 +14,8 @@ std::string_view to_string(LadderStep step) {
       return "boundary";
     case LadderStep::scale:
       return "scale";
+    case LadderStep::gradient_exchange:
+      return "gradient-exchange";
   }
   return "?";
 }

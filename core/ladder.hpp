@@ -2,7 +2,9 @@
 // before a plan on it is trusted (docs/formats/validation-record.md):
 //   1 single-card forward/backward and missing operators,
 //   2 same-vendor collectives and checkpoint save/restore,
-//   3 one cross-chip pipeline boundary (outputs and key gradients against a reference),
+//   3 one cross-chip pipeline boundary (outputs and key gradients against a reference), and for
+//     replicas on two chip types the gradient exchange between them (sample-weighted gradients
+//     summed over the pair against the whole batch's),
 //   4 scale.
 #pragma once
 
@@ -14,7 +16,7 @@
 
 namespace hetplan {
 
-enum class LadderStep { single_card, collectives, checkpoint, boundary, scale };
+enum class LadderStep { single_card, collectives, checkpoint, boundary, scale, gradient_exchange };
 
 struct LadderEntry {
   LadderStep step = LadderStep::single_card;
@@ -22,8 +24,8 @@ struct LadderEntry {
   std::string date;      // YYYY-MM-DD
   std::string evidence;  // a file (probe bundle, ladder evidence), resolved from the record
   std::string note;
-  std::string with_chip;          // boundary: the other side's chip profile id
-  SoftwareComponent with_runtime;  // boundary: the other side's runtime
+  std::string with_chip;          // boundary, gradient exchange: the other side's chip profile id
+  SoftwareComponent with_runtime;  // boundary, gradient exchange: the other side's runtime
   int chips = 0;                   // scale: chips in the run
   SourceLocation location;
 };

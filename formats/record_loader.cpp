@@ -47,12 +47,12 @@ ValidationRecord parse_validation_record(const std::string& text, const std::str
     LadderEntry entry;
     entry.location = element.location();
     entry.step = static_cast<LadderStep>(map.required("step").as_choice(
-        {"single-card", "collectives", "checkpoint", "boundary", "scale"}));
+        {"single-card", "collectives", "checkpoint", "boundary", "scale", "gradient-exchange"}));
     entry.passed = map.required("passed").as_bool();
     entry.date = read_date(map.required("date"));
     entry.evidence = resolve_relative(map.required("evidence").as_string(), file_name);
     if (auto note = map.optional("note")) entry.note = note->as_string();
-    if (entry.step == LadderStep::boundary) {
+    if (entry.step == LadderStep::boundary || entry.step == LadderStep::gradient_exchange) {
       MapReader with(map.required("with"));
       entry.with_chip = with.required("chip").as_identifier();
       entry.with_runtime = read_runtime(with.required("runtime"));

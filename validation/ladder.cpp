@@ -49,7 +49,8 @@ LadderReport ladder_state(const Cluster& cluster, const std::vector<ValidationRe
       if (base_chip(record.chip) != base_chip(chip.id) || !same_stack(record.runtime, island.runtime))
         continue;
       for (const auto& entry : record.entries)
-        if (entry.step != LadderStep::boundary) steps[entry.step].push_back(&entry);
+        if (entry.step != LadderStep::boundary && entry.step != LadderStep::gradient_exchange)
+          steps[entry.step].push_back(&entry);
     }
     auto passed = [&](LadderStep step) {
       const LadderEntry* e = latest(steps[step]);
@@ -71,33 +72,41 @@ LadderReport ladder_state(const Cluster& cluster, const std::vector<ValidationRe
       if (e->passed) state.scale_chips = std::max(state.scale_chips, e->chips);
     out.islands.push_back(std::move(state));
   }
-  // Boundaries between islands of different chips or software stacks, from either side.
+  // Boundaries and gradient exchanges between islands of different chips or software stacks,
+  // from either side's records.
+  auto pair_state = [&](LadderStep step, const Island& a, const Island& b) {
+    const std::string chip_a = base_chip(cluster.chip_of(a).id);
+    const std::string chip_b = base_chip(cluster.chip_of(b).id);
+    std::vector<const LadderEntry*> entries;
+    for (const auto& record : records) {
+      for (const auto& entry : record.entries) {
+        if (entry.step != step) continue;
+        const bool ab = base_chip(record.chip) == chip_a && same_stack(record.runtime, a.runtime) &&
+                        base_chip(entry.with_chip) == chip_b &&
+                        same_stack(entry.with_runtime, b.runtime);
+        const bool ba = base_chip(record.chip) == chip_b && same_stack(record.runtime, b.runtime) &&
+                        base_chip(entry.with_chip) == chip_a &&
+                        same_stack(entry.with_runtime, a.runtime);
+        if (ab || ba) entries.push_back(&entry);
+      }
+    }
+    BoundaryLadder state{a.name, b.name, false, ""};
+    if (const LadderEntry* e = latest(entries)) {
+      state.passed = e->passed;
+      state.evidence = e->evidence;
+    }
+    return state;
+  };
   for (std::size_t i = 0; i < cluster.islands.size(); ++i) {
     for (std::size_t j = i + 1; j < cluster.islands.size(); ++j) {
       const Island& a = cluster.islands[i];
       const Island& b = cluster.islands[j];
-      const std::string chip_a = base_chip(cluster.chip_of(a).id);
-      const std::string chip_b = base_chip(cluster.chip_of(b).id);
-      if (chip_a == chip_b && same_stack(a.runtime, b.runtime)) continue;
-      std::vector<const LadderEntry*> entries;
-      for (const auto& record : records) {
-        for (const auto& entry : record.entries) {
-          if (entry.step != LadderStep::boundary) continue;
-          const bool ab = base_chip(record.chip) == chip_a && same_stack(record.runtime, a.runtime) &&
-                          base_chip(entry.with_chip) == chip_b &&
-                          same_stack(entry.with_runtime, b.runtime);
-          const bool ba = base_chip(record.chip) == chip_b && same_stack(record.runtime, b.runtime) &&
-                          base_chip(entry.with_chip) == chip_a &&
-                          same_stack(entry.with_runtime, a.runtime);
-          if (ab || ba) entries.push_back(&entry);
-        }
-      }
-      BoundaryLadder boundary{a.name, b.name, false, ""};
-      if (const LadderEntry* e = latest(entries)) {
-        boundary.passed = e->passed;
-        boundary.evidence = e->evidence;
-      }
-      out.boundaries.push_back(std::move(boundary));
+      if (base_chip(cluster.chip_of(a).id) == base_chip(cluster.chip_of(b).id) &&
+          same_stack(a.runtime, b.runtime))
+        continue;
+      out.boundaries.push_back(pair_state(LadderStep::boundary, a, b));
+      if (cluster.gradient_path(a.name, b.name))
+        out.exchanges.push_back(pair_state(LadderStep::gradient_exchange, a, b));
     }
   }
   return out;
@@ -120,6 +129,13 @@ std::string ladder_text(const LadderReport& report) {
     out += "  " + b.a + " <-> " + b.b + ": " +
            (b.passed ? "passed (" + b.evidence + ")" : std::string("not validated")) + "\n";
   }
+  if (!report.exchanges.empty()) {
+    out += "gradient exchanges between replicas on two chip types (step 3)\n";
+    for (const auto& b : report.exchanges) {
+      out += "  " + b.a + " <-> " + b.b + ": " +
+             (b.passed ? "passed (" + b.evidence + ")" : std::string("not validated")) + "\n";
+    }
+  }
   return out;
 }
 
@@ -128,6 +144,9 @@ PlanValidation plan_validation(const LadderReport& ladder, const Plan& plan) {
   std::map<std::string, long long> chips;  // 64 bits: stages can sum past 2^31 chips
   for (const auto& stage : plan.stages)
     chips[stage.island] += static_cast<long long>(stage.tp) * stage.dp;
+  for (const auto& group : plan.replica_groups)
+    for (const auto& stage : group.stages)
+      chips[stage.island] += static_cast<long long>(stage.tp) * stage.dp;
   for (const auto& entry : chips) {
     // Named copies, not a structured binding: the lambda below captures the name (C++20 lets
     // it capture a binding, clang 14 does not).
@@ -157,6 +176,26 @@ PlanValidation plan_validation(const LadderReport& ladder, const Plan& plan) {
         });
     if (boundary != ladder.boundaries.end() && !boundary->passed)
       out.missing.push_back("boundary " + a + " -> " + b + " has not passed step 3");
+  }
+  // Replica groups: the gradient exchange between each group and the next (a ring; two
+  // groups, one pair), where they are on different chips or stacks (the pairs the ladder has
+  // boundaries for). Each group is one island's pipeline, so it crosses no boundary.
+  const std::size_t groups = plan.replica_groups.size();
+  std::set<std::pair<std::string, std::string>> exchanged;
+  auto pair_of = [](const std::vector<BoundaryLadder>& pairs, const std::string& a,
+                    const std::string& b) {
+    return std::find_if(pairs.begin(), pairs.end(), [&](const BoundaryLadder& x) {
+      return (x.a == a && x.b == b) || (x.a == b && x.b == a);
+    });
+  };
+  for (std::size_t g = 0; g < (groups == 2 ? 1 : groups); ++g) {
+    const std::string& a = plan.replica_groups[g].stages.front().island;
+    const std::string& b = plan.replica_groups[(g + 1) % groups].stages.front().island;
+    if (a == b || !exchanged.insert(std::minmax(a, b)).second) continue;
+    if (pair_of(ladder.boundaries, a, b) == ladder.boundaries.end()) continue;  // one vendor
+    const auto exchange = pair_of(ladder.exchanges, a, b);
+    if (exchange == ladder.exchanges.end() || !exchange->passed)
+      out.missing.push_back("gradient exchange " + a + " <-> " + b + " has not passed step 3");
   }
   out.validated = out.missing.empty();
   return out;

@@ -33,6 +33,9 @@ struct BoundaryLadder {
 struct LadderReport {
   std::vector<IslandLadder> islands;
   std::vector<BoundaryLadder> boundaries;  // every pair of islands on different chips or stacks
+  // Every pair of such islands with a declared gradient path: the exchange between replicas
+  // on the two (step 3 for replica groups on different islands).
+  std::vector<BoundaryLadder> exchanges;
 };
 
 LadderReport ladder_state(const Cluster& cluster, const std::vector<ValidationRecord>& records);

@@ -61,10 +61,13 @@ void expect_error(const std::string& text, const std::string& message) {
 TEST(ValidationRecords, BadRecordsNameTheField) {
   expect_error(k910b + "ladder:\n  - {step: smoke, passed: true, date: 2026-11-02, evidence: x}\n",
                "/records/r.yaml:5:12: ladder[0].step: expected one of single-card, collectives, "
-               "checkpoint, boundary or scale, got \"smoke\"");
+               "checkpoint, boundary, scale or gradient-exchange, got \"smoke\"");
   expect_error(k910b + "ladder:\n  - {step: scale, passed: true, date: 2/11/2026, evidence: x, chips: 8}\n",
                "/records/r.yaml:5:39: ladder[0].date: expected a date YYYY-MM-DD, got \"2/11/2026\"");
   expect_error(k910b + "ladder:\n  - {step: boundary, passed: true, date: 2026-11-02, evidence: x}\n",
+               "/records/r.yaml:5:5: ladder[0].with: missing required key");
+  expect_error(k910b + "ladder:\n  - {step: gradient-exchange, passed: true, date: 2026-11-02, "
+                       "evidence: x}\n",
                "/records/r.yaml:5:5: ladder[0].with: missing required key");
 }
 
@@ -110,6 +113,42 @@ TEST(Ladder, APlanNeedsItsIslandsAtStepTwoAndItsBoundariesAtStepThree) {
   solo.stages = {{"ascend-910b", 0, 80, 8, 4, {}, {}}};
   EXPECT_TRUE(plan_validation(ladder_state(scenario.cluster, {records[0]}), solo).validated);
   EXPECT_FALSE(plan_validation(ladder_state(scenario.cluster, {}), solo).validated);
+}
+
+const std::string kMlu = "chip: cambricon-mlu370-x8\nruntime: {name: Neuware, version: \"unknown\"}\n";
+
+// Replica groups on the Ascend and Cambricon islands (the default cluster declares a gradient
+// path between them): both islands at step 2, and the gradient exchange between them at step 3,
+// recorded from either side; a pipeline boundary between them is not the exchange.
+TEST(Ladder, ReplicaGroupsNeedTheirGradientExchangeAtStepThree) {
+  const Scenario scenario = formats::load_scenario(kScenario);
+  const Plan plan = formats::load_plan(std::string(HETPLAN_SOURCE_DIR) +
+                                       "/plans/default-replica-groups.yaml");
+  std::vector<ValidationRecord> records = {record(k910b + "ladder:\n" + steps("2026-11-02")),
+                                           record(kMlu + "ladder:\n" + steps("2026-11-02"))};
+  LadderReport ladder = ladder_state(scenario.cluster, records);
+  // Only the pair with a declared path has an exchange to validate.
+  ASSERT_EQ(ladder.exchanges.size(), 1u);
+  EXPECT_EQ(ladder.exchanges[0].a, "ascend-910b");
+  EXPECT_EQ(ladder.exchanges[0].b, "mlu370");
+  PlanValidation v = plan_validation(ladder, plan);
+  ASSERT_EQ(v.missing.size(), 1u) << v.missing[0];
+  EXPECT_EQ(v.missing[0], "gradient exchange ascend-910b <-> mlu370 has not passed step 3");
+  records.push_back(record(kMlu + "ladder:\n  - {step: boundary, passed: true, date: 2026-11-05, "
+                                  "evidence: b.json, with: {chip: ascend-910b, runtime: {name: "
+                                  "CANN, version: \"8.0.0\"}}}\n"));
+  EXPECT_FALSE(plan_validation(ladder_state(scenario.cluster, records), plan).validated);
+  records.push_back(record(kMlu + "ladder:\n  - {step: gradient-exchange, passed: true, date: "
+                                  "2026-11-06, evidence: g.json, with: {chip: ascend-910b, "
+                                  "runtime: {name: CANN, version: \"8.0.0\"}}}\n"));
+  ladder = ladder_state(scenario.cluster, records);
+  v = plan_validation(ladder, plan);
+  EXPECT_TRUE(v.validated) << (v.missing.empty() ? "" : v.missing[0]);
+  EXPECT_NE(ladder_text(ladder).find("gradient exchanges between replicas on two chip types"),
+            std::string::npos);
+  // Without the Cambricon island's own steps the plan waits on them too.
+  v = plan_validation(ladder_state(scenario.cluster, {records[0], records[3]}), plan);
+  EXPECT_FALSE(v.validated);
 }
 
 }  // namespace

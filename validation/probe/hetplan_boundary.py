@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""hetplan ladder evidence: collectives, checkpoint round trip, one cross-chip pipeline boundary.
+"""hetplan ladder evidence: collectives, checkpoint round trip, one cross-chip pipeline boundary,
+the gradient exchange between replicas on two chip types.
 
 A plan is trusted only after it has climbed a validation ladder: (1) single-card forward and
 backward and operator coverage (hetplan_probe.py), (2) same-vendor collectives and checkpoint
@@ -12,7 +13,9 @@ repository, section "Ladder evidence"). Copy it next to hetplan_probe.py (it imp
     python3 hetplan_boundary.py --check checkpoint  --out EVIDENCE.json [--backend B]
     python3 hetplan_boundary.py --check boundary    --out EVIDENCE.json \\
         [--first-backend B1] [--second-backend B2] [--split K] [--inject-error E]
-    # the boundary across two nodes: the same command on both, plus
+    python3 hetplan_boundary.py --check gradient-exchange --out EVIDENCE.json \\
+        [--first-backend B1] [--second-backend B2] [--equal-weights]
+    # the boundary (or the exchange) across two nodes: the same command on both, plus
     #     --init tcp://HOST0:PORT --world 2 --rank 0   (on the node of the first stage)
     #     --init tcp://HOST0:PORT --world 2 --rank 1   (on the node of the second stage)
 
@@ -39,7 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hetplan_probe as probe  # noqa: E402  (the probe's backends, model and atomic writer)
 
 SCHEMA = "hetplan/ladder-evidence/v1"
-CHECKS = ("collectives", "checkpoint", "boundary")
+CHECKS = ("collectives", "checkpoint", "boundary", "gradient-exchange")
 DEFAULT_TOLERANCE = {"fp32": 1e-4, "bf16": 2e-2, "fp16": 2e-2}
 # Sizes (elements) of the collective checks: an odd small one, one that is not a power of two,
 # 1 MiB of fp32; accelerators add 64 MiB.
@@ -801,6 +804,162 @@ def check_boundary(torch, args):
 
 
 # --------------------------------------------------------------------------------------------
+# The gradient exchange between replicas on two chip types (data parallelism across chip
+# types): each replica runs its own, uneven share of one batch, scales its gradient by its
+# samples over the batch, and the two sum them through host memory (gloo). The sum must be the
+# whole batch's gradient (docs/models/mixed-data-parallel.md of the hetplan repository).
+
+# The batch's sequences and the first replica's share of them: uneven, so that weighting the
+# replicas alike instead of by their samples gives another gradient.
+EXCHANGE_BATCH = 3
+EXCHANGE_FIRST_SHARE = 2
+EXCHANGE_KEY_PARAMETERS = ("embed.weight", "layers.0.q.weight", "norm.weight", "head.weight")
+
+
+def exchange_rank(rank, init, world, args, backend_index):
+    """One replica of the gradient-exchange check. Rank 0 returns its part of the evidence."""
+    import torch
+    import torch.distributed as dist
+    if world != 2:
+        raise CheckError("the gradient-exchange check has exactly 2 ranks (--world 2)")
+    name = args.first_backend if rank == 0 else args.second_backend
+    backend = open_backend(torch, name, backend_index)
+    log(f"rank {rank}: {name} ({backend.device}), joining {init}")
+    init_group(dist, "gloo", init, rank, world, args.timeout)
+    _, SmallLM = probe.build_model_classes(torch)
+    kernel = kernel_of(torch)
+    part = _exchange_replica(torch, dist, rank, backend, SmallLM, kernel, args)
+    dist.destroy_process_group()
+    return part
+
+
+def _exchange_replica(torch, dist, rank, backend, SmallLM, kernel, args):
+    if rank == 0:
+        cfg = model_config(args, [args.first_backend, args.second_backend])
+        spec = {"cfg": cfg, "dtype": args.dtype, "seed": args.seed,
+                "equal_weights": args.equal_weights}
+        send_json(torch, dist, spec, 1)
+        peer = recv_json(torch, dist, 1)
+    else:
+        spec = recv_json(torch, dist, 0)  # rank 0's options rule the run
+        send_json(torch, dist, {"backend": describe_backend(backend), "host": host_of(torch),
+                                "device": str(backend.device)}, 0)
+        cfg = spec["cfg"]
+    dt = probe.torch_dtype(torch, spec["dtype"])
+    device = backend.device
+    # One master copy of the weights and one batch, made on rank 0 from the seed and sent, so
+    # that both replicas hold exactly the reference's even with different torch builds.
+    torch.manual_seed(spec["seed"] + (0 if rank == 0 else 1000003))
+    master = SmallLM(cfg, kernel)
+    params = dict(master.named_parameters())
+    shape = (EXCHANGE_BATCH, cfg["seq"] + 1)
+    if rank == 0:
+        for tensor in params.values():
+            send_tensor(torch, dist, tensor, 1)
+        data = torch.randint(0, cfg["vocab"], shape,
+                             generator=torch.Generator().manual_seed(spec["seed"] + 1))
+        send_tensor(torch, dist, data, 1)
+    else:
+        with torch.no_grad():
+            for pname, tensor in params.items():
+                tensor.copy_(recv_tensor(torch, dist, tuple(tensor.shape), torch.float32, 0))
+        data = recv_tensor(torch, dist, shape, torch.int64, 0)
+    mine = slice(0, EXCHANGE_FIRST_SHARE) if rank == 0 else slice(EXCHANGE_FIRST_SHARE, None)
+    samples = EXCHANGE_FIRST_SHARE if rank == 0 else EXCHANGE_BATCH - EXCHANGE_FIRST_SHARE
+    weight = 0.5 if spec["equal_weights"] else samples / EXCHANGE_BATCH
+
+    head_dim = cfg["hidden"] // cfg["heads"]
+    cos, sin = probe.rotary_tables(torch, cfg["seq"], head_dim, dt, device)
+
+    def gradients(model, rows):
+        """The mean loss over `rows` of the batch and the gradients of every parameter."""
+        tokens = data[rows, :-1].to(device)
+        targets = data[rows, 1:].to(device)
+        x = model.embed(tokens)
+        for layer in model.layers:
+            x = layer(x, cos, sin)
+        loss = lm_loss(torch, model.head(model.norm(x)), targets, cfg["vocab"])
+        loss.backward()
+        backend.sync()
+        return loss, {n: p.grad for n, p in model.named_parameters()}
+
+    # This replica's mean gradient over its own samples, weighted, summed with the other's
+    # through host memory in fp32.
+    replica = copy.deepcopy(master).to(device=device, dtype=dt)
+    start = time.perf_counter()
+    _, local = gradients(replica, mine)
+    exchanged = {}
+    for pname in params:
+        host = local[pname].detach().to("cpu", torch.float32) * weight
+        dist.all_reduce(host, op=dist.ReduceOp.SUM)
+        exchanged[pname] = host
+    seconds = time.perf_counter() - start
+    if rank == 1:
+        return None
+
+    # The reference: the whole batch's mean gradient, one model in one process.
+    reference = copy.deepcopy(master).to(device=device, dtype=dt)
+    loss_ref, ref = gradients(reference, slice(0, EXCHANGE_BATCH))
+    tolerance = tolerance_of(args)
+    results = [compare(torch, f"gradient of {pname}, exchanged between the replicas",
+                       exchanged[pname], ref[pname], tolerance)
+               for pname in EXCHANGE_KEY_PARAMETERS]
+    notes = [
+        describe_model(cfg, spec["dtype"]),
+        f"replica 0 (rank 0, {backend.name} {device}): sequences 0..{EXCHANGE_FIRST_SHARE - 1} "
+        f"of a batch of {EXCHANGE_BATCH}; replica 1 (rank 1, {peer['backend']['backend']} "
+        f"{peer['device']}): sequences {EXCHANGE_FIRST_SHARE}..{EXCHANGE_BATCH - 1}",
+        "each replica's gradient is the mean over its own sequences, scaled by "
+        + ("1/2 (replicas alike)" if spec["equal_weights"] else
+           "its sequences over the batch's (sample-weighted)")
+        + ", and the two are summed through host memory with torch.distributed gloo "
+          "all_reduce in fp32",
+        f"reference: the whole batch's mean gradient, the same weights (one master copy from "
+        f"seed {spec['seed']}) as one model in one process on {backend.name} {device}; loss "
+        f"{float(loss_ref.item()):.6f}",
+        "max_rel_error = max |exchanged - reference| / max |reference|, per tensor",
+        f"replica 1 host {peer['host']['hostname']}, torch {peer['host']['torch']}",
+        f"times: replica 0 forward, backward and exchange {seconds:.2f} s",
+    ]
+    if spec["equal_weights"]:
+        notes.append("NEGATIVE CONTROL: --equal-weights scales both replicas by 1/2 although "
+                     f"they ran {EXCHANGE_FIRST_SHARE} and "
+                     f"{EXCHANGE_BATCH - EXCHANGE_FIRST_SHARE} sequences: the check is "
+                     "expected to fail")
+    return [describe_backend(backend), peer["backend"]], results, notes
+
+
+def _exchange_worker(rank, init, workdir, args, indices):
+    part = exchange_rank(rank, init, 2, args, indices[rank])
+    if rank == 0:
+        write_rank_result(workdir, 0, {"backends": part[0], "results": part[1],
+                                       "notes": part[2]})
+
+
+def check_gradient_exchange(torch, args):
+    start = time.perf_counter()
+    if not args.init or args.rank == 0:
+        model_config(args, [args.first_backend, args.second_backend])
+    if args.init:
+        part = exchange_rank(args.rank, args.init, args.world, args, 0)
+        if part is None:
+            return None
+        backends, results, notes = part
+    else:
+        for name in (args.first_backend, args.second_backend):
+            open_backend(torch, name)
+        indices = boundary_indices(torch, args)
+        ranks = run_spawned(_exchange_worker, 2, (args, indices), args.timeout)
+        if ranks[0] is None:
+            raise RuntimeError("rank 0 wrote no result")
+        backends, results, notes = ranks[0]["backends"], ranks[0]["results"], ranks[0]["notes"]
+        notes = notes + ["the 2 ranks ran on this node (torch.multiprocessing spawn, file:// "
+                         "rendezvous)"]
+    notes.append(f"the check took {time.perf_counter() - start:.1f} s")
+    return backends, results, notes
+
+
+# --------------------------------------------------------------------------------------------
 # Command line
 
 
@@ -830,7 +989,12 @@ def parse_args(argv):
     parser.add_argument("--inject-error", type=float, default=0.0, metavar="E",
                         help="boundary negative control: perturb the boundary activation on "
                              "rank 1 by up to E x its max magnitude, so that the check fails")
-    parser.add_argument("--init", help="boundary: a torch.distributed init method shared by the "
+    parser.add_argument("--equal-weights", action="store_true",
+                        help="gradient-exchange negative control: scale both replicas' "
+                             "gradients by 1/2 instead of by their samples, so that the check "
+                             "fails")
+    parser.add_argument("--init", help="boundary, gradient-exchange: a torch.distributed init "
+                        "method shared by the "
                         "two ranks started by hand, e.g. tcp://HOST:PORT; without it both "
                         "ranks are spawned on this node")
     parser.add_argument("--rank", type=int, help="with --init: this process's rank, 0 or 1")
@@ -851,10 +1015,12 @@ def parse_args(argv):
         parser.error("--seed: expected a non-negative integer")
     if args.timeout < 1:
         parser.error("--timeout: expected a positive number of seconds")
+    if args.equal_weights and args.check != "gradient-exchange":
+        parser.error("--equal-weights is for --check gradient-exchange")
     if args.init:
-        if args.check != "boundary":
-            parser.error("--init is for --check boundary (collectives and checkpoint run on "
-                         "this node)")
+        if args.check not in ("boundary", "gradient-exchange"):
+            parser.error("--init is for --check boundary or gradient-exchange (collectives and "
+                         "checkpoint run on this node)")
         if args.world != 2 or args.rank not in (0, 1):
             parser.error("--init needs --world 2 and --rank 0 or 1")
     elif args.rank is not None:
@@ -876,7 +1042,7 @@ def main(argv=None):
         return 2
     host = host_of(torch)
     check = {"collectives": check_collectives, "checkpoint": check_checkpoint,
-             "boundary": check_boundary}[args.check]
+             "boundary": check_boundary, "gradient-exchange": check_gradient_exchange}[args.check]
     log(f"check {args.check}, {args.dtype}, torch {host['torch']} on {host['hostname']}")
     backends, results, notes, error = [], [], [], None
     try:
@@ -894,8 +1060,8 @@ def main(argv=None):
               file=sys.stderr)
     if not backends:
         try:
-            names = ([args.first_backend, args.second_backend] if args.check == "boundary"
-                     else [args.backend])
+            names = ([args.first_backend, args.second_backend]
+                     if args.check in ("boundary", "gradient-exchange") else [args.backend])
             backends = [describe_backend(open_backend(torch, n)) for n in names]
         except Exception:
             backends = []
