@@ -139,18 +139,13 @@ hetplan::sim::Estimate runnable_estimate(const hetplan::Scenario& scenario,
                             "expected a plan that can run, got one that cannot: " + why);
 }
 
-// `hetplan simulate` of a plan with replica groups on different islands: each group's pipeline
-// on the fabric with its share of the batch, together where they can meet on a limiting link,
-// then the exchange between the groups over the declared path (docs/twin.md#replica-groups).
-int simulate_replica_groups(const hetplan::Scenario& scenario, const hetplan::Plan& plan,
-                            std::optional<std::uint64_t> seed, bool json) {
-  const auto step = hetplan::sim::estimate_replica_groups(scenario.cluster, scenario.workload, plan);
-  if (!step.feasible) {
-    std::string why;
-    for (const auto& reason : step.reasons) why += (why.empty() ? "" : "; ") + reason;
-    throw hetplan::InputError(plan.replica_groups.front().location, "replica_groups",
-                              "expected a plan that can run, got one that cannot: " + why);
-  }
+// A plan with replica groups on the twin: each group's pipeline on the fabric with its share of
+// the batch, together where they can meet on a limiting link, then the exchange between the
+// groups over the declared path (docs/twin.md#replica-groups). `step` is its estimate.
+hetplan::sim::ReplicaGroupsSimulation simulate_groups(const hetplan::Scenario& scenario,
+                                                      const hetplan::Plan& plan,
+                                                      const hetplan::sim::MixedDataParallelStep& step,
+                                                      std::optional<std::uint64_t> seed) {
   hetplan::sim::TwinPoolInput pool;
   pool.jobs = hetplan::sim::replica_group_twin_inputs(scenario.cluster, scenario.workload, plan,
                                                       step, hetplan::sim::twin_options(scenario, seed));
@@ -168,8 +163,20 @@ int simulate_replica_groups(const hetplan::Scenario& scenario, const hetplan::Pl
   } else {
     results = simulate_plans(pool.jobs);
   }
-  const auto simulated =
-      hetplan::sim::replica_groups_simulation(scenario.workload, step, results, together);
+  return hetplan::sim::replica_groups_simulation(scenario.workload, step, results, together);
+}
+
+// `hetplan simulate` of a plan with replica groups on different islands.
+int simulate_replica_groups(const hetplan::Scenario& scenario, const hetplan::Plan& plan,
+                            std::optional<std::uint64_t> seed, bool json) {
+  const auto step = hetplan::sim::estimate_replica_groups(scenario.cluster, scenario.workload, plan);
+  if (!step.feasible) {
+    std::string why;
+    for (const auto& reason : step.reasons) why += (why.empty() ? "" : "; ") + reason;
+    throw hetplan::InputError(plan.replica_groups.front().location, "replica_groups",
+                              "expected a plan that can run, got one that cannot: " + why);
+  }
+  const auto simulated = simulate_groups(scenario, plan, step, seed);
   if (json) {
     std::cout << hetplan::cli::replica_groups_simulation_json(simulated, step, plan).dump(2)
               << "\n";
@@ -452,6 +459,12 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
                                     : std::vector<hetplan::cli::RankedSimulation>{};
   std::optional<hetplan::sim::PoolSimulation> pool;
   if (simulate && result.resource_pool) pool = simulate_resource_pool(scenario, *result.resource_pool);
+  // The best replica groups on different islands, simulated beside them.
+  std::optional<hetplan::sim::ReplicaGroupsSimulation> groups;
+  if (simulate && !result.mixed_data_parallel.empty()) {
+    const auto& mixed = result.mixed_data_parallel.front();
+    groups = simulate_groups(scenario, mixed.plan, mixed.step, std::nullopt);
+  }
   const hetplan::sim::PoolSimulation* pooled = pool ? &*pool : nullptr;
 
   if (!out_dir.empty()) {
@@ -511,10 +524,20 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
   if (json) {
     auto report = hetplan::cli::search_json(result, scenario, ladder ? &*ladder : nullptr, pooled);
     if (simulate) report["simulated"] = hetplan::cli::ranked_simulations_json(simulations);
+    if (groups) {
+      const auto& mixed = result.mixed_data_parallel.front();
+      report["mixed_data_parallel"]["simulated"] =
+          hetplan::cli::replica_groups_simulation_json(*groups, mixed.step, mixed.plan);
+    }
     std::cout << report.dump(2) << "\n";
   } else {
     std::cout << hetplan::cli::search_text(result, scenario, ladder ? &*ladder : nullptr, pooled);
     if (simulate) std::cout << hetplan::cli::ranked_simulations_text(simulations);
+    if (groups) {
+      const auto& mixed = result.mixed_data_parallel.front();
+      std::cout << "\nreplica groups on the twin\n"
+                << hetplan::cli::replica_groups_simulation_text(*groups, mixed.step, mixed.plan);
+    }
   }
   if (timings) {
     // On stderr: timings differ from run to run, the report does not.

@@ -194,10 +194,21 @@ TEST(SimulateCli, PlanSimulatesItsBestPlansAndRanksThemAgain) {
   const auto& pool = report.at("three_states").at("resource_pool").at("simulated");
   EXPECT_EQ(pool.at("shares_a_limiting_link"), false) << pool.dump();
 
+  // The best replica groups on different islands (the default cluster declares a gradient
+  // path), simulated too: the slowest group on the fabric, then the exchange.
+  const auto& groups = report.at("mixed_data_parallel").at("simulated");
+  EXPECT_EQ(groups.at("plan"), report.at("mixed_data_parallel").at("plans").at(0).at("plan"));
+  EXPECT_NEAR(groups.at("step_time_s").get<double>(),
+              groups.at("slowest_group_s").get<double>() +
+                  groups.at("cross_vendor_exchange_s").get<double>(),
+              1e-5 * groups.at("step_time_s").get<double>());
+  EXPECT_EQ(groups.at("replica_groups").size(), 2u);
+
   const CliRun text = hetplan("plan scenarios/default.yaml --simulate-top 2");
   ASSERT_EQ(text.exit_code, 0) << text.out;
   EXPECT_NE(text.out.find("simulated on the fabric (best 2 one-job plans"), std::string::npos);
   EXPECT_NE(text.out.find("on one fabric (twin)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("replica groups on the twin"), std::string::npos) << text.out;
 }
 
 // Two islands of one zone whose spine carries a quarter of what their leaves send up
