@@ -582,19 +582,27 @@ def split_of(args, cfg):
     return split
 
 
-def boundary_rank(rank, init, world, args, backend_index):
-    """One rank of the boundary check. Rank 0 returns its part of the evidence."""
+def open_pair_rank(rank, init, world, args, backend_index, check):
+    """One rank of a two-rank check (boundary, gradient exchange): its backend (rank 0 on
+    --first-backend, rank 1 on --second-backend), joined to the other over gloo, and the
+    probe's model class and attention kernel."""
     import torch
     import torch.distributed as dist
     if world != 2:
-        raise CheckError("the boundary check has exactly 2 ranks (--world 2)")
+        raise CheckError(f"the {check} check has exactly 2 ranks (--world 2)")
     name = args.first_backend if rank == 0 else args.second_backend
     backend = open_backend(torch, name, backend_index)
     log(f"rank {rank}: {name} ({backend.device}), joining {init}")
     # gloo for everything: see the comment above.
     init_group(dist, "gloo", init, rank, world, args.timeout)
     _, SmallLM = probe.build_model_classes(torch)
-    kernel = kernel_of(torch)
+    return torch, dist, backend, SmallLM, kernel_of(torch)
+
+
+def boundary_rank(rank, init, world, args, backend_index):
+    """One rank of the boundary check. Rank 0 returns its part of the evidence."""
+    torch, dist, backend, SmallLM, kernel = open_pair_rank(rank, init, world, args,
+                                                           backend_index, "boundary")
     # The group is torn down only after success: a failing rank records its error before its
     # exit closes the connections (the peer's "connection closed" then comes later).
     if rank == 1:
@@ -763,8 +771,8 @@ def _boundary_second_stage(torch, dist, backend, SmallLM, kernel, args):
     dist.send(torch.tensor(seconds, dtype=torch.float64), 0)
 
 
-def _boundary_worker(rank, init, workdir, args, indices):
-    part = boundary_rank(rank, init, 2, args, indices[rank])
+def _pair_worker(rank, init, workdir, args, indices, rank_function):
+    part = rank_function(rank, init, 2, args, indices[rank])
     if rank == 0:
         write_rank_result(workdir, 0, {"backends": part[0], "results": part[1],
                                        "notes": part[2]})
@@ -779,13 +787,12 @@ def boundary_indices(torch, args):
     return (0, 0)
 
 
-def check_boundary(torch, args):
+def run_pair_check(torch, args, rank_function):
+    """A two-rank check: this process is one rank of a run started by the user (--init, two
+    nodes or two shells), or both ranks are spawned on this node."""
     start = time.perf_counter()
-    if not args.init or args.rank == 0:  # rank 0's options rule: check them before starting
-        cfg = model_config(args, [args.first_backend, args.second_backend])
-        split_of(args, cfg)
-    if args.init:  # one rank of two, started by the user (two nodes, or two shells)
-        part = boundary_rank(args.rank, args.init, args.world, args, 0)
+    if args.init:
+        part = rank_function(args.rank, args.init, args.world, args, 0)
         if part is None:
             return None
         backends, results, notes = part
@@ -793,7 +800,7 @@ def check_boundary(torch, args):
         for name in (args.first_backend, args.second_backend):
             open_backend(torch, name)  # fail early, in this process, when one is missing
         indices = boundary_indices(torch, args)
-        ranks = run_spawned(_boundary_worker, 2, (args, indices), args.timeout)
+        ranks = run_spawned(_pair_worker, 2, (args, indices, rank_function), args.timeout)
         if ranks[0] is None:
             raise RuntimeError("rank 0 wrote no result")
         backends, results, notes = ranks[0]["backends"], ranks[0]["results"], ranks[0]["notes"]
@@ -801,6 +808,13 @@ def check_boundary(torch, args):
                          "rendezvous)"]
     notes.append(f"the check took {time.perf_counter() - start:.1f} s")
     return backends, results, notes
+
+
+def check_boundary(torch, args):
+    if not args.init or args.rank == 0:  # rank 0's options rule: check them before starting
+        cfg = model_config(args, [args.first_backend, args.second_backend])
+        split_of(args, cfg)
+    return run_pair_check(torch, args, boundary_rank)
 
 
 # --------------------------------------------------------------------------------------------
@@ -818,16 +832,8 @@ EXCHANGE_KEY_PARAMETERS = ("embed.weight", "layers.0.q.weight", "norm.weight", "
 
 def exchange_rank(rank, init, world, args, backend_index):
     """One replica of the gradient-exchange check. Rank 0 returns its part of the evidence."""
-    import torch
-    import torch.distributed as dist
-    if world != 2:
-        raise CheckError("the gradient-exchange check has exactly 2 ranks (--world 2)")
-    name = args.first_backend if rank == 0 else args.second_backend
-    backend = open_backend(torch, name, backend_index)
-    log(f"rank {rank}: {name} ({backend.device}), joining {init}")
-    init_group(dist, "gloo", init, rank, world, args.timeout)
-    _, SmallLM = probe.build_model_classes(torch)
-    kernel = kernel_of(torch)
+    torch, dist, backend, SmallLM, kernel = open_pair_rank(rank, init, world, args,
+                                                           backend_index, "gradient-exchange")
     part = _exchange_replica(torch, dist, rank, backend, SmallLM, kernel, args)
     dist.destroy_process_group()
     return part
@@ -929,34 +935,10 @@ def _exchange_replica(torch, dist, rank, backend, SmallLM, kernel, args):
     return [describe_backend(backend), peer["backend"]], results, notes
 
 
-def _exchange_worker(rank, init, workdir, args, indices):
-    part = exchange_rank(rank, init, 2, args, indices[rank])
-    if rank == 0:
-        write_rank_result(workdir, 0, {"backends": part[0], "results": part[1],
-                                       "notes": part[2]})
-
-
 def check_gradient_exchange(torch, args):
-    start = time.perf_counter()
-    if not args.init or args.rank == 0:
+    if not args.init or args.rank == 0:  # rank 0's options rule: check them before starting
         model_config(args, [args.first_backend, args.second_backend])
-    if args.init:
-        part = exchange_rank(args.rank, args.init, args.world, args, 0)
-        if part is None:
-            return None
-        backends, results, notes = part
-    else:
-        for name in (args.first_backend, args.second_backend):
-            open_backend(torch, name)
-        indices = boundary_indices(torch, args)
-        ranks = run_spawned(_exchange_worker, 2, (args, indices), args.timeout)
-        if ranks[0] is None:
-            raise RuntimeError("rank 0 wrote no result")
-        backends, results, notes = ranks[0]["backends"], ranks[0]["results"], ranks[0]["notes"]
-        notes = notes + ["the 2 ranks ran on this node (torch.multiprocessing spawn, file:// "
-                         "rendezvous)"]
-    notes.append(f"the check took {time.perf_counter() - start:.1f} s")
-    return backends, results, notes
+    return run_pair_check(torch, args, exchange_rank)
 
 
 # --------------------------------------------------------------------------------------------
