@@ -187,6 +187,8 @@ class MainWindowTest : public QObject {
              expected.mixed_data_parallel.front().step.tokens_per_s);
     QCOMPARE(chips->at(static_cast<int>(islands) + 2),
              static_cast<double>(expected.mixed_data_parallel.front().step.chips));
+    QCOMPARE(stacks->at(static_cast<int>(islands) + 2),
+             static_cast<double>(expected.mixed_data_parallel.front().software_stacks));
     for (std::size_t i = 0; i < islands; ++i) {
       const auto& best = expected.islands[i].best;
       QCOMPARE(tokens->at(static_cast<int>(i)), best ? best->tokens_per_s : 0.0);

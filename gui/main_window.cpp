@@ -935,11 +935,7 @@ void MainWindow::update_chart(const planner::SearchResult& result) {
     groups.emplace();
     groups->tokens_per_s = mixed.step.tokens_per_s;
     groups->chips = mixed.step.chips;
-    std::set<std::string> stacks;
-    for (const std::string& name : mixed.islands)
-      if (const Island* island = scenario_ ? scenario_->cluster.find_island(name) : nullptr)
-        stacks.insert(island->runtime.name);
-    groups->software_stacks = static_cast<int>(stacks.size());
+    groups->software_stacks = mixed.software_stacks;
     names << tr("replica groups");
     states.push_back(&*groups);
   }

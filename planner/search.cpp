@@ -345,21 +345,22 @@ void add_mixed_data_parallel(const Scenario& scenario, const SearchOptions& opti
     for (std::size_t b = a + 1; b < n; ++b)
       if (cluster.gradient_path(result.islands[a].island, result.islands[b].island))
         candidates.push_back({a, b});
-  if (n >= 3) {
-    bool ring = true;
-    for (std::size_t a = 0; a < n && ring; ++a)
-      ring = cluster.gradient_path(result.islands[a].island,
-                                   result.islands[(a + 1) % n].island) != nullptr;
-    if (ring) {
-      candidates.emplace_back();
-      for (std::size_t a = 0; a < n; ++a) candidates.back().push_back(a);
+  std::vector<std::string> all;
+  for (const auto& baseline : result.islands) all.push_back(baseline.island);
+  if (n >= 3 && sim::gradient_ring(cluster, all).missing.empty()) {
+    candidates.emplace_back();
+    for (std::size_t a = 0; a < n; ++a) candidates.back().push_back(a);
+  }
+  // Each layout's line, once, for the islands some candidate has.
+  std::vector<std::vector<sim::ReplicaGroupLine>> lines(n);
+  for (const auto& members : candidates) {
+    for (std::size_t i : members) {
+      if (!lines[i].empty()) continue;
+      for (const Plan& plan : layouts[i])
+        lines[i].push_back(
+            sim::replica_group_line(cluster, scenario.workload, plan, options.estimate));
     }
   }
-  // Each layout's line, once.
-  std::vector<std::vector<sim::ReplicaGroupLine>> lines(n);
-  for (std::size_t i = 0; i < n; ++i)
-    for (const Plan& plan : layouts[i])
-      lines[i].push_back(sim::replica_group_line(cluster, scenario.workload, plan, options.estimate));
   const double gradient_bytes =
       sim::dp_sync_collectives(sim::step_settings(scenario.workload, Plan{}).training,
                                scenario.workload.model.total_parameters())
@@ -371,17 +372,9 @@ void add_mixed_data_parallel(const Scenario& scenario, const SearchOptions& opti
     for (std::size_t i : members) name += (name.empty() ? "" : " + ") + result.islands[i].island;
     const std::size_t limit =
         dtypes * (members.size() == 2 ? kGroupLayoutsForPairs : kGroupLayoutsForRings);
-    // The narrowest path of the ring and its slowest latency.
-    double bandwidth = std::numeric_limits<double>::infinity();
-    double latency = 0;
-    const std::size_t pairs = members.size() == 2 ? 1 : members.size();
-    for (std::size_t k = 0; k < pairs; ++k) {
-      const GradientPath* path = cluster.gradient_path(
-          result.islands[members[k]].island,
-          result.islands[members[(k + 1) % members.size()]].island);
-      bandwidth = std::min(bandwidth, path->bandwidth);
-      latency = std::max(latency, path->latency);
-    }
+    std::vector<std::string> islands;
+    for (std::size_t i : members) islands.push_back(result.islands[i].island);
+    const sim::GradientRing ring = sim::gradient_ring(cluster, islands);
     // Every combination of the members' feasible layouts: an odometer over their indices.
     std::vector<std::size_t> index(members.size(), 0);
     std::vector<std::size_t> count(members.size(), 0);
@@ -410,7 +403,7 @@ void add_mixed_data_parallel(const Scenario& scenario, const SearchOptions& opti
         const models::BatchShares shares =
             models::balance_batch(groups, scenario.workload.training.global_batch);
         const double step =
-            shares.step_s + models::cross_group_exchange_s(gradient_bytes, nodes, bandwidth, latency);
+            shares.step_s + models::cross_group_exchange_s(gradient_bytes, nodes, ring.bandwidth, ring.latency);
         if (shares.feasible && step < best_step) {
           best_step = step;
           best = index;
@@ -442,7 +435,11 @@ void add_mixed_data_parallel(const Scenario& scenario, const SearchOptions& opti
     MixedDataParallelPlan found;
     found.plan = replica_group_plan(chosen, step);
     found.flag = sim::cross_vendor_flag(step.path_kind);
-    for (std::size_t i : members) found.islands.push_back(result.islands[i].island);
+    found.islands = islands;
+    std::set<std::string> stacks;
+    for (const std::string& island : islands)
+      stacks.insert(lower(cluster.find_island(island)->runtime.name));
+    found.software_stacks = static_cast<int>(stacks.size());
     found.step = std::move(step);
     result.mixed_data_parallel.push_back(std::move(found));
   }

@@ -92,6 +92,7 @@ struct MixedDataParallelPlan {
   sim::MixedDataParallelStep step;
   std::vector<std::string> islands;
   std::string flag;  // sim::cross_vendor_flag of its path
+  int software_stacks = 0;  // distinct runtimes of its islands, as the pool counts them
 };
 
 struct SearchResult {

@@ -25,6 +25,25 @@ std::string first_reason(const Estimate& estimate) {
 
 }  // namespace
 
+GradientRing gradient_ring(const Cluster& cluster, const std::vector<std::string>& islands) {
+  GradientRing ring;
+  const std::size_t pairs = islands.size() == 2 ? 1 : islands.size();
+  for (std::size_t k = 0; k < pairs && islands.size() >= 2; ++k) {
+    const std::string& a = islands[k];
+    const std::string& b = islands[(k + 1) % islands.size()];
+    const GradientPath* path = cluster.gradient_path(a, b);
+    if (!path) {
+      ring.missing.emplace_back(a, b);
+      continue;
+    }
+    ring.bandwidth = std::min(ring.bandwidth, path->bandwidth);
+    ring.latency = std::max(ring.latency, path->latency);
+    if (path->kind == GradientPathKind::host_staged) ring.kind = GradientPathKind::host_staged;
+    if (path->source == "assumed") ring.assumed.emplace_back(a, b);
+  }
+  return ring;
+}
+
 ReplicaGroupLine replica_group_line(const Cluster& cluster, const Workload& workload,
                                     const Plan& plan, const EstimateOptions& options) {
   ReplicaGroupLine line;
@@ -109,25 +128,19 @@ MixedDataParallelStep estimate_mixed_data_parallel(const Cluster& cluster, const
   }
 
   // The declared path between each group and the next (a ring; two groups: one pair).
-  const std::size_t pairs = groups.size() == 2 ? 1 : groups.size();
-  out.path_bandwidth = std::numeric_limits<double>::infinity();
-  out.path_kind = GradientPathKind::device_rdma;  // host-staged when any pair's path is
-  for (std::size_t g = 0; g < pairs; ++g) {
-    const std::string& a = groups[g].stages.front().island;
-    const std::string& b = groups[(g + 1) % groups.size()].stages.front().island;
-    const GradientPath* path = cluster.gradient_path(a, b);
-    if (!path) {
-      reject("the cluster declares no gradient path between islands " + a + " and " + b +
-             " (gradient_paths); replicas on different chip types cannot exchange gradients");
-      continue;
-    }
-    if (path->bandwidth < out.path_bandwidth) out.path_bandwidth = path->bandwidth;
-    out.path_latency = std::max(out.path_latency, path->latency);
-    if (path->kind == GradientPathKind::host_staged) out.path_kind = GradientPathKind::host_staged;
-    if (path->source == "assumed")
-      out.assumptions.push_back("the gradient path between " + a + " and " + b + " is assumed");
+  std::vector<std::string> islands;
+  for (const Plan& plan : groups) islands.push_back(plan.stages.front().island);
+  const GradientRing ring = gradient_ring(cluster, islands);
+  for (const auto& [a, b] : ring.missing) {
+    reject("the cluster declares no gradient path between islands " + a + " and " + b +
+           " (gradient_paths); replicas on different chip types cannot exchange gradients");
   }
   if (!out.reasons.empty()) return out;
+  for (const auto& [a, b] : ring.assumed)
+    out.assumptions.push_back("the gradient path between " + a + " and " + b + " is assumed");
+  out.path_kind = ring.kind;
+  out.path_bandwidth = ring.bandwidth;
+  out.path_latency = ring.latency;
 
   // Each group's step as a line in its micro-batch count, from two estimates.
   std::vector<models::ReplicaGroup> balance;

@@ -6,7 +6,9 @@
 // group, exchange between the groups, gather back inside each).
 #pragma once
 
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/cluster.hpp"
@@ -34,6 +36,18 @@ struct ReplicaGroupStep {
   int nodes = 0;
   Estimate estimate;  // the group alone on its share of the batch, its own gradient sync included
 };
+
+// The declared gradient paths of a ring of islands (each with the next; two islands: one pair):
+// the narrowest bandwidth (B/s per node), the slowest latency, host-staged when any pair's is,
+// the pairs whose figures are assumed, and the pairs without a declared path.
+struct GradientRing {
+  GradientPathKind kind = GradientPathKind::device_rdma;
+  double bandwidth = std::numeric_limits<double>::infinity();
+  double latency = 0;
+  std::vector<std::pair<std::string, std::string>> assumed;
+  std::vector<std::pair<std::string, std::string>> missing;
+};
+GradientRing gradient_ring(const Cluster& cluster, const std::vector<std::string>& islands);
 
 // One group's step as a line in its micro-batch count: `group` (models::ReplicaGroup) holds
 // its replicas, micro-batch, the line's fixed part and slope (two estimates of the plan alone,

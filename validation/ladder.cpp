@@ -34,6 +34,14 @@ const LadderEntry* latest(const std::vector<const LadderEntry*>& entries) {
   return best;
 }
 
+// The entry of islands a and b (either order) in a list of boundaries or exchanges.
+std::vector<BoundaryLadder>::const_iterator find_pair(const std::vector<BoundaryLadder>& pairs,
+                                                      const std::string& a, const std::string& b) {
+  return std::find_if(pairs.begin(), pairs.end(), [&](const BoundaryLadder& x) {
+    return (x.a == a && x.b == b) || (x.a == b && x.b == a);
+  });
+}
+
 }  // namespace
 
 LadderReport ladder_state(const Cluster& cluster, const std::vector<ValidationRecord>& records) {
@@ -170,10 +178,7 @@ PlanValidation plan_validation(const LadderReport& ladder, const Plan& plan) {
     const std::string& a = plan.stages[i].island;
     const std::string& b = plan.stages[i + 1].island;
     if (a == b || !seen.insert(std::minmax(a, b)).second) continue;
-    const auto boundary = std::find_if(
-        ladder.boundaries.begin(), ladder.boundaries.end(), [&](const BoundaryLadder& x) {
-          return (x.a == a && x.b == b) || (x.a == b && x.b == a);
-        });
+    const auto boundary = find_pair(ladder.boundaries, a, b);
     if (boundary != ladder.boundaries.end() && !boundary->passed)
       out.missing.push_back("boundary " + a + " -> " + b + " has not passed step 3");
   }
@@ -182,18 +187,12 @@ PlanValidation plan_validation(const LadderReport& ladder, const Plan& plan) {
   // boundaries for). Each group is one island's pipeline, so it crosses no boundary.
   const std::size_t groups = plan.replica_groups.size();
   std::set<std::pair<std::string, std::string>> exchanged;
-  auto pair_of = [](const std::vector<BoundaryLadder>& pairs, const std::string& a,
-                    const std::string& b) {
-    return std::find_if(pairs.begin(), pairs.end(), [&](const BoundaryLadder& x) {
-      return (x.a == a && x.b == b) || (x.a == b && x.b == a);
-    });
-  };
   for (std::size_t g = 0; g < (groups == 2 ? 1 : groups); ++g) {
     const std::string& a = plan.replica_groups[g].stages.front().island;
     const std::string& b = plan.replica_groups[(g + 1) % groups].stages.front().island;
     if (a == b || !exchanged.insert(std::minmax(a, b)).second) continue;
-    if (pair_of(ladder.boundaries, a, b) == ladder.boundaries.end()) continue;  // one vendor
-    const auto exchange = pair_of(ladder.exchanges, a, b);
+    if (find_pair(ladder.boundaries, a, b) == ladder.boundaries.end()) continue;  // one vendor
+    const auto exchange = find_pair(ladder.exchanges, a, b);
     if (exchange == ladder.exchanges.end() || !exchange->passed)
       out.missing.push_back("gradient exchange " + a + " <-> " + b + " has not passed step 3");
   }
