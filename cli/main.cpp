@@ -139,31 +139,24 @@ hetplan::sim::Estimate runnable_estimate(const hetplan::Scenario& scenario,
                             "expected a plan that can run, got one that cannot: " + why);
 }
 
-// A plan with replica groups on the twin: each group's pipeline on the fabric with its share of
-// the batch, together where they can meet on a limiting link, then the exchange between the
-// groups over the declared path (docs/twin.md#replica-groups). `step` is its estimate.
+// A plan with replica groups on the twin: each group's pipeline on one fabric with its share of
+// the batch, then the exchange between the groups over the declared paths as flows
+// (docs/twin.md#replica-groups). `step` is its estimate.
 hetplan::sim::ReplicaGroupsSimulation simulate_groups(const hetplan::Scenario& scenario,
                                                       const hetplan::Plan& plan,
                                                       const hetplan::sim::MixedDataParallelStep& step,
                                                       std::optional<std::uint64_t> seed) {
-  hetplan::sim::TwinPoolInput pool;
-  pool.jobs = hetplan::sim::replica_group_twin_inputs(scenario.cluster, scenario.workload, plan,
-                                                      step, hetplan::sim::twin_options(scenario, seed));
+  const hetplan::sim::TwinPoolInput pool = hetplan::sim::replica_group_twin_pool(
+      scenario.cluster, scenario.workload, plan, step, hetplan::sim::twin_options(scenario, seed));
   const auto problems = hetplan::sim::check_twin_pool(pool);
   if (!problems.empty()) {
     throw SimulationFailure("plan " + plan.name + " cannot be simulated: " + problems.front());
   }
-  std::vector<hetplan::sim::TwinResult> results;
-  const bool together = !hetplan::sim::shared_spines(pool).empty();
-  if (together) {
-    const auto outcome = hetplan::sim::twin::run_pool_worker(
-        pool, {hetplan::sim::twin::worker_beside_this_executable()});
-    if (!outcome.result) throw SimulationFailure(outcome.error);
-    results = outcome.result->jobs;
-  } else {
-    results = simulate_plans(pool.jobs);
-  }
-  return hetplan::sim::replica_groups_simulation(scenario.workload, step, results, together);
+  // The groups meet in the gradient exchange: one worker simulates them all.
+  const auto outcome = hetplan::sim::twin::run_pool_worker(
+      pool, {hetplan::sim::twin::worker_beside_this_executable()});
+  if (!outcome.result) throw SimulationFailure(outcome.error);
+  return hetplan::sim::replica_groups_simulation(scenario.workload, *outcome.result);
 }
 
 // `hetplan simulate` of a plan with replica groups on different islands.

@@ -147,6 +147,12 @@ std::string replica_groups_text(const sim::MixedDataParallelStep& step, const Pl
          fixed(step.slowest_group_s, 3) + " s + gradient exchange between groups " +
          fixed(step.exchange_s, 3) + " s)\n";
   out += "tokens/s       " + fixed(step.tokens_per_s, 0) + "\n";
+  out += "exchange       " +
+         (step.exchange.algorithm == GradientExchange::parameter_server
+              ? "parameter server on " +
+                    step.groups[static_cast<std::size_t>(step.exchange.server)].island
+              : std::string("ring of the groups")) +
+         "\n";
   out += "flag           " + sim::cross_vendor_flag(step.path_kind) + ", " +
          fixed(step.path_bandwidth * 8 / 1e9, 1) + " Gbps per node, " +
          fixed(step.path_latency * 1e6, 1) + " us; " + gib(step.exchange_bytes) +
@@ -180,6 +186,9 @@ nlohmann::ordered_json replica_groups_json(const sim::MixedDataParallelStep& ste
   j["slowest_group_s"] = round6(step.slowest_group_s);
   j["cross_vendor_exchange_s"] = round6(step.exchange_s);
   j["exchange_bytes"] = round6(step.exchange_bytes);
+  j["gradient_exchange"] = std::string(to_string(step.exchange.algorithm));
+  if (step.exchange.algorithm == GradientExchange::parameter_server)
+    j["parameter_server"] = step.groups[static_cast<std::size_t>(step.exchange.server)].island;
   j["path"] = {{"kind", step.path_kind == GradientPathKind::host_staged ? "host-staged"
                                                                          : "device-rdma"},
                {"bandwidth_bytes_per_s", round6(step.path_bandwidth)},
@@ -207,15 +216,13 @@ std::string replica_groups_simulation_text(const sim::ReplicaGroupsSimulation& s
                     " replica groups, " + std::to_string(step.chips) + " chips (" +
                     sim::cross_vendor_flag(step.path_kind) + ")\n";
   out += "simulated step " + fixed(simulated.step_time_s, 3) + " s (slowest group " +
-         fixed(simulated.slowest_group_s, 3) + " s on the fabric + exchange between groups " +
-         fixed(simulated.exchange_s, 3) + " s over the declared path, analytic)\n";
-  out += "analytic step  " + fixed(step.step_time_s, 3) + " s\n";
+         fixed(simulated.slowest_group_s, 3) + " s + exchange between groups " +
+         fixed(simulated.exchange_s, 3) + " s, " + std::string(to_string(plan.gradient_exchange)) +
+         ")\n";
+  out += "analytic step  " + fixed(step.step_time_s, 3) + " s (exchange " +
+         fixed(step.exchange_s, 3) + " s)\n";
   out += "tokens/s       " + fixed(simulated.tokens_per_s, 0) + " simulated, " +
          fixed(step.tokens_per_s, 0) + " analytic\n";
-  out += std::string("the groups ") +
-         (simulated.together ? "ran together on one fabric: they share a limiting spine"
-                             : "share no limiting link: each was simulated alone") +
-         "\n";
   out += "group  island               analytic s  simulated s\n";
   for (std::size_t g = 0; g < step.groups.size() && g < simulated.group_step_s.size(); ++g) {
     char line[256];
@@ -223,6 +230,14 @@ std::string replica_groups_simulation_text(const sim::ReplicaGroupsSimulation& s
                   step.groups[g].island.c_str(), step.groups[g].estimate.step_time_s,
                   simulated.group_step_s[g]);
     out += line;
+  }
+  if (!simulated.exchange_links.empty()) {
+    out += "most loaded links of the exchange (busy over the exchange)\n";
+    for (std::size_t k = 0; k < simulated.exchange_links.size() && k < 5; ++k) {
+      const sim::TwinLinkLoad& link = simulated.exchange_links[k];
+      out += "  " + link.name + ": " + fixed(link.bytes / 1e9, 2) + " GB, " +
+             fixed(100 * link.utilization, 0) + "%\n";
+    }
   }
   return out;
 }
@@ -237,13 +252,21 @@ nlohmann::ordered_json replica_groups_simulation_json(const sim::ReplicaGroupsSi
   j["tokens_per_s"] = round6(simulated.tokens_per_s);
   j["slowest_group_s"] = round6(simulated.slowest_group_s);
   j["cross_vendor_exchange_s"] = round6(simulated.exchange_s);
-  j["together"] = simulated.together;
+  j["gradient_exchange"] = std::string(to_string(plan.gradient_exchange));
   j["analytic_step_time_s"] = round6(step.step_time_s);
+  j["analytic_exchange_s"] = round6(step.exchange_s);
   auto& groups = j["replica_groups"] = nlohmann::ordered_json::array();
   for (std::size_t g = 0; g < step.groups.size() && g < simulated.group_step_s.size(); ++g) {
     groups.push_back({{"island", step.groups[g].island},
                       {"analytic_step_time_s", round6(step.groups[g].estimate.step_time_s)},
                       {"simulated_step_time_s", round6(simulated.group_step_s[g])}});
+  }
+  auto& links = j["exchange_links"] = nlohmann::ordered_json::array();
+  for (const sim::TwinLinkLoad& link : simulated.exchange_links) {
+    links.push_back({{"name", link.name},
+                     {"bytes", round6(link.bytes)},
+                     {"busy_s", round6(link.busy_s)},
+                     {"utilization", round6(link.utilization)}});
   }
   return j;
 }

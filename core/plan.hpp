@@ -17,6 +17,11 @@ namespace hetplan {
 
 enum class Schedule { one_f_one_b, interleaved };
 
+// How replica groups on different islands exchange their gradients
+// (docs/models/mixed-data-parallel.md#exchange): a ring of the groups, or through one group's
+// nodes as a parameter server (only when a plan says so).
+enum class GradientExchange { ring, parameter_server };
+
 struct PlanStage {
   std::string island;
   int first_layer = 0;
@@ -72,11 +77,17 @@ struct Plan {
   // Data parallelism across chip types: at least two groups, each on its own island; the
   // plan-level settings above apply to every group. Empty for a plan of one pipeline.
   std::vector<ReplicaGroupPlan> replica_groups;
+  // With replica groups: how they exchange gradients; with a parameter server, the island of
+  // the group whose nodes serve.
+  GradientExchange gradient_exchange = GradientExchange::ring;
+  std::string parameter_server;
+  SourceLocation exchange_location;  // the gradient_exchange field, when given
   SourceLocation location;
 
   bool has_replica_groups() const { return !replica_groups.empty(); }
 };
 
 std::string_view to_string(Schedule schedule);
+std::string_view to_string(GradientExchange exchange);
 
 }  // namespace hetplan

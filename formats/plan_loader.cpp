@@ -134,6 +134,34 @@ void check_gradient_weights(const Plan& plan, std::optional<int> workload_micro_
   }
 }
 
+// `gradient_exchange` and `parameter_server` of a plan with replica groups: the server is the
+// island of one of its groups (checked here: the groups' islands are in the plan).
+void read_gradient_exchange(MapReader& root, Plan& plan) {
+  const std::optional<Field> exchange = root.optional("gradient_exchange");
+  const std::optional<Field> server = root.optional("parameter_server");
+  if (exchange) {
+    plan.exchange_location = exchange->location();
+    static constexpr GradientExchange kExchanges[] = {GradientExchange::ring,
+                                                      GradientExchange::parameter_server};
+    plan.gradient_exchange = kExchanges[exchange->as_choice({"ring", "parameter-server"})];
+  }
+  if (plan.gradient_exchange == GradientExchange::ring) {
+    if (server) server->fail("expected no parameter_server with a ring gradient exchange");
+    return;
+  }
+  if (!server) {
+    exchange->fail("expected parameter_server (the island of the group whose nodes serve) with "
+                   "gradient_exchange: parameter-server");
+  }
+  plan.parameter_server = server->as_identifier();
+  std::string islands;
+  for (const ReplicaGroupPlan& group : plan.replica_groups) {
+    if (group.stages.front().island == plan.parameter_server) return;
+    islands += (islands.empty() ? "" : ", ") + group.stages.front().island;
+  }
+  server->fail_expected("the island of one of the replica groups (" + islands + ")");
+}
+
 Plan read_plan(const Field& root_field) {
   MapReader root(root_field);
   root.required("schema");
@@ -171,8 +199,13 @@ Plan read_plan(const Field& root_field) {
   if (groups) {
     read_replica_groups(*groups, plan);
     check_gradient_weights(plan, std::nullopt);
+    read_gradient_exchange(root, plan);
   } else {
     plan.stages = read_stages(root.required("stages"));
+    for (const char* key : {"gradient_exchange", "parameter_server"}) {
+      if (auto field = root.optional(key))
+        field->fail("expected no " + std::string(key) + " in a plan without replica_groups");
+    }
   }
   // Provenance that `hetplan export` writes into plan JSON (docs/export.md#plan-json): not part
   // of the plan, so only its shape is checked.

@@ -69,6 +69,10 @@ std::string plan_yaml(const Plan& plan, const std::string& comment) {
     stages(plan.stages, "  ");
     return out.str();
   }
+  if (plan.gradient_exchange == GradientExchange::parameter_server) {
+    out << "gradient_exchange: " << to_string(plan.gradient_exchange) << "\n";
+    out << "parameter_server: " << plan.parameter_server << "\n";
+  }
   out << "replica_groups:\n";
   for (const ReplicaGroupPlan& group : plan.replica_groups) {
     out << "  - micro_batches: " << group.micro_batches << "\n";

@@ -125,4 +125,17 @@ double cross_group_exchange_s(double bytes, const std::vector<int>& nodes_per_gr
   return steps / groups * (bytes / fewest) / path_bandwidth + steps * path_latency;
 }
 
+double parameter_server_exchange_s(double bytes, const std::vector<int>& nodes_per_group,
+                                   double path_bandwidth, double server_port,
+                                   double path_latency) {
+  const auto groups = static_cast<double>(nodes_per_group.size());
+  if (nodes_per_group.size() < 2 || bytes <= 0) return 0;
+  const int fewest = *std::min_element(nodes_per_group.begin(), nodes_per_group.end());
+  if (fewest < 1 || !(path_bandwidth > 0) || !(server_port > 0))
+    return std::numeric_limits<double>::infinity();
+  const double share = bytes / fewest;
+  const double phase = std::max(share / path_bandwidth, (groups - 1) * share / server_port);
+  return 2 * phase + 2 * path_latency;
+}
+
 }  // namespace hetplan::models

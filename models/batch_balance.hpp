@@ -55,4 +55,14 @@ std::vector<double> gradient_weights(const std::vector<ReplicaGroup>& groups,
 double cross_group_exchange_s(double bytes, const std::vector<int>& nodes_per_group,
                               double path_bandwidth, double path_latency);
 
+// The same exchange through a parameter server: group `server`'s nodes. The other groups push
+// their partial sums to it, node with node over the fewest nodes of any group, and pull the sum
+// back once it is complete (push, then pull). Each server node's port (`server_port`, B/s each
+// direction) carries every other group's share at once, and no push is faster than the
+// slowest path (`path_bandwidth`), so each phase takes the longer of (G - 1) shares through the
+// port and one share over the slowest path; the two phases pay `path_latency` each.
+double parameter_server_exchange_s(double bytes, const std::vector<int>& nodes_per_group,
+                                   double path_bandwidth, double server_port,
+                                   double path_latency);
+
 }  // namespace hetplan::models

@@ -347,7 +347,7 @@ void add_mixed_data_parallel(const Scenario& scenario, const SearchOptions& opti
         candidates.push_back({a, b});
   std::vector<std::string> all;
   for (const auto& baseline : result.islands) all.push_back(baseline.island);
-  if (n >= 3 && sim::gradient_ring(cluster, all).missing.empty()) {
+  if (n >= 3 && sim::gradient_paths(cluster, all).missing.empty()) {
     candidates.emplace_back();
     for (std::size_t a = 0; a < n; ++a) candidates.back().push_back(a);
   }
@@ -374,7 +374,7 @@ void add_mixed_data_parallel(const Scenario& scenario, const SearchOptions& opti
         dtypes * (members.size() == 2 ? kGroupLayoutsForPairs : kGroupLayoutsForRings);
     std::vector<std::string> islands;
     for (std::size_t i : members) islands.push_back(result.islands[i].island);
-    const sim::GradientRing ring = sim::gradient_ring(cluster, islands);
+    const sim::GradientPaths ring = sim::gradient_paths(cluster, islands);
     // Every combination of the members' feasible layouts: an odometer over their indices.
     std::vector<std::size_t> index(members.size(), 0);
     std::vector<std::size_t> count(members.size(), 0);

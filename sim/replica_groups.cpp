@@ -25,23 +25,32 @@ std::string first_reason(const Estimate& estimate) {
 
 }  // namespace
 
-GradientRing gradient_ring(const Cluster& cluster, const std::vector<std::string>& islands) {
-  GradientRing ring;
-  const std::size_t pairs = islands.size() == 2 ? 1 : islands.size();
-  for (std::size_t k = 0; k < pairs && islands.size() >= 2; ++k) {
-    const std::string& a = islands[k];
-    const std::string& b = islands[(k + 1) % islands.size()];
+GradientPaths gradient_paths(const Cluster& cluster, const std::vector<std::string>& islands,
+                             const GroupExchange& exchange) {
+  GradientPaths out;
+  const int n = static_cast<int>(islands.size());
+  if (n < 2) return out;
+  if (exchange.algorithm == GradientExchange::parameter_server) {
+    for (int g = 0; g < n; ++g)
+      if (g != exchange.server) out.pairs.emplace_back(exchange.server, g);
+  } else {
+    for (int g = 0; g < (n == 2 ? 1 : n); ++g) out.pairs.emplace_back(g, (g + 1) % n);
+  }
+  for (const auto& [ga, gb] : out.pairs) {
+    const std::string& a = islands[static_cast<std::size_t>(ga)];
+    const std::string& b = islands[static_cast<std::size_t>(gb)];
     const GradientPath* path = cluster.gradient_path(a, b);
     if (!path) {
-      ring.missing.emplace_back(a, b);
+      out.missing.emplace_back(a, b);
       continue;
     }
-    ring.bandwidth = std::min(ring.bandwidth, path->bandwidth);
-    ring.latency = std::max(ring.latency, path->latency);
-    if (path->kind == GradientPathKind::host_staged) ring.kind = GradientPathKind::host_staged;
-    if (path->source == "assumed") ring.assumed.emplace_back(a, b);
+    out.bandwidth = std::min(out.bandwidth, path->bandwidth);
+    out.server_port = std::max(out.server_port, path->bandwidth);
+    out.latency = std::max(out.latency, path->latency);
+    if (path->kind == GradientPathKind::host_staged) out.kind = GradientPathKind::host_staged;
+    if (path->source == "assumed") out.assumed.emplace_back(a, b);
   }
-  return ring;
+  return out;
 }
 
 ReplicaGroupLine replica_group_line(const Cluster& cluster, const Workload& workload,
@@ -82,8 +91,10 @@ ReplicaGroupLine replica_group_line(const Cluster& cluster, const Workload& work
 MixedDataParallelStep estimate_mixed_data_parallel(const Cluster& cluster, const Workload& workload,
                                                    const std::vector<Plan>& groups,
                                                    const EstimateOptions& options,
-                                                   const std::vector<int>* micro_batches) {
+                                                   const std::vector<int>* micro_batches,
+                                                   const GroupExchange& exchange) {
   MixedDataParallelStep out;
+  out.exchange = exchange;
   auto reject = [&](std::string reason) { out.reasons.push_back(std::move(reason)); };
   if (groups.size() < 2) {
     reject("replica groups on different islands need at least two groups");
@@ -127,10 +138,16 @@ MixedDataParallelStep estimate_mixed_data_parallel(const Cluster& cluster, const
     }
   }
 
-  // The declared path between each group and the next (a ring; two groups: one pair).
+  // The declared paths the exchange uses (a ring: each group with the next; a parameter
+  // server: each other group with it).
+  if (exchange.algorithm == GradientExchange::parameter_server &&
+      (exchange.server < 0 || exchange.server >= static_cast<int>(groups.size()))) {
+    reject("the parameter server is not one of the replica groups");
+    return out;
+  }
   std::vector<std::string> islands;
   for (const Plan& plan : groups) islands.push_back(plan.stages.front().island);
-  const GradientRing ring = gradient_ring(cluster, islands);
+  const GradientPaths ring = gradient_paths(cluster, islands, exchange);
   for (const auto& [a, b] : ring.missing) {
     reject("the cluster declares no gradient path between islands " + a + " and " + b +
            " (gradient_paths); replicas on different chip types cannot exchange gradients");
@@ -224,8 +241,18 @@ MixedDataParallelStep estimate_mixed_data_parallel(const Cluster& cluster, const
       dp_sync_collectives(training, workload.model.total_parameters()).items[0].bytes;
   std::vector<int> nodes;
   for (const ReplicaGroupStep& step : out.groups) nodes.push_back(step.nodes);
-  out.exchange_s = models::cross_group_exchange_s(out.exchange_bytes, nodes, out.path_bandwidth,
-                                                  out.path_latency);
+  out.exchange_s =
+      exchange.algorithm == GradientExchange::parameter_server
+          ? models::parameter_server_exchange_s(out.exchange_bytes, nodes, out.path_bandwidth,
+                                                ring.server_port, out.path_latency)
+          : models::cross_group_exchange_s(out.exchange_bytes, nodes, out.path_bandwidth,
+                                           out.path_latency);
+  if (exchange.algorithm == GradientExchange::parameter_server) {
+    out.assumptions.push_back(
+        "the gradients meet at a parameter server on " + out.groups[static_cast<std::size_t>(exchange.server)].island +
+        "'s nodes, as the plan asks: every other group's partial sum crosses its port at once, "
+        "which a ring of the groups would spread over all of them");
+  }
   out.step_time_s = out.slowest_group_s + out.exchange_s;
   if (!std::isfinite(out.step_time_s) || out.step_time_s <= 0) {
     reject("the gradient exchange between the groups has no bandwidth");
@@ -267,41 +294,70 @@ std::vector<Plan> replica_group_plans(const Plan& plan) {
   return out;
 }
 
+GroupExchange group_exchange(const Plan& plan) {
+  GroupExchange out;
+  out.algorithm = plan.gradient_exchange;
+  for (std::size_t g = 0; g < plan.replica_groups.size(); ++g) {
+    if (plan.replica_groups[g].stages.front().island == plan.parameter_server)
+      out.server = static_cast<int>(g);
+  }
+  return out;
+}
+
 MixedDataParallelStep estimate_replica_groups(const Cluster& cluster, const Workload& workload,
                                               const Plan& plan, const EstimateOptions& options) {
   std::vector<int> shares;
   for (const ReplicaGroupPlan& group : plan.replica_groups) shares.push_back(group.micro_batches);
   return estimate_mixed_data_parallel(cluster, workload, replica_group_plans(plan), options,
-                                      &shares);
+                                      &shares, group_exchange(plan));
 }
 
-std::vector<TwinInput> replica_group_twin_inputs(const Cluster& cluster, const Workload& workload,
-                                                 const Plan& plan,
-                                                 const MixedDataParallelStep& step,
-                                                 const TwinOptions& options) {
+TwinPoolInput replica_group_twin_pool(const Cluster& cluster, const Workload& workload,
+                                      const Plan& plan, const MixedDataParallelStep& step,
+                                      const TwinOptions& options) {
   const std::vector<Plan> groups = replica_group_plans(plan);
-  std::vector<TwinInput> out;
+  TwinPoolInput out;
+  std::vector<std::string> islands;
   for (std::size_t g = 0; g < groups.size() && g < step.groups.size(); ++g) {
     const ReplicaGroupStep& group = step.groups[g];
     Workload share = workload;
     share.training.global_batch = group.replicas * group.micro_batch * group.micro_batches;
-    out.push_back(make_twin_input(cluster, share, groups[g], group.estimate, options));
+    out.jobs.push_back(make_twin_input(cluster, share, groups[g], group.estimate, options));
+    islands.push_back(group.island);
+  }
+  TwinGradientExchange& exchange = out.exchange.emplace();
+  exchange.parameter_server = step.exchange.algorithm == GradientExchange::parameter_server;
+  exchange.server = step.exchange.server;
+  exchange.bytes = step.exchange_bytes;
+  for (const auto& [a, b] : gradient_paths(cluster, islands, step.exchange).pairs) {
+    const Island* ia = cluster.find_island(islands[static_cast<std::size_t>(a)]);
+    const Island* ib = cluster.find_island(islands[static_cast<std::size_t>(b)]);
+    const GradientPath* path = cluster.gradient_path(ia->name, ib->name);
+    if (!path) continue;  // estimate_mixed_data_parallel has refused such groups
+    const bool fabric = path->kind == GradientPathKind::device_rdma;
+    exchange.paths.push_back({a, b, path->bandwidth, path->latency, fabric});
+    if (!fabric || ia->zone == ib->zone) continue;
+    for (const ZoneLink& link : cluster.fabric.zone_links) {
+      if (std::minmax(link.zone_a, link.zone_b) == std::minmax(ia->zone, ib->zone))
+        exchange.zone_links.push_back({link.zone_a, link.zone_b, link.bandwidth, link.latency});
+    }
   }
   return out;
 }
 
 ReplicaGroupsSimulation replica_groups_simulation(const Workload& workload,
-                                                  const MixedDataParallelStep& step,
-                                                  const std::vector<TwinResult>& groups,
-                                                  bool together) {
+                                                  const TwinPoolResult& simulated) {
   ReplicaGroupsSimulation out;
-  out.together = together;
-  for (const TwinResult& result : groups) {
+  for (const TwinResult& result : simulated.jobs) {
     out.group_step_s.push_back(result.step_time_s);
     out.slowest_group_s = std::max(out.slowest_group_s, result.step_time_s);
   }
-  out.exchange_s = step.exchange_s;
-  out.step_time_s = out.slowest_group_s + out.exchange_s;
+  out.step_time_s = out.slowest_group_s;
+  if (simulated.exchange) {
+    out.exchange_s = simulated.exchange->end_s - simulated.exchange->start_s;
+    out.step_time_s = simulated.exchange->end_s;
+    out.exchange_links = simulated.exchange->links;
+  }
   if (out.step_time_s > 0) {
     out.tokens_per_s = static_cast<double>(workload.training.global_batch) *
                        workload.training.seq_len / out.step_time_s;

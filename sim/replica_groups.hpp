@@ -37,17 +37,30 @@ struct ReplicaGroupStep {
   Estimate estimate;  // the group alone on its share of the batch, its own gradient sync included
 };
 
-// The declared gradient paths of a ring of islands (each with the next; two islands: one pair):
-// the narrowest bandwidth (B/s per node), the slowest latency, host-staged when any pair's is,
-// the pairs whose figures are assumed, and the pairs without a declared path.
-struct GradientRing {
+// How the groups exchange: a ring (each group with the next), or through group `server`'s
+// nodes as a parameter server (each other group with it).
+struct GroupExchange {
+  GradientExchange algorithm = GradientExchange::ring;
+  int server = 0;  // a group index, with a parameter server
+};
+
+// The declared gradient paths the exchange of `islands` (one per group) uses: the pairs of
+// groups it joins (a ring: each with the next, two groups one pair; a parameter server: each
+// other group with the server), the narrowest bandwidth (B/s per node), the slowest latency,
+// host-staged when any pair's is, with a parameter server the server's port (its widest path:
+// one port per node carries them all), the pairs whose figures are assumed, and the pairs
+// without a declared path.
+struct GradientPaths {
+  std::vector<std::pair<int, int>> pairs;  // group indices
   GradientPathKind kind = GradientPathKind::device_rdma;
   double bandwidth = std::numeric_limits<double>::infinity();
   double latency = 0;
+  double server_port = 0;
   std::vector<std::pair<std::string, std::string>> assumed;
   std::vector<std::pair<std::string, std::string>> missing;
 };
-GradientRing gradient_ring(const Cluster& cluster, const std::vector<std::string>& islands);
+GradientPaths gradient_paths(const Cluster& cluster, const std::vector<std::string>& islands,
+                             const GroupExchange& exchange = {});
 
 // One group's step as a line in its micro-batch count: `group` (models::ReplicaGroup) holds
 // its replicas, micro-batch, the line's fixed part and slope (two estimates of the plan alone,
@@ -76,8 +89,9 @@ struct MixedDataParallelStep {
   // gradients inside itself; exposed in full (nothing of the step hides it).
   double exchange_s = 0;
   double exchange_bytes = 0;  // the model's gradients, in the precision they are reduced in
+  GroupExchange exchange;  // ring, or a parameter server
   GradientPathKind path_kind = GradientPathKind::host_staged;
-  double path_bandwidth = 0;  // B/s per node: the narrowest path of the ring of groups
+  double path_bandwidth = 0;  // B/s per node: the narrowest path the exchange uses
   double path_latency = 0;    // s: the slowest path's
   double step_time_s = 0;
   double tokens_per_s = 0;
@@ -87,14 +101,16 @@ struct MixedDataParallelStep {
 // The step of `groups` (one plan per replica group, each a pipeline on one island; the plans'
 // stages hold the group's replicas as their dp) training `workload` together. Infeasible, with
 // the reasons, when the groups do not share a dtype, two share an island, the cluster declares
-// no gradient path between neighbouring groups, a group cannot train the model on its own, or
-// no shares of the global batch add up.
+// no gradient path between groups the exchange joins, a group cannot train the model on its
+// own, or no shares of the global batch add up.
 // With `micro_batches` (one count per group, per replica), the groups take those shares instead
-// of the balanced ones; they must make the global batch.
+// of the balanced ones; they must make the global batch. `exchange`: a ring unless the plan
+// asks for a parameter server.
 MixedDataParallelStep estimate_mixed_data_parallel(const Cluster& cluster, const Workload& workload,
                                                    const std::vector<Plan>& groups,
                                                    const EstimateOptions& options = {},
-                                                   const std::vector<int>* micro_batches = nullptr);
+                                                   const std::vector<int>* micro_batches = nullptr,
+                                                   const GroupExchange& exchange = {});
 
 // The flag that marks such a step wherever it is shown: "cross-vendor all-reduce over a
 // host-staged path" (or a device RDMA path).
@@ -104,31 +120,31 @@ std::string cross_vendor_flag(GradientPathKind kind);
 // settings (micro-batch, recompute, ZeRO stage, dtype, schedule) under each group's own.
 std::vector<Plan> replica_group_plans(const Plan& plan);
 
+// The exchange a plan with replica groups asks for (the server as a group index).
+GroupExchange group_exchange(const Plan& plan);
+
 // The step of a plan with replica groups, at the shares the plan states.
 MixedDataParallelStep estimate_replica_groups(const Cluster& cluster, const Workload& workload,
                                               const Plan& plan, const EstimateOptions& options = {});
 
 // The twin's view of a plan with replica groups (docs/twin.md#replica-groups): each group's
-// pipeline lowered with its share of the batch (`step` is estimate_replica_groups of `plan`), to
-// be simulated together on one fabric where they can meet on a limiting link, else each alone.
-std::vector<TwinInput> replica_group_twin_inputs(const Cluster& cluster, const Workload& workload,
-                                                 const Plan& plan,
-                                                 const MixedDataParallelStep& step,
-                                                 const TwinOptions& options = {});
+// pipeline lowered with its share of the batch (`step` is estimate_replica_groups of `plan`),
+// simulated together on one fabric, then the exchange of gradients between them over the
+// declared paths as flows.
+TwinPoolInput replica_group_twin_pool(const Cluster& cluster, const Workload& workload,
+                                      const Plan& plan, const MixedDataParallelStep& step,
+                                      const TwinOptions& options = {});
 
-// The simulated step: the slowest group's simulated step, then the exchange between the groups
-// over the declared path, analytic (the twin's fabric has no hosts' network to carry it).
+// The simulated step: the groups' simulated steps, then the exchange between the groups.
 struct ReplicaGroupsSimulation {
   std::vector<double> group_step_s;  // simulated, per group
-  bool together = false;  // the groups ran on one fabric together (they share a limiting link)
   double slowest_group_s = 0;
-  double exchange_s = 0;
+  double exchange_s = 0;  // simulated: from the slowest group's end to the exchange's
   double step_time_s = 0;
   double tokens_per_s = 0;
+  std::vector<TwinLinkLoad> exchange_links;  // the exchange's most loaded links
 };
 ReplicaGroupsSimulation replica_groups_simulation(const Workload& workload,
-                                                  const MixedDataParallelStep& step,
-                                                  const std::vector<TwinResult>& groups,
-                                                  bool together);
+                                                  const TwinPoolResult& simulated);
 
 }  // namespace hetplan::sim

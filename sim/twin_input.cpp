@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -25,6 +26,8 @@ std::string_view to_string(TwinLinkKind kind) {
       return "zone-link";
     case TwinLinkKind::spine:
       return "spine";
+    case TwinLinkKind::gradient_path:
+      return "gradient-path";
   }
   return "?";
 }
@@ -358,6 +361,18 @@ std::vector<TwinInput> merge_pool(const TwinPoolInput& pool) {
   std::vector<TwinZoneLink> zone_links;
   std::vector<TwinSpine> spines;
   std::vector<std::vector<int>> remap(pool.jobs.size());
+  auto add_zone_link = [&](const TwinZoneLink& link, const std::string& who) {
+    auto same_ends = [&](const TwinZoneLink& l) {
+      return std::minmax(l.zone_a, l.zone_b) == std::minmax(link.zone_a, link.zone_b);
+    };
+    const auto have = std::find_if(zone_links.begin(), zone_links.end(), same_ends);
+    if (have == zone_links.end()) {
+      zone_links.push_back(link);
+    } else if (have->speed != link.speed || have->latency != link.latency) {
+      throw std::invalid_argument(who + ": zone link " + link.zone_a + " - " + link.zone_b +
+                                  " is described differently by an earlier job");
+    }
+  };
   for (std::size_t j = 0; j < pool.jobs.size(); ++j) {
     const TwinInput& job = pool.jobs[j];
     const std::string who = "job " + std::to_string(j) + " (" + job.plan + ")";
@@ -377,18 +392,7 @@ std::vector<TwinInput> merge_pool(const TwinPoolInput& pool) {
       }
       remap[j].push_back(it->second);
     }
-    for (const TwinZoneLink& link : job.zone_links) {
-      auto same_ends = [&](const TwinZoneLink& l) {
-        return std::minmax(l.zone_a, l.zone_b) == std::minmax(link.zone_a, link.zone_b);
-      };
-      const auto have = std::find_if(zone_links.begin(), zone_links.end(), same_ends);
-      if (have == zone_links.end()) {
-        zone_links.push_back(link);
-      } else if (have->speed != link.speed || have->latency != link.latency) {
-        throw std::invalid_argument(who + ": zone link " + link.zone_a + " - " + link.zone_b +
-                                    " is described differently by an earlier job");
-      }
-    }
+    for (const TwinZoneLink& link : job.zone_links) add_zone_link(link, who);
     for (const TwinSpine& spine : job.spines) {
       const auto have = std::find_if(spines.begin(), spines.end(),
                                      [&](const TwinSpine& s) { return s.zone == spine.zone; });
@@ -399,6 +403,10 @@ std::vector<TwinInput> merge_pool(const TwinPoolInput& pool) {
                                     " is described differently by an earlier job");
       }
     }
+  }
+  if (pool.exchange) {
+    for (const TwinZoneLink& link : pool.exchange->zone_links)
+      add_zone_link(link, "the gradient exchange");
   }
   // A chip belongs to one job: the stages' chip ranges on each island must not overlap
   // across jobs.
@@ -440,6 +448,69 @@ std::vector<TwinInput> merge_pool(const TwinPoolInput& pool) {
   return out;
 }
 
+namespace {
+
+std::vector<std::string> check_exchange(const TwinGradientExchange& exchange,
+                                        const std::vector<TwinInput>& jobs) {
+  std::vector<std::string> problems;
+  const int groups = static_cast<int>(jobs.size());
+  if (!non_negative(exchange.bytes)) problems.push_back("bytes must be finite and non-negative");
+  if (exchange.parameter_server && (exchange.server < 0 || exchange.server >= groups))
+    problems.push_back("the server must be one of the groups");
+  if (exchange.paths.empty() || exchange.paths.size() > jobs.size())
+    problems.push_back("it needs 1 to " + std::to_string(jobs.size()) + " paths, got " +
+                       std::to_string(exchange.paths.size()));
+  for (std::size_t p = 0; p < exchange.paths.size(); ++p) {
+    const TwinGradientPath& path = exchange.paths[p];
+    const std::string which = "path " + std::to_string(p) + ": ";
+    if (path.group_a < 0 || path.group_a >= groups || path.group_b < 0 ||
+        path.group_b >= groups || path.group_a == path.group_b) {
+      problems.push_back(which + "its ends must be two different groups");
+      continue;
+    }
+    if (!positive(path.speed)) problems.push_back(which + "speed must be finite and positive");
+    if (!non_negative(path.latency) || path.latency > 1)
+      problems.push_back(which + "latency must be in [0, 1] s");
+    const TwinInput& a = jobs[static_cast<std::size_t>(path.group_a)];
+    const TwinInput& b = jobs[static_cast<std::size_t>(path.group_b)];
+    const std::string& zone_a = a.islands[static_cast<std::size_t>(a.stages.front().island)].zone;
+    const std::string& zone_b = b.islands[static_cast<std::size_t>(b.stages.front().island)].zone;
+    const bool linked = std::any_of(a.zone_links.begin(), a.zone_links.end(), [&](const TwinZoneLink& l) {
+      return std::minmax(l.zone_a, l.zone_b) == std::minmax(zone_a, zone_b);
+    });
+    if (path.fabric && zone_a != zone_b && !linked)
+      problems.push_back(which + "no zone link joins zones " + zone_a + " and " + zone_b);
+  }
+  // The exchange's platform: per lane a host and a port per group and two links per path.
+  long long lanes = std::numeric_limits<int>::max();
+  for (const TwinInput& job : jobs)
+    lanes = std::min<long long>(lanes, job.islands[static_cast<std::size_t>(job.stages.front().island)].nodes);
+  const long long links = lanes * (groups + 2 * static_cast<long long>(exchange.paths.size()));
+  if (links > kMaxLinks)
+    problems.push_back("its " + std::to_string(links) + " links are over the limit of " +
+                       std::to_string(kMaxLinks));
+  // Each group is one island's pipeline, and every pair the algorithm needs has a path.
+  for (int g = 0; g < groups; ++g) {
+    const TwinInput& job = jobs[static_cast<std::size_t>(g)];
+    for (const TwinStage& st : job.stages) {
+      if (st.island != job.stages.front().island)
+        problems.push_back("group " + std::to_string(g) + " spans islands");
+    }
+    auto joined = [&](int a, int b) {
+      return std::any_of(exchange.paths.begin(), exchange.paths.end(), [&](const TwinGradientPath& p) {
+        return std::minmax(p.group_a, p.group_b) == std::minmax(a, b);
+      });
+    };
+    const int next = exchange.parameter_server ? exchange.server : (g + 1) % groups;
+    if (next != g && !joined(g, next))
+      problems.push_back("no path joins groups " + std::to_string(g) + " and " +
+                         std::to_string(next));
+  }
+  return problems;
+}
+
+}  // namespace
+
 std::vector<std::string> check_twin_pool(const TwinPoolInput& pool) {
   std::vector<std::string> problems;
   if (pool.jobs.size() < 2 || pool.jobs.size() > kMaxPoolJobs)
@@ -470,6 +541,10 @@ std::vector<std::string> check_twin_pool(const TwinPoolInput& pool) {
   // The merged fabric is checked as a whole (its size above all).
   for (const std::string& problem : check_twin_input(merged.front()))
     problems.push_back("the pool's fabric: " + problem);
+  if (pool.exchange) {
+    for (const std::string& problem : check_exchange(*pool.exchange, merged))
+      problems.push_back("the gradient exchange: " + problem);
+  }
   return problems;
 }
 

@@ -124,7 +124,7 @@ struct TwinInput {
 };
 
 // The platform's link kinds, for the report.
-enum class TwinLinkKind { nic, intra, cross_group, leaf_uplink, zone_link, spine };
+enum class TwinLinkKind { nic, intra, cross_group, leaf_uplink, zone_link, spine, gradient_path };
 std::string_view to_string(TwinLinkKind kind);
 
 struct TwinLinkLoad {
@@ -176,9 +176,47 @@ struct TwinResult {
 // Every job starts at time 0 and repeats its step while another job has not finished its first,
 // at most `max_steps` times, so that every job keeps its traffic on the fabric until the longest
 // first step has ended.
+// One declared gradient path between two replica groups (jobs of the pool), as the exchange
+// uses it: each node of each end has a link of the path at `speed`; a device RDMA path also
+// crosses the fabric's tiers between the two islands (leaf uplinks, limiting spines, the zone
+// link).
+struct TwinGradientPath {
+  int group_a = 0;  // job indices
+  int group_b = 0;
+  double speed = 0;    // B/s per node, each direction
+  double latency = 0;  // s per message
+  bool fabric = false;  // device RDMA: over the fabric's tiers as well
+};
+
+// The gradient exchange between replica groups on different islands
+// (docs/twin.md#replica-groups): once every group (job) has finished its step, the groups'
+// partial sums cross the declared paths node with node, over the fewest nodes of any group
+// (lane k: the k-th node each group's stages use). Each node has one port for all its paths, at
+// its widest path's speed. A ring sends 2 (G - 1) / G of a lane's share from each group to the
+// next in one round; a parameter server takes each other group's share (push), then sends the
+// sum back (pull). The latency terms are added analytically.
+struct TwinGradientExchange {
+  bool parameter_server = false;
+  int server = 0;    // the serving group, with a parameter server
+  double bytes = 0;  // the model's gradients, in the precision they are reduced in
+  std::vector<TwinGradientPath> paths;  // the pairs the exchange joins
+  // Zone links a device RDMA path crosses that no group's own fabric holds.
+  std::vector<TwinZoneLink> zone_links;
+};
+
 struct TwinPoolInput {
   std::vector<TwinInput> jobs;
   int max_steps = 64;
+  // Replica groups of one job: each job (group) runs one step, then they exchange gradients.
+  std::optional<TwinGradientExchange> exchange;
+};
+
+// The exchange as simulated: from the end of the last group's step to the end of its last flow.
+struct TwinExchangeResult {
+  double start_s = 0;
+  double end_s = 0;
+  std::int64_t flows = 0;
+  std::vector<TwinLinkLoad> links;  // its most loaded links, busy over the exchange
 };
 
 // A link that carried more than one job's traffic during the simulated window.
@@ -195,6 +233,7 @@ struct TwinPoolResult {
   double window_s = 0;
   std::vector<TwinSharedLink> links;  // shared links, most loaded first: the bytes of the flows
                                       // that started inside the window, busy over the window
+  std::optional<TwinExchangeResult> exchange;  // with the input's exchange
 };
 
 // The pool's jobs on one fabric: one TwinInput per job whose islands are the union of all

@@ -3,11 +3,15 @@
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
+#include <set>
 
 #include "sim/pipeline_schedule.hpp"
 #include "sim/seeded.hpp"
@@ -93,10 +97,44 @@ struct IslandLayout {
   }
 };
 
+// The gradient exchange's endpoints (docs/twin.md#replica-groups): lane k of group g is the
+// k-th node that group g's stages use, on its island; every group has `lanes` of them.
+struct ExchangeLanes {
+  std::vector<int> island;              // per group, an index into the platform's islands
+  std::vector<std::vector<int>> nodes;  // per group, its first `lanes` nodes in order
+  int lanes = 0;
+};
+
+ExchangeLanes exchange_lanes(const std::vector<TwinInput>& jobs) {
+  ExchangeLanes out;
+  out.lanes = std::numeric_limits<int>::max();
+  for (const TwinInput& job : jobs) {
+    const TwinStage& first = job.stages.front();
+    const int cpn = job.islands[static_cast<std::size_t>(first.island)].chips_per_node;
+    std::set<int> nodes;
+    for (const TwinStage& st : job.stages) {
+      for (int chip = st.first_chip; chip < st.first_chip + st.tp * st.dp; chip += cpn)
+        nodes.insert(chip / cpn);
+      nodes.insert((st.first_chip + st.tp * st.dp - 1) / cpn);
+    }
+    out.island.push_back(first.island);
+    out.nodes.emplace_back(nodes.begin(), nodes.end());
+    out.lanes = std::min(out.lanes, static_cast<int>(nodes.size()));
+  }
+  for (auto& nodes : out.nodes) nodes.resize(static_cast<std::size_t>(out.lanes));
+  return out;
+}
+
 class Platform {
  public:
   // The fabric of `in` (its islands, zone links and spines); `jobs` jobs' traffic is told apart.
-  explicit Platform(const TwinInput& in, int jobs = 1) : in_(in), jobs_(jobs) { build(); }
+  // With `exchange`, also the gradient paths between the jobs (replica groups) and their ports.
+  explicit Platform(const TwinInput& in, int jobs = 1,
+                    const TwinGradientExchange* exchange = nullptr,
+                    const ExchangeLanes* lanes = nullptr)
+      : in_(in), jobs_(jobs), exchange_(exchange), lanes_(lanes) {
+    build();
+  }
 
   sg4::Host* host(int island, int chip) const {
     return layout_[static_cast<std::size_t>(island)].hosts[static_cast<std::size_t>(chip)];
@@ -153,9 +191,127 @@ class Platform {
   // Flows from now on are left out of the link loads.
   void stop_counting() { counting_ = false; }
 
+  // One flow of the gradient exchange: lane `lane` of group `from` to the same lane of group
+  // `to` over path `path`, carrying `bytes`. Its bytes count apart, in exchange_bytes().
+  sg4::CommPtr exchange_flow(int path, int from, int to, int lane, double bytes) {
+    for (int link : exchange_route(path, from, to, lane))
+      exchange_bytes_[static_cast<std::size_t>(link)] += bytes;
+    const auto& hosts = exchange_hosts_[static_cast<std::size_t>(lane)];
+    return sg4::Comm::sendto_async(hosts[static_cast<std::size_t>(from)],
+                                   hosts[static_cast<std::size_t>(to)],
+                                   static_cast<std::uint64_t>(std::ceil(bytes)));
+  }
+  // The links with the exchange's bytes in place of the step's.
+  std::vector<LinkInfo> exchange_links() const {
+    std::vector<LinkInfo> out = links_;
+    for (std::size_t i = 0; i < out.size(); ++i) out[i].bytes = exchange_bytes_[i];
+    return out;
+  }
+
  private:
   int zone_link_index(const std::string& from, const std::string& to) const {
     return zone_links_.at({from, to});
+  }
+
+  // The report entries a flow of path `path` from group `from` to group `to` crosses on lane
+  // `lane`: the sender's port and path link (up), on a device RDMA path the fabric's tiers
+  // between the islands, the receiver's path link and port (down).
+  std::vector<int> exchange_route(int path, int from, int to, int lane) const {
+    const auto g = [](int x) { return static_cast<std::size_t>(x); };
+    const TwinGradientPath& p = exchange_->paths[g(path)];
+    const int side_from = from == p.group_a ? 0 : 1;
+    std::vector<int> route{port_links_[g(from)][g(lane)],
+                           path_links_[g(path)][g(side_from)][g(lane)]};
+    if (p.fabric) {
+      const int ia = lanes_->island[g(from)];
+      const int ib = lanes_->island[g(to)];
+      const TwinIsland& a = in_.islands[g(ia)];
+      const TwinIsland& b = in_.islands[g(ib)];
+      route.push_back(layout_[g(ia)].uplink(a, lanes_->nodes[g(from)][g(lane)] / a.nodes_per_leaf, false));
+      if (const auto spine = spine_links_.find(a.zone); spine != spine_links_.end())
+        route.push_back(spine->second);
+      if (a.zone != b.zone) route.push_back(zone_link_index(a.zone, b.zone));
+      if (const auto spine = spine_links_.find(b.zone); spine != spine_links_.end())
+        route.push_back(spine->second + 1);
+      route.push_back(layout_[g(ib)].uplink(b, lanes_->nodes[g(to)][g(lane)] / b.nodes_per_leaf, true));
+    }
+    route.push_back(path_links_[g(path)][g(1 - side_from)][g(lane)] + 1);
+    route.push_back(port_links_[g(to)][g(lane)] + 1);
+    return route;
+  }
+
+  // The gradient paths (docs/twin.md#replica-groups): for each lane a zone of its own with one
+  // host per group (lanes never exchange with each other), each host's port, and for each path
+  // a link per end; a device RDMA path's route also crosses the fabric's tiers.
+  void build_exchange(sg4::NetZone* root, const std::map<std::string, sg4::Link*>& spines,
+                      const std::vector<std::vector<sg4::Link*>>& uplinks,
+                      const std::map<std::pair<std::string, std::string>, sg4::Link*>& zone_links) {
+    using Dir = sg4::LinkInRoute::Direction;
+    const auto g = [](int x) { return static_cast<std::size_t>(x); };
+    const int groups = static_cast<int>(lanes_->island.size());
+    std::vector<double> port_speed(g(groups), 0.0);
+    for (const TwinGradientPath& p : exchange_->paths) {
+      port_speed[g(p.group_a)] = std::max(port_speed[g(p.group_a)], p.speed);
+      port_speed[g(p.group_b)] = std::max(port_speed[g(p.group_b)], p.speed);
+    }
+    auto node_name = [&](int group, int lane) {
+      const TwinIsland& ti = in_.islands[g(lanes_->island[g(group)])];
+      return ti.name + " node " + std::to_string(lanes_->nodes[g(group)][g(lane)]);
+    };
+    port_links_.assign(g(groups), std::vector<int>(g(lanes_->lanes), 0));
+    path_links_.assign(exchange_->paths.size(),
+                       std::array<std::vector<int>, 2>{std::vector<int>(g(lanes_->lanes)),
+                                                       std::vector<int>(g(lanes_->lanes))});
+    exchange_hosts_.resize(g(lanes_->lanes));
+    for (int lane = 0; lane < lanes_->lanes; ++lane) {
+      auto* zone = sg4::create_full_zone("gradient paths lane " + std::to_string(lane));
+      zone->set_parent(root);
+      std::vector<sg4::Link*> ports;
+      for (int group = 0; group < groups; ++group) {
+        exchange_hosts_[g(lane)].push_back(
+            zone->create_host(node_name(group, lane) + " host", 1e12));
+        port_links_[g(group)][g(lane)] = static_cast<int>(links_.size());
+        ports.push_back(duplex(zone, node_name(group, lane) + " gradient port",
+                               node_name(group, lane) + " gradient port",
+                               TwinLinkKind::gradient_path, port_speed[g(group)], 0.0));
+      }
+      for (std::size_t pi = 0; pi < exchange_->paths.size(); ++pi) {
+        const TwinGradientPath& p = exchange_->paths[pi];
+        std::array<sg4::Link*, 2> ends{};
+        for (int side = 0; side < 2; ++side) {
+          const int group = side == 0 ? p.group_a : p.group_b;
+          const int other = side == 0 ? p.group_b : p.group_a;
+          const std::string name = node_name(group, lane) + " path to " +
+                                   in_.islands[g(lanes_->island[g(other)])].name;
+          path_links_[pi][g(side)][g(lane)] = static_cast<int>(links_.size());
+          ends[g(side)] = duplex(zone, name, name, TwinLinkKind::gradient_path, p.speed, 0.0);
+        }
+        std::vector<sg4::LinkInRoute> route{{ports[g(p.group_a)], Dir::UP}, {ends[0], Dir::UP}};
+        if (p.fabric) {
+          const int ia = lanes_->island[g(p.group_a)];
+          const int ib = lanes_->island[g(p.group_b)];
+          const TwinIsland& a = in_.islands[g(ia)];
+          const TwinIsland& b = in_.islands[g(ib)];
+          route.push_back({uplinks[g(ia)][g(lanes_->nodes[g(p.group_a)][g(lane)] / a.nodes_per_leaf)], Dir::UP});
+          if (const auto spine = spines.find(a.zone); spine != spines.end())
+            route.push_back({spine->second, Dir::UP});
+          if (a.zone != b.zone) {
+            const auto forward = zone_links.find({a.zone, b.zone});
+            if (forward != zone_links.end()) route.push_back({forward->second, Dir::UP});
+            else route.push_back({zone_links.at({b.zone, a.zone}), Dir::DOWN});
+          }
+          if (const auto spine = spines.find(b.zone); spine != spines.end())
+            route.push_back({spine->second, Dir::DOWN});
+          route.push_back({uplinks[g(ib)][g(lanes_->nodes[g(p.group_b)][g(lane)] / b.nodes_per_leaf)], Dir::DOWN});
+        }
+        route.push_back({ends[1], Dir::DOWN});
+        route.push_back({ports[g(p.group_b)], Dir::DOWN});
+        zone->add_route(exchange_hosts_[g(lane)][g(p.group_a)]->get_netpoint(),
+                        exchange_hosts_[g(lane)][g(p.group_b)]->get_netpoint(), nullptr, nullptr,
+                        route, true);
+      }
+      zone->seal();
+    }
   }
 
   int add_link(std::string name, TwinLinkKind kind, double speed) {
@@ -208,6 +364,7 @@ class Platform {
       sg4::Link* spine_switch = nullptr;  // only when it limits
     };
     std::map<std::string, FabricZone> zones;
+    std::vector<std::vector<sg4::Link*>> all_uplinks(in_.islands.size());  // per island, leaf
     for (const TwinIsland& ti : in_.islands) {
       if (zones.count(ti.zone)) continue;
       FabricZone& fz = zones[ti.zone];
@@ -279,6 +436,7 @@ class Platform {
                                  ti.name + " leaf " + std::to_string(leaf) + " uplink",
                                  TwinLinkKind::leaf_uplink, ti.uplink_speed, uplink_latency));
       }
+      all_uplinks[i] = uplinks;
 
       // Nodes: chips and a gateway, inside their leaf group.
       lay.hosts.reserve(static_cast<std::size_t>(ti.nodes * ti.chips_per_node));
@@ -333,6 +491,7 @@ class Platform {
     }
     for (auto& [name, fz] : zones) fz.zone->seal();
 
+    std::map<std::pair<std::string, std::string>, sg4::Link*> zone_link_objects;
     for (const TwinZoneLink& zl : in_.zone_links) {
       const int up = add_link("zone link " + zl.zone_a + " -> " + zl.zone_b,
                               TwinLinkKind::zone_link, zl.speed);
@@ -347,12 +506,26 @@ class Platform {
       const auto& b = zones.at(zl.zone_b);
       root->add_route(a.zone->get_netpoint(), b.zone->get_netpoint(), a.spine, b.spine,
                       {{link, Dir::UP}}, true);
+      zone_link_objects[{zl.zone_a, zl.zone_b}] = link;
     }
+    if (exchange_ && lanes_) {
+      std::map<std::string, sg4::Link*> spines;
+      for (const auto& [name, fz] : zones)
+        if (fz.spine_switch) spines[name] = fz.spine_switch;
+      build_exchange(root, spines, all_uplinks, zone_link_objects);
+    }
+    exchange_bytes_.assign(links_.size(), 0.0);
     root->seal();
   }
 
   const TwinInput& in_;
   int jobs_ = 1;
+  const TwinGradientExchange* exchange_ = nullptr;
+  const ExchangeLanes* lanes_ = nullptr;
+  std::vector<std::vector<int>> port_links_;  // [group][lane]: report entry (up; down + 1)
+  std::vector<std::array<std::vector<int>, 2>> path_links_;  // [path][end][lane]: likewise
+  std::vector<std::vector<sg4::Host*>> exchange_hosts_;    // [lane][group]
+  std::vector<double> exchange_bytes_;                     // per report entry
   bool counting_ = true;
   std::vector<IslandLayout> layout_;
   std::vector<LinkInfo> links_;
@@ -965,6 +1138,55 @@ TwinResult simulate_step(const TwinInput& input, Timeline* timeline) {
   return step.result(input);
 }
 
+namespace {
+
+// The gradient exchange between replica groups, from the actor of the last group to finish
+// (docs/twin.md#replica-groups): the latency terms, then a ring's one round of flows from each
+// group to the next, or a parameter server's push and pull.
+TwinExchangeResult run_exchange(Platform& platform, const TwinGradientExchange& exchange,
+                                const ExchangeLanes& lanes) {
+  TwinExchangeResult out;
+  out.start_s = sg4::Engine::get_clock();
+  const int groups = static_cast<int>(lanes.island.size());
+  double alpha = 0;
+  for (const TwinGradientPath& p : exchange.paths) alpha = std::max(alpha, p.latency);
+  const double share = exchange.bytes / lanes.lanes;
+  auto path_of = [&](int a, int b) {
+    for (std::size_t p = 0; p < exchange.paths.size(); ++p) {
+      if (std::minmax(exchange.paths[p].group_a, exchange.paths[p].group_b) == std::minmax(a, b))
+        return static_cast<int>(p);
+    }
+    return -1;  // check_twin_pool makes sure every pair the algorithm needs has a path
+  };
+  auto round = [&](const std::vector<std::pair<int, int>>& edges, double bytes) {
+    std::vector<sg4::CommPtr> comms;
+    for (const auto& [from, to] : edges) {
+      for (int lane = 0; lane < lanes.lanes; ++lane) {
+        comms.push_back(platform.exchange_flow(path_of(from, to), from, to, lane, bytes));
+        ++out.flows;
+      }
+    }
+    sg4::Comm::wait_all(comms);
+  };
+  std::vector<std::pair<int, int>> edges;
+  if (!exchange.parameter_server) {
+    sg4::this_actor::sleep_for(2.0 * (groups - 1) * alpha);
+    for (int g = 0; g < groups; ++g) edges.emplace_back(g, (g + 1) % groups);
+    round(edges, 2.0 * (groups - 1) / groups * share);
+  } else {
+    sg4::this_actor::sleep_for(2.0 * alpha);
+    for (int g = 0; g < groups; ++g)
+      if (g != exchange.server) edges.emplace_back(g, exchange.server);
+    round(edges, share);  // push
+    for (auto& edge : edges) std::swap(edge.first, edge.second);
+    round(edges, share);  // pull
+  }
+  out.end_s = sg4::Engine::get_clock();
+  return out;
+}
+
+}  // namespace
+
 TwinPoolResult simulate_pool(const TwinPoolInput& pool) {
   const std::vector<TwinInput> jobs = merge_pool(pool);
   int argc = 1;
@@ -973,7 +1195,12 @@ TwinPoolResult simulate_pool(const TwinPoolInput& pool) {
   sg4::Engine engine(&argc, argv);
   configure();
   const int count = static_cast<int>(jobs.size());
-  Platform platform(jobs.front(), count);
+  // Replica groups exchanging gradients: each runs one step, then the exchange.
+  std::optional<ExchangeLanes> lanes;
+  if (pool.exchange) lanes = exchange_lanes(jobs);
+  Platform platform(jobs.front(), count, pool.exchange ? &*pool.exchange : nullptr,
+                    lanes ? &*lanes : nullptr);
+  std::optional<TwinExchangeResult> exchanged;
   // Each job's steps, one after another; a job starts its next step while another job has not
   // finished its first.
   std::vector<std::vector<std::unique_ptr<Step>>> steps(jobs.size());
@@ -986,8 +1213,12 @@ TwinPoolResult simulate_pool(const TwinPoolInput& pool) {
     Step& step = *steps[index].back();
     step.on_finish([&, j, index] {
       ends[index].push_back(sg4::Engine::get_clock());
-      if (ends[index].size() == 1 && --pending == 0) platform.stop_counting();
-      if (pending > 0 && static_cast<int>(steps[index].size()) < pool.max_steps) start(j);
+      if (ends[index].size() == 1 && --pending == 0) {
+        platform.stop_counting();
+        if (pool.exchange) exchanged = run_exchange(platform, *pool.exchange, *lanes);
+      }
+      if (!pool.exchange && pending > 0 && static_cast<int>(steps[index].size()) < pool.max_steps)
+        start(j);
     });
     step.launch();
   };
@@ -1017,6 +1248,13 @@ TwinPoolResult simulate_pool(const TwinPoolInput& pool) {
   };
   for (const LinkInfo* link : most_loaded(platform.links(), shared))
     out.links.push_back({load_of(*link, out.window_s), link->job_bytes});
+  if (exchanged) {
+    const std::vector<LinkInfo> carried = platform.exchange_links();
+    for (const LinkInfo* link :
+         most_loaded(carried, [](const LinkInfo& l) { return l.bytes > 0; }))
+      exchanged->links.push_back(load_of(*link, exchanged->end_s - exchanged->start_s));
+    out.exchange = std::move(exchanged);
+  }
   return out;
 }
 

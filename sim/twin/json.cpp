@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -147,9 +148,36 @@ void fields(V& v, TwinResult& r) {
 }
 
 template <typename V>
+void fields(V& v, TwinGradientPath& p) {
+  v("group_a", p.group_a);
+  v("group_b", p.group_b);
+  v("speed", p.speed);
+  v("latency", p.latency);
+  v("fabric", p.fabric);
+}
+
+template <typename V>
+void fields(V& v, TwinGradientExchange& e) {
+  v("parameter_server", e.parameter_server);
+  v("server", e.server);
+  v("bytes", e.bytes);
+  v("paths", e.paths);
+  v("zone_links", e.zone_links);
+}
+
+template <typename V>
+void fields(V& v, TwinExchangeResult& r) {
+  v("start_s", r.start_s);
+  v("end_s", r.end_s);
+  v("flows", r.flows);
+  v("links", r.links);
+}
+
+template <typename V>
 void fields(V& v, TwinPoolInput& p) {
   v("jobs", p.jobs);
   v("max_steps", p.max_steps);
+  v("exchange", p.exchange);
 }
 
 template <typename V>
@@ -165,6 +193,7 @@ void fields(V& v, TwinPoolResult& r) {
   v("mean_step_s", r.mean_step_s);
   v("window_s", r.window_s);
   v("links", r.links);
+  v("exchange", r.exchange);
 }
 
 // The words of the enumerations, as models:: and sim:: spell them.
@@ -179,7 +208,8 @@ constexpr auto words() {
   } else {
     static_assert(std::is_same_v<Enum, TwinLinkKind>);
     return std::to_array({TwinLinkKind::nic, TwinLinkKind::intra, TwinLinkKind::cross_group,
-                          TwinLinkKind::leaf_uplink, TwinLinkKind::zone_link, TwinLinkKind::spine});
+                          TwinLinkKind::leaf_uplink, TwinLinkKind::zone_link, TwinLinkKind::spine,
+                          TwinLinkKind::gradient_path});
   }
 }
 
@@ -187,6 +217,10 @@ template <typename T>
 struct is_vector : std::false_type {};
 template <typename T>
 struct is_vector<std::vector<T>> : std::true_type {};
+template <typename T>
+struct is_optional : std::false_type {};
+template <typename T>
+struct is_optional<std::optional<T>> : std::true_type {};
 
 // --- writing -----------------------------------------------------------------------------------
 
@@ -211,6 +245,8 @@ ordered_json write(const T& value) {
     ordered_json out = ordered_json::array();
     for (const auto& element : value) out.push_back(write(element));
     return out;
+  } else if constexpr (is_optional<T>::value) {
+    return value ? write(*value) : ordered_json(nullptr);
   } else {
     Writer writer;
     fields(writer, const_cast<T&>(value));  // fields() only reads through a Writer
@@ -266,6 +302,9 @@ T read(const json& value, const std::string& path) {
     for (T option : words<T>())
       if (to_string(option) == word) return option;
     fail(path, "unknown value \"" + word + "\"");
+  } else if constexpr (is_optional<T>::value) {
+    if (value.is_null()) return T{};
+    return read<typename T::value_type>(value, path);
   } else if constexpr (is_vector<T>::value) {
     if (!value.is_array()) fail(path, "expected an array");
     T out;

@@ -289,6 +289,38 @@ TEST(PlanErrors, ReplicaGroupsMistakes) {
             "plan.yaml:10:5: replica_groups[1].dtype: unknown key");
 }
 
+// A parameter server only when the plan says so, on one of its groups' islands.
+TEST(PlanErrors, GradientExchangeThroughAParameterServer) {
+  const std::string served =
+      replaced(kGroups, "name: two-groups\n",
+               "name: two-groups\ngradient_exchange: parameter-server\nparameter_server: h100\n");
+  const Plan plan = parse_plan(served, "plan.yaml");
+  EXPECT_EQ(plan.gradient_exchange, GradientExchange::parameter_server);
+  EXPECT_EQ(plan.parameter_server, "h100");
+  EXPECT_EQ(formats::plan_yaml(parse_plan(formats::plan_yaml(plan), "again.yaml")),
+            formats::plan_yaml(plan));
+  EXPECT_EQ(parse_plan(replaced(kGroups, "name: two-groups\n",
+                                "name: two-groups\ngradient_exchange: ring\n"),
+                       "plan.yaml")
+                .gradient_exchange,
+            GradientExchange::ring);
+  EXPECT_EQ(plan_error(replaced(served, "parameter_server: h100\n", "")),
+            "plan.yaml:3:20: gradient_exchange: expected parameter_server (the island of the "
+            "group whose nodes serve) with gradient_exchange: parameter-server");
+  EXPECT_EQ(plan_error(replaced(served, "parameter_server: h100", "parameter_server: tpu")),
+            "plan.yaml:4:19: parameter_server: expected the island of one of the replica groups "
+            "(a100, h100), got \"tpu\"");
+  EXPECT_EQ(plan_error(replaced(served, "parameter-server", "ring")),
+            "plan.yaml:4:19: parameter_server: expected no parameter_server with a ring gradient "
+            "exchange");
+  EXPECT_EQ(plan_error(replaced(served, "parameter-server", "all-to-all")),
+            "plan.yaml:3:20: gradient_exchange: expected one of ring or parameter-server, got "
+            "\"all-to-all\"");
+  EXPECT_EQ(plan_error(kPlan + "gradient_exchange: ring\n"),
+            "plan.yaml:6:20: gradient_exchange: expected no gradient_exchange in a plan without "
+            "replica_groups");
+}
+
 // The group's own micro-batch counts in its samples: 4 x 48 x 1 and 8 x 8 x 2 make 320, so
 // the weights 48 / 320 and 16 / 320 are what a plan with it says.
 TEST(PlanErrors, ReplicaGroupWeightsCountTheGroupsMicroBatch) {

@@ -104,6 +104,30 @@ TEST(ReplicaGroups, ExchangeOfTheModelsGradientsOverThePathByHand) {
   EXPECT_FALSE(step.assumptions.empty());
 }
 
+// Through a parameter server on the Hygon group's 2 nodes (only when a plan asks for one): the
+// Ascend group pushes its sum node with node over the 2 lanes, then pulls the total back, each
+// phase one share (bytes / 2) over the path, plus one latency each; a ring of two groups sends
+// and receives one share at once, so the server takes twice as long here.
+TEST(ReplicaGroups, AParameterServerPushesThenPulls) {
+  const Site s = setup(GradientPathKind::host_staged, kSlow, 1e-3);
+  const std::vector<Plan> groups{group("ascend-910b", 1, 32), group("dcu-k100", 1, 16)};
+  const auto ring = estimate_mixed_data_parallel(s.cluster, s.workload, groups);
+  GroupExchange server;
+  server.algorithm = GradientExchange::parameter_server;
+  server.server = 1;
+  const auto served = estimate_mixed_data_parallel(s.cluster, s.workload, groups, {}, nullptr, server);
+  ASSERT_TRUE(served.feasible) << (served.reasons.empty() ? "" : served.reasons.front());
+  const double bytes = 4 * s.workload.model.total_parameters();
+  EXPECT_NEAR(served.exchange_s, 2 * (bytes / 2 / kSlow) + 2e-3, 1e-9 * served.exchange_s);
+  EXPECT_NEAR(served.exchange_s - 2e-3, 2 * (ring.exchange_s - 2e-3), 1e-9 * served.exchange_s);
+  EXPECT_DOUBLE_EQ(served.slowest_group_s, ring.slowest_group_s);
+  EXPECT_TRUE(std::any_of(served.assumptions.begin(), served.assumptions.end(),
+                          [](const std::string& a) { return a.find("parameter server on dcu-k100") != std::string::npos; }));
+  server.server = 2;
+  const auto outside = estimate_mixed_data_parallel(s.cluster, s.workload, groups, {}, nullptr, server);
+  EXPECT_FALSE(outside.feasible);
+}
+
 // Each group's step is a line in its micro-batch count: the two-point fit predicts the
 // estimate at the balanced share exactly.
 TEST(ReplicaGroups, EachGroupsStepIsLinearInItsMicroBatches) {

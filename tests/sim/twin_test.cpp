@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "formats/loaders.hpp"
+#include "models/batch_balance.hpp"
 #include "planner/search.hpp"
 #include "sim/estimator.hpp"
 #include "sim/twin/json.hpp"
@@ -530,6 +531,166 @@ TEST(TwinPool, InputsAndResultsSurviveTheRoundTrip) {
   ASSERT_TRUE(twin::is_pool(parsed));
   EXPECT_EQ(twin::to_json(twin::pool_from_json(parsed)).dump(), text);
   const TwinPoolResult result = simulate_pool(pool);
+  const std::string answer = twin::to_json(result).dump();
+  EXPECT_EQ(twin::to_json(twin::pool_result_from_json(nlohmann::json::parse(answer))).dump(),
+            answer);
+}
+
+// --- the gradient exchange between replica groups -------------------------------------------
+
+// Islands named `names`, each as two_island_scenario's (2 Ascend 910B nodes, one per leaf), in
+// one zone whose spine carries the leaf uplinks together divided by `spine`; one ring of tp 8,
+// dp 2 on each (a replica group on its two nodes).
+TwinPoolInput groups_on(const std::vector<std::string>& names, double spine) {
+  Scenario s = two_island_scenario(spine);
+  s.cluster.islands.resize(1);
+  s.cluster.islands.front().name = names.front();
+  for (std::size_t i = 1; i < names.size(); ++i) {
+    Island island = s.cluster.islands.front();
+    island.name = names[i];
+    s.cluster.islands.push_back(island);
+  }
+  TwinPoolInput pool;
+  for (const std::string& name : names) pool.jobs.push_back(lower(s, ring_on(s, name)));
+  return pool;
+}
+
+double slowest_group(const TwinPoolResult& r) {
+  double slowest = 0;
+  for (const TwinResult& job : r.jobs) slowest = std::max(slowest, job.step_time_s);
+  return slowest;
+}
+
+// Two groups of two nodes over a host-staged path of 12.5 GB/s per node and 30 us: each lane
+// (node k with node k) sends and receives 2 (G - 1) / G of its share, 8 GB / 2 nodes, once:
+// 4 GB / 12.5 GB/s + 2 x 30 us, which is the analytic exchange; it starts when the slower group
+// ends, and every node's port and path carry their share both ways, busy throughout.
+TEST(TwinExchange, ARingOfTwoGroupsTakesTheHandComputedTime) {
+  TwinPoolInput pool = groups_on({"a", "b"}, 1.0);
+  TwinGradientExchange& exchange = pool.exchange.emplace();
+  exchange.bytes = 8e9;
+  exchange.paths = {{0, 1, 12.5e9, 30e-6, false}};
+  const TwinPoolResult r = simulate_pool(pool);
+  ASSERT_TRUE(r.exchange);
+  const double by_hand = 4e9 / 12.5e9 + 2 * 30e-6;
+  EXPECT_DOUBLE_EQ(by_hand, models::cross_group_exchange_s(8e9, {2, 2}, 12.5e9, 30e-6));
+  EXPECT_NEAR(r.exchange->end_s - r.exchange->start_s, by_hand, 1e-6 * by_hand);
+  EXPECT_NEAR(r.exchange->start_s, slowest_group(r), 1e-9);
+  EXPECT_EQ(r.exchange->flows, 4);  // two lanes, both ways
+  ASSERT_FALSE(r.exchange->links.empty());
+  for (const TwinLinkLoad& link : r.exchange->links) {
+    EXPECT_EQ(link.kind, TwinLinkKind::gradient_path);
+    EXPECT_NEAR(link.bytes, 4e9, 1);
+    EXPECT_NEAR(link.utilization, 4e9 / 12.5e9 / by_hand, 1e-6);
+  }
+  EXPECT_EQ(r.steps, (std::vector<int>{1, 1}));  // each group runs its step once
+}
+
+// Three groups: a ring sends 2 (G - 1) / G = 4/3 of a lane's share over each path at once; a
+// parameter server on group 0 takes both other groups' shares through its port (push), then
+// sends the sum back (pull): 2 x 2 shares / port + 2 x 30 us, as models::
+// parameter_server_exchange_s has it, 3/2 of the ring's bandwidth time here (G / 2) and with
+// the server's ports as the busiest links.
+TEST(TwinExchange, AParameterServerPushesThenPullsThroughItsPorts) {
+  TwinPoolInput pool = groups_on({"a", "b", "c"}, 1.0);
+  TwinGradientExchange& exchange = pool.exchange.emplace();
+  exchange.bytes = 8e9;
+  exchange.paths = {{0, 1, 12.5e9, 30e-6, false},
+                    {1, 2, 12.5e9, 30e-6, false},
+                    {2, 0, 12.5e9, 30e-6, false}};
+  const TwinPoolResult ring = simulate_pool(pool);
+  const double share = 8e9 / 2;
+  const double ring_by_hand = 4.0 / 3.0 * share / 12.5e9 + 4 * 30e-6;
+  EXPECT_NEAR(ring_by_hand, models::cross_group_exchange_s(8e9, {2, 2, 2}, 12.5e9, 30e-6), 1e-12);
+  EXPECT_NEAR(ring.exchange->end_s - ring.exchange->start_s, ring_by_hand, 1e-6 * ring_by_hand);
+
+  exchange.parameter_server = true;
+  exchange.server = 0;
+  exchange.paths = {{0, 1, 12.5e9, 30e-6, false}, {0, 2, 12.5e9, 30e-6, false}};
+  const TwinPoolResult served = simulate_pool(pool);
+  const double server_by_hand = 2 * (2 * share / 12.5e9) + 2 * 30e-6;
+  EXPECT_NEAR(server_by_hand,
+              models::parameter_server_exchange_s(8e9, {2, 2, 2}, 12.5e9, 12.5e9, 30e-6), 1e-12);
+  EXPECT_NEAR(served.exchange->end_s - served.exchange->start_s, server_by_hand,
+              1e-6 * server_by_hand);
+  EXPECT_EQ(served.exchange->flows, 8);  // two groups x two lanes, push and pull
+  ASSERT_FALSE(served.exchange->links.empty());
+  const TwinLinkLoad& top = served.exchange->links.front();
+  EXPECT_TRUE(top.name.starts_with("a node")) << top.name;
+  EXPECT_NE(top.name.find("gradient port"), std::string::npos) << top.name;
+  EXPECT_NEAR(top.bytes, 2 * share, 1);
+}
+
+// A device RDMA path crosses the fabric: two lanes each way through a spine of 200 GB/s (4:1)
+// at 150 GB/s per node would take share / 150 GB/s analytically, but the four flows share the
+// spine's way in and its way out, so each gets 50 GB/s and the spine is the busiest link (plus
+// the two leaf uplinks' cable and switch latency, 650 ns each). A host-staged path of the same
+// speed does not touch the fabric and takes the analytic time.
+TEST(TwinExchange, ADeviceRdmaPathSharesTheSpine) {
+  TwinPoolInput pool = groups_on({"a", "b"}, 4.0);
+  ASSERT_EQ(pool.jobs[0].spines.size(), 1u);
+  EXPECT_DOUBLE_EQ(pool.jobs[0].spines[0].speed, 200e9);
+  TwinGradientExchange& exchange = pool.exchange.emplace();
+  exchange.bytes = 8e9;
+  exchange.paths = {{0, 1, 150e9, 0.0, true}};
+  const TwinPoolResult rdma = simulate_pool(pool);
+  const double share = 4e9;
+  const double uplinks = 2 * (50e-9 + 600e-9);
+  EXPECT_NEAR(rdma.exchange->end_s - rdma.exchange->start_s, 4 * share / 200e9 + uplinks,
+              1e-6 * 4 * share / 200e9);
+  ASSERT_FALSE(rdma.exchange->links.empty());
+  EXPECT_EQ(rdma.exchange->links.front().kind, TwinLinkKind::spine);
+  EXPECT_NEAR(rdma.exchange->links.front().bytes, 4 * share, 1);
+
+  exchange.paths.front().fabric = false;
+  const TwinPoolResult staged = simulate_pool(pool);
+  EXPECT_NEAR(staged.exchange->end_s - staged.exchange->start_s, share / 150e9,
+              1e-6 * share / 150e9);
+  for (const TwinLinkLoad& link : staged.exchange->links)
+    EXPECT_EQ(link.kind, TwinLinkKind::gradient_path) << link.name;
+}
+
+TEST(TwinExchange, AnExchangeThatCannotRunIsRefused) {
+  TwinPoolInput pool = groups_on({"a", "b", "c"}, 1.0);
+  TwinGradientExchange& exchange = pool.exchange.emplace();
+  exchange.bytes = 8e9;
+  exchange.paths = {{0, 1, 12.5e9, 30e-6, false}, {1, 2, 12.5e9, 30e-6, false}};
+  auto problems = check_twin_pool(pool);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems.front(), "the gradient exchange: no path joins groups 2 and 0");
+  exchange.paths.push_back({2, 5, 12.5e9, 30e-6, false});
+  problems = check_twin_pool(pool);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_EQ(problems.front(), "the gradient exchange: path 2: its ends must be two different groups");
+  exchange.paths.back() = {2, 0, 0.0, 30e-6, false};
+  problems = check_twin_pool(pool);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_EQ(problems.front(), "the gradient exchange: path 2: speed must be finite and positive");
+  exchange.paths.back().speed = 12.5e9;
+  exchange.bytes = std::numeric_limits<double>::quiet_NaN();
+  problems = check_twin_pool(pool);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_EQ(problems.front(), "the gradient exchange: bytes must be finite and non-negative");
+  exchange.bytes = 8e9;
+  exchange.parameter_server = true;
+  exchange.server = 3;
+  EXPECT_FALSE(check_twin_pool(pool).empty());
+  exchange.server = 1;
+  exchange.paths = {{1, 0, 12.5e9, 30e-6, false}, {1, 2, 12.5e9, 30e-6, false}};
+  EXPECT_TRUE(check_twin_pool(pool).empty());
+}
+
+TEST(TwinExchange, InputsAndResultsSurviveTheRoundTrip) {
+  TwinPoolInput pool = groups_on({"a", "b"}, 1.0);
+  TwinGradientExchange& exchange = pool.exchange.emplace();
+  exchange.bytes = 8e9;
+  exchange.paths = {{0, 1, 12.5e9, 30e-6, true}};
+  exchange.zone_links = {{"a", "z", 1e11, 2e-6}};
+  const std::string text = twin::to_json(pool).dump();
+  EXPECT_EQ(twin::to_json(twin::pool_from_json(nlohmann::json::parse(text))).dump(), text);
+  exchange.zone_links.clear();
+  const TwinPoolResult result = simulate_pool(pool);
+  ASSERT_TRUE(result.exchange);
   const std::string answer = twin::to_json(result).dump();
   EXPECT_EQ(twin::to_json(twin::pool_result_from_json(nlohmann::json::parse(answer))).dump(),
             answer);
