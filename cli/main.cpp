@@ -156,7 +156,7 @@ hetplan::sim::ReplicaGroupsSimulation simulate_groups(const hetplan::Scenario& s
   const auto outcome = hetplan::sim::twin::run_pool_worker(
       pool, {hetplan::sim::twin::worker_beside_this_executable()});
   if (!outcome.result) throw SimulationFailure(outcome.error);
-  return hetplan::sim::replica_groups_simulation(scenario.workload, *outcome.result);
+  return hetplan::sim::replica_groups_simulation(scenario.workload, step, *outcome.result);
 }
 
 // `hetplan simulate` of a plan with replica groups on different islands.

@@ -152,11 +152,15 @@ std::string replica_groups_text(const sim::MixedDataParallelStep& step, const Pl
               ? "parameter server on " +
                     step.groups[static_cast<std::size_t>(step.exchange.server)].island
               : std::string("ring of the groups")) +
+         (step.exchange.zero_across_groups
+              ? ", ZeRO sharded across the groups (reduce-scatter, then the weights gathered)"
+              : "") +
          "\n";
   out += "flag           " + sim::cross_vendor_flag(step.path_kind) + ", " +
          fixed(step.path_bandwidth * 8 / 1e9, 1) + " Gbps per node, " +
          fixed(step.path_latency * 1e6, 1) + " us; " + gib(step.exchange_bytes) +
-         " of gradients exchanged, exposed\n";
+         (step.exchange.zero_across_groups ? " of gradients and weights" : " of gradients") +
+         " exchanged, exposed\n";
   out += "group  island               replicas  stages  tp  micro-batches  samples  weight     step\n";
   for (std::size_t g = 0; g < step.groups.size(); ++g) {
     const auto& group = step.groups[g];
@@ -169,6 +173,7 @@ std::string replica_groups_text(const sim::MixedDataParallelStep& step, const Pl
     out += line;
   }
   for (const auto& assumption : step.assumptions) out += "  assumption: " + assumption + "\n";
+  for (const auto& warning : step.warnings) out += "  warning: " + warning + "\n";
   return out;
 }
 
@@ -179,6 +184,7 @@ nlohmann::ordered_json replica_groups_json(const sim::MixedDataParallelStep& ste
   j["feasible"] = step.feasible;
   j["reasons"] = step.reasons;
   j["assumptions"] = step.assumptions;
+  j["warnings"] = step.warnings;
   j["flag"] = sim::cross_vendor_flag(step.path_kind);
   j["step_time_s"] = round6(step.step_time_s);
   j["tokens_per_s"] = round6(step.tokens_per_s);
@@ -189,6 +195,8 @@ nlohmann::ordered_json replica_groups_json(const sim::MixedDataParallelStep& ste
   j["gradient_exchange"] = std::string(to_string(step.exchange.algorithm));
   if (step.exchange.algorithm == GradientExchange::parameter_server)
     j["parameter_server"] = step.groups[static_cast<std::size_t>(step.exchange.server)].island;
+  j["zero_across_groups"] = step.exchange.zero_across_groups;
+  j["zero3_gather_s"] = round6(step.zero3_gather_s);
   j["path"] = {{"kind", step.path_kind == GradientPathKind::host_staged ? "host-staged"
                                                                          : "device-rdma"},
                {"bandwidth_bytes_per_s", round6(step.path_bandwidth)},

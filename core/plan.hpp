@@ -81,6 +81,12 @@ struct Plan {
   // the group whose nodes serve.
   GradientExchange gradient_exchange = GradientExchange::ring;
   std::string parameter_server;
+  // With replica groups: ZeRO shards over every replica of every group rather than inside each
+  // group (docs/models/mixed-data-parallel.md#zero-across-groups).
+  bool zero_across_groups = false;
+  // Not read from files: the replicas a single pipeline's ZeRO shards over when it is one of
+  // several replica groups sharding across groups (0: its stages' dp).
+  int zero_shards = 0;
   SourceLocation exchange_location;  // the gradient_exchange field, when given
   SourceLocation location;
 

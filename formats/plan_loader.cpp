@@ -200,9 +200,15 @@ Plan read_plan(const Field& root_field) {
     read_replica_groups(*groups, plan);
     check_gradient_weights(plan, std::nullopt);
     read_gradient_exchange(root, plan);
+    if (auto across = root.optional("zero_across_groups")) {
+      plan.zero_across_groups = across->as_bool();
+      if (plan.zero_across_groups && plan.gradient_exchange == GradientExchange::parameter_server)
+        across->fail("expected no zero_across_groups with a parameter server (the server holds "
+                     "the whole state; ZeRO across groups shards it over the replicas)");
+    }
   } else {
     plan.stages = read_stages(root.required("stages"));
-    for (const char* key : {"gradient_exchange", "parameter_server"}) {
+    for (const char* key : {"gradient_exchange", "parameter_server", "zero_across_groups"}) {
       if (auto field = root.optional(key))
         field->fail("expected no " + std::string(key) + " in a plan without replica_groups");
     }

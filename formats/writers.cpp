@@ -73,6 +73,7 @@ std::string plan_yaml(const Plan& plan, const std::string& comment) {
     out << "gradient_exchange: " << to_string(plan.gradient_exchange) << "\n";
     out << "parameter_server: " << plan.parameter_server << "\n";
   }
+  if (plan.zero_across_groups) out << "zero_across_groups: true\n";
   out << "replica_groups:\n";
   for (const ReplicaGroupPlan& group : plan.replica_groups) {
     out << "  - micro_batches: " << group.micro_batches << "\n";

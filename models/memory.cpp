@@ -88,7 +88,7 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
                          const StageShape& stage) {
   StageMemory out;
   const double t = stage.tp;
-  const double dp = stage.dp;
+  const double dp = stage.zero_shards > 0 ? stage.zero_shards : stage.dp;
   const double e = bytes_per_element(storage_dtype(training.dtype));
 
   // A mixture-of-experts layer: its routed experts split over tp and ep, the rest over tp.

@@ -32,6 +32,9 @@ struct StageShape {
   Recompute recompute = Recompute::none;
   int recompute_layers = 0;  // with full: the layers of each model chunk recomputed, 0 all
   int zero_stage = 0;
+  // The replicas ZeRO shards over, when more than dp (replica groups on different islands
+  // sharding across groups); 0: dp.
+  int zero_shards = 0;
 };
 
 // The capacity a process can allocate on a chip: the profile's `memory.usable`, else the prior

@@ -156,6 +156,7 @@ StepSettings step_settings(const Workload& workload, const Plan& plan) {
   if (plan.dtype) settings.training.dtype = *plan.dtype;
   settings.micro_batch = plan.micro_batch.value_or(settings.training.micro_batch);
   settings.virtual_stages = plan.virtual_stages;
+  settings.zero_shards = plan.zero_shards;
   return settings;
 }
 
@@ -554,6 +555,7 @@ models::StageMemory slot_memory(const ModelShape& model, const StepSettings& set
   shape.recompute = recompute.mode;
   shape.recompute_layers = recompute.layers;
   shape.zero_stage = settings.training.zero_stage;
+  shape.zero_shards = settings.zero_shards;
   return models::stage_memory(model, settings.training, shape);
 }
 
@@ -758,7 +760,11 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
       const bool mixed = training.dtype != DType::fp32;
       const double bytes_per_param =
           training.optimizer == Optimizer::sgd ? (mixed ? 18.0 : 12.0) : (mixed ? 34.0 : 28.0);
-      se.optimizer_s = (dense / (sharded ? k.dp : 1.0) + experts / (sharded ? expert_dp : 1.0)) *
+      // Replica groups sharding across groups: over every replica of every group.
+      const double shards = settings.zero_shards > 0 ? settings.zero_shards : k.dp;
+      const double expert_shards =
+          settings.zero_shards > 0 ? std::max(1.0, shards / std::max(1, k.ep)) : expert_dp;
+      se.optimizer_s = (dense / (sharded ? shards : 1.0) + experts / (sharded ? expert_shards : 1.0)) *
                        bytes_per_param / k.memory_bandwidth;
 
       // Data-parallel gradient reduction (reduce-scatter with a sharded optimizer, then an

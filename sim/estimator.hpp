@@ -107,6 +107,7 @@ struct StepSettings {
   TrainingSettings training;
   int micro_batch = 1;
   int virtual_stages = 1;
+  int zero_shards = 0;  // replicas ZeRO shards over (Plan::zero_shards); 0: each stage's dp
 };
 StepSettings step_settings(const Workload& workload, const Plan& plan);
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <string>
 #include <limits>
 
 #include "models/batch_balance.hpp"
@@ -145,6 +147,30 @@ MixedDataParallelStep estimate_mixed_data_parallel(const Cluster& cluster, const
     reject("the parameter server is not one of the replica groups");
     return out;
   }
+  // ZeRO across groups: every group shards over all replicas, at one ZeRO stage.
+  std::vector<Plan> sharded;
+  if (exchange.zero_across_groups) {
+    if (exchange.algorithm == GradientExchange::parameter_server) {
+      reject("ZeRO across groups shards the state over the replicas; a parameter server holds "
+             "it whole");
+      return out;
+    }
+    int replicas = 0;
+    for (const Plan& plan : groups) replicas += plan.stages.front().dp;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      if (settings[g].training.zero_stage < 1 ||
+          settings[g].training.zero_stage != settings.front().training.zero_stage) {
+        reject("ZeRO across groups needs one ZeRO stage of at least 1 in every group; replica "
+               "group " + std::to_string(g) + " has " +
+               std::to_string(settings[g].training.zero_stage) + " and group 0 " +
+               std::to_string(settings.front().training.zero_stage));
+        return out;
+      }
+      sharded.push_back(groups[g]);
+      sharded.back().zero_shards = replicas;
+    }
+  }
+  const std::vector<Plan>& members = exchange.zero_across_groups ? sharded : groups;
   std::vector<std::string> islands;
   for (const Plan& plan : groups) islands.push_back(plan.stages.front().island);
   const GradientPaths ring = gradient_paths(cluster, islands, exchange);
@@ -162,7 +188,7 @@ MixedDataParallelStep estimate_mixed_data_parallel(const Cluster& cluster, const
   // Each group's step as a line in its micro-batch count, from two estimates.
   std::vector<models::ReplicaGroup> balance;
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    const ReplicaGroupLine line = replica_group_line(cluster, workload, groups[g], options);
+    const ReplicaGroupLine line = replica_group_line(cluster, workload, members[g], options);
     if (!line.feasible) {
       reject("replica group " + std::to_string(g) + " on " + line.island +
              " cannot train the model: " + line.reason);
@@ -206,8 +232,27 @@ MixedDataParallelStep estimate_mixed_data_parallel(const Cluster& cluster, const
     }
     shares.feasible = true;
     shares.micro_batches = *micro_batches;
+  } else if (exchange.zero_across_groups && settings.front().training.zero_stage >= 3) {
+    // ZeRO-3's per-layer gathers are collectives over every replica: every group runs the same
+    // micro-batches, in lockstep.
+    long long per_round = 0;
+    for (const models::ReplicaGroup& g : balance)
+      per_round += static_cast<long long>(g.replicas) * g.micro_batch;
+    const long long m = per_round > 0 ? global_batch / per_round : 0;
+    bool whole = m > 0 && m * per_round == global_batch;
+    for (const models::ReplicaGroup& g : balance) whole = whole && m % g.multiple == 0;
+    shares.feasible = whole;
+    shares.micro_batches.assign(balance.size(), static_cast<int>(m));
   } else {
     shares = models::balance_batch(balance, global_batch);
+  }
+  if (shares.feasible && exchange.zero_across_groups &&
+      settings.front().training.zero_stage >= 3 &&
+      std::adjacent_find(shares.micro_batches.begin(), shares.micro_batches.end(),
+                         std::not_equal_to<>()) != shares.micro_batches.end()) {
+    reject("ZeRO-3 across groups gathers every layer's weights from all replicas in every "
+           "micro-batch: every group runs the same number of micro-batches");
+    return out;
   }
   if (!shares.feasible) {
     reject("no shares of the global batch (" + std::to_string(global_batch) +
@@ -225,7 +270,7 @@ MixedDataParallelStep estimate_mixed_data_parallel(const Cluster& cluster, const
     step.gradient_weight = weights[replica];
     replica += static_cast<std::size_t>(step.replicas);
     step.estimate =
-        estimate_share(cluster, workload, groups[g], step.micro_batch, step.micro_batches, options);
+        estimate_share(cluster, workload, members[g], step.micro_batch, step.micro_batches, options);
     if (!step.estimate.feasible) {
       reject("replica group " + std::to_string(g) + " on " + step.island + " cannot take " +
              std::to_string(step.micro_batches) + " micro-batches: " + first_reason(step.estimate));
@@ -237,29 +282,69 @@ MixedDataParallelStep estimate_mixed_data_parallel(const Cluster& cluster, const
   // The model's gradients, in the precision the replicas reduce them in (the first collective
   // of a data-parallel sync: the all-reduce or the reduce-scatter).
   const TrainingSettings& training = settings.front().training;
-  out.exchange_bytes =
-      dp_sync_collectives(training, workload.model.total_parameters()).items[0].bytes;
+  const SyncCollectives sync = dp_sync_collectives(training, workload.model.total_parameters());
+  out.exchange_bytes = sync.items[0].bytes;
   std::vector<int> nodes;
   for (const ReplicaGroupStep& step : out.groups) nodes.push_back(step.nodes);
-  out.exchange_s =
-      exchange.algorithm == GradientExchange::parameter_server
-          ? models::parameter_server_exchange_s(out.exchange_bytes, nodes, out.path_bandwidth,
-                                                ring.server_port, out.path_latency)
-          : models::cross_group_exchange_s(out.exchange_bytes, nodes, out.path_bandwidth,
-                                           out.path_latency);
+  if (exchange.zero_across_groups) {
+    // A reduce-scatter of the gradients over the groups, and after the optimizer step an
+    // all-gather of the updated weights (ZeRO-3: the next forward pass gathers them): each half
+    // of a ring all-reduce of its bytes.
+    auto half = [&](double bytes) {
+      return models::cross_group_exchange_s(bytes, nodes, out.path_bandwidth, out.path_latency) / 2;
+    };
+    const double weights = workload.model.total_parameters() *
+                           bytes_per_element(storage_dtype(training.dtype));
+    out.exchange_s = half(out.exchange_bytes);
+    if (training.zero_stage < 3) {
+      out.exchange_s += half(weights);
+      out.exchange_bytes += weights;
+    } else {
+      // Every micro-batch gathers the weights before its forward and again before its backward
+      // pass, over the path; the slowest group's compute of the micro-batch hides what it can.
+      double slowest_per_micro_batch = 0;
+      for (const ReplicaGroupStep& step : out.groups)
+        slowest_per_micro_batch = std::max(slowest_per_micro_batch, step.per_micro_batch_s);
+      const int m = out.groups.front().micro_batches;
+      out.zero3_gather_s = m * std::max(0.0, 2 * half(weights) - slowest_per_micro_batch);
+      // Lockstep: each micro-batch at the slowest group's pace.
+      double fixed = 0;
+      for (const ReplicaGroupStep& step : out.groups) fixed = std::max(fixed, step.fixed_s);
+      out.slowest_group_s = std::max(out.slowest_group_s, fixed + m * slowest_per_micro_batch);
+    }
+    out.warnings.push_back(
+        "ZeRO shards across chip types: ZeRO saves memory, it does not balance chips of "
+        "different speeds; every shard's update and the weights' all-gather wait for the "
+        "slowest group, over the " +
+        std::string(out.path_kind == GradientPathKind::host_staged ? "host-staged" : "device RDMA") +
+        " path");
+    if (training.zero_stage >= 3) {
+      out.warnings.push_back(
+          "ZeRO-3 across groups gathers every layer's weights from every replica over the "
+          "gradient path in every micro-batch, in lockstep: each micro-batch runs at the slowest "
+          "group's pace");
+    }
+  } else {
+    out.exchange_s =
+        exchange.algorithm == GradientExchange::parameter_server
+            ? models::parameter_server_exchange_s(out.exchange_bytes, nodes, out.path_bandwidth,
+                                                  ring.server_port, out.path_latency)
+            : models::cross_group_exchange_s(out.exchange_bytes, nodes, out.path_bandwidth,
+                                             out.path_latency);
+  }
   if (exchange.algorithm == GradientExchange::parameter_server) {
     out.assumptions.push_back(
         "the gradients meet at a parameter server on " + out.groups[static_cast<std::size_t>(exchange.server)].island +
         "'s nodes, as the plan asks: every other group's partial sum crosses its port at once, "
         "which a ring of the groups would spread over all of them");
   }
-  out.step_time_s = out.slowest_group_s + out.exchange_s;
+  out.step_time_s = out.slowest_group_s + out.zero3_gather_s + out.exchange_s;
   if (!std::isfinite(out.step_time_s) || out.step_time_s <= 0) {
     reject("the gradient exchange between the groups has no bandwidth");
     return out;
   }
   out.tokens_per_s = static_cast<double>(global_batch) * training.seq_len / out.step_time_s;
-  if (training.zero_stage >= 1) {
+  if (training.zero_stage >= 1 && !exchange.zero_across_groups) {
     out.assumptions.push_back(
         "ZeRO shards optimizer state inside each replica group only; every group holds the "
         "whole optimizer state once");
@@ -289,6 +374,10 @@ std::vector<Plan> replica_group_plans(const Plan& plan) {
     if (own.zero_stage) group.zero_stage = own.zero_stage;
     if (own.schedule) group.schedule = *own.schedule;
     if (own.virtual_stages) group.virtual_stages = *own.virtual_stages;
+    if (plan.zero_across_groups) {
+      group.zero_shards = 0;
+      for (const ReplicaGroupPlan& g : plan.replica_groups) group.zero_shards += g.stages.front().dp;
+    }
     out.push_back(std::move(group));
   }
   return out;
@@ -297,6 +386,7 @@ std::vector<Plan> replica_group_plans(const Plan& plan) {
 GroupExchange group_exchange(const Plan& plan) {
   GroupExchange out;
   out.algorithm = plan.gradient_exchange;
+  out.zero_across_groups = plan.zero_across_groups;
   for (std::size_t g = 0; g < plan.replica_groups.size(); ++g) {
     if (plan.replica_groups[g].stages.front().island == plan.parameter_server)
       out.server = static_cast<int>(g);
@@ -328,7 +418,9 @@ TwinPoolInput replica_group_twin_pool(const Cluster& cluster, const Workload& wo
   TwinGradientExchange& exchange = out.exchange.emplace();
   exchange.parameter_server = step.exchange.algorithm == GradientExchange::parameter_server;
   exchange.server = step.exchange.server;
-  exchange.bytes = step.exchange_bytes;
+  // A ring sends 2 (G - 1) / G of its bytes; ZeRO across groups' reduce-scatter and all-gather
+  // each half of that of theirs.
+  exchange.bytes = step.exchange.zero_across_groups ? step.exchange_bytes / 2 : step.exchange_bytes;
   for (const auto& [a, b] : gradient_paths(cluster, islands, step.exchange).pairs) {
     const Island* ia = cluster.find_island(islands[static_cast<std::size_t>(a)]);
     const Island* ib = cluster.find_island(islands[static_cast<std::size_t>(b)]);
@@ -346,6 +438,7 @@ TwinPoolInput replica_group_twin_pool(const Cluster& cluster, const Workload& wo
 }
 
 ReplicaGroupsSimulation replica_groups_simulation(const Workload& workload,
+                                                  const MixedDataParallelStep& step,
                                                   const TwinPoolResult& simulated) {
   ReplicaGroupsSimulation out;
   for (const TwinResult& result : simulated.jobs) {
@@ -358,6 +451,7 @@ ReplicaGroupsSimulation replica_groups_simulation(const Workload& workload,
     out.step_time_s = simulated.exchange->end_s;
     out.exchange_links = simulated.exchange->links;
   }
+  out.step_time_s += step.zero3_gather_s;
   if (out.step_time_s > 0) {
     out.tokens_per_s = static_cast<double>(workload.training.global_batch) *
                        workload.training.seq_len / out.step_time_s;

@@ -42,6 +42,9 @@ struct ReplicaGroupStep {
 struct GroupExchange {
   GradientExchange algorithm = GradientExchange::ring;
   int server = 0;  // a group index, with a parameter server
+  // ZeRO shards over every replica of every group (docs/models/mixed-data-parallel.md
+  // #zero-across-groups): a ring only, every group at ZeRO stage 1 or more.
+  bool zero_across_groups = false;
 };
 
 // The declared gradient paths the exchange of `islands` (one per group) uses: the pairs of
@@ -83,12 +86,17 @@ struct MixedDataParallelStep {
   bool feasible = false;
   std::vector<std::string> reasons;      // why the groups cannot train the job together
   std::vector<std::string> assumptions;  // what the step takes for granted
+  std::vector<std::string> warnings;     // what the deployment practice warns against
   std::vector<ReplicaGroupStep> groups;
   double slowest_group_s = 0;  // the balanced groups' step: the slowest one's estimate
   // The exchange between the groups over the declared path, after each group has reduced its
   // gradients inside itself; exposed in full (nothing of the step hides it).
   double exchange_s = 0;
   double exchange_bytes = 0;  // the model's gradients, in the precision they are reduced in
+                              // (ZeRO across groups: and its weights, gathered back)
+  // ZeRO-3 across groups: the weights' all-gathers over the path in every micro-batch that the
+  // slowest group's compute does not hide, all micro-batches together (in the step).
+  double zero3_gather_s = 0;
   GroupExchange exchange;  // ring, or a parameter server
   GradientPathKind path_kind = GradientPathKind::host_staged;
   double path_bandwidth = 0;  // B/s per node: the narrowest path the exchange uses
@@ -144,7 +152,10 @@ struct ReplicaGroupsSimulation {
   double tokens_per_s = 0;
   std::vector<TwinLinkLoad> exchange_links;  // the exchange's most loaded links
 };
+// ZeRO-3 across groups: the step's gathers over the path (`step`'s zero3_gather_s) are added
+// analytically.
 ReplicaGroupsSimulation replica_groups_simulation(const Workload& workload,
+                                                  const MixedDataParallelStep& step,
                                                   const TwinPoolResult& simulated);
 
 }  // namespace hetplan::sim

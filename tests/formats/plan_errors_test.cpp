@@ -316,6 +316,19 @@ TEST(PlanErrors, GradientExchangeThroughAParameterServer) {
   EXPECT_EQ(plan_error(replaced(served, "parameter-server", "all-to-all")),
             "plan.yaml:3:20: gradient_exchange: expected one of ring or parameter-server, got "
             "\"all-to-all\"");
+  const Plan across = parse_plan(
+      replaced(kGroups, "name: two-groups\n", "name: two-groups\nzero_across_groups: true\n"),
+      "plan.yaml");
+  EXPECT_TRUE(across.zero_across_groups);
+  EXPECT_TRUE(parse_plan(formats::plan_yaml(across), "again.yaml").zero_across_groups);
+  EXPECT_EQ(plan_error(replaced(served, "name: two-groups\n",
+                                "name: two-groups\nzero_across_groups: true\n")),
+            "plan.yaml:3:21: zero_across_groups: expected no zero_across_groups with a parameter "
+            "server (the server holds the whole state; ZeRO across groups shards it over the "
+            "replicas)");
+  EXPECT_EQ(plan_error(kPlan + "zero_across_groups: true\n"),
+            "plan.yaml:6:21: zero_across_groups: expected no zero_across_groups in a plan without "
+            "replica_groups");
   EXPECT_EQ(plan_error(kPlan + "gradient_exchange: ring\n"),
             "plan.yaml:6:20: gradient_exchange: expected no gradient_exchange in a plan without "
             "replica_groups");

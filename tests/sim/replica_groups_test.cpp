@@ -128,6 +128,71 @@ TEST(ReplicaGroups, AParameterServerPushesThenPulls) {
   EXPECT_FALSE(outside.feasible);
 }
 
+// ZeRO across groups (a plan's choice): the distributed optimizer's state sharded over all 48
+// replicas instead of each group's own 32 and 16; the exchange is a reduce-scatter of the fp32
+// gradients and, after the optimizer step, an all-gather of the bf16 weights, each half of a ring
+// all-reduce of its bytes over the 2 lanes; and the practice's warning.
+TEST(ReplicaGroups, ZeroAcrossGroupsShardsOverEveryReplicaAndWarns) {
+  Site s = setup(GradientPathKind::host_staged, kSlow, 1e-3);
+  s.workload.training.zero_stage = 1;
+  const std::vector<Plan> groups{group("ascend-910b", 1, 32), group("dcu-k100", 1, 16)};
+  const auto inside = estimate_mixed_data_parallel(s.cluster, s.workload, groups);
+  GroupExchange across;
+  across.zero_across_groups = true;
+  const auto shared = estimate_mixed_data_parallel(s.cluster, s.workload, groups, {}, nullptr, across);
+  ASSERT_TRUE(shared.feasible) << (shared.reasons.empty() ? "" : shared.reasons.front());
+  ASSERT_TRUE(inside.feasible);
+  const double p = s.workload.model.total_parameters();
+  EXPECT_NEAR(shared.groups[0].estimate.stages[0].memory.optimizer * 48,
+              inside.groups[0].estimate.stages[0].memory.optimizer * 32,
+              1e-9 * inside.groups[0].estimate.stages[0].memory.optimizer * 32);
+  EXPECT_NEAR(shared.groups[1].estimate.stages[0].memory.optimizer * 48,
+              inside.groups[1].estimate.stages[0].memory.optimizer * 16,
+              1e-9 * inside.groups[1].estimate.stages[0].memory.optimizer * 16);
+  const double by_hand = 0.5 * (4 * p / 2) / kSlow + 1e-3 + 0.5 * (2 * p / 2) / kSlow + 1e-3;
+  EXPECT_NEAR(shared.exchange_s, by_hand, 1e-9 * by_hand);
+  EXPECT_DOUBLE_EQ(shared.exchange_bytes, 6 * p);
+  ASSERT_EQ(shared.warnings.size(), 1u);
+  EXPECT_NE(shared.warnings[0].find("does not balance chips of different speeds"), std::string::npos);
+  EXPECT_TRUE(inside.warnings.empty());
+
+  s.workload.training.zero_stage = 0;
+  const auto unsharded = estimate_mixed_data_parallel(s.cluster, s.workload, groups, {}, nullptr, across);
+  ASSERT_FALSE(unsharded.feasible);
+  EXPECT_NE(unsharded.reasons.front().find("needs one ZeRO stage of at least 1"), std::string::npos);
+  across.algorithm = GradientExchange::parameter_server;
+  EXPECT_FALSE(estimate_mixed_data_parallel(s.cluster, s.workload, groups, {}, nullptr, across).feasible);
+}
+
+// ZeRO-3 across groups: every micro-batch gathers the weights from all replicas, a collective
+// over every group, so the groups run the same 10 micro-batches (480 = 10 x 48) at the slowest
+// group's pace, and the two gathers per micro-batch over the slow path (each half a ring
+// all-reduce of the bf16 weights) are exposed beyond what that pace hides.
+TEST(ReplicaGroups, ZeroThreeAcrossGroupsRunsInLockstep) {
+  Site s = setup(GradientPathKind::host_staged, kSlow, 1e-3);
+  s.workload.training.zero_stage = 3;
+  s.workload.training.global_batch = 480;
+  const std::vector<Plan> groups{group("ascend-910b", 1, 32), group("dcu-k100", 1, 16)};
+  GroupExchange across;
+  across.zero_across_groups = true;
+  const auto step = estimate_mixed_data_parallel(s.cluster, s.workload, groups, {}, nullptr, across);
+  ASSERT_TRUE(step.feasible) << (step.reasons.empty() ? "" : step.reasons.front());
+  EXPECT_EQ(step.groups[0].micro_batches, 10);
+  EXPECT_EQ(step.groups[1].micro_batches, 10);
+  const double fixed = std::max(step.groups[0].fixed_s, step.groups[1].fixed_s);
+  const double pace = std::max(step.groups[0].per_micro_batch_s, step.groups[1].per_micro_batch_s);
+  EXPECT_NEAR(step.slowest_group_s, fixed + 10 * pace, 1e-9 * step.slowest_group_s);
+  const double p = s.workload.model.total_parameters();
+  const double gather = 0.5 * (2 * p / 2) / kSlow + 1e-3;
+  EXPECT_NEAR(step.zero3_gather_s, 10 * std::max(0.0, 2 * gather - pace), 1e-9 * step.zero3_gather_s);
+  EXPECT_NEAR(step.exchange_s, 0.5 * (4 * p / 2) / kSlow + 1e-3, 1e-9 * step.exchange_s);
+  EXPECT_DOUBLE_EQ(step.step_time_s, step.slowest_group_s + step.zero3_gather_s + step.exchange_s);
+  EXPECT_EQ(step.warnings.size(), 2u);
+  // 512 sequences do not split into equal micro-batches over 48 replicas.
+  s.workload.training.global_batch = 512;
+  EXPECT_FALSE(estimate_mixed_data_parallel(s.cluster, s.workload, groups, {}, nullptr, across).feasible);
+}
+
 // Each group's step is a line in its micro-batch count: the two-point fit predicts the
 // estimate at the balanced share exactly.
 TEST(ReplicaGroups, EachGroupsStepIsLinearInItsMicroBatches) {
