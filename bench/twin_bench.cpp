@@ -1,6 +1,6 @@
 // The digital twin's speed and memory: one training step of a 1,024-rank, an 8,192-rank and a
-// 65,536-rank plan simulated on a leaf-spine fabric, each in its own worker process as `hetplan simulate`
-// runs it. Counters: the worker's peak resident memory (MiB), the flows simulated and the
+// 65,536-rank plan, and of a GPT-3-175B-scale interleaved plan on 4,096 chips, simulated on a
+// leaf-spine fabric, each in its own worker process as `hetplan simulate` runs it. Counters: the worker's peak resident memory (MiB), the flows simulated and the
 // simulated step (s). Run ./build/bench/hetplan_bench --benchmark_filter=Twin.
 #include <benchmark/benchmark.h>
 
@@ -72,5 +72,52 @@ void BM_Twin65536Ranks(benchmark::State& state) {
   simulate(state, large_plan(16, 512, 16384, 8192));
 }
 BENCHMARK(BM_Twin65536Ranks)->Unit(benchmark::kSecond)->Iterations(1);
+
+// GPT-3 175B (96 layers, hidden 12288, 96 heads, GELU MLP of 4 h, vocabulary 50257, 2,048
+// tokens, Brown et al. 2020) on 512 nodes of the same island: 8 stages x tp 8 x dp 64 under the
+// interleaved schedule with 12 chunks per stage (one layer each), full recompute, a global batch
+// of 1,536 sequences (24 micro-batches per replica).
+void BM_TwinGpt3ScaleInterleaved(benchmark::State& state) {
+  auto scenario = hetplan::formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) +
+                                                  "/scenarios/default.yaml");
+  hetplan::Island& island = scenario.cluster.islands.front();
+  island.nodes = 512;
+  island.free_nodes = -1;
+  hetplan::ModelShape& model = scenario.workload.model;
+  model.model_type = "custom";
+  model.layers = 96;
+  model.hidden = 12288;
+  model.heads = 96;
+  model.kv_heads = 96;
+  model.ffn = 4 * 12288;
+  model.vocab = 50257;
+  model.activation = hetplan::Activation::gelu;
+  model.norm = hetplan::Norm::layernorm;
+  model.linear_bias = true;
+  scenario.workload.training.seq_len = 2048;
+  scenario.workload.training.global_batch = 1536;
+  scenario.workload.training.micro_batch = 1;
+  scenario.workload.training.recompute = hetplan::Recompute::full;
+  hetplan::Plan plan;
+  plan.name = "gpt3-pp8-v12-tp8-dp64";
+  plan.schedule = hetplan::Schedule::interleaved;
+  plan.virtual_stages = 12;
+  for (int s = 0; s < 8; ++s) {
+    hetplan::PlanStage stage;
+    stage.island = island.name;
+    stage.first_layer = 12 * s;
+    stage.num_layers = 12;
+    stage.tp = 8;
+    stage.dp = 64;
+    plan.stages.push_back(stage);
+  }
+  const auto estimate = hetplan::sim::estimate_step(scenario.cluster, scenario.workload, plan);
+  if (!estimate.feasible) {
+    state.SkipWithError((plan.name + ": " + estimate.reasons.front()).c_str());
+    return;
+  }
+  simulate(state, hetplan::sim::make_twin_input(scenario.cluster, scenario.workload, plan, estimate));
+}
+BENCHMARK(BM_TwinGpt3ScaleInterleaved)->Unit(benchmark::kSecond)->Iterations(1);
 
 }  // namespace

@@ -119,6 +119,10 @@ struct TwinInput {
   std::uint64_t seed = 0;
   double jitter = 0;  // coefficient of variation of each compute operation per chip
   std::vector<TwinStraggler> stragglers;
+  // The tensor-parallel ranks of a replica as one host with their links together, and their
+  // flows to another replica's as one (docs/twin.md#speed): the same step with fewer flows.
+  // False: one host and one flow per chip (to check that nothing moves).
+  bool chip_blocks = true;
   // Output.
   std::string trace_path;  // empty: no trace
 };

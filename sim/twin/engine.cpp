@@ -12,6 +12,7 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "sim/pipeline_schedule.hpp"
 #include "sim/seeded.hpp"
@@ -71,28 +72,68 @@ struct LinkInfo {
   std::vector<double> job_bytes;  // per job, when several jobs share the platform
 };
 
+// Whether blocks of `block` consecutive chips fit island `ti`: whole blocks in a node and in a
+// fast group, and each block either owns whole NICs or lies among the chips of one NIC.
+bool block_fits(const TwinIsland& ti, int block) {
+  const int cpn = ti.chips_per_node;
+  if (cpn % block != 0 || ti.intra_group % block != 0) return false;
+  return (ti.nics * block) % cpn == 0 || (cpn % ti.nics == 0 && (cpn / ti.nics) % block == 0);
+}
+
+// The chips that act as one host of the platform (docs/twin.md#speed): the tensor-parallel
+// ranks of a replica run in lockstep and send alike, each to its peer's rank, so that a block of
+// them is one host whose links are its chips' together, and their flows to another block are one
+// flow of their bytes together. The largest divisor of every stage's tp that fits every island,
+// and 1 when two stages of one pipeline differ in tp (their sends pair ranks unevenly).
+int chip_block(const std::vector<TwinInput>& jobs) {
+  int block = 0;
+  for (const TwinInput& job : jobs) {
+    if (!job.chip_blocks) return 1;
+    for (const TwinStage& st : job.stages) {
+      if (st.tp != job.stages.front().tp) return 1;
+      block = std::gcd(block, st.tp);
+    }
+  }
+  while (block > 1) {
+    bool fits = true;
+    for (const TwinInput& job : jobs)
+      for (const TwinIsland& ti : job.islands) fits = fits && block_fits(ti, block);
+    if (fits) break;
+    --block;
+    while (block > 1 && jobs.front().stages.front().tp % block != 0) --block;
+  }
+  return std::max(block, 1);
+}
+
 struct IslandLayout {
-  int first_link = 0;  // nic links: nodes * nics * 2, then intra: chips * 2, then cross groups:
-                       // nodes * groups * 2, then uplinks: leaves * 2 (up, down pairs)
+  int first_link = 0;  // NIC units: nodes * units * 2, then intra: blocks * 2, then cross
+                       // groups: nodes * groups * 2, then uplinks: leaves * 2 (up, down pairs)
   int groups = 1;      // fast groups per node
   int leaves = 1;
-  std::vector<sg4::Host*> hosts;  // per chip
+  int block = 1;       // chips per host
+  int blocks_per_node = 1;
+  // A node's NIC links: one per block, of its NICs together, when each block owns whole NICs;
+  // else one per NIC, shared by the blocks among its chips.
+  int units = 1;
+  int nics_per_unit = 1;
+  std::vector<sg4::Host*> hosts;  // per block
 
-  int nic_of(const TwinIsland& ti, int local_chip) const {
-    return local_chip * ti.nics / ti.chips_per_node;
+  int unit_of(const TwinIsland& ti, int local_block) const {
+    return units == blocks_per_node ? local_block : local_block * block * ti.nics / ti.chips_per_node;
   }
-  int nic_link(const TwinIsland& ti, int node, int nic, bool down) const {
-    return first_link + (node * ti.nics + nic) * 2 + (down ? 1 : 0);
+  int nic_link(const TwinIsland& ti, int node, int unit, bool down) const {
+    (void)ti;
+    return first_link + (node * units + unit) * 2 + (down ? 1 : 0);
   }
-  int intra_link(const TwinIsland& ti, int chip, bool down) const {
-    return first_link + ti.nodes * ti.nics * 2 + chip * 2 + (down ? 1 : 0);
+  int intra_link(const TwinIsland& ti, int block_index, bool down) const {
+    return first_link + ti.nodes * units * 2 + block_index * 2 + (down ? 1 : 0);
   }
   int cross_link(const TwinIsland& ti, int node, int group, bool down) const {
-    return first_link + ti.nodes * ti.nics * 2 + ti.nodes * ti.chips_per_node * 2 +
+    return first_link + ti.nodes * units * 2 + ti.nodes * blocks_per_node * 2 +
            (node * groups + group) * 2 + (down ? 1 : 0);
   }
   int uplink(const TwinIsland& ti, int leaf, bool down) const {
-    return first_link + ti.nodes * ti.nics * 2 + ti.nodes * ti.chips_per_node * 2 +
+    return first_link + ti.nodes * units * 2 + ti.nodes * blocks_per_node * 2 +
            ti.nodes * groups * 2 + leaf * 2 + (down ? 1 : 0);
   }
 };
@@ -129,15 +170,17 @@ class Platform {
  public:
   // The fabric of `in` (its islands, zone links and spines); `jobs` jobs' traffic is told apart.
   // With `exchange`, also the gradient paths between the jobs (replica groups) and their ports.
-  explicit Platform(const TwinInput& in, int jobs = 1,
+  // `block` chips act as one host (chip_block).
+  explicit Platform(const TwinInput& in, int block, int jobs = 1,
                     const TwinGradientExchange* exchange = nullptr,
                     const ExchangeLanes* lanes = nullptr)
-      : in_(in), jobs_(jobs), exchange_(exchange), lanes_(lanes) {
+      : in_(in), jobs_(jobs), block_(block), exchange_(exchange), lanes_(lanes) {
     build();
   }
 
+  int block() const { return block_; }
   sg4::Host* host(int island, int chip) const {
-    return layout_[static_cast<std::size_t>(island)].hosts[static_cast<std::size_t>(chip)];
+    return layout_[static_cast<std::size_t>(island)].hosts[static_cast<std::size_t>(chip / block_)];
   }
   bool same_node(int island_a, int chip_a, int island_b, int chip_b) const {
     const int cpn = in_.islands[static_cast<std::size_t>(island_a)].chips_per_node;
@@ -156,16 +199,16 @@ class Platform {
     const int local_a = chip_a % a.chips_per_node;
     const int local_b = chip_b % b.chips_per_node;
     if (island_a == island_b && node_a == node_b) {
-      route_.push_back(la.intra_link(a, chip_a, false));
+      route_.push_back(la.intra_link(a, chip_a / block_, false));
       const int group_a = local_a / a.intra_group;
       const int group_b = local_b / a.intra_group;
       if (group_a != group_b) {
         route_.push_back(la.cross_link(a, node_a, group_a, false));
         route_.push_back(la.cross_link(a, node_a, group_b, true));
       }
-      route_.push_back(la.intra_link(a, chip_b, true));
+      route_.push_back(la.intra_link(a, chip_b / block_, true));
     } else {
-      route_.push_back(la.nic_link(a, node_a, la.nic_of(a, local_a), false));
+      route_.push_back(la.nic_link(a, node_a, la.unit_of(a, local_a / block_), false));
       const int leaf_a = node_a / a.nodes_per_leaf;
       const int leaf_b = node_b / b.nodes_per_leaf;
       if (island_a != island_b || leaf_a != leaf_b) {
@@ -177,7 +220,7 @@ class Platform {
           route_.push_back(spine->second + 1);  // out of it
         route_.push_back(lb.uplink(b, leaf_b, true));
       }
-      route_.push_back(lb.nic_link(b, node_b, lb.nic_of(b, local_b), true));
+      route_.push_back(lb.nic_link(b, node_b, lb.unit_of(b, local_b / block_), true));
     }
     if (!counting_) return;
     for (int link : route_) {
@@ -390,6 +433,11 @@ class Platform {
       lay.first_link = static_cast<int>(links_.size());
       lay.groups = (ti.chips_per_node + ti.intra_group - 1) / ti.intra_group;
       lay.leaves = (ti.nodes + ti.nodes_per_leaf - 1) / ti.nodes_per_leaf;
+      lay.block = block_;
+      lay.blocks_per_node = ti.chips_per_node / block_;
+      const bool own_nics = (ti.nics * block_) % ti.chips_per_node == 0;
+      lay.units = own_nics ? lay.blocks_per_node : ti.nics;
+      lay.nics_per_unit = own_nics ? ti.nics * block_ / ti.chips_per_node : 1;
       sg4::NetZone* zone = zones[ti.zone].zone;
       sg4::Link* spine_switch = zones[ti.zone].spine_switch;
 
@@ -404,23 +452,31 @@ class Platform {
         leaf_routers.push_back(gateway_zone(lz, ti.name + " leaf " + std::to_string(leaf) +
                                                     " router"));
       }
+      // A range of a node's NICs or chips as the report names it: "nic 3", "nics 0-3".
+      auto range = [](const std::string& one, int first, int count) {
+        return count == 1 ? one + " " + std::to_string(first)
+                          : one + "s " + std::to_string(first) + "-" +
+                                std::to_string(first + count - 1);
+      };
       for (int node = 0; node < ti.nodes; ++node) {
-        for (int nic = 0; nic < ti.nics; ++nic) {
+        for (int unit = 0; unit < lay.units; ++unit) {
           nic_links.push_back(duplex(leaf_zones[static_cast<std::size_t>(node / ti.nodes_per_leaf)],
                                      ti.name + " n" + std::to_string(node) + " nic" +
-                                         std::to_string(nic),
-                                     ti.name + " node " + std::to_string(node) + " nic " +
-                                         std::to_string(nic),
-                                     TwinLinkKind::nic, ti.nic_speed, nic_latency));
+                                         std::to_string(unit),
+                                     ti.name + " node " + std::to_string(node) + " " +
+                                         range("nic", unit * lay.nics_per_unit, lay.nics_per_unit),
+                                     TwinLinkKind::nic, ti.nic_speed * lay.nics_per_unit,
+                                     nic_latency));
         }
       }
-      for (int chip = 0; chip < ti.nodes * ti.chips_per_node; ++chip) {
-        const int node = chip / ti.chips_per_node;
+      for (int b = 0; b < ti.nodes * lay.blocks_per_node; ++b) {
+        const int node = b / lay.blocks_per_node;
         intra_links.push_back(duplex(leaf_zones[static_cast<std::size_t>(node / ti.nodes_per_leaf)],
-                                     ti.name + " c" + std::to_string(chip) + " intra",
-                                     ti.name + " node " + std::to_string(node) + " chip " +
-                                         std::to_string(chip % ti.chips_per_node) + " intra",
-                                     TwinLinkKind::intra, ti.intra_speed, 0.0));
+                                     ti.name + " c" + std::to_string(b * block_) + " intra",
+                                     ti.name + " node " + std::to_string(node) + " " +
+                                         range("chip", (b % lay.blocks_per_node) * block_, block_) +
+                                         " intra",
+                                     TwinLinkKind::intra, ti.intra_speed * block_, 0.0));
       }
       for (int node = 0; node < ti.nodes; ++node) {
         for (int group = 0; group < lay.groups; ++group) {
@@ -438,8 +494,8 @@ class Platform {
       }
       all_uplinks[i] = uplinks;
 
-      // Nodes: chips and a gateway, inside their leaf group.
-      lay.hosts.reserve(static_cast<std::size_t>(ti.nodes * ti.chips_per_node));
+      // Nodes: their blocks of chips and a gateway, inside their leaf group.
+      lay.hosts.reserve(static_cast<std::size_t>(ti.nodes * lay.blocks_per_node));
       for (int leaf = 0; leaf < lay.leaves; ++leaf) {
         auto* lz = leaf_zones[static_cast<std::size_t>(leaf)];
         const int last = std::min(ti.nodes, (leaf + 1) * ti.nodes_per_leaf);
@@ -447,35 +503,35 @@ class Platform {
           auto* nz = sg4::create_full_zone(ti.name + " node " + std::to_string(node));
           nz->set_parent(lz);
           auto* gateway = nz->create_router(ti.name + " n" + std::to_string(node) + " gw");
-          std::vector<sg4::Host*> chips;
-          for (int local = 0; local < ti.chips_per_node; ++local) {
-            chips.push_back(nz->create_host(ti.name + "/n" + std::to_string(node) + "/c" +
-                                                std::to_string(local),
-                                            1e12));
-            lay.hosts.push_back(chips.back());
+          std::vector<sg4::Host*> blocks;
+          for (int local = 0; local < lay.blocks_per_node; ++local) {
+            blocks.push_back(nz->create_host(ti.name + "/n" + std::to_string(node) + "/c" +
+                                                 std::to_string(local * block_),
+                                             1e12));
+            lay.hosts.push_back(blocks.back());
           }
-          for (int x = 0; x < ti.chips_per_node; ++x) {
-            const int cx = node * ti.chips_per_node + x;
-            nz->add_route(chips[static_cast<std::size_t>(x)]->get_netpoint(), gateway, nullptr,
+          for (int x = 0; x < lay.blocks_per_node; ++x) {
+            const int bx = node * lay.blocks_per_node + x;
+            nz->add_route(blocks[static_cast<std::size_t>(x)]->get_netpoint(), gateway, nullptr,
                           nullptr,
-                          {{nic_links[static_cast<std::size_t>(node * ti.nics + lay.nic_of(ti, x))],
+                          {{nic_links[static_cast<std::size_t>(node * lay.units + lay.unit_of(ti, x))],
                             Dir::UP}},
                           true);
-            for (int y = x + 1; y < ti.chips_per_node; ++y) {
-              const int cy = node * ti.chips_per_node + y;
+            for (int y = x + 1; y < lay.blocks_per_node; ++y) {
+              const int by = node * lay.blocks_per_node + y;
               std::vector<sg4::LinkInRoute> route{
-                  {intra_links[static_cast<std::size_t>(cx)], Dir::UP}};
-              const int gx = x / ti.intra_group;
-              const int gy = y / ti.intra_group;
+                  {intra_links[static_cast<std::size_t>(bx)], Dir::UP}};
+              const int gx = x * block_ / ti.intra_group;
+              const int gy = y * block_ / ti.intra_group;
               if (gx != gy) {
                 route.push_back(
                     {cross_links[static_cast<std::size_t>(node * lay.groups + gx)], Dir::UP});
                 route.push_back(
                     {cross_links[static_cast<std::size_t>(node * lay.groups + gy)], Dir::DOWN});
               }
-              route.push_back({intra_links[static_cast<std::size_t>(cy)], Dir::DOWN});
-              nz->add_route(chips[static_cast<std::size_t>(x)]->get_netpoint(),
-                            chips[static_cast<std::size_t>(y)]->get_netpoint(), nullptr, nullptr,
+              route.push_back({intra_links[static_cast<std::size_t>(by)], Dir::DOWN});
+              nz->add_route(blocks[static_cast<std::size_t>(x)]->get_netpoint(),
+                            blocks[static_cast<std::size_t>(y)]->get_netpoint(), nullptr, nullptr,
                             route, true);
             }
           }
@@ -520,6 +576,7 @@ class Platform {
 
   const TwinInput& in_;
   int jobs_ = 1;
+  int block_ = 1;
   const TwinGradientExchange* exchange_ = nullptr;
   const ExchangeLanes* lanes_ = nullptr;
   std::vector<std::vector<int>> port_links_;  // [group][lane]: report entry (up; down + 1)
@@ -810,14 +867,13 @@ class Step {
     const int flows = std::min(a.tp, b.tp);
     const double bytes = in_.activation_bytes / flows;
     const double start = sg4::Engine::get_clock();
-    std::vector<sg4::CommPtr> comms;
-    comms.reserve(static_cast<std::size_t>(flows));
+    FlowBatch batch(platform_.block());
     for (int j = 0; j < flows; ++j) {
       const int ca = chip(sa, d, j * (a.tp / flows));
       const int cb = chip(sb, d, j * (b.tp / flows));
-      comms.push_back(flow(a.island, ca, b.island, cb, bytes));
+      batch.add(a.island, ca, b.island, cb, bytes);
     }
-    sg4::Comm::wait_all(comms);
+    sg4::Comm::wait_all(issue(batch));
     const double end = sg4::Engine::get_clock();
     TwinBreakdown& br = account(sa, d).breakdown;
     (a.island == b.island ? br.pipeline_s : br.cross_island_s) += end - start;
@@ -842,6 +898,46 @@ class Step {
       const int sender = (backward ? edge + 1 : edge) % p_;
       timeline_->arrows.push_back({sender, s, d, backward, t.sent_s, sg4::Engine::get_clock()});
     }
+  }
+
+  // The flows of one round as the platform carries them: one per pair of hosts (chip blocks,
+  // chip_block), with the bytes of the chips' flows between them together.
+  class FlowBatch {
+   public:
+    struct Pending {
+      int island_a, chip_a, island_b, chip_b;
+      double bytes;
+    };
+    explicit FlowBatch(int block) : block_(block) {}
+    void add(int island_a, int chip_a, int island_b, int chip_b, double bytes) {
+      if (block_ > 1) {
+        // Islands below 2^10, blocks below 2^17 (check_twin_input's limits).
+        const std::uint64_t key = (static_cast<std::uint64_t>(island_a) << 44) ^
+                                  (static_cast<std::uint64_t>(chip_a / block_) << 27) ^
+                                  (static_cast<std::uint64_t>(island_b) << 17) ^
+                                  static_cast<std::uint64_t>(chip_b / block_);
+        const auto [it, added] = index_.try_emplace(key, flows_.size());
+        if (!added) {
+          flows_[it->second].bytes += bytes;
+          return;
+        }
+      }
+      flows_.push_back({island_a, chip_a, island_b, chip_b, bytes});
+    }
+    const std::vector<Pending>& flows() const { return flows_; }
+
+   private:
+    int block_ = 1;
+    std::vector<Pending> flows_;
+    std::unordered_map<std::uint64_t, std::size_t> index_;
+  };
+
+  std::vector<sg4::CommPtr> issue(const FlowBatch& batch) {
+    std::vector<sg4::CommPtr> comms;
+    comms.reserve(batch.flows().size());
+    for (const FlowBatch::Pending& f : batch.flows())
+      comms.push_back(flow(f.island_a, f.chip_a, f.island_b, f.chip_b, f.bytes));
+    return comms;
   }
 
   sg4::CommPtr flow(int island_a, int chip_a, int island_b, int chip_b, double bytes) {
@@ -950,8 +1046,7 @@ class Step {
     const TwinStage& st = in_.stages[s];
     const TwinIsland& ti = in_.islands[static_cast<std::size_t>(st.island)];
     const double share = bytes / st.ep;
-    std::vector<sg4::CommPtr> comms;
-    comms.reserve(static_cast<std::size_t>(st.tp) * st.ep * (st.ep - 1));
+    FlowBatch batch(platform_.block());
     for (int j = 0; j < st.tp; ++j) {
       for (int a = 0; a < st.ep; ++a) {
         const int from = chip(s, g * st.ep + a, j);
@@ -960,11 +1055,11 @@ class Step {
           const int to = chip(s, g * st.ep + b, j);
           const bool inside = platform_.same_node(st.island, from, st.island, to);
           const double efficiency = inside ? ti.intra_efficiency : ti.network_efficiency;
-          comms.push_back(flow(st.island, from, st.island, to, share / efficiency));
+          batch.add(st.island, from, st.island, to, share / efficiency);
         }
       }
     }
-    sg4::Comm::wait_all(comms);
+    sg4::Comm::wait_all(issue(batch));
   }
 
   void ready(int s, int chunk) { syncs_[s].ready[static_cast<std::size_t>(chunk)]->release(); }
@@ -1076,14 +1171,13 @@ class Step {
     }
     for (const auto& phase : phases) {
       if (phase.empty()) continue;
-      std::vector<sg4::CommPtr> comms;
-      comms.reserve(phase.size());
+      FlowBatch batch(platform_.block());
       for (const PlannedFlow& f : phase) {
         const bool inside = platform_.same_node(st.island, f.from, st.island, f.to);
         const double efficiency = inside ? ti.intra_efficiency : ti.network_efficiency;
-        comms.push_back(flow(st.island, f.from, st.island, f.to, f.bytes / efficiency));
+        batch.add(st.island, f.from, st.island, f.to, f.bytes / efficiency);
       }
-      sg4::Comm::wait_all(comms);
+      sg4::Comm::wait_all(issue(batch));
     }
   }
 
@@ -1117,7 +1211,7 @@ TwinResult simulate_step(const TwinInput& input, Timeline* timeline) {
   char* argv[] = {name, nullptr};
   sg4::Engine engine(&argc, argv);
   configure();
-  Platform platform(input);
+  Platform platform(input, chip_block({input}));
   Step step(input, platform, timeline);
   step.launch();
   engine.run();
@@ -1198,7 +1292,7 @@ TwinPoolResult simulate_pool(const TwinPoolInput& pool) {
   // Replica groups exchanging gradients: each runs one step, then the exchange.
   std::optional<ExchangeLanes> lanes;
   if (pool.exchange) lanes = exchange_lanes(jobs);
-  Platform platform(jobs.front(), count, pool.exchange ? &*pool.exchange : nullptr,
+  Platform platform(jobs.front(), chip_block(jobs), count, pool.exchange ? &*pool.exchange : nullptr,
                     lanes ? &*lanes : nullptr);
   std::optional<TwinExchangeResult> exchanged;
   // Each job's steps, one after another; a job starts its next step while another job has not

@@ -104,6 +104,7 @@ void fields(V& v, TwinInput& in) {
   v("seed", in.seed);
   v("jitter", in.jitter);
   v("stragglers", in.stragglers);
+  v("chip_blocks", in.chip_blocks);
   v("trace_path", in.trace_path);
 }
 
