@@ -1,8 +1,10 @@
 // Plan search speed: pipelines scored per second (the exact layer split and the estimate, as
 // the search does for every plan it scores), and whole searches of the default scenario and of
 // six chip types x 1,024 and x 4,096 chips, on one and two threads. Each search reports its
-// phases as counters (seconds, plans).
+// phases as counters (seconds, plans) and the process's peak resident memory so far
+// (`peak_rss_MiB`: run one benchmark per process, with --benchmark_filter, for its own).
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <limits>
@@ -78,6 +80,9 @@ void search(benchmark::State& state, const char* scenario_name, int scale = 1) {
   for (const auto& phase : result.phases) {
     state.counters[phase.name + "_s"] = phase.seconds;
   }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  state.counters["peak_rss_MiB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
 void BM_SearchDefaultScenario(benchmark::State& state) {

@@ -160,9 +160,16 @@ bool solve_split(const SplitProblem& problem, SplitWorkspace& work, Split& out) 
   std::vector<int>& best_counts = work.best_counts;
   fill_under(units, order, total, bottleneck, best_counts);
   double best = objective(units, best_counts, m, v);
-  double floor_sum = 0;  // every stage at its least units, the rest on the cheapest units
+  // The least sum of stage times any allocation has: every stage at its least units, the rest
+  // on the cheapest units first, each stage up to its cap.
+  double floor_sum = 0;
   for (std::size_t j = 0; j < p; ++j) floor_sum += units[j].fixed + units[j].least * units[j].time;
-  floor_sum += static_cast<double>(total - least) * units[order.front()].time;
+  for (long left = total - least; std::size_t j : order) {
+    if (left == 0) break;
+    const long add = std::min<long>(left, units[j].cap - units[j].least);
+    floor_sum += static_cast<double>(add) * units[j].time;
+    left -= add;
+  }
   const double slope = m - 1.0 / v;
   std::vector<Next>& bounds = work.bounds;
   bounds.clear();
