@@ -1,6 +1,7 @@
 #include "models/collectives.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace hetplan::models {
@@ -82,6 +83,16 @@ LinkLevel slowest(const LinkLevel& a, const LinkLevel& b) {
 
 }  // namespace
 
+namespace {
+
+// ceil(log2(n)) for n >= 1, in integers: the steps of a binary tree over n (no libm call on the
+// planner's scoring path).
+double ceil_log2(int n) {
+  return static_cast<double>(std::bit_width(static_cast<unsigned>(n - 1)));
+}
+
+}  // namespace
+
 double collective_time(Collective collective, CollectiveAlgorithm algorithm, double bytes,
                        const CollectiveGroup& group) {
   const int n = group.ranks;
@@ -99,7 +110,7 @@ double collective_time(Collective collective, CollectiveAlgorithm algorithm, dou
   }
   if (nodes <= 1) {
     if (algorithm == CollectiveAlgorithm::tree && collective == Collective::all_reduce) {
-      return 2.0 * std::ceil(std::log2(n)) * group.intra.latency +
+      return 2.0 * ceil_log2(n) * group.intra.latency +
              bus_factor(collective, n) * bytes / group.intra.bus_bandwidth;
     }
     return flat_time(collective, bytes, n, group.intra);
@@ -113,7 +124,7 @@ double collective_time(Collective collective, CollectiveAlgorithm algorithm, dou
         return flat_time(collective, bytes, n, slowest(group.intra, group.inter));
       }
       // Double binary tree across nodes (latency logarithmic in nodes), chains inside a node.
-      return 2.0 * std::ceil(std::log2(nodes)) * group.inter.latency +
+      return 2.0 * ceil_log2(nodes) * group.inter.latency +
              2.0 * (local - 1) * group.intra.latency +
              bus_factor(collective, n) * bytes /
                  std::min(group.intra.bus_bandwidth, group.inter.bus_bandwidth);
