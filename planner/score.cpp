@@ -107,7 +107,10 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
   slots.clear();
   std::vector<models::StageMemory> local_memories;
   std::vector<models::StageMemory>& memories = cache ? cache->pipeline_memories : local_memories;
+  std::vector<sim::StageSyncTimes> local_syncs;
+  std::vector<sim::StageSyncTimes>& syncs = cache ? cache->pipeline_syncs : local_syncs;
   memories.clear();
+  syncs.clear();
   int first = 0;
   for (int j = 0; j < p; ++j) {
     const sim::StageKernel* k = kernels[static_cast<std::size_t>(j)];
@@ -118,14 +121,20 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
     slots.push_back({k, first, n});
     first += n;
     auto compute = [&] {
-      return sim::slot_memory(model, settings, *k, n, j, p, m, recompute, dense_here);
+      ScoreCache::SlotCost cost;
+      cost.memory = sim::slot_memory(model, settings, *k, n, j, p, m, recompute, dense_here);
+      cost.sync = sim::stage_sync_times(*k, settings.training, cost.memory);
+      return cost;
     };
-    memories.push_back(cache && (j == 0 || dense_here == 0) ? cache->memory(k, j, p, n, compute)
-                                                            : compute());
+    const ScoreCache::SlotCost cost =
+        cache && (j == 0 || dense_here == 0) ? cache->slot_cost(k, j, p, n, compute) : compute();
+    memories.push_back(cost.memory);
+    syncs.push_back(cost.sync);
   }
   // The assumptions are left out: the plans the search ranks are estimated again in full.
   sim::assemble_estimate(cluster, model, settings, slots, estimate,
-                         sim::EstimateOptions{}.memory_headroom, false, &boundaries, &memories);
+                         sim::EstimateOptions{}.memory_headroom, false, &boundaries, &memories,
+                         &syncs);
   return {};
 }
 

@@ -96,13 +96,21 @@ class ScoreCache {
   Split split;
   std::vector<sim::Boundary> pipeline_boundaries;  // of the pipeline being scored
   std::vector<models::StageMemory> pipeline_memories;  // of the pipeline being scored
+  std::vector<sim::StageSyncTimes> pipeline_syncs;     // of the pipeline being scored
 
-  // The memory of a stage of kernel `k` holding `layers` at index `stage` of `stages`
-  // (sim::slot_memory, which `compute` calls): pipelines of the same kernels share many a
-  // stage's place and layers. An open-addressing table, so that a hit allocates nothing.
+  // A stage's memory and its data-parallel synchronisation (a function of its parameters).
+  struct SlotCost {
+    models::StageMemory memory;
+    sim::StageSyncTimes sync;
+  };
+
+  // The memory and synchronisation of a stage of kernel `k` holding `layers` at index `stage`
+  // of `stages` (sim::slot_memory and sim::stage_sync_times, which `compute` calls): pipelines
+  // of the same kernels share many a stage's place and layers. An open-addressing table, so
+  // that a hit allocates nothing.
   template <typename Compute>
-  models::StageMemory memory(const sim::StageKernel* k, int stage, int stages, int layers,
-                             Compute&& compute) {
+  SlotCost slot_cost(const sim::StageKernel* k, int stage, int stages, int layers,
+                     Compute&& compute) {
     const std::size_t i = index(k);
     constexpr int kField = 1 << 16;
     if (i == kNone || i >= kField || stages >= kField || layers >= kField) return compute();
@@ -158,7 +166,7 @@ class ScoreCache {
   }
   void grow_memories() {
     std::vector<std::uint64_t> keys(std::max<std::size_t>(256, 2 * memory_keys_.size()), kEmpty);
-    std::vector<models::StageMemory> values(keys.size());
+    std::vector<SlotCost> values(keys.size());
     const std::size_t mask = keys.size() - 1;
     for (std::size_t& used : memory_used_) {
       std::size_t slot = mix(memory_keys_[used]) & mask;
@@ -171,7 +179,7 @@ class ScoreCache {
     memory_values_ = std::move(values);
   }
   std::vector<std::uint64_t> memory_keys_;
-  std::vector<models::StageMemory> memory_values_;
+  std::vector<SlotCost> memory_values_;
   std::vector<std::size_t> memory_used_;
 };
 

@@ -563,6 +563,33 @@ double exposed_beside(double collective_s, double gemm_s, double overlap) {
   return collective_s - std::min(overlap * collective_s, gemm_s);
 }
 
+StageSyncTimes stage_sync_times(const StageKernel& k, const TrainingSettings& training,
+                                const models::StageMemory& memory) {
+  StageSyncTimes out;
+  if (k.dp <= 1) return out;
+  // Data-parallel gradient reduction (reduce-scatter with a sharded optimizer, then an
+  // all-gather of the updated weights; all-reduce otherwise): the dense parameters over every
+  // replica, the routed experts' over the replicas that hold the same experts.
+  const double experts = memory.expert_parameters;
+  const double dense = memory.parameters - experts;
+  for (const SyncCollective& sync : dp_sync_collectives(training, dense)) {
+    const double time = models::best_collective(sync.kind, sync.bytes, k.dp_group).time;
+    (sync.kind == Collective::all_gather ? out.param_gather_s : out.dp_sync_s) += time;
+  }
+  if (experts > 0 && k.expert_dp_group.ranks > 1) {
+    for (const SyncCollective& sync : dp_sync_collectives(training, experts)) {
+      const double time = models::best_collective(sync.kind, sync.bytes, k.expert_dp_group).time;
+      (sync.kind == Collective::all_gather ? out.param_gather_s : out.dp_sync_s) += time;
+    }
+  }
+  if (training.zero_stage >= 3) {
+    const double e = bytes_per_element(storage_dtype(training.dtype));
+    out.zero3_gather_s =
+        models::best_collective(Collective::all_gather, memory.parameters * e, k.dp_group).time;
+  }
+  return out;
+}
+
 SyncCollectives dp_sync_collectives(const TrainingSettings& training, double parameters) {
   const double e = bytes_per_element(storage_dtype(training.dtype));
   const double grad_bytes = parameters * (training.fp32_grad_accumulation ? 4.0 : e);
@@ -624,7 +651,8 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
                        const StepSettings& settings, const std::vector<StageSlot>& slots,
                        Estimate& out, double memory_headroom, bool notes,
                        const std::vector<Boundary>* boundaries,
-                       const std::vector<models::StageMemory>* memories) {
+                       const std::vector<models::StageMemory>* memories,
+                       const std::vector<StageSyncTimes>* syncs) {
   const TrainingSettings& training = settings.training;
   const int micro_batch = settings.micro_batch;
   const int p = static_cast<int>(slots.size());
@@ -767,28 +795,16 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
       se.optimizer_s = (dense / (sharded ? shards : 1.0) + experts / (sharded ? expert_shards : 1.0)) *
                        bytes_per_param / k.memory_bandwidth;
 
-      // Data-parallel gradient reduction (reduce-scatter with a sharded optimizer, then an
-      // all-gather of the updated weights; all-reduce otherwise).
       if (k.dp > 1) {
-        for (const SyncCollective& sync : dp_sync_collectives(training, dense)) {
-          const double time = models::best_collective(sync.kind, sync.bytes, k.dp_group).time;
-          (sync.kind == Collective::all_gather ? se.param_gather_s : se.dp_sync_s) += time;
-        }
-        if (experts > 0 && k.expert_dp_group.ranks > 1) {
-          for (const SyncCollective& sync : dp_sync_collectives(training, experts)) {
-            const double time =
-                models::best_collective(sync.kind, sync.bytes, k.expert_dp_group).time;
-            (sync.kind == Collective::all_gather ? se.param_gather_s : se.dp_sync_s) += time;
-          }
-        }
+        const StageSyncTimes times =
+            syncs ? (*syncs)[static_cast<std::size_t>(i)] : stage_sync_times(k, training, se.memory);
+        se.dp_sync_s = times.dp_sync_s;
+        se.param_gather_s = times.param_gather_s;
         if (training.zero_stage >= 3) {
           // ZeRO-3 gathers the stage's weights before its forward and again before its
           // backward pass of every micro-batch, prefetched layer by layer behind the compute.
-          const double e = bytes_per_element(storage_dtype(training.dtype));
-          const double gather = models::best_collective(
-              Collective::all_gather, se.memory.parameters * e, k.dp_group).time;
-          se.zero3_gather_s =
-              std::max(0.0, gather - se.forward_s) + std::max(0.0, gather - se.backward_s);
+          se.zero3_gather_s = std::max(0.0, times.zero3_gather_s - se.forward_s) +
+                              std::max(0.0, times.zero3_gather_s - se.backward_s);
         }
       }
     }

@@ -303,18 +303,33 @@ struct SyncCollectives {
 };
 SyncCollectives dp_sync_collectives(const TrainingSettings& training, double parameters);
 
+// A stage's data-parallel synchronisation on kernel `k` holding `memory`'s parameters: the
+// gradient reduction (the dense parameters over every replica, the routed experts' over those
+// that hold the same experts), the updated weights' all-gather under ZeRO 1 and 2, and under
+// ZeRO-3 one all-gather of the stage's weights (before the compute that hides it). Zero
+// without data parallelism.
+struct StageSyncTimes {
+  double dp_sync_s = 0;
+  double param_gather_s = 0;
+  double zero3_gather_s = 0;
+};
+StageSyncTimes stage_sync_times(const StageKernel& k, const TrainingSettings& training,
+                                const models::StageMemory& memory);
+
 // The estimate of a step from its stages' kernels, written over `out`. The caller has checked
 // the plan's structure (one dp, whole micro-batches, island capacity); estimate_step does.
 // Without `notes`, `assumptions` and the stages' island and chip names stay empty (the planner
 // scores plans without them and estimates the ones it ranks again in full).
 // `boundaries`, when given, holds stage_boundary of each pair of consecutive slots (the planner
 // keeps them per pair of kernels); `memories`, when given, slot_memory of each slot (the
-// planner keeps them per kernel, place and layer count).
+// planner keeps them per kernel, place and layer count), and `syncs`, with them,
+// stage_sync_times of each slot.
 void assemble_estimate(const Cluster& cluster, const ModelShape& model,
                        const StepSettings& settings, const std::vector<StageSlot>& slots,
                        Estimate& out, double memory_headroom = EstimateOptions{}.memory_headroom,
                        bool notes = true, const std::vector<Boundary>* boundaries = nullptr,
-                       const std::vector<models::StageMemory>* memories = nullptr);
+                       const std::vector<models::StageMemory>* memories = nullptr,
+                       const std::vector<StageSyncTimes>* syncs = nullptr);
 
 // Estimates one step. Never throws on a plan that cannot run: the estimate is infeasible and
 // says why. The plan must have passed formats::check_plan_references for this cluster and
