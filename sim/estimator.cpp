@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -694,8 +695,11 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     const bool last = i == p - 1;
     StageEstimate& se = out.stages[static_cast<std::size_t>(i)];
     {
+      // Reset in place (value-initialised where it stands: no temporary of the whole estimate to
+      // copy), keeping the names' buffers.
       std::string island = std::move(se.island), chip = std::move(se.chip);
-      se = StageEstimate{};
+      std::destroy_at(&se);
+      std::construct_at(&se);
       se.island = std::move(island);
       se.chip = std::move(chip);
     }
