@@ -94,15 +94,16 @@ int chip_block(const std::vector<TwinInput>& jobs) {
       block = std::gcd(block, st.tp);
     }
   }
-  while (block > 1) {
+  // The largest divisor of that common divisor that fits every island.
+  const int common = std::max(block, 1);
+  for (int candidate = common; candidate > 1; --candidate) {
+    if (common % candidate != 0) continue;
     bool fits = true;
     for (const TwinInput& job : jobs)
-      for (const TwinIsland& ti : job.islands) fits = fits && block_fits(ti, block);
-    if (fits) break;
-    --block;
-    while (block > 1 && jobs.front().stages.front().tp % block != 0) --block;
+      for (const TwinIsland& ti : job.islands) fits = fits && block_fits(ti, candidate);
+    if (fits) return candidate;
   }
-  return std::max(block, 1);
+  return 1;
 }
 
 struct IslandLayout {
