@@ -87,7 +87,6 @@ struct Plan {
   // Not read from files: the replicas a single pipeline's ZeRO shards over when it is one of
   // several replica groups sharding across groups (0: its stages' dp).
   int zero_shards = 0;
-  SourceLocation exchange_location;  // the gradient_exchange field, when given
   SourceLocation location;
 
   bool has_replica_groups() const { return !replica_groups.empty(); }

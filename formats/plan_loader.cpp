@@ -140,7 +140,6 @@ void read_gradient_exchange(MapReader& root, Plan& plan) {
   const std::optional<Field> exchange = root.optional("gradient_exchange");
   const std::optional<Field> server = root.optional("parameter_server");
   if (exchange) {
-    plan.exchange_location = exchange->location();
     static constexpr GradientExchange kExchanges[] = {GradientExchange::ring,
                                                       GradientExchange::parameter_server};
     plan.gradient_exchange = kExchanges[exchange->as_choice({"ring", "parameter-server"})];

@@ -81,10 +81,6 @@ LinkLevel slowest(const LinkLevel& a, const LinkLevel& b) {
   return {std::min(a.bus_bandwidth, b.bus_bandwidth), std::max(a.latency, b.latency)};
 }
 
-}  // namespace
-
-namespace {
-
 // ceil(log2(n)) for n >= 1, in integers: the steps of a binary tree over n (no libm call on the
 // planner's scoring path).
 double ceil_log2(int n) {

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <string>
 #include <limits>
+#include <string>
 
 #include "models/batch_balance.hpp"
 
@@ -282,8 +282,8 @@ MixedDataParallelStep estimate_mixed_data_parallel(const Cluster& cluster, const
   // The model's gradients, in the precision the replicas reduce them in (the first collective
   // of a data-parallel sync: the all-reduce or the reduce-scatter).
   const TrainingSettings& training = settings.front().training;
-  const SyncCollectives sync = dp_sync_collectives(training, workload.model.total_parameters());
-  out.exchange_bytes = sync.items[0].bytes;
+  out.exchange_bytes =
+      dp_sync_collectives(training, workload.model.total_parameters()).items[0].bytes;
   std::vector<int> nodes;
   for (const ReplicaGroupStep& step : out.groups) nodes.push_back(step.nodes);
   if (exchange.zero_across_groups) {
@@ -293,12 +293,12 @@ MixedDataParallelStep estimate_mixed_data_parallel(const Cluster& cluster, const
     auto half = [&](double bytes) {
       return models::cross_group_exchange_s(bytes, nodes, out.path_bandwidth, out.path_latency) / 2;
     };
-    const double weights = workload.model.total_parameters() *
-                           bytes_per_element(storage_dtype(training.dtype));
+    const double weight_bytes = workload.model.total_parameters() *
+                                bytes_per_element(storage_dtype(training.dtype));
     out.exchange_s = half(out.exchange_bytes);
     if (training.zero_stage < 3) {
-      out.exchange_s += half(weights);
-      out.exchange_bytes += weights;
+      out.exchange_s += half(weight_bytes);
+      out.exchange_bytes += weight_bytes;
     } else {
       // Every micro-batch gathers the weights before its forward and again before its backward
       // pass, over the path; the slowest group's compute of the micro-batch hides what it can.
@@ -306,7 +306,7 @@ MixedDataParallelStep estimate_mixed_data_parallel(const Cluster& cluster, const
       for (const ReplicaGroupStep& step : out.groups)
         slowest_per_micro_batch = std::max(slowest_per_micro_batch, step.per_micro_batch_s);
       const int m = out.groups.front().micro_batches;
-      out.zero3_gather_s = m * std::max(0.0, 2 * half(weights) - slowest_per_micro_batch);
+      out.zero3_gather_s = m * std::max(0.0, 2 * half(weight_bytes) - slowest_per_micro_batch);
       // Lockstep: each micro-batch at the slowest group's pace.
       double fixed = 0;
       for (const ReplicaGroupStep& step : out.groups) fixed = std::max(fixed, step.fixed_s);
@@ -374,10 +374,6 @@ std::vector<Plan> replica_group_plans(const Plan& plan) {
     if (own.zero_stage) group.zero_stage = own.zero_stage;
     if (own.schedule) group.schedule = *own.schedule;
     if (own.virtual_stages) group.virtual_stages = *own.virtual_stages;
-    if (plan.zero_across_groups) {
-      group.zero_shards = 0;
-      for (const ReplicaGroupPlan& g : plan.replica_groups) group.zero_shards += g.stages.front().dp;
-    }
     out.push_back(std::move(group));
   }
   return out;
@@ -429,10 +425,8 @@ TwinPoolInput replica_group_twin_pool(const Cluster& cluster, const Workload& wo
     const bool fabric = path->kind == GradientPathKind::device_rdma;
     exchange.paths.push_back({a, b, path->bandwidth, path->latency, fabric});
     if (!fabric || ia->zone == ib->zone) continue;
-    for (const ZoneLink& link : cluster.fabric.zone_links) {
-      if (std::minmax(link.zone_a, link.zone_b) == std::minmax(ia->zone, ib->zone))
-        exchange.zone_links.push_back({link.zone_a, link.zone_b, link.bandwidth, link.latency});
-    }
+    if (const ZoneLink* link = cluster.zone_link(ia->zone, ib->zone))
+      exchange.zone_links.push_back({link->zone_a, link->zone_b, link->bandwidth, link->latency});
   }
   return out;
 }

@@ -490,17 +490,17 @@ std::vector<std::string> check_exchange(const TwinGradientExchange& exchange,
     problems.push_back("its " + std::to_string(links) + " links are over the limit of " +
                        std::to_string(kMaxLinks));
   // Each group is one island's pipeline, and every pair the algorithm needs has a path.
+  auto joined = [&](int a, int b) {
+    return std::any_of(exchange.paths.begin(), exchange.paths.end(), [&](const TwinGradientPath& p) {
+      return std::minmax(p.group_a, p.group_b) == std::minmax(a, b);
+    });
+  };
   for (int g = 0; g < groups; ++g) {
     const TwinInput& job = jobs[static_cast<std::size_t>(g)];
     for (const TwinStage& st : job.stages) {
       if (st.island != job.stages.front().island)
         problems.push_back("group " + std::to_string(g) + " spans islands");
     }
-    auto joined = [&](int a, int b) {
-      return std::any_of(exchange.paths.begin(), exchange.paths.end(), [&](const TwinGradientPath& p) {
-        return std::minmax(p.group_a, p.group_b) == std::minmax(a, b);
-      });
-    };
     const int next = exchange.parameter_server ? exchange.server : (g + 1) % groups;
     if (next != g && !joined(g, next))
       problems.push_back("no path joins groups " + std::to_string(g) + " and " +

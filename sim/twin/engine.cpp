@@ -122,8 +122,7 @@ struct IslandLayout {
   int unit_of(const TwinIsland& ti, int local_block) const {
     return units == blocks_per_node ? local_block : local_block * block * ti.nics / ti.chips_per_node;
   }
-  int nic_link(const TwinIsland& ti, int node, int unit, bool down) const {
-    (void)ti;
+  int nic_link(int node, int unit, bool down) const {
     return first_link + (node * units + unit) * 2 + (down ? 1 : 0);
   }
   int intra_link(const TwinIsland& ti, int block_index, bool down) const {
@@ -209,7 +208,7 @@ class Platform {
       }
       route_.push_back(la.intra_link(a, chip_b / block_, true));
     } else {
-      route_.push_back(la.nic_link(a, node_a, la.unit_of(a, local_a / block_), false));
+      route_.push_back(la.nic_link(node_a, la.unit_of(a, local_a / block_), false));
       const int leaf_a = node_a / a.nodes_per_leaf;
       const int leaf_b = node_b / b.nodes_per_leaf;
       if (island_a != island_b || leaf_a != leaf_b) {
@@ -221,7 +220,7 @@ class Platform {
           route_.push_back(spine->second + 1);  // out of it
         route_.push_back(lb.uplink(b, leaf_b, true));
       }
-      route_.push_back(lb.nic_link(b, node_b, lb.unit_of(b, local_b / block_), true));
+      route_.push_back(lb.nic_link(node_b, lb.unit_of(b, local_b / block_), true));
     }
     if (!counting_) return;
     for (int link : route_) {
@@ -287,9 +286,7 @@ class Platform {
   // The gradient paths (docs/twin.md#replica-groups): for each lane a zone of its own with one
   // host per group (lanes never exchange with each other), each host's port, and for each path
   // a link per end; a device RDMA path's route also crosses the fabric's tiers.
-  void build_exchange(sg4::NetZone* root, const std::map<std::string, sg4::Link*>& spines,
-                      const std::vector<std::vector<sg4::Link*>>& uplinks,
-                      const std::map<std::pair<std::string, std::string>, sg4::Link*>& zone_links) {
+  void build_exchange(sg4::NetZone* root) {
     using Dir = sg4::LinkInRoute::Direction;
     const auto g = [](int x) { return static_cast<std::size_t>(x); };
     const int groups = static_cast<int>(lanes_->island.size());
@@ -310,46 +307,28 @@ class Platform {
     for (int lane = 0; lane < lanes_->lanes; ++lane) {
       auto* zone = sg4::create_full_zone("gradient paths lane " + std::to_string(lane));
       zone->set_parent(root);
-      std::vector<sg4::Link*> ports;
       for (int group = 0; group < groups; ++group) {
         exchange_hosts_[g(lane)].push_back(
             zone->create_host(node_name(group, lane) + " host", 1e12));
         port_links_[g(group)][g(lane)] = static_cast<int>(links_.size());
-        ports.push_back(duplex(zone, node_name(group, lane) + " gradient port",
-                               node_name(group, lane) + " gradient port",
-                               TwinLinkKind::gradient_path, port_speed[g(group)], 0.0));
+        duplex(zone, node_name(group, lane) + " gradient port",
+               node_name(group, lane) + " gradient port", TwinLinkKind::gradient_path,
+               port_speed[g(group)], 0.0);
       }
       for (std::size_t pi = 0; pi < exchange_->paths.size(); ++pi) {
         const TwinGradientPath& p = exchange_->paths[pi];
-        std::array<sg4::Link*, 2> ends{};
         for (int side = 0; side < 2; ++side) {
           const int group = side == 0 ? p.group_a : p.group_b;
           const int other = side == 0 ? p.group_b : p.group_a;
           const std::string name = node_name(group, lane) + " path to " +
                                    in_.islands[g(lanes_->island[g(other)])].name;
           path_links_[pi][g(side)][g(lane)] = static_cast<int>(links_.size());
-          ends[g(side)] = duplex(zone, name, name, TwinLinkKind::gradient_path, p.speed, 0.0);
+          duplex(zone, name, name, TwinLinkKind::gradient_path, p.speed, 0.0);
         }
-        std::vector<sg4::LinkInRoute> route{{ports[g(p.group_a)], Dir::UP}, {ends[0], Dir::UP}};
-        if (p.fabric) {
-          const int ia = lanes_->island[g(p.group_a)];
-          const int ib = lanes_->island[g(p.group_b)];
-          const TwinIsland& a = in_.islands[g(ia)];
-          const TwinIsland& b = in_.islands[g(ib)];
-          route.push_back({uplinks[g(ia)][g(lanes_->nodes[g(p.group_a)][g(lane)] / a.nodes_per_leaf)], Dir::UP});
-          if (const auto spine = spines.find(a.zone); spine != spines.end())
-            route.push_back({spine->second, Dir::UP});
-          if (a.zone != b.zone) {
-            const auto forward = zone_links.find({a.zone, b.zone});
-            if (forward != zone_links.end()) route.push_back({forward->second, Dir::UP});
-            else route.push_back({zone_links.at({b.zone, a.zone}), Dir::DOWN});
-          }
-          if (const auto spine = spines.find(b.zone); spine != spines.end())
-            route.push_back({spine->second, Dir::DOWN});
-          route.push_back({uplinks[g(ib)][g(lanes_->nodes[g(p.group_b)][g(lane)] / b.nodes_per_leaf)], Dir::DOWN});
-        }
-        route.push_back({ends[1], Dir::DOWN});
-        route.push_back({ports[g(p.group_b)], Dir::DOWN});
+        // The route exchange_route accounts, each report entry as its link and direction.
+        std::vector<sg4::LinkInRoute> route;
+        for (int entry : exchange_route(static_cast<int>(pi), p.group_a, p.group_b, lane))
+          route.push_back({link_objects_[g(entry)], entry % 2 == 0 ? Dir::UP : Dir::DOWN});
         zone->add_route(exchange_hosts_[g(lane)][g(p.group_a)]->get_netpoint(),
                         exchange_hosts_[g(lane)][g(p.group_b)]->get_netpoint(), nullptr, nullptr,
                         route, true);
@@ -368,7 +347,9 @@ class Platform {
                     TwinLinkKind kind, double speed, double latency) {
     add_link(report + " (up)", kind, speed);
     add_link(report + " (down)", kind, speed);
-    return zone->create_split_duplex_link(name, speed)->set_latency(latency)->seal();
+    sg4::Link* link = zone->create_split_duplex_link(name, speed)->set_latency(latency)->seal();
+    link_objects_.insert(link_objects_.end(), 2, link);
+    return link;
   }
 
   // From a leaf group into its zone: the leaf's uplinks, then the spine when it limits.
@@ -408,7 +389,6 @@ class Platform {
       sg4::Link* spine_switch = nullptr;  // only when it limits
     };
     std::map<std::string, FabricZone> zones;
-    std::vector<std::vector<sg4::Link*>> all_uplinks(in_.islands.size());  // per island, leaf
     for (const TwinIsland& ti : in_.islands) {
       if (zones.count(ti.zone)) continue;
       FabricZone& fz = zones[ti.zone];
@@ -493,7 +473,6 @@ class Platform {
                                  ti.name + " leaf " + std::to_string(leaf) + " uplink",
                                  TwinLinkKind::leaf_uplink, ti.uplink_speed, uplink_latency));
       }
-      all_uplinks[i] = uplinks;
 
       // Nodes: their blocks of chips and a gateway, inside their leaf group.
       lay.hosts.reserve(static_cast<std::size_t>(ti.nodes * lay.blocks_per_node));
@@ -548,7 +527,6 @@ class Platform {
     }
     for (auto& [name, fz] : zones) fz.zone->seal();
 
-    std::map<std::pair<std::string, std::string>, sg4::Link*> zone_link_objects;
     for (const TwinZoneLink& zl : in_.zone_links) {
       const int up = add_link("zone link " + zl.zone_a + " -> " + zl.zone_b,
                               TwinLinkKind::zone_link, zl.speed);
@@ -559,18 +537,13 @@ class Platform {
                                                   zl.speed)
                        ->set_latency(zl.latency + in_.switch_latency)
                        ->seal();
+      link_objects_.insert(link_objects_.end(), 2, link);
       const auto& a = zones.at(zl.zone_a);
       const auto& b = zones.at(zl.zone_b);
       root->add_route(a.zone->get_netpoint(), b.zone->get_netpoint(), a.spine, b.spine,
                       {{link, Dir::UP}}, true);
-      zone_link_objects[{zl.zone_a, zl.zone_b}] = link;
     }
-    if (exchange_ && lanes_) {
-      std::map<std::string, sg4::Link*> spines;
-      for (const auto& [name, fz] : zones)
-        if (fz.spine_switch) spines[name] = fz.spine_switch;
-      build_exchange(root, spines, all_uplinks, zone_link_objects);
-    }
+    if (exchange_ && lanes_) build_exchange(root);
     exchange_bytes_.assign(links_.size(), 0.0);
     root->seal();
   }
@@ -586,7 +559,10 @@ class Platform {
   std::vector<double> exchange_bytes_;                     // per report entry
   bool counting_ = true;
   std::vector<IslandLayout> layout_;
+  // Report entries come in pairs, each link's way up (even index) then down (odd): every link
+  // is made by duplex or as a zone link, both of which add two entries.
   std::vector<LinkInfo> links_;
+  std::vector<sg4::Link*> link_objects_;  // per report entry: its SimGrid link
   std::map<std::string, int> spine_links_;  // zone -> its spine's report entry (up; down + 1)
   std::map<std::pair<std::string, std::string>, int> zone_links_;
   std::vector<int> route_;
@@ -1256,8 +1232,9 @@ TwinExchangeResult run_exchange(Platform& platform, const TwinGradientExchange& 
   auto round = [&](const std::vector<std::pair<int, int>>& edges, double bytes) {
     std::vector<sg4::CommPtr> comms;
     for (const auto& [from, to] : edges) {
+      const int path = path_of(from, to);
       for (int lane = 0; lane < lanes.lanes; ++lane) {
-        comms.push_back(platform.exchange_flow(path_of(from, to), from, to, lane, bytes));
+        comms.push_back(platform.exchange_flow(path, from, to, lane, bytes));
         ++out.flows;
       }
     }
