@@ -59,6 +59,7 @@ struct EfficiencyModel {
   std::optional<double> gemm_max;                // best GEMM throughput / dense peak
   std::optional<double> gemm_half_dim;           // a GEMM dimension at which efficiency halves
   std::optional<double> gemm_backward_max;       // backward GEMMs (other layouts), when they differ
+  std::optional<double> gemm_fp8_max;            // FP8 GEMMs' best throughput / fp8 peak
   std::optional<double> attention_max;           // fused attention throughput / dense peak
   std::optional<double> memory;                  // achieved / nominal memory bandwidth
   std::optional<double> intra_bus_efficiency;    // collective bus bandwidth / intra-node link

@@ -238,6 +238,8 @@ void read_efficiency(MapReader& root, ChipProfile& chip, ChipReader& reader) {
       model.gemm_half_dim = reader.number(*half, gemm_source, 0.0, 65536.0);
     if (auto backward = gemm.optional("backward_max"))
       model.gemm_backward_max = reader.number(*backward, gemm_source, 0.01, 1.0);
+    if (auto fp8 = gemm.optional("fp8_max"))
+      model.gemm_fp8_max = reader.number(*fp8, gemm_source, 0.01, 1.0);
     gemm.done();
   }
   if (auto attention_field = efficiency.optional("attention")) {

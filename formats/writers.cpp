@@ -587,6 +587,7 @@ std::string chip_yaml(const ChipProfile& chip, const std::string& comment) {
   number(gemm, "max", model.gemm_max, 0.01, 1.0);
   if (model.gemm_half_dim) number(gemm, "half_dim", model.gemm_half_dim, 0.0, 65536.0);
   if (model.gemm_backward_max) number(gemm, "backward_max", model.gemm_backward_max, 0.01, 1.0);
+  if (model.gemm_fp8_max) number(gemm, "fp8_max", model.gemm_fp8_max, 0.01, 1.0);
   efficiency.children.push_back(std::move(gemm));
   if (model.attention_max) {
     YamlNode attention = map_node("attention", "efficiency.attention", true, true);

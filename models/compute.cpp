@@ -56,6 +56,11 @@ ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype,
   rates.gemm_max = pick(eff.gemm_max, defaults.gemm_max, "GEMM efficiency");
   rates.gemm_half_dim = eff.gemm_half_dim.value_or(defaults.gemm_half_dim);
   rates.gemm_backward_max = eff.gemm_backward_max.value_or(rates.gemm_max);
+  if (dtype == DType::fp8) {
+    rates.fp8_gemm_max =
+        eff.gemm_fp8_max ? *eff.gemm_fp8_max
+                         : pick(std::nullopt, rates.gemm_max, "FP8 GEMM efficiency (the BF16 one)");
+  }
   rates.attention_max = eff.attention_max
                             ? *eff.attention_max
                             : pick(std::nullopt, rates.gemm_max * defaults.attention_to_gemm,
@@ -73,11 +78,17 @@ double gemm_efficiency(const GemmShape& shape, const ChipRates& rates) {
   return rates.gemm_max * g(shape.m) * g(shape.n) * g(shape.k);
 }
 
+double fp8_gemm_efficiency(const GemmShape& shape, const ChipRates& rates) {
+  return gemm_efficiency(shape, rates) * rates.fp8_gemm_max / rates.gemm_max;
+}
+
 namespace {
 
 double compute_rate(const Op& op, const ChipRates& rates, bool backward) {
   switch (op.op_class) {
     case OpClass::gemm: {
+      if (op.linear && rates.fp8_gemm_max > 0)
+        return rates.linear_peak_flops * fp8_gemm_efficiency(op.gemm, rates);
       const double peak = op.linear ? rates.linear_peak_flops : rates.peak_flops;
       const double rate = peak * gemm_efficiency(op.gemm, rates);
       // Backward GEMMs run in other layouts (g W and g^T x against the forward's x W^T); some

@@ -44,6 +44,9 @@ struct ChipRates {
   double gemm_max = 0;
   double gemm_half_dim = 0;
   double gemm_backward_max = 0;  // backward GEMMs; 0 (or gemm_max): as fast as forward
+  // The linear layers' FP8 GEMMs under the fp8 recipe (0: not fp8). Forward and backward alike:
+  // Hopper runs FP8 GEMMs only in the TN layout, so every one runs in it.
+  double fp8_gemm_max = 0;
   double attention_max = 0;
   double attention_half_seq = 0;
   double memory_efficiency = 0;
@@ -62,6 +65,8 @@ ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype,
 
 // Efficiency of a GEMM of this shape: gemm_max x g(m) g(n) g(k), g(x) = x / (x + half_dim).
 double gemm_efficiency(const GemmShape& shape, const ChipRates& rates);
+// An FP8 GEMM's efficiency under the fp8 recipe: the chip's curve at its FP8 maximum.
+double fp8_gemm_efficiency(const GemmShape& shape, const ChipRates& rates);
 
 double forward_time(const Op& op, const ChipRates& rates);
 double backward_time(const Op& op, const ChipRates& rates);

@@ -139,6 +139,8 @@ std::vector<std::string> differences(const ChipProfile& a, const ChipProfile& b)
   d.integer("efficiency.calibrated", x.calibrated, y.calibrated);
   d.optional("efficiency.gemm_max", x.gemm_max, y.gemm_max);
   d.optional("efficiency.gemm_half_dim", x.gemm_half_dim, y.gemm_half_dim);
+  d.optional("efficiency.gemm_backward_max", x.gemm_backward_max, y.gemm_backward_max);
+  d.optional("efficiency.gemm_fp8_max", x.gemm_fp8_max, y.gemm_fp8_max);
   d.optional("efficiency.attention_max", x.attention_max, y.attention_max);
   d.optional("efficiency.memory", x.memory, y.memory);
   d.optional("efficiency.intra_bus_efficiency", x.intra_bus_efficiency, y.intra_bus_efficiency);

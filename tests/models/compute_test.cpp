@@ -163,6 +163,45 @@ TEST(Compute, Fp8RunsOnlyTheLinearGemmsInFp8) {
                    [](double x) { return x / (x + 128); }(3072) *
                    [](double x) { return x / (x + 128); }(1024);
   EXPECT_DOUBLE_EQ(forward_time(qkv, r), 2.0 * 1024 * 3072 * 1024 / (600e12 * 0.8 * g));
+
+  // With the chip's FP8 GEMM efficiency (0.5 here against 0.8 for BF16) the linear GEMMs run at
+  // it, backward as forward (FP8 GEMMs run in one layout); the attention is untouched.
+  r.fp8_gemm_max = 0.5;
+  r.gemm_backward_max = 0.6;
+  const double fp8_forward = 2.0 * 1024 * 3072 * 1024 / (600e12 * 0.5 * g);
+  EXPECT_DOUBLE_EQ(forward_time(qkv, r), fp8_forward);
+  EXPECT_DOUBLE_EQ(backward_time(qkv, r), 2 * fp8_forward);
+  for (const auto& op : ops) {
+    if (op.name != "flash_attention") continue;
+    ChipRates bf16 = r;
+    bf16.fp8_gemm_max = 0;
+    EXPECT_DOUBLE_EQ(forward_time(op, r), forward_time(op, bf16));
+  }
+}
+
+// A profile's FP8 GEMM efficiency serves the fp8 recipe; without one the BF16 efficiency stands
+// in for it, and the estimate says so. Other dtypes never use it.
+TEST(Compute, Fp8GemmEfficiencyComesFromTheProfileOrIsAnAssumption) {
+  ChipProfile chip;
+  chip.id = "x";
+  chip.peak_flops[DType::bf16] = 1000e12;
+  chip.peak_flops[DType::fp8] = 2000e12;
+  chip.memory_bandwidth = 3e12;
+  chip.efficiency.gemm_max = 0.9;
+  chip.efficiency.memory = 0.9;
+  chip.efficiency.attention_max = 0.5;
+  chip.efficiency.kernel_overhead = 5e-6;
+  auto unknown = resolve_rates(chip, DType::fp8);
+  ASSERT_TRUE(unknown.rates);
+  EXPECT_DOUBLE_EQ(unknown.rates->fp8_gemm_max, 0.9);
+  ASSERT_EQ(unknown.assumptions.size(), 1u);
+  EXPECT_EQ(unknown.assumptions[0], "chip x: FP8 GEMM efficiency (the BF16 one) unknown, prior 0.90 used");
+  chip.efficiency.gemm_fp8_max = 0.7;
+  auto known = resolve_rates(chip, DType::fp8);
+  ASSERT_TRUE(known.rates);
+  EXPECT_DOUBLE_EQ(known.rates->fp8_gemm_max, 0.7);
+  EXPECT_TRUE(known.assumptions.empty());
+  EXPECT_EQ(resolve_rates(chip, DType::bf16).rates->fp8_gemm_max, 0.0);
 }
 
 }  // namespace

@@ -367,5 +367,22 @@ TEST(PublishedRuns, CalibratedFromMicrobenchmarks) {
   }
 }
 
+// FP8 runs outside the dev set (validation/published-runs-fp8, collected after the FP8 GEMM
+// efficiency was taken from the microbenchmark tables), predicted from the same calibrated
+// profiles: each within the fidelity issue's per-case goal of 12%. With the H100's FP8 GEMMs at
+// its BF16 efficiency (0.83 of the peak, against 0.70 measured for FP8) they were 10% and 13%
+// too fast.
+TEST(PublishedRuns, Fp8RunsOutsideTheDevSet) {
+  const std::string out = ::testing::TempDir() + "/hetplan-calibrated-profiles-fp8";
+  const CalibratedValidation v = validate_published_runs_calibrated(
+      std::string(HETPLAN_SOURCE_DIR) + "/validation/published-runs-fp8", kProfiles, kMicrobench,
+      out);
+  ASSERT_EQ(v.report.cases.size(), 2u);
+  for (const auto& c : v.report.cases) {
+    ASSERT_TRUE(c.feasible) << c.id;
+    EXPECT_LE(std::abs(c.error), 0.12) << report_text(v.report);
+  }
+}
+
 }  // namespace
 }  // namespace hetplan::validation
