@@ -106,16 +106,39 @@ bool solve_split(const SplitProblem& problem, SplitWorkspace& work, Split& out) 
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return units[a].time < units[b].time; });
 
+  // Alike stages (a pipeline's middle stages of one kind) take units alike and offer the same
+  // bounds below, so the two searches run over kinds of stage rather than stages. Alike stages
+  // sit together in `order`, which sorts by unit time.
+  auto alike = [](const Unit& a, const Unit& b) {
+    return a.time == b.time && a.fixed == b.fixed && a.cap == b.cap && a.least == b.least;
+  };
+  std::vector<std::pair<std::size_t, int>>& kinds = work.kinds;
+  kinds.clear();
+  for (std::size_t at = 0, run = 0; at < p; ++at) {
+    const std::size_t j = order[at];
+    if (at > 0 && units[order[at - 1]].time != units[j].time) run = kinds.size();
+    auto same = std::find_if(kinds.begin() + static_cast<long>(run), kinds.end(),
+                             [&](const auto& kind) { return alike(units[kind.first], units[j]); });
+    if (same != kinds.end()) {
+      ++same->second;
+    } else {
+      kinds.emplace_back(j, 1);
+    }
+  }
+
   // The smallest feasible bottleneck: add units one at a time where tau stays smallest (optimal
-  // for a min-max of increasing functions). Only its value is kept.
+  // for a min-max of increasing functions). Only its value is kept: alike stages are offered a
+  // unit at the same tau one after the other, so adding one to each stage of a kind at once
+  // reaches the same value.
   //
   // The adding starts below the fluid level tau_f, where sum (tau_f - fixed) / time reaches the
   // unit count: no allocation's bottleneck is lower, so a start whose every stage ends below
   // tau_f (one unit under its floor there, at least its least) is part of some optimal
   // allocation, and adding from it reaches the same bottleneck as adding from the least units
   // each — with a few steps per stage instead of one per unit.
-  std::vector<int>& counts = work.counts;
-  counts.resize(p);
+  std::vector<int>& counts = work.counts;  // per kind
+  counts.resize(kinds.size());
+  long placed = 0;
   {
     double inverse = 0, offset = 0;
     for (const Unit& u : units) {
@@ -123,33 +146,33 @@ bool solve_split(const SplitProblem& problem, SplitWorkspace& work, Split& out) 
       offset += u.fixed / u.time;
     }
     const double fluid = (total + offset) / inverse;
-    int started = 0;
-    for (std::size_t j = 0; j < p; ++j) {
-      const double below = std::floor((fluid - units[j].fixed) / units[j].time) - 1.0;
-      counts[j] = below >= units[j].least
-                      ? static_cast<int>(std::min<double>(below, units[j].cap))
-                      : units[j].least;
-      started += counts[j];
+    for (std::size_t i = 0; i < kinds.size(); ++i) {
+      const Unit& u = units[kinds[i].first];
+      const double below = std::floor((fluid - u.fixed) / u.time) - 1.0;
+      counts[i] = below >= u.least ? static_cast<int>(std::min<double>(below, u.cap)) : u.least;
+      placed += static_cast<long>(counts[i]) * kinds[i].second;
     }
-    if (started > total)
-      for (std::size_t j = 0; j < p; ++j) counts[j] = units[j].least;
-  }
-  std::vector<Next>& grow = work.grow;
-  grow.clear();
-  int placed = 0;
-  for (std::size_t j = 0; j < p; ++j) {
-    placed += counts[j];
-    if (counts[j] < units[j].cap) grow.emplace_back(units[j].fixed + (counts[j] + 1) * units[j].time, j);
-  }
-  std::make_heap(grow.begin(), grow.end(), std::greater<>{});
-  for (; placed < total; ++placed) {
-    const std::size_t j = heap_pop(grow).second;  // capacity >= total guarantees one
-    ++counts[j];
-    if (counts[j] < units[j].cap) heap_push(grow, {units[j].fixed + (counts[j] + 1) * units[j].time, j});
+    if (placed > total) {
+      placed = least;
+      for (std::size_t i = 0; i < kinds.size(); ++i) counts[i] = units[kinds[i].first].least;
+    }
   }
   double bottleneck = 0;
-  for (std::size_t j = 0; j < p; ++j) {
-    bottleneck = std::max(bottleneck, units[j].fixed + counts[j] * units[j].time);
+  std::vector<Next>& grow = work.grow;
+  grow.clear();
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    const Unit& u = units[kinds[i].first];
+    bottleneck = std::max(bottleneck, u.fixed + counts[i] * u.time);
+    if (counts[i] < u.cap) grow.emplace_back(u.fixed + (counts[i] + 1) * u.time, i);
+  }
+  std::make_heap(grow.begin(), grow.end(), std::greater<>{});
+  while (placed < total) {
+    const auto [tau, i] = heap_pop(grow);  // capacity >= total guarantees one
+    const Unit& u = units[kinds[i].first];
+    ++counts[i];
+    placed += kinds[i].second;
+    bottleneck = std::max(bottleneck, tau);
+    if (counts[i] < u.cap) heap_push(grow, {u.fixed + (counts[i] + 1) * u.time, i});
   }
 
   // A higher bottleneck can still pay when it moves layers to faster stages and the sum of
@@ -173,7 +196,8 @@ bool solve_split(const SplitProblem& problem, SplitWorkspace& work, Split& out) 
   const double slope = m - 1.0 / v;
   std::vector<Next>& bounds = work.bounds;
   bounds.clear();
-  for (std::size_t j = 0; j < p; ++j) {
+  for (const auto& kind : kinds) {
+    const std::size_t j = kind.first;
     const int c = static_cast<int>(std::floor((bottleneck - units[j].fixed) / units[j].time)) + 1;
     if (c >= units[j].least && c <= units[j].cap)
       bounds.emplace_back(units[j].fixed + c * units[j].time, j);

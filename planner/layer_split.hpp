@@ -48,6 +48,7 @@ struct SplitWorkspace {
   std::vector<SplitUnit> units;
   std::vector<std::size_t> order;
   std::vector<int> counts, best_counts, trial;
+  std::vector<std::pair<std::size_t, int>> kinds;  // alike stages: one of them, how many
   std::vector<std::pair<double, std::size_t>> grow, bounds;  // heaps
 };
 

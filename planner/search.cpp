@@ -297,6 +297,29 @@ struct StopState {
   }
 };
 
+// The stage kernels of one search, shared by its lanes: a kernel depends only on its key, so
+// whichever lane makes it first, every lane reads the same one.
+class KernelStore {
+ public:
+  using Key = std::tuple<std::size_t, int, int, int, DType, int>;  // island, tp, ep, dp, dtype, mb
+  template <typename Make>
+  const sim::StageKernel& get(const Key& key, Make&& make) {
+    {
+      const std::lock_guard lock(mutex_);
+      const auto found = kernels_.find(key);
+      if (found != kernels_.end()) return found->second;
+    }
+    sim::StageKernel made = make();
+    const std::lock_guard lock(mutex_);
+    // The map's nodes do not move: the reference stays good as others are added.
+    return kernels_.try_emplace(key, std::move(made)).first->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<Key, sim::StageKernel> kernels_;
+};
+
 // A plan with replica groups from one-pipeline plans, one per group, and the shares the
 // balancing gave them: each group keeps its plan's settings; the dtype is the first's (the
 // step refuses groups of different dtypes).
@@ -456,13 +479,15 @@ void add_mixed_data_parallel(const Scenario& scenario, const SearchOptions& opti
 // the thread count (docs/planner.md#threads).
 class Searcher {
  public:
-  Searcher(const Scenario& scenario, const SearchOptions& options, StopState& stop)
+  Searcher(const Scenario& scenario, const SearchOptions& options, StopState& stop,
+           KernelStore& kernels)
       : scenario_(scenario),
         cluster_(scenario.cluster),
         model_(scenario.workload.model),
         options_(options),
         layers_(model_.layers),
-        shared_stop_(stop) {
+        shared_stop_(stop),
+        kernels_(kernels) {
     kernel_options_ = options.estimate;
     kernel_options_.notes = false;
     for (int i = 0; i < kPassCount; ++i) passes_[i].name = kPassNames[i];
@@ -545,6 +570,7 @@ class Searcher {
   PhaseReport phases_[kPhaseCount];
   Phase phase_ = kPhaseKernels;  // whose evaluations count now
   std::map<Shape, Found> best_by_shape_;
+  mutable std::vector<double> bar_scores_;  // ranking_bar()'s (the run's only)
   std::vector<Found> single_best_;  // per island
   Found task_best_;
   std::vector<std::string> island_why_not_;
@@ -553,8 +579,23 @@ class Searcher {
   std::size_t pruned_ = 0;
   std::size_t settings_ = 0;
   std::size_t settings_total_ = 0;
+  // The first pass (docs/planner.md#threads): a setting's task-level seeds and their local
+  // search only, neither the islands alone nor the branch and bound.
+  bool seeds_only_ = false;
+  bool seeded_ = false;  // the exact pass after it: the seeds were scored there
+  // What a task-level plan must beat to be ranked (ranking_bar() of the run as the setting
+  // started); the task-level search prunes against it, so no shape of the top is pruned.
+  double rank_bar_ = kInf;
+  double batch_bar_ = kInf;  // the run's ranking_bar() before the batch, for its lanes
+  // The first pass only looks for good plans: it prunes against the best one.
+  double task_bar() const {
+    return seeds_only_ ? task_best_.score : std::max(task_best_.score, rank_bar_);
+  }
+  // The score of the options.top-th best shape found so far (infinite with fewer).
+  double ranking_bar() const;
   bool stop_ = false;  // set by poll(); every loop of the search returns when it is
   StopState& shared_stop_;
+  KernelStore& kernels_;  // the run's, shared by its lanes
   std::size_t walked_ = 0;  // task-level candidates visited, scored or not
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   sim::Estimate scratch_;
@@ -562,7 +603,6 @@ class Searcher {
   // Kernels made so far, by what of a setting make_stage_kernel reads (the rest of the
   // training settings is the workload's, the same in every setting): island, tp, ep, dp,
   // dtype, micro-batch.
-  std::map<std::tuple<std::size_t, int, int, int, DType, int>, sim::StageKernel> kernels_;
   // The current setting's boundaries and caps, over its kernels (search_setting makes it).
   std::optional<ScoreCache> cache_;
   // The current setting's kernels and options (search_setting's, buffers kept between settings).
@@ -800,9 +840,11 @@ double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<i
   const double money = parts_rate(parts, setting.dp);
   double cutoff = kInf;
   if (!options_.exhaustive) {
-    const double incumbent = mode == Mode::task_level
-                                 ? task_best_.score
-                                 : single_best_[static_cast<std::size_t>(order.front())].score;
+    // A plan that beats neither its mode's incumbent nor the ranking's bar is cut off.
+    const double incumbent =
+        mode == Mode::task_level
+            ? task_bar()
+            : std::max(single_best_[static_cast<std::size_t>(order.front())].score, rank_bar_);
     cutoff = step_for(incumbent, money);
     // Most candidates end here, before their stages are laid out one by one.
     if (std::isfinite(cutoff) && pipeline_floor(setting, parts) >= cutoff) {
@@ -1046,6 +1088,8 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   seeds.push_back(thin);
   seeds.push_back(wide);
 
+  // The exact pass after a first pass: its seeds were scored there.
+  if (seeded_) seeds.clear();
   std::vector<std::pair<double, Config>> scored;
   for (const auto& seed : seeds) scored.emplace_back(submit(seed), seed);
   std::stable_sort(scored.begin(), scored.end(),
@@ -1298,18 +1342,18 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
           reject(kZoneReachability, kWhy);
           return;
         }
-        if (!options_.exhaustive && task_best_.score < kInf) {
+        if (!options_.exhaustive && task_bar() < kInf) {
           const double bound =
               bottleneck_part(r, capacity, chunk_max, stages) + sum_part(chunk_sum, stages);
-          if (score(bound, money_of(partial)) >= task_best_.score) {
+          if (score(bound, money_of(partial)) >= task_bar()) {
             ++pruned_;
             return;
           }
         }
         if (r == walk_order.size()) {
           if (partial.size() < 2) return;
-          if (!options_.exhaustive && task_best_.score < kInf &&
-              score(capped_bound(partial), money_of(partial)) >= task_best_.score) {
+          if (!options_.exhaustive && task_bar() < kInf &&
+              score(capped_bound(partial), money_of(partial)) >= task_bar()) {
             ++pruned_;
             return;
           }
@@ -1330,7 +1374,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
           const double chunk = option->least_time;
           for (int count = std::min(option->max_stages, stage_budget - stages); count >= 1;
                --count) {
-            if (!options_.exhaustive && task_best_.score < kInf) {
+            if (!options_.exhaustive && task_bar() < kInf) {
               // Fewer stages of this option only raise the bottleneck part, and the stage-sum
               // part is at least its value with one stage: once that is too much, stop.
               partial.emplace_back(option, count);
@@ -1338,7 +1382,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
                   bottleneck_part(r + 1, capacity + count / option->per_layer,
                                   std::max(chunk_max, chunk), stages + count) +
                   sum_part(chunk_sum + chunk, stages + 1);
-              const bool hopeless = score(floor, money_of(partial)) >= task_best_.score;
+              const bool hopeless = score(floor, money_of(partial)) >= task_bar();
               partial.pop_back();
               if (hopeless) {
                 ++pruned_;
@@ -1355,6 +1399,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
         }
       };
   clock.reset();
+  if (seeds_only_) return;
   phase_ = kPhaseTaskBound;
   PhaseClock bound_clock(phases_[kPhaseTaskBound]);
   walk(0, 0.0, 0.0, 0.0, 0);
@@ -1362,16 +1407,10 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
 
 const sim::StageKernel& Searcher::kernel(const Setting& setting, std::size_t index,
                                          const Island& island, int tp, int ep) {
-  const auto key = std::make_tuple(index, tp, ep, setting.dp, setting.dtype, setting.micro_batch);
-  auto found = kernels_.find(key);
-  if (found == kernels_.end()) {
-    found = kernels_
-                .emplace(key, sim::make_stage_kernel(cluster_, model_, setting.step,
-                                                     island, tp, setting.dp,
-                                                     kernel_options_, ep))
-                .first;
-  }
-  return found->second;
+  return kernels_.get({index, tp, ep, setting.dp, setting.dtype, setting.micro_batch}, [&] {
+    return sim::make_stage_kernel(cluster_, model_, setting.step, island, tp, setting.dp,
+                                  kernel_options_, ep);
+  });
 }
 
 void Searcher::search_setting(const Setting& setting, const std::vector<IslandInfo>& islands) {
@@ -1472,10 +1511,19 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
   else
     cache_.emplace(kernels);
 
+  // The first pass counts only what its seeds reject: the exact pass builds the same options
+  // and counts what they refused.
+  if (seeds_only_) {
+    for (auto& pass : passes_) {
+      pass.rejected = 0;
+      pass.examples.clear();
+    }
+  }
   clock.emplace(phases_[kPhaseSingle]);
   phase_ = kPhaseSingle;
   // Each island alone.
   for (const Option& option : options) {
+    if (seeds_only_) break;
     for (int s = 1; s <= option.max_stages && !stop_; ++s) {
       if (v > 1 && s == 1) continue;  // nothing to interleave
       single_order_.assign(1, option.island);
@@ -1589,10 +1637,20 @@ bool Searcher::search_one(const Searcher& global, const Setting& setting,
   }
   task_best_ = Found{};
   task_best_.score = global.task_best_.score;
+  rank_bar_ = global.batch_bar_;
   poll();
   if (stop_) return false;
   search_setting(setting, islands);
   return true;
+}
+
+double Searcher::ranking_bar() const {
+  if (best_by_shape_.size() < options_.top || options_.top == 0) return kInf;
+  std::vector<double>& scores = bar_scores_;
+  scores.clear();
+  for (const auto& [shape, found] : best_by_shape_) scores.push_back(found.score);
+  std::nth_element(scores.begin(), scores.begin() + static_cast<long>(options_.top - 1), scores.end());
+  return scores[options_.top - 1];
 }
 
 void Searcher::merge_into(Searcher& global) const {
@@ -1623,6 +1681,7 @@ void Searcher::merge_into(Searcher& global) const {
       known->second = found;
   }
 }
+
 
 void Searcher::report_progress() const {
   if (options_.observer)
@@ -1758,13 +1817,39 @@ SearchResult Searcher::run() {
   std::vector<std::unique_ptr<Searcher>> lanes(kBatch);
   std::vector<char> searched(kBatch);
   BatchPool helpers(std::min(threads, kBatch) - 1);
+  // The first pass: every setting's task-level seeds and their local search, in batches of
+  // kBatch, merged in setting order. The exact pass below starts from the plans it found, so its
+  // first settings' branch and bound prunes against good plans rather than against none.
+  for (std::size_t first = 0; first < work.size() && !stop_; first += kBatch) {
+    const std::size_t count = std::min(kBatch, work.size() - first);
+    for (std::size_t k = 0; k < count; ++k) {
+      if (!lanes[k]) lanes[k] = std::make_unique<Searcher>(scenario_, options_, shared_stop_, kernels_);
+      lanes[k]->seeds_only_ = true;
+    }
+    batch_bar_ = ranking_bar();
+    helpers.run(count, [&](std::size_t k) {
+      searched[k] = lanes[k]->search_one(*this, work[first + k].setting, *work[first + k].islands);
+    });
+    for (std::size_t k = 0; k < count; ++k)
+      if (searched[k]) lanes[k]->merge_into(*this);
+    poll();
+  }
+  for (auto& lane : lanes) {
+    if (!lane) continue;
+    lane->seeds_only_ = false;
+    lane->seeded_ = true;
+  }
   for (std::size_t first = 0, size = 1; first < work.size() && !stop_;
        first += size, size = std::min(size * 2, kBatch)) {
     const std::size_t count = std::min(size, work.size() - first);
     for (std::size_t k = 0; k < count; ++k)
-      if (!lanes[k]) lanes[k] = std::make_unique<Searcher>(scenario_, options_, shared_stop_);
+      if (!lanes[k]) {
+        lanes[k] = std::make_unique<Searcher>(scenario_, options_, shared_stop_, kernels_);
+        lanes[k]->seeded_ = true;
+      }
     // The threads take the batch's settings one at a time; which thread searches which does
     // not matter, each lane's result depends only on its setting and the incumbents.
+    batch_bar_ = ranking_bar();
     helpers.run(count, [&](std::size_t k) {
       searched[k] = lanes[k]->search_one(*this, work[first + k].setting, *work[first + k].islands);
     });
@@ -1934,7 +2019,8 @@ std::vector<std::size_t> runnable_jobs(const SearchResult& result, std::size_t c
 
 SearchResult search_plans(const Scenario& scenario, const SearchOptions& options) {
   StopState stop;
-  return Searcher(scenario, options, stop).run();
+  KernelStore kernels;
+  return Searcher(scenario, options, stop, kernels).run();
 }
 
 }  // namespace hetplan::planner

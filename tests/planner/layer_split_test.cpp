@@ -105,6 +105,50 @@ TEST(LayerSplit, MatchesBruteForceWithLeastLayersPerStage) {
   expect_brute_force_optimum(20261202, true);
 }
 
+// A pipeline's stages come in a few kinds (its middle stages of one island alike): the split
+// runs over kinds of stage, so problems made of two or three kinds repeated, with the first
+// and last stage sometimes apart (embedding, head), against brute force.
+TEST(LayerSplit, MatchesBruteForceWithStagesOfFewKinds) {
+  std::mt19937 rng(20261203);
+  std::uniform_int_distribution<int> kinds_of(1, 3), stages_of(2, 7), micro(1, 12), vpp(1, 3);
+  std::uniform_real_distribution<double> per_layer(0.5, 4.0), fixed(0.0, 3.0);
+  std::uniform_int_distribution<int> coin(0, 1);
+  int solved = 0, with_repeats = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    SplitProblem problem;
+    problem.granularity = 1;
+    const int p = stages_of(rng);
+    problem.layers = std::uniform_int_distribution<int>(p, 16)(rng);
+    problem.micro_batches = micro(rng);
+    problem.virtual_stages = vpp(rng);
+    std::vector<SplitStage> kinds(static_cast<std::size_t>(kinds_of(rng)));
+    for (auto& k : kinds) {
+      k.per_layer_s = per_layer(rng);
+      k.fixed_s = fixed(rng);
+      k.max_layers = std::uniform_int_distribution<int>(1, problem.layers)(rng);
+      k.min_layers = coin(rng);
+    }
+    std::uniform_int_distribution<std::size_t> pick(0, kinds.size() - 1);
+    for (int j = 0; j < p; ++j) {
+      SplitStage s = kinds[pick(rng)];
+      if ((j == 0 || j == p - 1) && coin(rng)) s.fixed_s += fixed(rng);
+      problem.stages.push_back(s);
+    }
+    if (static_cast<int>(kinds.size()) < p) ++with_repeats;
+    const double expected = brute_force(problem);
+    const auto split = solve_split(problem);
+    if (!std::isfinite(expected)) {
+      EXPECT_FALSE(split) << "trial " << trial;
+      continue;
+    }
+    ASSERT_TRUE(split) << "trial " << trial;
+    ++solved;
+    EXPECT_NEAR(split->pipeline_s, expected, 1e-9 * expected) << "trial " << trial;
+  }
+  EXPECT_GT(solved, 500);
+  EXPECT_GT(with_repeats, 1000);
+}
+
 TEST(LayerSplit, SlowStagesGetFewerLayers) {
   SplitProblem problem;
   problem.layers = 12;
