@@ -57,9 +57,7 @@ ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype,
   rates.gemm_half_dim = eff.gemm_half_dim.value_or(defaults.gemm_half_dim);
   rates.gemm_backward_max = eff.gemm_backward_max.value_or(rates.gemm_max);
   if (dtype == DType::fp8) {
-    rates.fp8_gemm_max =
-        eff.gemm_fp8_max ? *eff.gemm_fp8_max
-                         : pick(std::nullopt, rates.gemm_max, "FP8 GEMM efficiency (the BF16 one)");
+    rates.fp8_gemm_max = pick(eff.gemm_fp8_max, rates.gemm_max, "FP8 GEMM efficiency (the BF16 one)");
   }
   rates.attention_max = eff.attention_max
                             ? *eff.attention_max
@@ -73,13 +71,22 @@ ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype,
   return out;
 }
 
-double gemm_efficiency(const GemmShape& shape, const ChipRates& rates) {
+namespace {
+
+// g(m) g(n) g(k), g(x) = x / (x + half_dim): the share of its maximum a GEMM of this shape gets.
+double gemm_shape_factor(const GemmShape& shape, const ChipRates& rates) {
   auto g = [&](double x) { return x / (x + rates.gemm_half_dim); };
-  return rates.gemm_max * g(shape.m) * g(shape.n) * g(shape.k);
+  return g(shape.m) * g(shape.n) * g(shape.k);
+}
+
+}  // namespace
+
+double gemm_efficiency(const GemmShape& shape, const ChipRates& rates) {
+  return rates.gemm_max * gemm_shape_factor(shape, rates);
 }
 
 double fp8_gemm_efficiency(const GemmShape& shape, const ChipRates& rates) {
-  return gemm_efficiency(shape, rates) * rates.fp8_gemm_max / rates.gemm_max;
+  return rates.fp8_gemm_max * gemm_shape_factor(shape, rates);
 }
 
 namespace {

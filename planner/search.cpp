@@ -301,7 +301,9 @@ struct StopState {
 // whichever lane makes it first, every lane reads the same one.
 class KernelStore {
  public:
-  using Key = std::tuple<std::size_t, int, int, int, DType, int>;  // island, tp, ep, dp, dtype, mb
+  // What of a setting make_stage_kernel reads (the rest of the training settings is the
+  // workload's, the same in every setting): island, tp, ep, dp, dtype, micro-batch.
+  using Key = std::tuple<std::size_t, int, int, int, DType, int>;
   template <typename Make>
   const sim::StageKernel& get(const Key& key, Make&& make) {
     {
@@ -579,17 +581,18 @@ class Searcher {
   std::size_t pruned_ = 0;
   std::size_t settings_ = 0;
   std::size_t settings_total_ = 0;
-  // The first pass (docs/planner.md#threads): a setting's task-level seeds and their local
-  // search only, neither the islands alone nor the branch and bound.
-  bool seeds_only_ = false;
-  bool seeded_ = false;  // the exact pass after it: the seeds were scored there
+  // Which pass searches (docs/planner.md#threads): the first only scores a setting's
+  // task-level seeds and their local search; the exact one the islands alone and the branch and
+  // bound, not the seeds again.
+  enum class Round { seeds, exact };
+  Round round_ = Round::exact;
   // What a task-level plan must beat to be ranked (ranking_bar() of the run as the setting
   // started); the task-level search prunes against it, so no shape of the top is pruned.
   double rank_bar_ = kInf;
   double batch_bar_ = kInf;  // the run's ranking_bar() before the batch, for its lanes
   // The first pass only looks for good plans: it prunes against the best one.
   double task_bar() const {
-    return seeds_only_ ? task_best_.score : std::max(task_best_.score, rank_bar_);
+    return round_ == Round::seeds ? task_best_.score : std::max(task_best_.score, rank_bar_);
   }
   // The score of the options.top-th best shape found so far (infinite with fewer).
   double ranking_bar() const;
@@ -600,9 +603,6 @@ class Searcher {
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   sim::Estimate scratch_;
   std::vector<sim::StageSlot> slots_;
-  // Kernels made so far, by what of a setting make_stage_kernel reads (the rest of the
-  // training settings is the workload's, the same in every setting): island, tp, ep, dp,
-  // dtype, micro-batch.
   // The current setting's boundaries and caps, over its kernels (search_setting makes it).
   std::optional<ScoreCache> cache_;
   // The current setting's kernels and options (search_setting's, buffers kept between settings).
@@ -1088,8 +1088,8 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   seeds.push_back(thin);
   seeds.push_back(wide);
 
-  // The exact pass after a first pass: its seeds were scored there.
-  if (seeded_) seeds.clear();
+  // The exact pass: the seeds were scored in the first.
+  if (round_ == Round::exact) seeds.clear();
   std::vector<std::pair<double, Config>> scored;
   for (const auto& seed : seeds) scored.emplace_back(submit(seed), seed);
   std::stable_sort(scored.begin(), scored.end(),
@@ -1399,7 +1399,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
         }
       };
   clock.reset();
-  if (seeds_only_) return;
+  if (round_ == Round::seeds) return;
   phase_ = kPhaseTaskBound;
   PhaseClock bound_clock(phases_[kPhaseTaskBound]);
   walk(0, 0.0, 0.0, 0.0, 0);
@@ -1513,7 +1513,7 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
 
   // The first pass counts only what its seeds reject: the exact pass builds the same options
   // and counts what they refused.
-  if (seeds_only_) {
+  if (round_ == Round::seeds) {
     for (auto& pass : passes_) {
       pass.rejected = 0;
       pass.examples.clear();
@@ -1523,7 +1523,7 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
   phase_ = kPhaseSingle;
   // Each island alone.
   for (const Option& option : options) {
-    if (seeds_only_) break;
+    if (round_ == Round::seeds) break;
     for (int s = 1; s <= option.max_stages && !stop_; ++s) {
       if (v > 1 && s == 1) continue;  // nothing to interleave
       single_order_.assign(1, option.island);
@@ -1682,7 +1682,6 @@ void Searcher::merge_into(Searcher& global) const {
   }
 }
 
-
 void Searcher::report_progress() const {
   if (options_.observer)
     options_.observer->on_progress(
@@ -1808,8 +1807,7 @@ SearchResult Searcher::run() {
     }
   }
 
-  // Batches of 1, 2, 4, then kBatch settings: the first ones give the bound an incumbent soon.
-  // Their sizes do not depend on the thread count, so neither does anything the search finds.
+  // Batch sizes do not depend on the thread count, so neither does anything the search finds.
   constexpr std::size_t kBatch = 8;
   const std::size_t threads = std::max<std::size_t>(
       1, options_.threads > 0 ? options_.threads : std::thread::hardware_concurrency());
@@ -1817,51 +1815,41 @@ SearchResult Searcher::run() {
   std::vector<std::unique_ptr<Searcher>> lanes(kBatch);
   std::vector<char> searched(kBatch);
   BatchPool helpers(std::min(threads, kBatch) - 1);
-  // The first pass: every setting's task-level seeds and their local search, in batches of
-  // kBatch, merged in setting order. The exact pass below starts from the plans it found, so its
-  // first settings' branch and bound prunes against good plans rather than against none.
-  for (std::size_t first = 0; first < work.size() && !stop_; first += kBatch) {
-    const std::size_t count = std::min(kBatch, work.size() - first);
-    for (std::size_t k = 0; k < count; ++k) {
-      if (!lanes[k]) lanes[k] = std::make_unique<Searcher>(scenario_, options_, shared_stop_, kernels_);
-      lanes[k]->seeds_only_ = true;
-    }
-    batch_bar_ = ranking_bar();
-    helpers.run(count, [&](std::size_t k) {
-      searched[k] = lanes[k]->search_one(*this, work[first + k].setting, *work[first + k].islands);
-    });
-    for (std::size_t k = 0; k < count; ++k)
-      if (searched[k]) lanes[k]->merge_into(*this);
-    poll();
-  }
-  for (auto& lane : lanes) {
-    if (!lane) continue;
-    lane->seeds_only_ = false;
-    lane->seeded_ = true;
-  }
-  for (std::size_t first = 0, size = 1; first < work.size() && !stop_;
-       first += size, size = std::min(size * 2, kBatch)) {
-    const std::size_t count = std::min(size, work.size() - first);
-    for (std::size_t k = 0; k < count; ++k)
-      if (!lanes[k]) {
-        lanes[k] = std::make_unique<Searcher>(scenario_, options_, shared_stop_, kernels_);
-        lanes[k]->seeded_ = true;
+  // One pass over the settings: batches of `size`, doubling up to kBatch, each setting of a
+  // batch against the incumbents and the ranking's bar as they stood before the batch, merged
+  // in setting order.
+  auto run_pass = [&](Round round, std::size_t size) {
+    for (std::size_t first = 0; first < work.size() && !stop_;
+         first += size, size = std::min(size * 2, kBatch)) {
+      const std::size_t count = std::min(size, work.size() - first);
+      for (std::size_t k = 0; k < count; ++k) {
+        if (!lanes[k])
+          lanes[k] = std::make_unique<Searcher>(scenario_, options_, shared_stop_, kernels_);
+        lanes[k]->round_ = round;
       }
-    // The threads take the batch's settings one at a time; which thread searches which does
-    // not matter, each lane's result depends only on its setting and the incumbents.
-    batch_bar_ = ranking_bar();
-    helpers.run(count, [&](std::size_t k) {
-      searched[k] = lanes[k]->search_one(*this, work[first + k].setting, *work[first + k].islands);
-    });
-    for (std::size_t k = 0; k < count; ++k) {
-      if (!searched[k]) continue;
-      lanes[k]->merge_into(*this);
-      ++settings_;
-      phase_ = lanes[k]->phase_;
-      report_progress();
+      batch_bar_ = ranking_bar();
+      // The threads take the batch's settings one at a time; which thread searches which does
+      // not matter, each lane's result depends only on its setting and the incumbents.
+      helpers.run(count, [&](std::size_t k) {
+        searched[k] =
+            lanes[k]->search_one(*this, work[first + k].setting, *work[first + k].islands);
+      });
+      for (std::size_t k = 0; k < count; ++k) {
+        if (!searched[k]) continue;
+        lanes[k]->merge_into(*this);
+        if (round == Round::seeds) continue;
+        ++settings_;
+        phase_ = lanes[k]->phase_;
+        report_progress();
+      }
+      poll();
     }
-    poll();
-  }
+  };
+  // First every setting's seeds, so that the exact pass's first settings prune against good
+  // plans rather than against none; then the exact pass, its first batches small so that its
+  // own finds reach the bar soon.
+  run_pass(Round::seeds, kBatch);
+  run_pass(Round::exact, 1);
   lanes.clear();
 
   std::optional<PhaseClock> ranking_clock(phases_[kPhaseRanking]);
