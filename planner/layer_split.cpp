@@ -103,8 +103,10 @@ bool solve_split(const SplitProblem& problem, SplitWorkspace& work, Split& out) 
   std::vector<std::size_t>& order = work.order;
   order.resize(p);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return units[a].time < units[b].time; });
+  // By unit time, ties in stage order (std::sort with the index: stable, and no buffer).
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return units[a].time < units[b].time || (units[a].time == units[b].time && a < b);
+  });
 
   // Alike stages (a pipeline's middle stages of one kind) take units alike and offer the same
   // bounds below, so the two searches run over kinds of stage rather than stages. Alike stages

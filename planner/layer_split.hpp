@@ -32,6 +32,37 @@ struct Split {
   double bottleneck_s = 0;  // max(tau)
 };
 
+// The most layers, a multiple of `step` up to `layers`, whose memory `total(n)` is within
+// `capacity` (0 when none is). A stage's memory never falls as it takes more layers (each of its
+// parts grows with them, and the optimizer step's extra copy only fills what freed activations
+// leave), so it fits up to some count and no further. It grows by nearly the same bytes per
+// layer (docs/models/memory.md), so the first two counts' slope points at the last count that
+// fits; that count and the next are checked, and a bisection settles whatever they leave open:
+// usually four checks instead of O(log layers).
+template <typename Total>
+int most_fitting_layers(int step, int layers, double capacity, Total&& total) {
+  int lo = 0;                  // units known to fit (0: none checked)
+  int hi = layers / step + 1;  // units known not to fit
+  auto check = [&](int units) { (total(units * step) <= capacity ? lo : hi) = units; };
+  if (hi > 2) {
+    const double one = total(step);
+    (one <= capacity ? lo : hi) = 1;
+    if (lo == 1) {
+      const double two = total(2 * step);
+      (two <= capacity ? lo : hi) = 2;
+      const double slope = two - one;
+      if (lo == 2 && slope > 0) {
+        const double room = (capacity - two) / slope;  // units beyond the second
+        const int guess = room < hi - 2 ? 2 + static_cast<int>(room) : hi - 1;
+        if (guess > lo && guess < hi) check(guess);
+        if (guess + 1 > lo && guess + 1 < hi) check(guess + 1);
+      }
+    }
+  }
+  while (hi - lo > 1) check(lo + (hi - lo) / 2);
+  return lo * step;
+}
+
 // Pipeline time of a given split.
 double pipeline_time(const SplitProblem& problem, const std::vector<int>& layers);
 

@@ -120,6 +120,12 @@ struct Option {
   int most_layers = 0;       // no stage of this option holds more, wherever it sits
 };
 
+// An option's two layer limits, the costly part of making it (bisections over its memory).
+struct OptionFit {
+  int layers_per_stage = 0;
+  int most_layers = 0;
+};
+
 struct IslandInfo {
   const Island* island = nullptr;
   const ChipProfile* chip = nullptr;
@@ -137,19 +143,11 @@ std::string seconds_text(double seconds) {
   return text;
 }
 
-// The most layers, a multiple of `step` up to `layers`, for which `fits` holds (0 when none
-// does). A stage's memory never falls as it takes more layers (each of its parts grows with
-// them, and the optimizer step's extra copy only fills what freed activations leave), so
-// `fits` holds up to some count and no further: found by bisection in O(log layers) checks.
-template <typename Fits>
-int most_fitting_layers(int step, int layers, Fits&& fits) {
-  int lo = 0;                 // units known to fit (0: none checked)
-  int hi = layers / step + 1;  // units known not to fit
-  while (hi - lo > 1) {
-    const int mid = lo + (hi - lo) / 2;
-    (fits(mid * step) ? lo : hi) = mid;
-  }
-  return lo * step;
+// std::stable_sort for the search's short lists, without its temporary buffer (an allocation
+// per call): insertion, each element after the equal ones before it.
+template <typename It, typename Less>
+void stable_sort_short(It first, It last, Less less) {
+  for (It i = first; i != last; ++i) std::rotate(std::upper_bound(first, i, *i, less), i, i + 1);
 }
 
 std::string lower(std::string text) {
@@ -510,8 +508,10 @@ class Searcher {
  private:
   // A lane's search of one setting, from the incumbents of `global` (the run's Searcher); false
   // when the search was stopped before it.
+  // `fits`: the setting's options' layer limits, written by the seeds pass and read by the
+  // exact pass (they depend only on the setting).
   bool search_one(const Searcher& global, const Setting& setting,
-                  const std::vector<IslandInfo>& islands);
+                  const std::vector<IslandInfo>& islands, std::vector<OptionFit>& fits);
   // Adds what this lane found in its last setting to the run's results.
   void merge_into(Searcher& global) const;
   void reject(Pass pass, const std::string& why) {
@@ -523,7 +523,8 @@ class Searcher {
   void reject(Pass pass, Why&& why) {
     PassReport& report = passes_[pass];
     ++report.rejected;
-    if (report.examples.size() >= kExamplesPerPass) return;
+    // The run's examples were full before this setting: merge_into would drop these.
+    if (report.examples.size() >= kExamplesPerPass || examples_full_[pass]) return;
     std::string text = why();
     if (std::find(report.examples.begin(), report.examples.end(), text) == report.examples.end())
       report.examples.push_back(std::move(text));
@@ -536,7 +537,8 @@ class Searcher {
   // Expert-parallel sizes to try with `dp` replicas: every divisor shared with the experts
   // (1 for a dense model).
   std::vector<int> expert_parallel_sizes(int dp) const;
-  void search_setting(const Setting& setting, const std::vector<IslandInfo>& islands);
+  void search_setting(const Setting& setting, const std::vector<IslandInfo>& islands,
+                      std::vector<OptionFit>& fits);
   void search_task_level(const Setting& setting, const std::vector<IslandInfo>& islands,
                          const std::vector<Option>& options);
   double try_config(const Setting& setting, const std::vector<IslandInfo>& islands,
@@ -569,6 +571,7 @@ class Searcher {
   sim::EstimateOptions kernel_options_;  // the search's kernels: no assumptions written
   const int layers_;
   PassReport passes_[kPassCount];
+  bool examples_full_[kPassCount] = {};  // the run's examples of each pass, as the setting began
   PhaseReport phases_[kPhaseCount];
   Phase phase_ = kPhaseKernels;  // whose evaluations count now
   std::map<Shape, Found> best_by_shape_;
@@ -1032,68 +1035,70 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   std::vector<Config> seeds;
   phase_ = kPhaseTaskSeeds;
   std::optional<PhaseClock> clock(phases_[kPhaseTaskSeeds]);
-  std::vector<double> taus;
-  for (const auto& option : options) {
-    for (int n = v; n <= std::min(option.layers_per_stage, layers_); n += v)
-      taus.push_back(n * option.per_layer);
-  }
-  std::sort(taus.begin(), taus.end());
-  taus.erase(std::unique(taus.begin(), taus.end()), taus.end());
-  struct Pick {
-    const Option* option = nullptr;
-    int per_stage = 0;  // layers
-    int hosted = 0;
-  };
-  std::vector<Pick> picks;  // per tau, buffers kept
-  Config fewest, widest;
-  for (double tau : taus) {
-    picks.clear();
-    for (int i : present) {
-      Pick best;
-      for (const Option* option : by_island[static_cast<std::size_t>(i)]) {
-        int per_stage = static_cast<int>(std::floor(tau / option->per_layer * (1 + 1e-12)));
-        per_stage = std::min(per_stage, option->layers_per_stage) / v * v;
-        const int hosted = per_stage * option->max_stages;
-        if (hosted > best.hosted || (hosted == best.hosted && hosted > 0 && per_stage > best.per_stage))
-          best = {option, per_stage, hosted};
+  // The exact pass makes none: the seeds pass scored them.
+  if (round_ == Round::seeds) {
+    std::vector<double> taus;
+    for (const auto& option : options) {
+      for (int n = v; n <= std::min(option.layers_per_stage, layers_); n += v)
+        taus.push_back(n * option.per_layer);
+    }
+    std::sort(taus.begin(), taus.end());
+    taus.erase(std::unique(taus.begin(), taus.end()), taus.end());
+    struct Pick {
+      const Option* option = nullptr;
+      int per_stage = 0;  // layers
+      int hosted = 0;
+    };
+    std::vector<Pick> picks;  // per tau, buffers kept
+    Config fewest, widest;
+    for (double tau : taus) {
+      picks.clear();
+      for (int i : present) {
+        Pick best;
+        for (const Option* option : by_island[static_cast<std::size_t>(i)]) {
+          int per_stage = static_cast<int>(std::floor(tau / option->per_layer * (1 + 1e-12)));
+          per_stage = std::min(per_stage, option->layers_per_stage) / v * v;
+          const int hosted = per_stage * option->max_stages;
+          if (hosted > best.hosted ||
+              (hosted == best.hosted && hosted > 0 && per_stage > best.per_stage))
+            best = {option, per_stage, hosted};
+        }
+        if (best.hosted > 0) picks.push_back(best);
       }
-      if (best.hosted > 0) picks.push_back(best);
+      stable_sort_short(picks.begin(), picks.end(), [](const Pick& a, const Pick& b) {
+        return a.option->per_layer < b.option->per_layer;
+      });
+      int left = layers_;
+      fewest.clear();
+      widest.clear();
+      for (const Pick& pick : picks) {
+        if (left == 0) break;
+        const int take = std::min(left, pick.hosted);
+        left -= take;
+        fewest.emplace_back(pick.option, (take + pick.per_stage - 1) / pick.per_stage);
+        widest.emplace_back(pick.option, pick.option->max_stages);
+      }
+      if (left > 0 || fewest.size() < 2) continue;
+      seeds.push_back(fewest);
+      seeds.push_back(widest);
     }
-    std::stable_sort(picks.begin(), picks.end(), [](const Pick& a, const Pick& b) {
-      return a.option->per_layer < b.option->per_layer;
-    });
-    int left = layers_;
-    fewest.clear();
-    widest.clear();
-    for (const Pick& pick : picks) {
-      if (left == 0) break;
-      const int take = std::min(left, pick.hosted);
-      left -= take;
-      fewest.emplace_back(pick.option, (take + pick.per_stage - 1) / pick.per_stage);
-      widest.emplace_back(pick.option, pick.option->max_stages);
+    // Every island joining, with its fastest option: one stage each, and all it can hold.
+    Config thin, wide;
+    for (int i : present) {
+      const Option* fastest = by_island[static_cast<std::size_t>(i)].front();
+      for (const Option* option : by_island[static_cast<std::size_t>(i)])
+        if (option->per_layer < fastest->per_layer) fastest = option;
+      thin.emplace_back(fastest, 1);
+      wide.emplace_back(fastest, fastest->max_stages);
     }
-    if (left > 0 || fewest.size() < 2) continue;
-    seeds.push_back(fewest);
-    seeds.push_back(widest);
+    seeds.push_back(thin);
+    seeds.push_back(wide);
   }
-  // Every island joining, with its fastest option: one stage each, and all it can hold.
-  Config thin, wide;
-  for (int i : present) {
-    const Option* fastest = by_island[static_cast<std::size_t>(i)].front();
-    for (const Option* option : by_island[static_cast<std::size_t>(i)])
-      if (option->per_layer < fastest->per_layer) fastest = option;
-    thin.emplace_back(fastest, 1);
-    wide.emplace_back(fastest, fastest->max_stages);
-  }
-  seeds.push_back(thin);
-  seeds.push_back(wide);
 
-  // The exact pass: the seeds were scored in the first.
-  if (round_ == Round::exact) seeds.clear();
   std::vector<std::pair<double, Config>> scored;
   for (const auto& seed : seeds) scored.emplace_back(submit(seed), seed);
-  std::stable_sort(scored.begin(), scored.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  stable_sort_short(scored.begin(), scored.end(),
+                    [](const auto& a, const auto& b) { return a.first < b.first; });
 
   // Local search from the best seeds: one stage more or less on one island, another tp on one
   // island, an island joining with one stage or leaving; move while it improves.
@@ -1413,7 +1418,8 @@ const sim::StageKernel& Searcher::kernel(const Setting& setting, std::size_t ind
   });
 }
 
-void Searcher::search_setting(const Setting& setting, const std::vector<IslandInfo>& islands) {
+void Searcher::search_setting(const Setting& setting, const std::vector<IslandInfo>& islands,
+                              std::vector<OptionFit>& fits) {
   std::optional<PhaseClock> clock(phases_[kPhaseKernels]);
   // Kernels for every eligible (island, tp) under this setting.
   std::vector<sim::StageKernel>& kernels = setting_kernels_;
@@ -1471,12 +1477,18 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
                 ? v * setting.recompute_layers * k.least_layer_time(Recompute::full)
                 : v * k.least_layer_time(sim::marginal_recompute(setting.step));
         option.max_stages = max_stages;
-        option.layers_per_stage = 0;
+        // The seeds pass made the same options of this setting in the same order.
+        const std::size_t made = options.size();
+        if (round_ == Round::exact && made < fits.size()) {
+          option.layers_per_stage = fits[made].layers_per_stage;
+          option.most_layers = fits[made].most_layers;
+          options.push_back(option);
+          continue;
+        }
         // A middle stage of a three-stage pipeline: few micro-batches in flight.
         const double capacity = *k.memory_usable;
-        option.layers_per_stage = most_fitting_layers(v, layers_, [&](int n) {
-          return sim::slot_memory(model_, setting.step, k, n, 1, 3, setting.micro_batches)
-                     .total() <= capacity;
+        option.layers_per_stage = most_fitting_layers(v, layers_, capacity, [&](int n) {
+          return sim::slot_memory(model_, setting.step, k, n, 1, 3, setting.micro_batches).total();
         });
         // The least memory a stage can need: no embedding or head, the fewest micro-batches in
         // flight any pipeline of two or more stages has (the last stage's).
@@ -1492,14 +1504,15 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
         least.recompute = setting.recompute;
         least.recompute_layers = setting.recompute_layers;
         least.zero_stage = setting.zero_stage;
-        option.most_layers = most_fitting_layers(v, layers_, [&](int n) {
+        option.most_layers = most_fitting_layers(v, layers_, capacity, [&](int n) {
           least.num_layers = n;
-          return models::stage_memory(model_, setting.step.training, least).total() <= capacity;
+          return models::stage_memory(model_, setting.step.training, least).total();
         });
         // A stage with a mixture's dense layers holds at most that many more (removing them
         // frees memory), rounded up to whole chunks.
         if (model_.moe() && model_.dense_layers > 0 && option.most_layers > 0)
           option.most_layers += (std::min(model_.dense_layers, layers_) + v - 1) / v * v;
+        if (round_ == Round::seeds) fits.push_back({option.layers_per_stage, option.most_layers});
         options.push_back(option);
       }
     }
@@ -1616,11 +1629,12 @@ void Searcher::poll() {
 }
 
 bool Searcher::search_one(const Searcher& global, const Setting& setting,
-                          const std::vector<IslandInfo>& islands) {
+                          const std::vector<IslandInfo>& islands, std::vector<OptionFit>& fits) {
   started_ = global.started_;
-  for (auto& pass : passes_) {
-    pass.rejected = 0;
-    pass.examples.clear();
+  for (int i = 0; i < kPassCount; ++i) {
+    passes_[i].rejected = 0;
+    passes_[i].examples.clear();
+    examples_full_[i] = global.passes_[i].examples.size() >= kExamplesPerPass;
   }
   for (auto& phase : phases_) {
     phase.evaluations = 0;
@@ -1640,7 +1654,8 @@ bool Searcher::search_one(const Searcher& global, const Setting& setting,
   rank_bar_ = global.batch_bar_;
   poll();
   if (stop_) return false;
-  search_setting(setting, islands);
+  if (round_ == Round::seeds) fits.clear();
+  search_setting(setting, islands, fits);
   return true;
 }
 
@@ -1765,6 +1780,7 @@ SearchResult Searcher::run() {
   struct Work {
     Setting setting;
     const std::vector<IslandInfo>* islands = nullptr;
+    std::vector<OptionFit> fits;  // the seeds pass's, for the exact pass
   };
   std::vector<Work> work;
   for (std::size_t d = 0; d < dtypes.size(); ++d) {
@@ -1831,8 +1847,8 @@ SearchResult Searcher::run() {
       // The threads take the batch's settings one at a time; which thread searches which does
       // not matter, each lane's result depends only on its setting and the incumbents.
       helpers.run(count, [&](std::size_t k) {
-        searched[k] =
-            lanes[k]->search_one(*this, work[first + k].setting, *work[first + k].islands);
+        Work& w = work[first + k];
+        searched[k] = lanes[k]->search_one(*this, w.setting, *w.islands, w.fits);
       });
       for (std::size_t k = 0; k < count; ++k) {
         if (!searched[k]) continue;

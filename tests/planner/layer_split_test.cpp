@@ -187,6 +187,48 @@ TEST(LayerSplit, TooFewLayersOrTooLittleMemoryHasNoSplit) {
 // (tau 1.2 and 1: 4 x 1.2 + 1 = 5.8 s). The floor must stay below it: the fluid balance of
 // 4 layers over the two stages (2 s each, 8.2 s in all) does not hold when the first stage's
 // layers cost 1.8 s less; counted as 1.8 layers fewer it gives 1.1 s, 5.5 s in all.
+// The memory cap against a scan of every count, for totals that grow in a line (as a stage's
+// memory does), curve up or down, or stay flat for a while: the same count each time.
+TEST(MostFittingLayers, MatchesAScanOfEveryCount) {
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (int trial = 0; trial < 20000; ++trial) {
+    const int step = 1 + static_cast<int>(rng() % 4);
+    const int layers = static_cast<int>(rng() % 130);
+    const double fixed = 100 * unit(rng);
+    const double slope = 10 * unit(rng);
+    const double curve = (unit(rng) - 0.5) * 0.2 * slope;  // at most a tenth of the slope
+    const int flat_from = static_cast<int>(rng() % 130);   // a plateau after it
+    auto total = [&](int n) {
+      const double x = n < flat_from ? n : flat_from + (n - flat_from) * 0.25;
+      return fixed + slope * x + curve * x * x / 130;
+    };
+    const double capacity = fixed + slope * layers * 1.2 * unit(rng);
+    int scan = 0;
+    for (int n = step; n <= layers; n += step)
+      if (total(n) <= capacity) scan = n;
+    ASSERT_EQ(most_fitting_layers(step, layers, capacity, total), scan)
+        << "trial " << trial << ": step " << step << ", " << layers << " layers";
+  }
+}
+
+// A total that grows by the same bytes per layer is decided by the slope's guess: four checks
+// whatever the layer count (a bisection needs eight for 200).
+TEST(MostFittingLayers, ALineTakesFourChecks) {
+  for (int fitting : {3, 57, 120, 199}) {
+    int checks = 0;
+    const int found = most_fitting_layers(1, 200, 1000.0 + 5.0 * fitting + 2.5, [&](int n) {
+      ++checks;
+      return 1000.0 + 5.0 * n;
+    });
+    EXPECT_EQ(found, fitting);
+    EXPECT_LE(checks, 4) << fitting << " layers fit";
+  }
+  // Every count fits, or none does.
+  EXPECT_EQ(most_fitting_layers(2, 200, 1e9, [](int n) { return 1.0 * n; }), 200);
+  EXPECT_EQ(most_fitting_layers(2, 200, 0.5, [](int n) { return 1.0 * n; }), 0);
+}
+
 TEST(PipelineFloor, ANegativeFixedPartLowersTheBalance) {
   SplitProblem problem;
   problem.layers = 4;
