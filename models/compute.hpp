@@ -19,7 +19,7 @@ namespace hetplan::models {
 struct EfficiencyDefaults {
   double gemm_max = 0.85;
   double gemm_half_dim = 128;
-  double attention_to_gemm = 0.75;  // fused attention efficiency / GEMM efficiency
+  double attention_to_gemm = 0.70;  // fused attention efficiency / GEMM efficiency (A100, causal)
   double attention_half_seq = 512;  // sequence length at which fused attention reaches half
   double memory = 0.85;
   // The shortest time a kernel takes on the stream, because the host issues kernels no faster

@@ -177,9 +177,18 @@ BandwidthFit fit_stream_bandwidth(const std::vector<MemorySample>& samples) {
   return fit_bandwidth(bytes, seconds, "stream kernels");
 }
 
-AttentionFit fit_attention(const std::vector<AttentionSample>& samples, double half_seq) {
+AttentionFit fit_attention(const std::vector<AttentionSample>& given, double half_seq) {
   AttentionFit fit;
-  if (samples.empty()) return fit;
+  if (given.empty()) return fit;
+  // The compute model prices causal attention (a decoder's): where the samples include causal
+  // ones, the rate comes from those alone. A causal kernel does less per counted FLOP than a
+  // non-causal one (the diagonal tiles are computed whole and masked): FlashAttention-2 on A100
+  // at head size 128, 16k tokens, 189 against 203 TFLOP/s (docs/calibration.md).
+  const bool any_causal =
+      std::any_of(given.begin(), given.end(), [](const AttentionSample& s) { return s.causal; });
+  std::vector<AttentionSample> samples;
+  for (const auto& s : given)
+    if (s.causal || !any_causal) samples.push_back(s);
   // Forward FLOPs as the compute model counts them (causal halves the work), backward 2.5x.
   auto flops = [](const AttentionSample& s) {
     return (s.causal ? 0.5 : 1.0) * 4.0 * s.batch * s.heads * static_cast<double>(s.seq) * s.seq *
@@ -206,6 +215,10 @@ AttentionFit fit_attention(const std::vector<AttentionSample>& samples, double h
   fit.quality = quality("fused attention " + std::string(to_string(samples.front().dtype)), model,
                         measured);
   fit.quality.parameters = {"rate " + number(fit.rate) + " FLOP/s"};
+  if (any_causal && samples.size() < given.size())
+    fit.quality.parameters.push_back("causal samples only (" + std::to_string(samples.size()) +
+                                     " of " + std::to_string(given.size()) +
+                                     "): the model prices causal attention");
   return fit;
 }
 

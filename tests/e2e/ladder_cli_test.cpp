@@ -1,6 +1,7 @@
 // The validation ladder from the command line: validate --ladder, and plans marked by it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -89,7 +90,8 @@ TEST(ValidateRunCli, ALogAtScaleBecomesScaleRecords) {
   EXPECT_EQ(j["iterations"], 17);
   const double error = (j["predicted_step_s"].get<double>() - j["measured_step_s"].get<double>()) /
                        j["measured_step_s"].get<double>();
-  EXPECT_NEAR(j["error"].get<double>(), error, 1e-4);
+  // The JSON rounds to six significant digits (the log is another model's: the error is large).
+  EXPECT_NEAR(j["error"].get<double>(), error, 1e-5 * std::max(1.0, std::abs(error)));
   EXPECT_EQ(j["passed"].get<bool>(), std::abs(error) <= 0.15);
   ASSERT_EQ(j["records"].size(), 2u);
   const std::string ascend = hetplan::e2e::read_text(records + "/scale-2026-12-01-log-layout-ascend-910b.yaml");

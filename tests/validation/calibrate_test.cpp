@@ -100,6 +100,34 @@ TEST(Calibrate, FusedAttentionRateIsRecovered) {
   EXPECT_NEAR(fit.rate, 6e14, 0.03 * 6e14);
 }
 
+// Causal and non-causal kernels of one chip: the causal ones run slower per counted FLOP, and
+// the model prices causal attention, so the rate is theirs; without causal samples, all count.
+TEST(Calibrate, FusedAttentionRateFromTheCausalSamples) {
+  std::vector<AttentionSample> samples;
+  for (bool causal : {false, true}) {
+    const double rate = causal ? 5e14 : 6e14;
+    for (int seq : {1024, 4096, 16384}) {
+      AttentionSample s;
+      s.batch = 2;
+      s.heads = 16;
+      s.seq = seq;
+      s.head_dim = 128;
+      s.causal = causal;
+      s.kernel = "sdpa";
+      const double flops = (causal ? 0.5 : 1.0) * 4.0 * 2 * 16 * double(seq) * seq * 128;
+      const double at = rate * seq / (seq + 512.0);
+      s.forward_s = flops / at;
+      s.backward_s = 2.5 * flops / at;
+      samples.push_back(s);
+    }
+  }
+  const AttentionFit causal = fit_attention(samples, 512.0);
+  EXPECT_NEAR(causal.rate, 5e14, 1e-6 * 5e14);
+  EXPECT_EQ(causal.quality.points, 6);  // three samples, forward and backward
+  samples.resize(3);                    // the non-causal ones alone
+  EXPECT_NEAR(fit_attention(samples, 512.0).rate, 6e14, 1e-6 * 6e14);
+}
+
 TEST(Calibrate, NewProfileVersionCitesTheBundleAndKeepsTheBase) {
   const ChipProfile base =
       formats::load_chip(std::string(HETPLAN_SOURCE_DIR) + "/profiles/nvidia-h100-sxm5-80gb.yaml");
