@@ -182,8 +182,8 @@ AttentionFit fit_attention(const std::vector<AttentionSample>& given, double hal
   if (given.empty()) return fit;
   // The compute model prices causal attention (a decoder's): where the samples include causal
   // ones, the rate comes from those alone. A causal kernel does less per counted FLOP than a
-  // non-causal one (the diagonal tiles are computed whole and masked): FlashAttention-2 on A100
-  // at head size 128, 16k tokens, 189 against 203 TFLOP/s (docs/calibration.md).
+  // non-causal one (uneven rows of tiles, masked diagonal tiles): FlashAttention-2 on A100 at
+  // head size 128, 16k tokens, 189 against 203 TFLOP/s (docs/models/compute.md).
   const bool any_causal =
       std::any_of(given.begin(), given.end(), [](const AttentionSample& s) { return s.causal; });
   std::vector<AttentionSample> samples;
