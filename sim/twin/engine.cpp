@@ -407,7 +407,14 @@ class Platform {
                                  0.0);
       }
     }
+    // Every island's links first, in its fabric zone (their report entries in layout order),
+    // before any leaf or node zone exists: SimGrid checks each new link's name against every
+    // zone, so a link made after thousands of node zones would cost a walk over all of them.
     layout_.resize(in_.islands.size());
+    struct IslandLinks {
+      std::vector<sg4::Link*> nic, intra, cross, uplinks;
+    };
+    std::vector<IslandLinks> island_links(in_.islands.size());
     for (std::size_t i = 0; i < in_.islands.size(); ++i) {
       const TwinIsland& ti = in_.islands[i];
       IslandLayout& lay = layout_[i];
@@ -420,19 +427,7 @@ class Platform {
       lay.units = own_nics ? lay.blocks_per_node : ti.nics;
       lay.nics_per_unit = own_nics ? ti.nics * block_ / ti.chips_per_node : 1;
       sg4::NetZone* zone = zones[ti.zone].zone;
-      sg4::Link* spine_switch = zones[ti.zone].spine_switch;
-
-      // Reserve the report entries in layout order; SimGrid links are made as zones are.
-      std::vector<sg4::Link*> nic_links, intra_links, cross_links, uplinks;
-      std::vector<sg4::NetZone*> leaf_zones;
-      std::vector<simgrid::kernel::routing::NetPoint*> leaf_routers;
-      for (int leaf = 0; leaf < lay.leaves; ++leaf) {
-        auto* lz = sg4::create_star_zone(ti.name + " leaf " + std::to_string(leaf));
-        lz->set_parent(zone);
-        leaf_zones.push_back(lz);
-        leaf_routers.push_back(gateway_zone(lz, ti.name + " leaf " + std::to_string(leaf) +
-                                                    " router"));
-      }
+      auto& [nic_links, intra_links, cross_links, uplinks] = island_links[i];
       // A range of a node's NICs or chips as the report names it: "nic 3", "nics 0-3".
       auto range = [](const std::string& one, int first, int count) {
         return count == 1 ? one + " " + std::to_string(first)
@@ -441,19 +436,16 @@ class Platform {
       };
       for (int node = 0; node < ti.nodes; ++node) {
         for (int unit = 0; unit < lay.units; ++unit) {
-          nic_links.push_back(duplex(leaf_zones[static_cast<std::size_t>(node / ti.nodes_per_leaf)],
-                                     ti.name + " n" + std::to_string(node) + " nic" +
-                                         std::to_string(unit),
-                                     ti.name + " node " + std::to_string(node) + " " +
-                                         range("nic", unit * lay.nics_per_unit, lay.nics_per_unit),
-                                     TwinLinkKind::nic, ti.nic_speed * lay.nics_per_unit,
-                                     nic_latency));
+          nic_links.push_back(
+              duplex(zone, ti.name + " n" + std::to_string(node) + " nic" + std::to_string(unit),
+                     ti.name + " node " + std::to_string(node) + " " +
+                         range("nic", unit * lay.nics_per_unit, lay.nics_per_unit),
+                     TwinLinkKind::nic, ti.nic_speed * lay.nics_per_unit, nic_latency));
         }
       }
       for (int b = 0; b < ti.nodes * lay.blocks_per_node; ++b) {
         const int node = b / lay.blocks_per_node;
-        intra_links.push_back(duplex(leaf_zones[static_cast<std::size_t>(node / ti.nodes_per_leaf)],
-                                     ti.name + " c" + std::to_string(b * block_) + " intra",
+        intra_links.push_back(duplex(zone, ti.name + " c" + std::to_string(b * block_) + " intra",
                                      ti.name + " node " + std::to_string(node) + " " +
                                          range("chip", (b % lay.blocks_per_node) * block_, block_) +
                                          " intra",
@@ -461,11 +453,10 @@ class Platform {
       }
       for (int node = 0; node < ti.nodes; ++node) {
         for (int group = 0; group < lay.groups; ++group) {
-          cross_links.push_back(duplex(
-              leaf_zones[static_cast<std::size_t>(node / ti.nodes_per_leaf)],
-              ti.name + " n" + std::to_string(node) + " g" + std::to_string(group),
-              ti.name + " node " + std::to_string(node) + " group " + std::to_string(group),
-              TwinLinkKind::cross_group, ti.cross_group_speed * ti.intra_group, 0.0));
+          cross_links.push_back(
+              duplex(zone, ti.name + " n" + std::to_string(node) + " g" + std::to_string(group),
+                     ti.name + " node " + std::to_string(node) + " group " + std::to_string(group),
+                     TwinLinkKind::cross_group, ti.cross_group_speed * ti.intra_group, 0.0));
         }
       }
       for (int leaf = 0; leaf < lay.leaves; ++leaf) {
@@ -473,13 +464,39 @@ class Platform {
                                  ti.name + " leaf " + std::to_string(leaf) + " uplink",
                                  TwinLinkKind::leaf_uplink, ti.uplink_speed, uplink_latency));
       }
-
-      // Nodes: their blocks of chips and a gateway, inside their leaf group.
+    }
+    // Then the zones: each island's leaf groups, and in them its nodes with their blocks of
+    // chips and a gateway.
+    for (std::size_t i = 0; i < in_.islands.size(); ++i) {
+      const TwinIsland& ti = in_.islands[i];
+      IslandLayout& lay = layout_[i];
+      sg4::NetZone* zone = zones[ti.zone].zone;
+      sg4::Link* spine_switch = zones[ti.zone].spine_switch;
+      const auto& [nic_links, intra_links, cross_links, uplinks] = island_links[i];
+      std::vector<sg4::NetZone*> leaf_zones;
+      std::vector<simgrid::kernel::routing::NetPoint*> leaf_routers;
+      for (int leaf = 0; leaf < lay.leaves; ++leaf) {
+        auto* lz = sg4::create_star_zone(ti.name + " leaf " + std::to_string(leaf));
+        lz->set_parent(zone);
+        leaf_zones.push_back(lz);
+        leaf_routers.push_back(
+            gateway_zone(lz, ti.name + " leaf " + std::to_string(leaf) + " router"));
+      }
       lay.hosts.reserve(static_cast<std::size_t>(ti.nodes * lay.blocks_per_node));
       for (int leaf = 0; leaf < lay.leaves; ++leaf) {
         auto* lz = leaf_zones[static_cast<std::size_t>(leaf)];
         const int last = std::min(ti.nodes, (leaf + 1) * ti.nodes_per_leaf);
         for (int node = leaf * ti.nodes_per_leaf; node < last; ++node) {
+          if (lay.blocks_per_node == 1) {
+            // One block per node (tp of a whole node): the host sits in its leaf group, its
+            // NIC cable its route to the leaf. A node zone would add nothing to its routes, and
+            // sealing each costs SimGrid a walk over every host made before it.
+            sg4::Host* host = lz->create_host(ti.name + "/n" + std::to_string(node) + "/c0", 1e12);
+            lay.hosts.push_back(host);
+            lz->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
+                          {{nic_links[static_cast<std::size_t>(node * lay.units)], Dir::UP}}, true);
+            continue;
+          }
           auto* nz = sg4::create_full_zone(ti.name + " node " + std::to_string(node));
           nz->set_parent(lz);
           auto* gateway = nz->create_router(ti.name + " n" + std::to_string(node) + " gw");
