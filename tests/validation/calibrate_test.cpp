@@ -79,23 +79,30 @@ TEST(Calibrate, CollectiveLatencyAndBandwidthAreRecovered) {
   EXPECT_NEAR(fit.bus_bandwidth, 180e9, 0.05 * 180e9);
 }
 
+// A fused-attention sample of 2 sequences x 16 heads of 128 at `rate` FLOP/s (less at short
+// sequences: s / (s + 512)), its FLOPs as the compute model counts them; `noise` scales each
+// pass's time.
+template <typename Scale>
+AttentionSample attention_sample(int seq, bool causal, double rate, Scale&& noise) {
+  AttentionSample s;
+  s.batch = 2;
+  s.heads = 16;
+  s.seq = seq;
+  s.head_dim = 128;
+  s.causal = causal;
+  s.kernel = "sdpa";
+  const double flops = (causal ? 0.5 : 1.0) * 4.0 * 2 * 16 * double(seq) * seq * 128;
+  const double at = rate * seq / (seq + 512.0);
+  s.forward_s = flops / at * noise();
+  s.backward_s = 2.5 * flops / at * noise();
+  return s;
+}
+
 TEST(Calibrate, FusedAttentionRateIsRecovered) {
   Noise noise(0.03);
   std::vector<AttentionSample> samples;
-  for (int seq : {512, 1024, 2048, 4096, 8192}) {
-    AttentionSample s;
-    s.batch = 2;
-    s.heads = 16;
-    s.seq = seq;
-    s.head_dim = 128;
-    s.causal = true;
-    s.kernel = "sdpa";
-    const double flops = 0.5 * 4.0 * 2 * 16 * double(seq) * seq * 128;
-    const double rate = 6e14 * seq / (seq + 512.0);
-    s.forward_s = flops / rate * noise();
-    s.backward_s = 2.5 * flops / rate * noise();
-    samples.push_back(s);
-  }
+  for (int seq : {512, 1024, 2048, 4096, 8192})
+    samples.push_back(attention_sample(seq, true, 6e14, noise));
   const AttentionFit fit = fit_attention(samples, 512.0);
   EXPECT_NEAR(fit.rate, 6e14, 0.03 * 6e14);
 }
@@ -105,21 +112,8 @@ TEST(Calibrate, FusedAttentionRateIsRecovered) {
 TEST(Calibrate, FusedAttentionRateFromTheCausalSamples) {
   std::vector<AttentionSample> samples;
   for (bool causal : {false, true}) {
-    const double rate = causal ? 5e14 : 6e14;
-    for (int seq : {1024, 4096, 16384}) {
-      AttentionSample s;
-      s.batch = 2;
-      s.heads = 16;
-      s.seq = seq;
-      s.head_dim = 128;
-      s.causal = causal;
-      s.kernel = "sdpa";
-      const double flops = (causal ? 0.5 : 1.0) * 4.0 * 2 * 16 * double(seq) * seq * 128;
-      const double at = rate * seq / (seq + 512.0);
-      s.forward_s = flops / at;
-      s.backward_s = 2.5 * flops / at;
-      samples.push_back(s);
-    }
+    for (int seq : {1024, 4096, 16384})
+      samples.push_back(attention_sample(seq, causal, causal ? 5e14 : 6e14, [] { return 1.0; }));
   }
   const AttentionFit causal = fit_attention(samples, 512.0);
   EXPECT_NEAR(causal.rate, 5e14, 1e-6 * 5e14);
