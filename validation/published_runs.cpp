@@ -38,6 +38,9 @@ struct CaseConfig {
   std::optional<bool> flash_attention;
   int zero = 0;
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_tp_comm = false;
+  // Megatron-Core's --moe-router-force-load-balancing (benchmarks' balanced gate): every expert
+  // gets the mean load; otherwise the workload's imbalance prior applies.
+  bool moe_force_balance = false;
   int tp = 1, pp = 1, dp = 1, vpp = 1;
   bool sp = false;
   int chips = 0;
@@ -111,6 +114,7 @@ void read_section(formats::MapReader& section, CaseConfig& c) {
       if (auto v = o.optional("tp_comm")) c.overlap_tp_comm = v->as_bool();
       o.done();
     }
+    if (auto v = map.optional("moe_force_balance")) c.moe_force_balance = v->as_bool();
     map.done();
   }
   if (auto parallel = section.optional("parallel")) {
@@ -148,6 +152,9 @@ void check_complete(const formats::Field& node, const CaseConfig& c) {
   if (c.experts > 0) {
     if (c.experts_per_token == 0) missing("model.experts_per_token");
     if (c.expert_ffn == 0) missing("model.expert_ffn");
+  } else if (c.moe_force_balance) {
+    throw InputError(node.location(), node.path() + ".training.moe_force_balance",
+                     "expected only with model.experts (it balances a mixture's experts)");
   }
 }
 
@@ -296,6 +303,7 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   t.overlap_grad_reduce = c.overlap_grad_reduce;
   t.overlap_param_gather = c.overlap_param_gather;
   t.overlap_tp_comm = c.overlap_tp_comm;
+  if (c.moe_force_balance) t.expert_imbalance = 1.0;
 
   Plan plan;
   plan.name = c.id;

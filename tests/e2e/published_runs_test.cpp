@@ -131,6 +131,27 @@ TEST(PublishedRunsFormat, ExplicitFieldsReachThePrediction) {
   EXPECT_EQ(error_of(text), "runs.yaml:8:12: cases[0].chips: expected tp x pp x dp = 8 chips, got 16");
 }
 
+// A mixture whose run forced its router to balance the experts: every expert gets the mean
+// load, so the busiest chip computes less than under the imbalance prior; the field belongs to
+// mixtures only.
+TEST(PublishedRunsFormat, ForcedBalanceGivesTheExpertsTheMeanLoad) {
+  test::TempFolder folder;
+  const std::string moe = kModel + ", experts: 8, experts_per_token: 2, expert_ffn: 1024";
+  auto predict = [&](const std::string& training) {
+    std::string text = one_case(moe, training);
+    text.replace(text.find("step_time_s"), 11, "tokens_per_s_per_chip");
+    std::ofstream(folder.file("runs.yaml"), std::ios::trunc) << text;
+    return validate_published_runs(folder.path(), kProfiles).cases.at(0).predicted;
+  };
+  const double prior = predict(kTraining);
+  const double balanced = predict(kTraining + ", moe_force_balance: true");
+  EXPECT_GT(balanced, prior);
+  EXPECT_EQ(predict(kTraining + ", moe_force_balance: false"), prior);
+  EXPECT_EQ(error_of(one_case(kModel, kTraining + ", moe_force_balance: true")),
+            "runs.yaml:4:5: cases[0].training.moe_force_balance: expected only with model.experts "
+            "(it balances a mixture's experts)");
+}
+
 TEST(PublishedRunsCli, TheBundledDevSetIsTheDefaultFromAnyFolder) {
   test::TempFolder elsewhere;
   const std::string command = "cd " + elsewhere.path() + " && " + HETPLAN_BINARY +
