@@ -120,7 +120,7 @@ struct Option {
   int most_layers = 0;       // no stage of this option holds more, wherever it sits
 };
 
-// An option's two layer limits, the costly part of making it (bisections over its memory).
+// An option's two layer limits, the costly part of making it (searches over its memory).
 struct OptionFit {
   int layers_per_stage = 0;
   int most_layers = 0;
