@@ -104,16 +104,19 @@ class ScoreCache {
     sim::StageSyncTimes sync;
   };
 
-  // The memory and synchronisation of a stage of kernel `k` holding `layers` at index `stage`
-  // of `stages` (sim::slot_memory and sim::stage_sync_times, which `compute` calls): pipelines
-  // of the same kernels share many a stage's place and layers. An open-addressing table, so
-  // that a hit allocates nothing.
+  // The memory and synchronisation of a stage of kernel `k` holding `layers` at a place of a
+  // pipeline (sim::slot_memory and sim::stage_sync_times, which `compute` calls), the place
+  // named by two numbers that together fix what the memory reads of it (its index and the
+  // stage count, or without interleaving what score_pipeline keys it by): pipelines of the
+  // same kernels share many a stage's place and layers. An open-addressing table, so that a
+  // hit allocates nothing.
   template <typename Compute>
   SlotCost slot_cost(const sim::StageKernel* k, int stage, int stages, int layers,
                      Compute&& compute) {
     const std::size_t i = index(k);
     constexpr int kField = 1 << 16;
-    if (i == kNone || i >= kField || stages >= kField || layers >= kField) return compute();
+    if (i == kNone || i >= kField || stage >= kField || stages >= kField || layers >= kField)
+      return compute();
     const std::uint64_t key =
         (static_cast<std::uint64_t>(i) << 48) | (static_cast<std::uint64_t>(stage) << 32) |
         (static_cast<std::uint64_t>(stages) << 16) | static_cast<std::uint64_t>(layers);

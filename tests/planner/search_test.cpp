@@ -10,6 +10,8 @@
 
 #include "formats/loaders.hpp"
 #include "formats/writers.hpp"
+#include "planner/score.hpp"
+#include "sim/estimator.hpp"
 #include "tests/support/llama.hpp"
 
 namespace hetplan::planner {
@@ -830,6 +832,51 @@ TEST(PlanSearchMixedDataParallel, OnlyWhereAPathIsDeclared) {
   const SearchResult none = search_plans(scenario);
   EXPECT_TRUE(none.mixed_data_parallel.empty());
   EXPECT_TRUE(none.mixed_data_parallel_refused.empty());
+}
+
+// The score cache shares a stage's memory between pipelines of different lengths (without
+// interleaving, by the micro-batches in flight and the embedding and head): every pipeline of 1
+// to 16 stages of the default scenario's Ascend island, scored through one cache, gets the
+// estimate it gets without one, to the last bit, with micro-batch counts of one (every stage
+// holds one in flight), under the stage count and over it.
+TEST(ScoreCache, SharedStageMemoryGivesTheUncachedEstimate) {
+  const Scenario scenario =
+      formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/default.yaml");
+  const Island& island = scenario.cluster.islands.front();
+  int scored = 0;
+  for (int v : {1, 2}) {
+    for (int m : {1, 4, 32}) {
+      sim::StepSettings settings;
+      settings.training = scenario.workload.training;
+      settings.micro_batch = 1;
+      settings.virtual_stages = v;
+      settings.training.global_batch = m * 2;  // dp 2
+      std::vector<sim::StageKernel> kernel{sim::make_stage_kernel(
+          scenario.cluster, scenario.workload.model, settings, island, 4, 2)};
+      ScoreCache cache(kernel);
+      for (int p = 1; p <= 16; ++p) {
+        if (v > 1 && (p == 1 || m % p != 0)) continue;
+        const std::vector<const sim::StageKernel*> kernels(static_cast<std::size_t>(p), &kernel[0]);
+        std::vector<sim::StageSlot> slots_cached, slots_plain;
+        sim::Estimate cached, plain;
+        const PipelineScore a =
+            score_pipeline(scenario.cluster, scenario.workload.model, settings, m, kernels,
+                           slots_cached, cached, std::numeric_limits<double>::infinity(), &cache);
+        const PipelineScore b = score_pipeline(scenario.cluster, scenario.workload.model, settings,
+                                               m, kernels, slots_plain, plain);
+        ASSERT_EQ(a.status, b.status) << "p " << p;
+        if (a.status != ScoreStatus::ok) continue;
+        ++scored;
+        EXPECT_EQ(cached.step_time_s, plain.step_time_s) << "v " << v << ", m " << m << ", p " << p;
+        EXPECT_EQ(cached.feasible, plain.feasible) << "p " << p;
+        ASSERT_EQ(cached.stages.size(), plain.stages.size());
+        for (std::size_t j = 0; j < plain.stages.size(); ++j)
+          EXPECT_EQ(cached.stages[j].memory.total(), plain.stages[j].memory.total())
+              << "v " << v << ", m " << m << ", p " << p << ", stage " << j;
+      }
+    }
+  }
+  EXPECT_GE(scored, 20);
 }
 
 }  // namespace
