@@ -57,7 +57,8 @@ ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype,
   rates.gemm_half_dim = eff.gemm_half_dim.value_or(defaults.gemm_half_dim);
   rates.gemm_backward_max = eff.gemm_backward_max.value_or(rates.gemm_max);
   if (dtype == DType::fp8) {
-    rates.fp8_gemm_max = pick(eff.gemm_fp8_max, rates.gemm_max, "FP8 GEMM efficiency (the BF16 one)");
+    rates.fp8_gemm_max =
+        pick(eff.gemm_fp8_max, rates.gemm_max, "FP8 GEMM efficiency (the BF16 one)");
   }
   rates.attention_max = eff.attention_max
                             ? *eff.attention_max

@@ -84,6 +84,13 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
   return bytes;
 }
 
+double chunks_in_flight(int stages, int stage_index, int virtual_stages, int micro_batches) {
+  const int p = stages, rank = stage_index, v = virtual_stages;
+  if (v <= 1) return std::min(p - rank, micro_batches);
+  return std::min(2.0 * (p - rank - 1) + (v - 1.0) * p + 1.0,
+                  static_cast<double>(micro_batches) * v);
+}
+
 StageMemory stage_memory(const ModelShape& model, const TrainingSettings& training,
                          const StageShape& stage) {
   StageMemory out;
@@ -154,18 +161,9 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   const int p = stage.pipeline_stages;
   const int v = stage.virtual_stages;
   const int rank = stage.stage_index;
-  // Micro-batches (or, interleaved, model chunks of one micro-batch) whose activations are held
-  // when this stage starts its first backward pass.
-  double chunks_in_flight = 0;
-  double layers_per_chunk = stage.num_layers;
-  if (v <= 1) {
-    chunks_in_flight = std::min(p - rank, stage.micro_batches);
-  } else {
-    // Megatron's interleaved schedule: warm-up of 2(p - rank - 1) + (v - 1) p chunks, plus one.
-    chunks_in_flight = std::min(2.0 * (p - rank - 1) + (v - 1.0) * p + 1.0,
-                                static_cast<double>(stage.micro_batches) * v);
-    layers_per_chunk = static_cast<double>(stage.num_layers) / v;
-  }
+  const double in_flight = chunks_in_flight(p, rank, v, stage.micro_batches);
+  const double layers_per_chunk =
+      static_cast<double>(stage.num_layers) / static_cast<double>(std::max(1, v));
   // Partial recompute (Megatron's block method): the first layers of each chunk keep only
   // their inputs, the others all their activations.
   const double recomputed_per_chunk =
@@ -195,7 +193,7 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
     const double change = v <= 1 ? dense_bytes - moe_bytes : std::max(0.0, dense_bytes - moe_bytes);
     chunk_bytes += kept * change;
   }
-  out.activations = chunks_in_flight * chunk_bytes;
+  out.activations = in_flight * chunk_bytes;
   if (stage.recompute == Recompute::full && recomputed_per_chunk > 0) {
     // The layer being recomputed holds its full activations for a moment.
     out.activations +=
@@ -204,7 +202,7 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   const double tokens = static_cast<double>(stage.micro_batch) * training.seq_len;
   if (stage.has_embedding) {
     out.activations +=
-        chunks_in_flight * tokens * model.hidden * e / (training.sequence_parallel ? t : 1.0);
+        in_flight * tokens * model.hidden * e / (training.sequence_parallel ? t : 1.0);
   }
   if (stage.has_head) {
     // Logits in the training dtype, their fp32 copy for the loss and its gradient.

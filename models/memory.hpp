@@ -76,6 +76,13 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
                               int micro_batch, int tp, Recompute recompute,
                               bool dense_mlp = false);
 
+// Micro-batches (interleaved: model chunks of one micro-batch) whose activations stage
+// `stage_index` of `stages` holds when it starts its first backward pass: 1F1B's p − rank, at
+// most the micro-batches; Megatron's interleaved warm-up 2(p − rank − 1) + (v − 1) p, plus one,
+// at most m v. Besides it, a stage's memory reads of its place only whether it is the first or
+// the last (stage_memory).
+double chunks_in_flight(int stages, int stage_index, int virtual_stages, int micro_batches);
+
 StageMemory stage_memory(const ModelShape& model, const TrainingSettings& training,
                          const StageShape& stage);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/memory.hpp"
 #include "planner/layer_split.hpp"
 
 namespace hetplan::planner {
@@ -126,15 +127,13 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
       cost.sync = sim::stage_sync_times(*k, settings.training, cost.memory);
       return cost;
     };
-    // Without interleaving a stage's memory depends on its place only through the
-    // micro-batches in flight (p - j, at most m) and whether it holds the embedding or the head
-    // (models::stage_memory), so stages alike in those share an entry, whatever the pipeline's
-    // length: the entry is keyed by them (a flag word in place of the stage count).
-    int place = j, of = p;
-    if (v == 1) {
-      place = std::min(p - j, m);
-      of = (j == 0 ? 1 : 0) | (j == p - 1 ? 2 : 0) | (p > 1 ? 4 : 0);
-    }
+    // A stage's memory depends on its place only through the chunks it holds in flight and
+    // whether it holds the embedding or the head (models::chunks_in_flight), so stages alike in
+    // those share an entry, whatever the pipeline's length: the entry is keyed by them (a flag
+    // word in place of the stage count; a count past the key's field is not cached).
+    const double in_flight = models::chunks_in_flight(p, j, v, m);
+    const int place = in_flight < (1 << 16) ? static_cast<int>(in_flight) : 1 << 16;
+    const int of = (j == 0 ? 1 : 0) | (j == p - 1 ? 2 : 0) | (p > 1 ? 4 : 0);
     const ScoreCache::SlotCost cost = cache && (j == 0 || dense_here == 0)
                                           ? cache->slot_cost(k, place, of, n, compute)
                                           : compute();

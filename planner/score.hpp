@@ -106,10 +106,9 @@ class ScoreCache {
 
   // The memory and synchronisation of a stage of kernel `k` holding `layers` at a place of a
   // pipeline (sim::slot_memory and sim::stage_sync_times, which `compute` calls), the place
-  // named by two numbers that together fix what the memory reads of it (its index and the
-  // stage count, or without interleaving what score_pipeline keys it by): pipelines of the
-  // same kernels share many a stage's place and layers. An open-addressing table, so that a
-  // hit allocates nothing.
+  // named by two numbers that together fix what the memory reads of it (score_pipeline: its
+  // chunks in flight and whether it is first or last): pipelines of the same kernels share many
+  // a stage's place and layers. An open-addressing table, so that a hit allocates nothing.
   template <typename Compute>
   SlotCost slot_cost(const sim::StageKernel* k, int stage, int stages, int layers,
                      Compute&& compute) {

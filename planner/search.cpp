@@ -16,6 +16,7 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <span>
 #include <thread>
 #include <tuple>
 #include <type_traits>
@@ -119,6 +120,9 @@ struct Option {
   int layers_per_stage = 0;  // memory cap of a middle stage, generous
   int most_layers = 0;       // no stage of this option holds more, wherever it sits
 };
+
+// Islands taking part in a task-level pipeline: an option and its stage count each.
+using Config = std::vector<std::pair<const Option*, int>>;
 
 // An option's two layer limits, the costly part of making it (searches over its memory).
 struct OptionFit {
@@ -541,6 +545,10 @@ class Searcher {
                       std::vector<OptionFit>& fits);
   void search_task_level(const Setting& setting, const std::vector<IslandInfo>& islands,
                          const std::vector<Option>& options);
+  // The task-level configurations the local search starts from (the seeds pass's).
+  std::vector<Config> seed_configs(const std::vector<Option>& options,
+                                   const std::vector<std::vector<const Option*>>& by_island,
+                                   const std::vector<int>& present, int v) const;
   double try_config(const Setting& setting, const std::vector<IslandInfo>& islands,
                     const std::vector<std::pair<const Option*, int>>& config);
   // One island order of a configuration (indices into it).
@@ -999,6 +1007,73 @@ double Searcher::try_order(const Setting& setting, const std::vector<IslandInfo>
   return evaluate(Mode::task_level, setting, island_order, parts);
 }
 
+std::vector<Config> Searcher::seed_configs(const std::vector<Option>& options,
+                                           const std::vector<std::vector<const Option*>>& by_island,
+                                           const std::vector<int>& present, int v) const {
+  // Decomposed: for each candidate bottleneck tau, every island on its own picks the tp that
+  // holds the most layers within tau, and the layers go to the fastest islands first. That
+  // names, for each tau, which islands join, with which tp and how many stages; the layer
+  // split and the estimate then price each such configuration exactly, in every island order.
+  std::vector<Config> seeds;
+  std::vector<double> taus;
+  for (const auto& option : options) {
+    for (int n = v; n <= std::min(option.layers_per_stage, layers_); n += v)
+      taus.push_back(n * option.per_layer);
+  }
+  std::sort(taus.begin(), taus.end());
+  taus.erase(std::unique(taus.begin(), taus.end()), taus.end());
+  struct Pick {
+    const Option* option = nullptr;
+    int per_stage = 0;  // layers
+    int hosted = 0;
+  };
+  std::vector<Pick> picks;  // per tau, buffers kept
+  Config fewest, widest;
+  for (double tau : taus) {
+    picks.clear();
+    for (int i : present) {
+      Pick best;
+      for (const Option* option : by_island[static_cast<std::size_t>(i)]) {
+        int per_stage = static_cast<int>(std::floor(tau / option->per_layer * (1 + 1e-12)));
+        per_stage = std::min(per_stage, option->layers_per_stage) / v * v;
+        const int hosted = per_stage * option->max_stages;
+        if (hosted > best.hosted ||
+            (hosted == best.hosted && hosted > 0 && per_stage > best.per_stage))
+          best = {option, per_stage, hosted};
+      }
+      if (best.hosted > 0) picks.push_back(best);
+    }
+    stable_sort_short(picks.begin(), picks.end(), [](const Pick& a, const Pick& b) {
+      return a.option->per_layer < b.option->per_layer;
+    });
+    int left = layers_;
+    fewest.clear();
+    widest.clear();
+    for (const Pick& pick : picks) {
+      if (left == 0) break;
+      const int take = std::min(left, pick.hosted);
+      left -= take;
+      fewest.emplace_back(pick.option, (take + pick.per_stage - 1) / pick.per_stage);
+      widest.emplace_back(pick.option, pick.option->max_stages);
+    }
+    if (left > 0 || fewest.size() < 2) continue;
+    seeds.push_back(fewest);
+    seeds.push_back(widest);
+  }
+  // Every island joining, with its fastest option: one stage each, and all it can hold.
+  Config thin, wide;
+  for (int i : present) {
+    const Option* fastest = by_island[static_cast<std::size_t>(i)].front();
+    for (const Option* option : by_island[static_cast<std::size_t>(i)])
+      if (option->per_layer < fastest->per_layer) fastest = option;
+    thin.emplace_back(fastest, 1);
+    wide.emplace_back(fastest, fastest->max_stages);
+  }
+  seeds.push_back(thin);
+  seeds.push_back(wide);
+  return seeds;
+}
+
 void Searcher::search_task_level(const Setting& setting, const std::vector<IslandInfo>& islands,
                                  const std::vector<Option>& options) {
   std::vector<std::vector<const Option*>> by_island(islands.size());
@@ -1008,7 +1083,6 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     if (!by_island[i].empty()) present.push_back(static_cast<int>(i));
   if (present.size() < 2) return;
 
-  using Config = std::vector<std::pair<const Option*, int>>;  // by island index
   // (island, tp, ep, stages) per island -> score
   ConfigMemo& seen = seen_;
   seen.clear();
@@ -1027,73 +1101,12 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     return value;
   };
 
-  // Decomposed: for each candidate bottleneck tau, every island on its own picks the tp that
-  // holds the most layers within tau, and the layers go to the fastest islands first. That
-  // names, for each tau, which islands join, with which tp and how many stages; the layer
-  // split and the estimate then price each such configuration exactly, in every island order.
   const int v = setting.virtual_stages;
   std::vector<Config> seeds;
   phase_ = kPhaseTaskSeeds;
   std::optional<PhaseClock> clock(phases_[kPhaseTaskSeeds]);
   // The exact pass makes none: the seeds pass scored them.
-  if (round_ == Round::seeds) {
-    std::vector<double> taus;
-    for (const auto& option : options) {
-      for (int n = v; n <= std::min(option.layers_per_stage, layers_); n += v)
-        taus.push_back(n * option.per_layer);
-    }
-    std::sort(taus.begin(), taus.end());
-    taus.erase(std::unique(taus.begin(), taus.end()), taus.end());
-    struct Pick {
-      const Option* option = nullptr;
-      int per_stage = 0;  // layers
-      int hosted = 0;
-    };
-    std::vector<Pick> picks;  // per tau, buffers kept
-    Config fewest, widest;
-    for (double tau : taus) {
-      picks.clear();
-      for (int i : present) {
-        Pick best;
-        for (const Option* option : by_island[static_cast<std::size_t>(i)]) {
-          int per_stage = static_cast<int>(std::floor(tau / option->per_layer * (1 + 1e-12)));
-          per_stage = std::min(per_stage, option->layers_per_stage) / v * v;
-          const int hosted = per_stage * option->max_stages;
-          if (hosted > best.hosted ||
-              (hosted == best.hosted && hosted > 0 && per_stage > best.per_stage))
-            best = {option, per_stage, hosted};
-        }
-        if (best.hosted > 0) picks.push_back(best);
-      }
-      stable_sort_short(picks.begin(), picks.end(), [](const Pick& a, const Pick& b) {
-        return a.option->per_layer < b.option->per_layer;
-      });
-      int left = layers_;
-      fewest.clear();
-      widest.clear();
-      for (const Pick& pick : picks) {
-        if (left == 0) break;
-        const int take = std::min(left, pick.hosted);
-        left -= take;
-        fewest.emplace_back(pick.option, (take + pick.per_stage - 1) / pick.per_stage);
-        widest.emplace_back(pick.option, pick.option->max_stages);
-      }
-      if (left > 0 || fewest.size() < 2) continue;
-      seeds.push_back(fewest);
-      seeds.push_back(widest);
-    }
-    // Every island joining, with its fastest option: one stage each, and all it can hold.
-    Config thin, wide;
-    for (int i : present) {
-      const Option* fastest = by_island[static_cast<std::size_t>(i)].front();
-      for (const Option* option : by_island[static_cast<std::size_t>(i)])
-        if (option->per_layer < fastest->per_layer) fastest = option;
-      thin.emplace_back(fastest, 1);
-      wide.emplace_back(fastest, fastest->max_stages);
-    }
-    seeds.push_back(thin);
-    seeds.push_back(wide);
-  }
+  if (round_ == Round::seeds) seeds = seed_configs(options, by_island, present, v);
 
   std::vector<std::pair<double, Config>> scored;
   for (const auto& seed : seeds) scored.emplace_back(submit(seed), seed);
@@ -1426,6 +1439,7 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
   std::vector<Option>& options = setting_options_;
   kernels.clear();
   options.clear();
+  if (round_ == Round::seeds) fits.clear();
   const int v = setting.virtual_stages;
   for (std::size_t i = 0; i < islands.size(); ++i) {
     const IslandInfo& info = islands[i];
@@ -1534,9 +1548,10 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
   }
   clock.emplace(phases_[kPhaseSingle]);
   phase_ = kPhaseSingle;
-  // Each island alone.
-  for (const Option& option : options) {
-    if (round_ == Round::seeds) break;
+  // Each island alone (the exact pass's).
+  const std::span<const Option> alone =
+      round_ == Round::exact ? std::span<const Option>(options) : std::span<const Option>();
+  for (const Option& option : alone) {
     for (int s = 1; s <= option.max_stages && !stop_; ++s) {
       if (v > 1 && s == 1) continue;  // nothing to interleave
       single_order_.assign(1, option.island);
@@ -1654,7 +1669,6 @@ bool Searcher::search_one(const Searcher& global, const Setting& setting,
   rank_bar_ = global.batch_bar_;
   poll();
   if (stop_) return false;
-  if (round_ == Round::seeds) fits.clear();
   search_setting(setting, islands, fits);
   return true;
 }
@@ -1664,7 +1678,8 @@ double Searcher::ranking_bar() const {
   std::vector<double>& scores = bar_scores_;
   scores.clear();
   for (const auto& [shape, found] : best_by_shape_) scores.push_back(found.score);
-  std::nth_element(scores.begin(), scores.begin() + static_cast<long>(options_.top - 1), scores.end());
+  std::nth_element(scores.begin(), scores.begin() + static_cast<long>(options_.top - 1),
+                   scores.end());
   return scores[options_.top - 1];
 }
 

@@ -493,8 +493,11 @@ class Platform {
             // sealing each costs SimGrid a walk over every host made before it.
             sg4::Host* host = lz->create_host(ti.name + "/n" + std::to_string(node) + "/c0", 1e12);
             lay.hosts.push_back(host);
-            lz->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
-                          {{nic_links[static_cast<std::size_t>(node * lay.units)], Dir::UP}}, true);
+            lz->add_route(
+                host->get_netpoint(), nullptr, nullptr, nullptr,
+                {{nic_links[static_cast<std::size_t>(node * lay.units + lay.unit_of(ti, 0))],
+                  Dir::UP}},
+                true);
             continue;
           }
           auto* nz = sg4::create_full_zone(ti.name + " node " + std::to_string(node));

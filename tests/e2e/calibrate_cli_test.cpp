@@ -52,8 +52,9 @@ TEST(CalibrateCli, NcclTestsLogCalibratesANewProfileVersion) {
   EXPECT_NE(text.find("    bf16: 989.5 TFLOPS   # datasheet 1979* (sparse) / 2\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("  gemm: {max: 0.83, fp8_max: {value: 0.7, source: azure-fp8}}   # 821.2 / 989.5"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("  gemm: {max: 0.83, fp8_max: {value: 0.7, source: azure-fp8}}   # 821.2 / 989.5"),
+      std::string::npos)
       << text;
   EXPECT_NE(text.find("  tdp: 700 W   # \"up to 700W (configurable)\"\n"), std::string::npos)
       << text;

@@ -195,7 +195,8 @@ TEST(Compute, Fp8GemmEfficiencyComesFromTheProfileOrIsAnAssumption) {
   ASSERT_TRUE(unknown.rates);
   EXPECT_DOUBLE_EQ(unknown.rates->fp8_gemm_max, 0.9);
   ASSERT_EQ(unknown.assumptions.size(), 1u);
-  EXPECT_EQ(unknown.assumptions[0], "chip x: FP8 GEMM efficiency (the BF16 one) unknown, prior 0.90 used");
+  EXPECT_EQ(unknown.assumptions[0],
+            "chip x: FP8 GEMM efficiency (the BF16 one) unknown, prior 0.90 used");
   chip.efficiency.gemm_fp8_max = 0.7;
   auto known = resolve_rates(chip, DType::fp8);
   ASSERT_TRUE(known.rates);

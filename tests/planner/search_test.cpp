@@ -834,8 +834,8 @@ TEST(PlanSearchMixedDataParallel, OnlyWhereAPathIsDeclared) {
   EXPECT_TRUE(none.mixed_data_parallel_refused.empty());
 }
 
-// The score cache shares a stage's memory between pipelines of different lengths (without
-// interleaving, by the micro-batches in flight and the embedding and head): every pipeline of 1
+// The score cache shares a stage's memory between pipelines of different lengths (by the chunks
+// in flight and the embedding and head): every pipeline of 1
 // to 16 stages of the default scenario's Ascend island, scored through one cache, gets the
 // estimate it gets without one, to the last bit, with micro-batch counts of one (every stage
 // holds one in flight), under the stage count and over it.
