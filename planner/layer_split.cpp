@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
-#include <functional>
 #include <utility>
 
 namespace hetplan::planner {
@@ -12,16 +12,35 @@ namespace {
 using Unit = SplitUnit;
 using Next = std::pair<double, std::size_t>;  // a stage's tau after one more unit, the stage
 
-// Min-heap of Next on a vector the caller keeps.
-void heap_push(std::vector<Next>& heap, Next next) {
-  heap.push_back(next);
-  std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+constexpr double kNone = std::numeric_limits<double>::infinity();
+
+// The searches below hold one candidate per kind of stage, and there are few kinds (a pipeline's
+// stages of one island and tensor-parallel size are alike), so the next candidate is found by a
+// scan: the least (tau, key), exactly the order a min-heap of the pairs pops them in. A spent
+// candidate's tau is kNone.
+std::size_t least_candidate(const std::vector<Next>& candidates) {
+  std::size_t best = 0;
+  double tau = candidates[0].first;
+  std::size_t key = candidates[0].second;
+  for (std::size_t i = 1; i < candidates.size(); ++i) {
+    const auto& [t, k] = candidates[i];
+    if (t < tau || (t == tau && k < key)) {
+      best = i;
+      tau = t;
+      key = k;
+    }
+  }
+  return best;
 }
-Next heap_pop(std::vector<Next>& heap) {
-  std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
-  const Next top = heap.back();
-  heap.pop_back();
-  return top;
+
+// floor(x) clamped to [lo, hi] (integers, lo <= hi), and lo for a NaN: the same as clamping x
+// first, so the truncating cast below never sees a value out of an int's range. Without SSE4.1
+// std::floor is a call into libm; the split solver takes a few dozen floors per plan.
+int floor_clamped(double x, int lo, int hi) {
+  if (!(x > lo)) return lo;  // also a NaN
+  if (x >= hi) return hi;
+  const int t = static_cast<int>(x);  // toward zero; x > lo >= INT_MIN
+  return t > x ? t - 1 : t;
 }
 
 // The least total time with every stage's tau at most `bound`: each stage starts with its
@@ -41,7 +60,8 @@ bool fill_under(const std::vector<Unit>& units, const std::vector<std::size_t>& 
     if (left == 0) break;
     const Unit& u = units[j];
     // Largest count with fixed + count x time <= bound (guarded against rounding).
-    int room = static_cast<int>(std::floor((bound - u.fixed) / u.time + 1e-9));
+    // At most cap + 1 before the guard: the cap bounds it after; at least 0: none to add below.
+    int room = floor_clamped((bound - u.fixed) / u.time + 1e-9, 0, u.cap + 1);
     while (room > 0 && u.fixed + room * u.time > bound * (1 + 1e-12)) --room;
     room = std::min(room, u.cap);
     const int add = std::min(left, std::max(0, room - u.least));
@@ -150,8 +170,8 @@ bool solve_split(const SplitProblem& problem, SplitWorkspace& work, Split& out) 
     const double fluid = (total + offset) / inverse;
     for (std::size_t i = 0; i < kinds.size(); ++i) {
       const Unit& u = units[kinds[i].first];
-      const double below = std::floor((fluid - u.fixed) / u.time) - 1.0;
-      counts[i] = below >= u.least ? static_cast<int>(std::min<double>(below, u.cap)) : u.least;
+      // One unit under the floor at the fluid level, within [least, cap].
+      counts[i] = floor_clamped((fluid - u.fixed) / u.time, u.least + 1, u.cap + 1) - 1;
       placed += static_cast<long>(counts[i]) * kinds[i].second;
     }
     if (placed > total) {
@@ -160,21 +180,20 @@ bool solve_split(const SplitProblem& problem, SplitWorkspace& work, Split& out) 
     }
   }
   double bottleneck = 0;
-  std::vector<Next>& grow = work.grow;
+  std::vector<Next>& grow = work.grow;  // per kind: its tau with one more unit, the kind
   grow.clear();
   for (std::size_t i = 0; i < kinds.size(); ++i) {
     const Unit& u = units[kinds[i].first];
     bottleneck = std::max(bottleneck, u.fixed + counts[i] * u.time);
-    if (counts[i] < u.cap) grow.emplace_back(u.fixed + (counts[i] + 1) * u.time, i);
+    grow.emplace_back(counts[i] < u.cap ? u.fixed + (counts[i] + 1) * u.time : kNone, i);
   }
-  std::make_heap(grow.begin(), grow.end(), std::greater<>{});
   while (placed < total) {
-    const auto [tau, i] = heap_pop(grow);  // capacity >= total guarantees one
+    const std::size_t i = least_candidate(grow);  // capacity >= total guarantees one
     const Unit& u = units[kinds[i].first];
     ++counts[i];
     placed += kinds[i].second;
-    bottleneck = std::max(bottleneck, tau);
-    if (counts[i] < u.cap) heap_push(grow, {u.fixed + (counts[i] + 1) * u.time, i});
+    bottleneck = std::max(bottleneck, grow[i].first);
+    grow[i].first = counts[i] < u.cap ? u.fixed + (counts[i] + 1) * u.time : kNone;
   }
 
   // A higher bottleneck can still pay when it moves layers to faster stages and the sum of
@@ -196,21 +215,28 @@ bool solve_split(const SplitProblem& problem, SplitWorkspace& work, Split& out) 
     left -= add;
   }
   const double slope = m - 1.0 / v;
-  std::vector<Next>& bounds = work.bounds;
+  std::vector<Next>& bounds = work.bounds;           // per kind: its next bound, the stage
+  std::vector<int>& bound_units = work.bound_units;  // per kind: the count at that bound
   bounds.clear();
+  bound_units.clear();
   for (const auto& kind : kinds) {
     const std::size_t j = kind.first;
-    const int c = static_cast<int>(std::floor((bottleneck - units[j].fixed) / units[j].time)) + 1;
-    if (c >= units[j].least && c <= units[j].cap)
-      bounds.emplace_back(units[j].fixed + c * units[j].time, j);
+    // The count whose tau first passes the bottleneck, if the stage may hold it.
+    const int c = floor_clamped((bottleneck - units[j].fixed) / units[j].time, units[j].least - 2,
+                                units[j].cap) +
+                  1;
+    const bool open = c >= units[j].least && c <= units[j].cap;
+    bounds.emplace_back(open ? units[j].fixed + c * units[j].time : kNone, j);
+    bound_units.push_back(c);
   }
-  std::make_heap(bounds.begin(), bounds.end(), std::greater<>{});
   std::vector<int>& trial = work.trial;
   double tried = bottleneck;  // the last bound filled: alike stages offer the same bound again
   while (!bounds.empty()) {
-    const auto [b, j] = heap_pop(bounds);
-    const int c = static_cast<int>(std::lround((b - units[j].fixed) / units[j].time));
-    if (c + 1 <= units[j].cap) heap_push(bounds, {units[j].fixed + (c + 1) * units[j].time, j});
+    const std::size_t at = least_candidate(bounds);
+    const auto [b, j] = bounds[at];
+    if (b == kNone) break;
+    const int c = bound_units[at]++;
+    bounds[at].first = c + 1 <= units[j].cap ? units[j].fixed + (c + 1) * units[j].time : kNone;
     if (b <= tried) continue;
     if (slope * b + floor_sum / v >= best) break;
     tried = b;

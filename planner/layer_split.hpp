@@ -78,9 +78,9 @@ struct SplitUnit {
 struct SplitWorkspace {
   std::vector<SplitUnit> units;
   std::vector<std::size_t> order;
-  std::vector<int> counts, best_counts, trial;
+  std::vector<int> counts, best_counts, trial, bound_units;
   std::vector<std::pair<std::size_t, int>> kinds;  // alike stages: one of them, how many
-  std::vector<std::pair<double, std::size_t>> grow, bounds;  // heaps
+  std::vector<std::pair<double, std::size_t>> grow, bounds;  // one candidate per kind
 };
 
 // The optimal split, or nothing when no split fits (too few layers for the stages, or the

@@ -694,21 +694,12 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     const bool first = i == 0;
     const bool last = i == p - 1;
     StageEstimate& se = out.stages[static_cast<std::size_t>(i)];
-    {
-      // Reset in place (value-initialised where it stands: no temporary of the whole estimate to
-      // copy), keeping the names' buffers.
-      std::string island = std::move(se.island), chip = std::move(se.chip);
-      std::destroy_at(&se);
-      std::construct_at(&se);
-      se.island = std::move(island);
-      se.chip = std::move(chip);
-    }
+    // Reset to a fresh record; assigning keeps the names' buffers.
+    static const StageEstimate fresh{};
+    se = fresh;
     if (notes) {
       se.island.assign(k.island->name);
       se.chip.assign(k.chip->id);
-    } else {
-      se.island.clear();
-      se.chip.clear();
     }
     se.first_layer = slot.first_layer;
     se.num_layers = slot.num_layers;
