@@ -84,6 +84,19 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
   return bytes;
 }
 
+LayerActivations layer_activations(const ModelShape& model, const TrainingSettings& training,
+                                   int micro_batch, int tp) {
+  LayerActivations out;
+  out.micro_batch = micro_batch;
+  out.tp = tp;
+  for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
+    const int i = static_cast<int>(mode);
+    out.kept[i] = layer_activation_bytes(model, training, micro_batch, tp, mode, false);
+    out.dense_kept[i] = layer_activation_bytes(model, training, micro_batch, tp, mode, true);
+  }
+  return out;
+}
+
 double chunks_in_flight(int stages, int stage_index, int virtual_stages, int micro_batches) {
   const int p = stages, rank = stage_index, v = virtual_stages;
   if (v <= 1) return std::min(p - rank, micro_batches);
@@ -156,8 +169,14 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
     out.weights += 2.0 * layer * e;
   }
 
-  out.activation_per_layer =
-      layer_activation_bytes(model, training, stage.micro_batch, stage.tp, stage.recompute);
+  const LayerActivations* table = stage.layer_activations;
+  if (table && (table->micro_batch != stage.micro_batch || table->tp != stage.tp)) table = nullptr;
+  auto layer_bytes = [&](Recompute mode, bool dense_mlp = false) {
+    return table ? table->bytes(mode, dense_mlp)
+                 : layer_activation_bytes(model, training, stage.micro_batch, stage.tp, mode,
+                                          dense_mlp);
+  };
+  out.activation_per_layer = layer_bytes(stage.recompute);
   const int p = stage.pipeline_stages;
   const int v = stage.virtual_stages;
   const int rank = stage.stage_index;
@@ -173,9 +192,7 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   double chunk_bytes = layers_per_chunk * out.activation_per_layer;
   if (stage.recompute == Recompute::full && recomputed_per_chunk < layers_per_chunk) {
     chunk_bytes = recomputed_per_chunk * out.activation_per_layer +
-                  (layers_per_chunk - recomputed_per_chunk) *
-                      layer_activation_bytes(model, training, stage.micro_batch, stage.tp,
-                                             Recompute::none);
+                  (layers_per_chunk - recomputed_per_chunk) * layer_bytes(Recompute::none);
   }
   if (dense_count > 0) {
     // The dense layers are the first of the first chunk, recomputed first under partial
@@ -186,18 +203,15 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
     const int kept = std::max(0, dense_count - static_cast<int>(recomputed_per_chunk));
     const Recompute kept_mode =
         stage.recompute == Recompute::full ? Recompute::none : stage.recompute;
-    const double dense_bytes = layer_activation_bytes(model, training, stage.micro_batch, stage.tp,
-                                                      kept_mode, true);
-    const double moe_bytes = layer_activation_bytes(model, training, stage.micro_batch, stage.tp,
-                                                    kept_mode);
+    const double dense_bytes = layer_bytes(kept_mode, true);
+    const double moe_bytes = layer_bytes(kept_mode);
     const double change = v <= 1 ? dense_bytes - moe_bytes : std::max(0.0, dense_bytes - moe_bytes);
     chunk_bytes += kept * change;
   }
   out.activations = in_flight * chunk_bytes;
   if (stage.recompute == Recompute::full && recomputed_per_chunk > 0) {
     // The layer being recomputed holds its full activations for a moment.
-    out.activations +=
-        layer_activation_bytes(model, training, stage.micro_batch, stage.tp, Recompute::none);
+    out.activations += layer_bytes(Recompute::none);
   }
   const double tokens = static_cast<double>(stage.micro_batch) * training.seq_len;
   if (stage.has_embedding) {

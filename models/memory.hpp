@@ -13,6 +13,19 @@
 
 namespace hetplan::models {
 
+// One layer's activation bytes (layer_activation_bytes) for one micro-batch of `micro_batch`
+// sequences on a chip of a tensor-parallel group of `tp`, for every way a layer can be kept:
+// for callers that size many stages of one kind (the planner), computed once.
+struct LayerActivations {
+  int micro_batch = 0;
+  int tp = 0;
+  double kept[3] = {};        // by Recompute: none, selective, full
+  double dense_kept[3] = {};  // the same for a mixture-of-experts model's dense layer
+  double bytes(Recompute mode, bool dense_mlp) const {
+    return (dense_mlp ? dense_kept : kept)[static_cast<int>(mode)];
+  }
+};
+
 // What the memory model needs to know about one stage.
 struct StageShape {
   int num_layers = 0;
@@ -35,6 +48,9 @@ struct StageShape {
   // The replicas ZeRO shards over, when more than dp (replica groups on different islands
   // sharding across groups); 0: dp.
   int zero_shards = 0;
+  // The layers' activation bytes, when the caller has them for this micro_batch and tp
+  // (layer_activations); else stage_memory computes them.
+  const LayerActivations* layer_activations = nullptr;
 };
 
 // The capacity a process can allocate on a chip: the profile's `memory.usable`, else the prior
@@ -75,6 +91,9 @@ inline constexpr double kWorkspaceBytes = 64.0 * (1ull << 20);
 double layer_activation_bytes(const ModelShape& model, const TrainingSettings& training,
                               int micro_batch, int tp, Recompute recompute,
                               bool dense_mlp = false);
+// layer_activation_bytes for every recompute mode, dense and not.
+LayerActivations layer_activations(const ModelShape& model, const TrainingSettings& training,
+                                   int micro_batch, int tp);
 
 // Micro-batches (interleaved: model chunks of one micro-batch) whose activations stage
 // `stage_index` of `stages` holds when it starts its first backward pass: 1F1B's p − rank, at

@@ -1518,6 +1518,7 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
         least.recompute = setting.recompute;
         least.recompute_layers = setting.recompute_layers;
         least.zero_stage = setting.zero_stage;
+        least.layer_activations = &k.activations;
         option.most_layers = most_fitting_layers(v, layers_, capacity, [&](int n) {
           least.num_layers = n;
           return models::stage_memory(model_, setting.step.training, least).total();

@@ -173,6 +173,7 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   k.dp = dp;
   k.ep = ep;
   k.memory_capacity = chip.memory_capacity;
+  k.activations = models::layer_activations(model, training, settings.micro_batch, tp);
   if (chip.memory_usable) {
     k.memory_usable = chip.memory_usable;
   } else if (chip.memory_capacity) {
@@ -557,6 +558,7 @@ models::StageMemory slot_memory(const ModelShape& model, const StepSettings& set
   shape.recompute_layers = recompute.layers;
   shape.zero_stage = settings.training.zero_stage;
   shape.zero_shards = settings.zero_shards;
+  shape.layer_activations = &kernel.activations;
   return models::stage_memory(model, settings.training, shape);
 }
 

@@ -178,6 +178,9 @@ struct StageKernel {
   double boundary_gather_s = 0;  // receiving a boundary without sequence parallelism: the tp group's all-gather
   std::optional<double> memory_capacity;
   std::optional<double> memory_usable;
+  // One layer's activation bytes for the setting's micro-batch, every way it can be kept (a
+  // stage's memory reads them).
+  models::LayerActivations activations;
   std::vector<std::string> problems;     // reasons any stage of this kind cannot run
   std::vector<std::string> assumptions;  // priors used
   std::vector<std::string> embedding_problems;  // only when it holds the embedding

@@ -214,5 +214,71 @@ TEST(StageMemory, TransientBuffersOfTheStep) {
   EXPECT_DOUBLE_EQ(out.transient, collective + workspace + receive + gather + backward);
 }
 
+// The planner sizes many stages of one kind with the layers' activations computed once; every
+// part of every stage's memory must come out as stage_memory computes it alone, bit for bit.
+TEST(StageMemory, PrecomputedLayerActivationsGiveTheSameMemory) {
+  ModelShape dense = gpt_22b();
+  ModelShape mixture = gpt_22b();
+  mixture.experts = 8;
+  mixture.experts_per_token = 2;
+  mixture.expert_ffn = 4096;
+  mixture.dense_layers = 3;
+  int compared = 0;
+  for (const ModelShape& model : {dense, mixture}) {
+    for (bool sp : {false, true}) {
+      for (bool flash : {false, true}) {
+        TrainingSettings training = fp16(sp);
+        training.flash_attention = flash;
+        for (int micro_batch : {1, 2}) {
+          for (int tp : {1, 4}) {
+            const LayerActivations table = layer_activations(model, training, micro_batch, tp);
+            for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
+              for (int recomputed : {0, 2}) {
+                for (int v : {1, 2}) {
+                  for (int rank : {0, 2, 3}) {
+                    StageShape shape = stage(4, rank, v, 16);
+                    shape.num_layers = 8;
+                    shape.dense_layers = model.moe() && rank == 0 ? 3 : 0;
+                    shape.has_embedding = rank == 0;
+                    shape.has_head = rank == 3;
+                    shape.tp = tp;
+                    shape.micro_batch = micro_batch;
+                    shape.recompute = mode;
+                    shape.recompute_layers = recomputed;
+                    const StageMemory alone = stage_memory(model, training, shape);
+                    shape.layer_activations = &table;
+                    const StageMemory shared = stage_memory(model, training, shape);
+                    EXPECT_EQ(shared.activation_per_layer, alone.activation_per_layer);
+                    EXPECT_EQ(shared.activations, alone.activations);
+                    EXPECT_EQ(shared.total(), alone.total());
+                    ++compared;
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, 2 * 2 * 2 * 2 * 2 * 3 * 2 * 2 * 3);
+}
+
+// A table made for another micro-batch or tensor-parallel size is not read.
+TEST(StageMemory, ALayerActivationTableOfAnotherShapeIsIgnored) {
+  const ModelShape model = gpt_22b();
+  const TrainingSettings training = fp16(true);
+  StageShape shape = stage(4, 0, 1, 16);
+  shape.tp = 4;
+  const StageMemory alone = stage_memory(model, training, shape);
+  const LayerActivations other_tp = layer_activations(model, training, shape.micro_batch, 8);
+  const LayerActivations other_batch = layer_activations(model, training, 2, 4);
+  ASSERT_NE(other_tp.kept[0], alone.activation_per_layer);
+  for (const LayerActivations* table : {&other_tp, &other_batch}) {
+    shape.layer_activations = table;
+    EXPECT_EQ(stage_memory(model, training, shape).activations, alone.activations);
+  }
+}
+
 }  // namespace
 }  // namespace hetplan::models
