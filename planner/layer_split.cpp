@@ -59,10 +59,15 @@ bool fill_under(const std::vector<Unit>& units, const std::vector<std::size_t>& 
   for (std::size_t j : order) {
     if (left == 0) break;
     const Unit& u = units[j];
-    // Largest count with fixed + count x time <= bound (guarded against rounding).
-    // At most cap + 1 before the guard: the cap bounds it after; at least 0: none to add below.
-    int room = floor_clamped((bound - u.fixed) / u.time + 1e-9, 0, u.cap + 1);
-    while (room > 0 && u.fixed + room * u.time > bound * (1 + 1e-12)) --room;
+    // The largest count with fixed + count x time within the bound (a relative 1e-12 above it,
+    // for rounding). The quotient only guesses it: (limit - fixed) / time loses digits when a
+    // unit's time is tiny beside the fixed part, so the count is settled both ways by the
+    // expression the bounds are made with. At most cap + 1 (the cap bounds it after), at least
+    // 0 (none to add below).
+    const double limit = bound * (1 + 1e-12);
+    int room = floor_clamped((limit - u.fixed) / u.time, 0, u.cap + 1);
+    while (room > 0 && u.fixed + room * u.time > limit) --room;
+    while (room <= u.cap && u.fixed + (room + 1) * u.time <= limit) ++room;
     room = std::min(room, u.cap);
     const int add = std::min(left, std::max(0, room - u.least));
     counts[j] += add;
@@ -202,8 +207,11 @@ bool solve_split(const SplitProblem& problem, SplitWorkspace& work, Split& out) 
   const int m = problem.micro_batches;
   const int v = problem.virtual_stages;
   std::vector<int>& best_counts = work.best_counts;
-  fill_under(units, order, total, bottleneck, best_counts);
-  double best = objective(units, best_counts, m, v);
+  // The greedy's own allocation keeps every stage within the bottleneck, so the fill under it
+  // succeeds; should rounding ever defeat that, the larger bounds below are tried from nothing.
+  double best = std::numeric_limits<double>::infinity();
+  if (fill_under(units, order, total, bottleneck, best_counts))
+    best = objective(units, best_counts, m, v);
   // The least sum of stage times any allocation has: every stage at its least units, the rest
   // on the cheapest units first, each stage up to its cap.
   double floor_sum = 0;
@@ -242,12 +250,13 @@ bool solve_split(const SplitProblem& problem, SplitWorkspace& work, Split& out) 
     tried = b;
     if (!fill_under(units, order, total, b, trial)) continue;
     const double value = objective(units, trial, m, v);
-    if (value < best - 1e-12 * best) {
+    if (!std::isfinite(best) || value < best - 1e-12 * best) {
       best = value;
       best_counts.swap(trial);
     }
   }
 
+  if (!std::isfinite(best)) return false;
   out.layers.resize(p);
   for (std::size_t j = 0; j < p; ++j) out.layers[j] = best_counts[j] * g;
   out.pipeline_s = pipeline_time(problem, out.layers);
