@@ -88,10 +88,11 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
     int cap = 0;
     if (one <= capacity) {
       const double slope = two - one;
-      cap = slope > 0
-                ? base + v * static_cast<int>(std::floor((capacity - one) / slope + 1e-9))
-                : layers;
-      cap = std::min(cap, layers / v * v);
+      // In doubles until capped by the layers: a small slope beside a large capacity makes the
+      // quotient pass an int's range.
+      const double fitting =
+          slope > 0 ? base + v * std::floor((capacity - one) / slope + 1e-9) : layers;
+      cap = static_cast<int>(std::min<double>(fitting, layers / v * v));
       // Guard the linear step against rounding at the edge.
       while (cap > base && memory(cap) > capacity) cap -= v;
     }

@@ -1034,8 +1034,10 @@ std::vector<Config> Searcher::seed_configs(const std::vector<Option>& options,
     for (int i : present) {
       Pick best;
       for (const Option* option : by_island[static_cast<std::size_t>(i)]) {
-        int per_stage = static_cast<int>(std::floor(tau / option->per_layer * (1 + 1e-12)));
-        per_stage = std::min(per_stage, option->layers_per_stage) / v * v;
+        // Capped in doubles: a fast option's quotient can pass an int's range.
+        int per_stage = static_cast<int>(std::min<double>(
+            std::floor(tau / option->per_layer * (1 + 1e-12)), option->layers_per_stage));
+        per_stage = per_stage / v * v;
         const int hosted = per_stage * option->max_stages;
         if (hosted > best.hosted ||
             (hosted == best.hosted && hosted > 0 && per_stage > best.per_stage))

@@ -444,6 +444,22 @@ TEST(PlanSearch, UnknownMemoryCapacityLeavesTheIslandOut) {
   for (const auto& ranked : result.ranked) EXPECT_FALSE(uses_island(ranked, "mystery"));
 }
 
+// The largest capacity a profile may state (1 EB) beside a small model's few megabytes per
+// layer: a stage's layer cap, capacity over memory per layer, passes an int's range and must be
+// capped by the model's layers before it is a count. Every plan of a model this small fits.
+TEST(PlanSearch, AnExabyteOfMemoryHoldsEveryLayer) {
+  Builder b;
+  ChipProfile vast = chip("nvidia-a100-sxm4-80gb");
+  vast.id = "vast-memory";
+  vast.memory_capacity = 1e18;
+  vast.memory_usable.reset();
+  b.add("vast", vast, 2, 8);
+  const SearchResult result = search_plans(b.s, narrow());
+  ASSERT_FALSE(result.ranked.empty());
+  EXPECT_EQ(pass(result, "memory").rejected, 0u);
+  for (const auto& ranked : result.ranked) EXPECT_TRUE(ranked.estimate.feasible);
+}
+
 TEST(PlanSearch, AMissingKeyOperatorMeansMixingCannotPay) {
   Builder b;
   ChipProfile no_flash = chip("nvidia-h100-sxm5-80gb");
