@@ -166,6 +166,11 @@ constexpr int kMaxIslands = 1024;
 constexpr long long kMaxLinks = 1 << 21;  // NICs, intra-node and cross-group links together
 constexpr long long kMaxTransfers = 50'000'000;
 constexpr long long kMaxAllToAllFlows = 50'000'000;
+// A message's bytes: SimGrid counts a payload in 64 bits; an exabyte is past any step's message.
+constexpr double kMaxMessageBytes = 1e18;
+bool message_bytes(double x) {
+  return non_negative(x) && x <= kMaxMessageBytes;
+}
 
 // The product of non-negative factors, saturated just past `limit`: each factor can reach 2^30
 // here, and their product overflows 64 bits.
@@ -195,7 +200,8 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
   if (in.chunks > 1 && !in.stages.empty() &&
       in.micro_batches % static_cast<int>(in.stages.size()) != 0)
     bad("the interleaved schedule needs micro_batches to be a multiple of the stage count");
-  if (!positive(in.activation_bytes)) bad("activation_bytes must be positive");
+  if (!positive(in.activation_bytes) || in.activation_bytes > kMaxMessageBytes)
+    bad("activation_bytes must be positive, at most 1e18");
   if (!positive(in.tokens_per_step)) bad("tokens_per_step must be positive");
   if (!non_negative(in.model_flops_per_step) || !non_negative(in.peak_flops))
     bad("flops must be finite and non-negative");
@@ -291,8 +297,8 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
           kMaxAllToAllFlows);
       a2a_flows = std::min(a2a_flows, kMaxAllToAllFlows + 1);
     }
-    if (!non_negative(ts.a2a_bytes) || !non_negative(ts.a2a_latency_s))
-      bad(where + "all-to-all bytes and latency must be finite and non-negative");
+    if (!message_bytes(ts.a2a_bytes) || !non_negative(ts.a2a_latency_s))
+      bad(where + "all-to-all bytes (at most 1e18) and latency must be finite and non-negative");
     if (ts.a2a_forward < 0 || ts.a2a_backward < 0)
       bad(where + "all-to-all counts must be non-negative");
     if (ts.ep == 1 && ts.a2a_bytes > 0 && ts.a2a_forward + ts.a2a_backward > 0)
@@ -303,8 +309,8 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
       bad(where + "times must be finite and non-negative");
     if (ts.dp == 1 && !ts.dp_sync.empty()) bad(where + "gradient synchronisation without dp");
     for (const TwinCollective& c : ts.dp_sync) {
-      if (!non_negative(c.bytes) || !non_negative(c.latency_s))
-        bad(where + "collective bytes and latency must be finite and non-negative");
+      if (!message_bytes(c.bytes) || !non_negative(c.latency_s))
+        bad(where + "collective bytes (at most 1e18) and latency must be finite and non-negative");
       if (c.kind != models::Collective::all_reduce &&
           c.kind != models::Collective::reduce_scatter &&
           c.kind != models::Collective::all_gather)
@@ -454,7 +460,8 @@ std::vector<std::string> check_exchange(const TwinGradientExchange& exchange,
                                         const std::vector<TwinInput>& jobs) {
   std::vector<std::string> problems;
   const int groups = static_cast<int>(jobs.size());
-  if (!non_negative(exchange.bytes)) problems.push_back("bytes must be finite and non-negative");
+  if (!message_bytes(exchange.bytes))
+    problems.push_back("bytes must be finite, non-negative and at most 1e18");
   if (exchange.parameter_server && (exchange.server < 0 || exchange.server >= groups))
     problems.push_back("the server must be one of the groups");
   if (exchange.paths.empty() || exchange.paths.size() > jobs.size())

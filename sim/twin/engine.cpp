@@ -53,6 +53,13 @@ std::string_view to_string(EventKind kind) {
 
 namespace {
 
+// A flow's bytes as SimGrid's 64-bit payload. The input's messages are at most 1e18 bytes
+// (check_twin_input), but a block's flows add up several; past 2^63 the count saturates rather
+// than wrapping.
+std::uint64_t payload(double bytes) {
+  return static_cast<std::uint64_t>(std::min(std::ceil(bytes), 0x1p63));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The platform: SimGrid zones, hosts and links, and the same routes as link indices for the
 // load report.
@@ -241,8 +248,7 @@ class Platform {
       exchange_bytes_[static_cast<std::size_t>(link)] += bytes;
     const auto& hosts = exchange_hosts_[static_cast<std::size_t>(lane)];
     return sg4::Comm::sendto_async(hosts[static_cast<std::size_t>(from)],
-                                   hosts[static_cast<std::size_t>(to)],
-                                   static_cast<std::uint64_t>(std::ceil(bytes)));
+                                   hosts[static_cast<std::size_t>(to)], payload(bytes));
   }
   // The links with the exchange's bytes in place of the step's.
   std::vector<LinkInfo> exchange_links() const {
@@ -941,8 +947,7 @@ class Step {
     platform_.account(job_, island_a, chip_a, island_b, chip_b, bytes);
     ++flows_;
     return sg4::Comm::sendto_async(platform_.host(island_a, chip_a),
-                                   platform_.host(island_b, chip_b),
-                                   static_cast<std::uint64_t>(std::ceil(bytes)));
+                                   platform_.host(island_b, chip_b), payload(bytes));
   }
 
   void run_replica(int s, int d) {

@@ -705,7 +705,13 @@ TEST(TwinExchange, AnExchangeThatCannotRunIsRefused) {
   exchange.bytes = std::numeric_limits<double>::quiet_NaN();
   problems = check_twin_pool(pool);
   ASSERT_FALSE(problems.empty());
-  EXPECT_EQ(problems.front(), "the gradient exchange: bytes must be finite and non-negative");
+  EXPECT_EQ(problems.front(),
+            "the gradient exchange: bytes must be finite, non-negative and at most 1e18");
+  exchange.bytes = 1e30;  // finite, but past SimGrid's 64-bit payload
+  problems = check_twin_pool(pool);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_EQ(problems.front(),
+            "the gradient exchange: bytes must be finite, non-negative and at most 1e18");
   exchange.bytes = 8e9;
   exchange.parameter_server = true;
   exchange.server = 3;
@@ -1591,6 +1597,24 @@ TEST_F(TwinCheck, ChipsMustLieInsideTheirIsland) {
   EXPECT_TRUE(reports(in, "stage 0: island index out of range")) << problems_of(in);
 }
 
+// A message's bytes become SimGrid's 64-bit payload: finite but past an exabyte is refused
+// with its reason, not cast.
+TEST_F(TwinCheck, MessagesAreAtMostAnExabyte) {
+  TwinInput in = pipeline;
+  in.activation_bytes = 1e30;
+  EXPECT_TRUE(reports(in, "activation_bytes must be positive, at most 1e18")) << problems_of(in);
+  in = pipeline;
+  ASSERT_FALSE(in.stages[0].dp_sync.empty());
+  in.stages[0].dp_sync.front().bytes = 1e30;
+  EXPECT_TRUE(reports(in,
+                      "stage 0: collective bytes (at most 1e18) and latency must be finite "
+                      "and non-negative"))
+      << problems_of(in);
+  in = pipeline;
+  in.stages[0].dp_sync.front().bytes = 1e18;  // the largest message allowed
+  EXPECT_EQ(problems_of(in), "");
+}
+
 TEST_F(TwinCheck, SpeedsMustBePositiveAndFinite) {
   TwinInput in = pipeline;
   in.islands[0].nic_speed = -25e9;
@@ -1687,15 +1711,23 @@ TEST(TwinCheckExpertParallel, BytesLatencyAndCountsMustBeInRange) {
   const TwinInput good = a2a_input(2, 2, 1.0, 1, 16, 16);
   TwinInput in = good;
   in.stages[0].a2a_bytes = -1;
-  EXPECT_TRUE(reports(in, "stage 0: all-to-all bytes and latency must be finite and non-negative"))
+  EXPECT_TRUE(reports(
+      in, "stage 0: all-to-all bytes (at most 1e18) and latency must be finite and non-negative"))
       << problems_of(in);
   in = good;
   in.stages[0].a2a_bytes = std::numeric_limits<double>::infinity();
-  EXPECT_TRUE(reports(in, "stage 0: all-to-all bytes and latency must be finite and non-negative"))
+  EXPECT_TRUE(reports(
+      in, "stage 0: all-to-all bytes (at most 1e18) and latency must be finite and non-negative"))
+      << problems_of(in);
+  in = good;
+  in.stages[0].a2a_bytes = 1e30;  // finite, but past SimGrid's 64-bit payload
+  EXPECT_TRUE(reports(
+      in, "stage 0: all-to-all bytes (at most 1e18) and latency must be finite and non-negative"))
       << problems_of(in);
   in = good;
   in.stages[0].a2a_latency_s = std::nan("");
-  EXPECT_TRUE(reports(in, "stage 0: all-to-all bytes and latency must be finite and non-negative"))
+  EXPECT_TRUE(reports(
+      in, "stage 0: all-to-all bytes (at most 1e18) and latency must be finite and non-negative"))
       << problems_of(in);
   in = good;
   in.stages[0].a2a_backward = -2;
