@@ -1,0 +1,93 @@
+// The layer split against brute force on small problems built from the input's bytes: stage
+// speeds and fixed parts from 1e-12 to 1e6 s, caps, least layers, chunks and micro-batches.
+// A split that is not the optimum, breaks a constraint or misses the layer total, or a
+// problem with a split that the solver calls impossible (or the reverse), is a finding.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "planner/layer_split.hpp"
+
+namespace {
+
+using hetplan::planner::SplitProblem;
+using hetplan::planner::SplitStage;
+
+class Bytes {
+ public:
+  Bytes(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
+  int next() { return at_ < size_ ? data_[at_++] : 0; }
+  // 0, or a mantissa of 1 to 9.9 times a power of ten from 1e-12 to 1e6.
+  double time(bool may_be_zero) {
+    const int a = next(), b = next();
+    if (may_be_zero && a % 5 == 0) return 0.0;
+    return (1.0 + (b % 90) / 10.0) * std::pow(10.0, a % 19 - 12);
+  }
+
+ private:
+  const std::uint8_t* data_;
+  std::size_t size_;
+  std::size_t at_ = 0;
+};
+
+double brute_force(const SplitProblem& problem) {
+  const int g = problem.granularity;
+  std::vector<int> layers(problem.stages.size());
+  double best = std::numeric_limits<double>::infinity();
+  auto least = [&](std::size_t j) {
+    return std::max(g, (problem.stages[j].min_layers + g - 1) / g * g);
+  };
+  std::function<void(std::size_t, int)> walk = [&](std::size_t j, int left) {
+    if (j + 1 == problem.stages.size()) {
+      if (left < least(j) || left > problem.stages[j].max_layers) return;
+      layers[j] = left;
+      best = std::min(best, hetplan::planner::pipeline_time(problem, layers));
+      return;
+    }
+    for (int n = least(j); n <= std::min(left, problem.stages[j].max_layers); n += g) {
+      layers[j] = n;
+      walk(j + 1, left - n);
+    }
+  };
+  walk(0, problem.layers);
+  return best;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  Bytes in(data, size);
+  SplitProblem problem;
+  const int p = 1 + in.next() % 4;
+  problem.granularity = 1 + in.next() % 3;
+  problem.virtual_stages = problem.granularity;
+  problem.layers = problem.granularity * (p + in.next() % 10);
+  problem.micro_batches = 1 + in.next() % 16;
+  for (int j = 0; j < p; ++j) {
+    SplitStage s;
+    s.per_layer_s = in.time(false);
+    s.fixed_s = in.time(true);
+    const int cap = in.next();
+    s.max_layers = cap % 4 == 0 ? problem.layers : cap % (problem.layers + 1);
+    s.min_layers = in.next() % 8 == 0 ? in.next() % 5 : 0;
+    problem.stages.push_back(s);
+  }
+  const double expected = brute_force(problem);
+  const auto split = hetplan::planner::solve_split(problem);
+  if (std::isfinite(expected) != split.has_value()) __builtin_trap();
+  if (!split) return 0;
+  int total = 0;
+  for (std::size_t j = 0; j < split->layers.size(); ++j) {
+    const int n = split->layers[j];
+    if (n % problem.granularity != 0 || n < problem.granularity || n > problem.stages[j].max_layers ||
+        n < problem.stages[j].min_layers)
+      __builtin_trap();
+    total += n;
+  }
+  if (total != problem.layers) __builtin_trap();
+  if (std::fabs(split->pipeline_s - expected) > 1e-9 * expected) __builtin_trap();
+  return 0;
+}
