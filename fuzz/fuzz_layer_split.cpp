@@ -82,8 +82,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   int total = 0;
   for (std::size_t j = 0; j < split->layers.size(); ++j) {
     const int n = split->layers[j];
-    if (n % problem.granularity != 0 || n < problem.granularity || n > problem.stages[j].max_layers ||
-        n < problem.stages[j].min_layers)
+    if (n % problem.granularity != 0 || n < problem.granularity ||
+        n > problem.stages[j].max_layers || n < problem.stages[j].min_layers)
       __builtin_trap();
     total += n;
   }
