@@ -179,8 +179,10 @@ class ConfigMemo {
       if (slot.hash == h && matches(slot, key)) return &slot.value;
     }
   }
-  // Adds `key` (not present) with its score.
+  // Adds `key` (not present) with its score; once the keys fill kMaxInts, nothing more (the
+  // memo only saves scoring again: a configuration left out is scored again, to the same value).
   void add(const std::vector<int>& key, double value) {
+    if (arena_.size() + key.size() > kMaxInts) return;
     if (2 * (used_.size() + 1) > slots_.size()) grow();
     Slot slot{hash(key), arena_.size(), static_cast<long>(key.size()), value};
     arena_.insert(arena_.end(), key.begin(), key.end());
@@ -214,6 +216,8 @@ class ConfigMemo {
     slots_.assign(std::max<std::size_t>(64, 2 * old.size()), Slot{});
     for (std::size_t& i : used_) i = place(old[i]);
   }
+  // 2^24 ints of keys (64 MiB; a key is a few ints per island), with their slots about as much.
+  static constexpr std::size_t kMaxInts = std::size_t{1} << 24;
   std::vector<int> arena_;
   std::vector<Slot> slots_;        // a power of two, at most half full
   std::vector<std::size_t> used_;  // the slots taken, in the order they were added
