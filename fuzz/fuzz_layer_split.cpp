@@ -5,11 +5,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <limits>
 #include <vector>
 
 #include "planner/layer_split.hpp"
+#include "tests/support/split_brute_force.hpp"
 
 namespace {
 
@@ -33,29 +32,6 @@ class Bytes {
   std::size_t at_ = 0;
 };
 
-double brute_force(const SplitProblem& problem) {
-  const int g = problem.granularity;
-  std::vector<int> layers(problem.stages.size());
-  double best = std::numeric_limits<double>::infinity();
-  auto least = [&](std::size_t j) {
-    return std::max(g, (problem.stages[j].min_layers + g - 1) / g * g);
-  };
-  std::function<void(std::size_t, int)> walk = [&](std::size_t j, int left) {
-    if (j + 1 == problem.stages.size()) {
-      if (left < least(j) || left > problem.stages[j].max_layers) return;
-      layers[j] = left;
-      best = std::min(best, hetplan::planner::pipeline_time(problem, layers));
-      return;
-    }
-    for (int n = least(j); n <= std::min(left, problem.stages[j].max_layers); n += g) {
-      layers[j] = n;
-      walk(j + 1, left - n);
-    }
-  };
-  walk(0, problem.layers);
-  return best;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -75,7 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     s.min_layers = in.next() % 8 == 0 ? in.next() % 5 : 0;
     problem.stages.push_back(s);
   }
-  const double expected = brute_force(problem);
+  const double expected = hetplan::test::brute_force_split(problem);
   const auto split = hetplan::planner::solve_split(problem);
   if (std::isfinite(expected) != split.has_value()) __builtin_trap();
   if (!split) return 0;

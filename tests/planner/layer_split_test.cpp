@@ -11,33 +11,13 @@
 #include <random>
 
 #include "planner/score.hpp"
+#include "tests/support/split_brute_force.hpp"
 
 namespace hetplan::planner {
 namespace {
 
-// The best pipeline time over every split that gives each stage at least one unit (and its
-// min_layers) and respects the caps; infinity when there is none.
 double brute_force(const SplitProblem& problem) {
-  const int g = problem.granularity;
-  std::vector<int> layers(problem.stages.size());
-  double best = std::numeric_limits<double>::infinity();
-  auto least = [&](std::size_t j) {
-    return std::max(g, (problem.stages[j].min_layers + g - 1) / g * g);
-  };
-  std::function<void(std::size_t, int)> walk = [&](std::size_t j, int left) {
-    if (j + 1 == problem.stages.size()) {
-      if (left < least(j) || left > problem.stages[j].max_layers) return;
-      layers[j] = left;
-      best = std::min(best, pipeline_time(problem, layers));
-      return;
-    }
-    for (int n = least(j); n <= std::min(left, problem.stages[j].max_layers); n += g) {
-      layers[j] = n;
-      walk(j + 1, left - n);
-    }
-  };
-  if (problem.layers % g == 0) walk(0, problem.layers);
-  return best;
+  return test::brute_force_split(problem);
 }
 
 SplitProblem random_problem(std::mt19937& rng) {
