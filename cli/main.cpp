@@ -428,12 +428,14 @@ extern "C" void stop_search_on_signal(int) {
 
 int run_plan(const std::string& scenario_path, std::size_t top, bool json,
              const std::string& out_dir, bool timings, const std::string& records,
-             std::size_t simulate, double max_seconds, std::size_t threads) {
+             std::size_t simulate, double max_seconds, std::size_t threads,
+             int max_pipeline_islands) {
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
   const auto ladder = hetplan::validation::scenario_ladder(scenario, records);
   hetplan::planner::SearchOptions options;
   options.top = top;
   options.max_seconds = max_seconds;
+  options.max_pipeline_islands = max_pipeline_islands;
   options.threads = threads;
   hetplan::planner::StopToken stop;
   options.stop = &stop;
@@ -1065,6 +1067,11 @@ int main(int argc, char** argv) {
                    "Stop the search after this many seconds with the best plans found so far "
                    "(the report says it stopped early)")
       ->check(CLI::Range(0.001, 1e7));
+  int max_pipeline_islands = 0;
+  plan->add_option("--max-pipeline-islands", max_pipeline_islands,
+                   "The most islands one task-level pipeline may span (default: all); bounds the "
+                   "search's time on sites of many islands, the same on every machine")
+      ->check(CLI::Range(2, 1024));
   std::size_t plan_threads = 0;
   plan->add_option("--threads", plan_threads,
                    "Threads that search side by side (default: one per core); the result is the "
@@ -1262,8 +1269,9 @@ int main(int argc, char** argv) {
       }
       return hetplan::cli::run_sweep_command(sweep_command);
     }
-    if (*plan) return run_plan(plan_scenario, top, json, out_dir, timings, records, simulate_count,
-                                    max_seconds, plan_threads);
+    if (*plan)
+      return run_plan(plan_scenario, top, json, out_dir, timings, records, simulate_count,
+                      max_seconds, plan_threads, max_pipeline_islands);
   } catch (const hetplan::InputError& error) {
     std::cout.flush();
     std::cerr << "error: " << error.what() << "\n";

@@ -182,6 +182,10 @@ std::string search_text(const planner::SearchResult& result, const Scenario& sce
   out += "searched " + std::to_string(result.settings) + " settings, scored " +
          std::to_string(result.evaluations) + " plans, " + std::to_string(result.pruned) +
          " more pruned by a bound\n";
+  if (result.max_pipeline_islands > 0) {
+    out += "task-level pipelines span at most " + std::to_string(result.max_pipeline_islands) +
+           " islands (--max-pipeline-islands): plans across more were not searched\n";
+  }
   if (!result.stopped.empty()) {
     out += "search stopped early (" + result.stopped + ") after " +
            std::to_string(result.settings) + " of " + std::to_string(result.settings_total) +
@@ -275,7 +279,10 @@ nlohmann::ordered_json search_json(const planner::SearchResult& result, const Sc
   j["search"] = {{"settings", result.settings},
                  {"evaluations", result.evaluations},
                  {"pruned", result.pruned}};
-  // Only when it stopped early, so that a complete search's report is unchanged.
+  // Only when set, and only when it stopped early, so that a complete search's report is
+  // unchanged.
+  if (result.max_pipeline_islands > 0)
+    j["search"]["max_pipeline_islands"] = result.max_pipeline_islands;
   if (!result.stopped.empty()) {
     j["search"]["settings_total"] = result.settings_total;
     j["search"]["stopped"] = result.stopped;

@@ -1102,7 +1102,9 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     for (const auto& [option, count] : config)
       key.insert(key.end(), {option->island, option->tp, option->ep, count});
     if (const double* known = seen.find(key)) return *known;
-    const double value = config.size() >= 2 ? try_config(setting, islands, config) : kInf;
+    const int cap = options_.max_pipeline_islands;
+    const bool spans = config.size() >= 2 && (cap <= 0 || static_cast<int>(config.size()) <= cap);
+    const double value = spans ? try_config(setting, islands, config) : kInf;
     seen.add(key, value);
     return value;
   };
@@ -1385,6 +1387,10 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
           return;
         }
         walk(r + 1, capacity, chunk_sum, chunk_max, stages);
+        // Island r joins only while the pipeline spans fewer islands than the cap.
+        if (options_.max_pipeline_islands > 0 &&
+            static_cast<int>(partial.size()) >= options_.max_pipeline_islands)
+          return;
         int& taken_in_zone = used_in_zone[static_cast<std::size_t>(
             islands[static_cast<std::size_t>(walk_order[r])].zone_rank)];
         ++taken_in_zone;
@@ -2006,6 +2012,7 @@ SearchResult Searcher::run() {
   result.pruned = pruned_;
   result.settings = settings_;
   result.settings_total = settings_total_;
+  result.max_pipeline_islands = std::max(0, options_.max_pipeline_islands);
   {
     const std::lock_guard<std::mutex> lock(shared_stop_.mutex);
     result.stopped = shared_stop_.why;

@@ -36,6 +36,10 @@ struct SearchOptions {
   // Task-level: enumerate every ordered island subset and every (tp, stages) per island, and
   // prune nothing. Exponential; for checking the real search on small cases.
   bool exhaustive = false;
+  // Task-level: the most islands one pipeline may span (0: as many as there are). The search's
+  // time grows steeply with the islands it combines (docs/planner.md, "Not yet"); a cap bounds
+  // it the same way on every machine, where max_seconds depends on the machine's speed.
+  int max_pipeline_islands = 0;
   std::size_t top = 10;
   sim::EstimateOptions estimate;
   // Long searches: who hears of the progress, who can stop it, and a time budget in seconds
@@ -117,6 +121,7 @@ struct SearchResult {
   // "the time budget of 30 s ran out"): its plans are the best found until then, not
   // necessarily the best there are.
   std::string stopped;
+  int max_pipeline_islands = 0;  // SearchOptions' cap the search ran under (0: none)
 };
 
 // The best plan for one job (single-island or task-level), or null when there is none.

@@ -236,6 +236,27 @@ TEST(PlanCli, ATimeBudgetStopsTheSearchWithTheBestSoFarAndSaysSo) {
   EXPECT_FALSE(nlohmann::json::parse(complete.out)["search"].contains("stopped"));
 }
 
+// The cap on a pipeline's islands reaches the search and its report; a pipeline of one island
+// is no task-level plan, so 1 is refused.
+TEST(PlanCli, APipelineIslandCapIsReported) {
+  const CliRun json = hetplan("plan --max-pipeline-islands 2 --json", " 2>/dev/null");
+  ASSERT_EQ(json.exit_code, 0) << json.out;
+  const auto report = nlohmann::json::parse(json.out);
+  EXPECT_EQ(report["search"]["max_pipeline_islands"], 2);
+  for (const auto& plan : report["ranked"]) {
+    if (plan["mode"] == "task-level") {
+      EXPECT_LE(plan["islands"].size(), 2u) << plan.dump();
+    }
+  }
+  const CliRun text = hetplan("plan --max-pipeline-islands 2", " 2>/dev/null");
+  EXPECT_NE(text.out.find("task-level pipelines span at most 2 islands"), std::string::npos)
+      << text.out;
+  EXPECT_EQ(hetplan("plan --max-pipeline-islands 1").exit_code, 2);
+  // Without the option the report says nothing of it.
+  const CliRun plain = hetplan("plan --json", " 2>/dev/null");
+  EXPECT_FALSE(nlohmann::json::parse(plain.out)["search"].contains("max_pipeline_islands"));
+}
+
 TEST(PlanCli, TopZeroIsAnInputError) {
   const CliRun run = hetplan("plan --top 0");
   EXPECT_EQ(run.exit_code, 2) << run.out;

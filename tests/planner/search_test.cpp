@@ -545,6 +545,46 @@ TEST(PlanSearch, TensorParallelDegreesMustDivideTheHeads) {
 
 // --- when mixing pays -------------------------------------------------------------------
 
+// A cap on the islands of one pipeline: three balanced islands train fastest together; capped
+// at two, no task-level plan spans three, and the report says what was left out; a cap at or
+// above the island count searches what no cap does.
+TEST(PlanSearch, ACapOnAPipelinesIslandsBoundsTheTaskLevelSearch) {
+  Builder b;
+  b.s.workload = small_model(24);
+  b.s.workload.training.global_batch = 96;
+  b.add("left", chip("nvidia-a100-sxm4-80gb"), 1, 8);
+  b.add("middle", chip("nvidia-a100-sxm4-80gb"), 1, 8, "b");
+  b.add("right", chip("nvidia-h100-sxm5-80gb"), 1, 8, "b");
+  const SearchResult free = search_plans(b.s, narrow());
+  ASSERT_TRUE(free.task_level);
+  ASSERT_EQ(free.task_level->islands.size(), 3u) << free.task_level->plan.name;
+  EXPECT_EQ(free.max_pipeline_islands, 0);
+
+  SearchOptions two = narrow();
+  two.max_pipeline_islands = 2;
+  const SearchResult capped = search_plans(b.s, two);
+  EXPECT_EQ(capped.max_pipeline_islands, 2);
+  ASSERT_TRUE(capped.task_level);
+  EXPECT_EQ(capped.task_level->islands.size(), 2u);
+  EXPECT_LT(capped.task_level->tokens_per_s, free.task_level->tokens_per_s);
+  for (const auto& ranked : capped.ranked) {
+    if (ranked.mode == Mode::task_level) {
+      EXPECT_LE(ranked.islands.size(), 2u) << ranked.plan.name;
+    }
+  }
+  EXPECT_LT(capped.evaluations, free.evaluations);
+
+  SearchOptions three = narrow();
+  three.max_pipeline_islands = 3;
+  const SearchResult wide = search_plans(b.s, three);
+  ASSERT_EQ(wide.ranked.size(), free.ranked.size());
+  for (std::size_t k = 0; k < wide.ranked.size(); ++k) {
+    EXPECT_EQ(wide.ranked[k].plan.name, free.ranked[k].plan.name);
+    EXPECT_EQ(wide.ranked[k].tokens_per_s, free.ranked[k].tokens_per_s);
+  }
+  EXPECT_EQ(wide.evaluations, free.evaluations);
+}
+
 TEST(PlanSearch, ASlowSmallIslandOnlyAddsBubble) {
   Builder b;
   b.s.workload = small_model(16);
