@@ -7,35 +7,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "fuzz/fuzz_common.hpp"
 #include "planner/layer_split.hpp"
 #include "tests/support/split_brute_force.hpp"
-
-namespace {
 
 using hetplan::planner::SplitProblem;
 using hetplan::planner::SplitStage;
 
-class Bytes {
- public:
-  Bytes(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
-  int next() { return at_ < size_ ? data_[at_++] : 0; }
-  // 0, or a mantissa of 1 to 9.9 times a power of ten from 1e-12 to 1e6.
-  double time(bool may_be_zero) {
-    const int a = next(), b = next();
-    if (may_be_zero && a % 5 == 0) return 0.0;
-    return (1.0 + (b % 90) / 10.0) * std::pow(10.0, a % 19 - 12);
-  }
-
- private:
-  const std::uint8_t* data_;
-  std::size_t size_;
-  std::size_t at_ = 0;
-};
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  Bytes in(data, size);
+  hetplan::fuzz::ByteReader in(data, size);
   SplitProblem problem;
   const int p = 1 + in.next() % 4;
   problem.granularity = 1 + in.next() % 3;
@@ -44,8 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   problem.micro_batches = 1 + in.next() % 16;
   for (int j = 0; j < p; ++j) {
     SplitStage s;
-    s.per_layer_s = in.time(false);
-    s.fixed_s = in.time(true);
+    s.per_layer_s = in.time(-12, 19, 0);
+    s.fixed_s = in.time(-12, 19, 5);
     const int cap = in.next();
     s.max_layers = cap % 4 == 0 ? problem.layers : cap % (problem.layers + 1);
     s.min_layers = in.next() % 8 == 0 ? in.next() % 5 : 0;

@@ -2,6 +2,8 @@
 // gradient keeps the global batch's mean (a worked example by hand), the batch shares make the
 // replicas finish together (a hand-computed case) and are optimal against brute force, and
 // shares that cannot add up are refused.
+#include "models/batch_balance.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "models/batch_balance.hpp"
+#include "tests/support/batch_brute_force.hpp"
 
 namespace hetplan::models {
 namespace {
@@ -58,31 +60,7 @@ TEST(BatchBalance, SharesMakeTheReplicasFinishTogether) {
 
 // Every choice of counts, tried.
 BatchShares brute_force(const std::vector<ReplicaGroup>& groups, int global_batch) {
-  BatchShares best;
-  std::vector<int> counts(groups.size());
-  std::function<void(std::size_t, long long)> visit = [&](std::size_t g, long long samples) {
-    if (g == groups.size()) {
-      if (samples != global_batch) return;
-      double step = 0;
-      for (std::size_t k = 0; k < groups.size(); ++k)
-        step = std::max(step, groups[k].step_s(counts[k]));
-      if (!best.feasible || step < best.step_s) {
-        best.feasible = true;
-        best.step_s = step;
-        best.micro_batches = counts;
-      }
-      return;
-    }
-    const ReplicaGroup& group = groups[g];
-    for (int m = group.multiple; m <= group.max_micro_batches; m += group.multiple) {
-      const long long more = static_cast<long long>(group.replicas) * group.micro_batch * m;
-      if (samples + more > global_batch) break;
-      counts[g] = m;
-      visit(g + 1, samples + more);
-    }
-  };
-  visit(0, 0);
-  return best;
+  return test::brute_force_batch(groups, global_batch);
 }
 
 TEST(BatchBalance, OptimalAgainstBruteForce) {
