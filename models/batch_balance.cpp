@@ -61,7 +61,7 @@ BatchShares balance_batch(const std::vector<ReplicaGroup>& groups, int global_ba
   // fewest extra units of group g that reach s from a sum the earlier groups reach (-1: none).
   const auto span = static_cast<std::size_t>(rest / step) + 1;
   std::vector<std::vector<int>> used(n, std::vector<int>(span, -1));
-  auto solve = [&](double limit, std::vector<int>* units) {
+  auto solve = [&](double limit, std::vector<int>& units) {
     for (std::size_t g = 0; g < n; ++g) {
       const int extra = within(g, limit) - 1;
       if (extra < 0) return false;
@@ -78,14 +78,12 @@ BatchShares balance_batch(const std::vector<ReplicaGroup>& groups, int global_ba
       }
     }
     if (used[n - 1][span - 1] < 0) return false;
-    if (units) {
-      units->assign(n, 0);
-      std::size_t s = span - 1;
-      for (std::size_t g = n; g-- > 0;) {
-        const int k = used[g][s];
-        (*units)[g] = 1 + k;
-        s -= static_cast<std::size_t>(k) * steps[g];
-      }
+    units.assign(n, 0);
+    std::size_t s = span - 1;
+    for (std::size_t g = n; g-- > 0;) {
+      const int k = used[g][s];
+      units[g] = 1 + k;
+      s -= static_cast<std::size_t>(k) * steps[g];
     }
     return true;
   };
@@ -172,7 +170,7 @@ BatchShares balance_batch(const std::vector<ReplicaGroup>& groups, int global_ba
   }
   const double limit = candidate(lo);
   std::vector<int> units;
-  solve(limit, &units);
+  solve(limit, units);  // reachable at `limit`, so it succeeds
   out.feasible = true;
   for (std::size_t g = 0; g < n; ++g) {
     out.micro_batches.push_back(units[g] * groups[g].multiple);
