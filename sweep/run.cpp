@@ -87,6 +87,8 @@ ordered_json summarise(const planner::SearchResult& result, std::size_t top,
   out["search"] = {{"evaluations", result.evaluations},
                    {"pruned", result.pruned},
                    {"settings", result.settings}};
+  if (result.max_pipeline_islands > 0)
+    out["search"]["max_pipeline_islands"] = result.max_pipeline_islands;
   return out;
 }
 
@@ -130,7 +132,11 @@ ordered_json simulate_best(const planner::SearchResult& result, std::size_t coun
 // hashes), the sweep's settings and the program.
 std::string inputs_digest(const Sweep& sweep, const Scenario& base) {
   std::string digest = "hetplan sweep point v1; hetplan " + std::string(version()) + "; top " +
-                       std::to_string(sweep.top) + "; twin " + std::to_string(sweep.twin) + "\n";
+                       std::to_string(sweep.top) + "; twin " + std::to_string(sweep.twin);
+  // Only when set, so that the points of sweeps without a cap keep their keys.
+  if (sweep.max_pipeline_islands > 0)
+    digest += "; max_pipeline_islands " + std::to_string(sweep.max_pipeline_islands);
+  digest += "\n";
   for (const auto& [path, hash] : exporters::input_hashes(base, sweep.scenario))
     digest += path + " " + hash + "\n";
   return digest;
@@ -215,6 +221,7 @@ SweepResult run_sweep(const Sweep& sweep, const SweepOptions& options) {
       planner::SearchOptions search;
       search.top = std::max<std::size_t>(sweep.top, 1);
       search.threads = 1;  // the points already run side by side, one per job
+      search.max_pipeline_islands = sweep.max_pipeline_islands;
       const planner::SearchResult found = planner::search_plans(scenario, search);
       r.line["status"] = "ok";
       const ordered_json summary = summarise(found, sweep.top, scenario);

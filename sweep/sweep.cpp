@@ -462,6 +462,10 @@ Sweep parse_sweep(const std::string& text, const std::string& path) {
     if (sweep.twin > sweep.top)
       twin->fail_expected("at most top (" + std::to_string(sweep.top) + ") plans for the twin");
   }
+  // The same range as `hetplan plan --max-pipeline-islands`: a pipeline of one island is a
+  // single-island plan, so a cap below two would only switch the task-level search off.
+  if (auto cap = map.optional("max_pipeline_islands"))
+    sweep.max_pipeline_islands = static_cast<int>(cap->as_int(2, 1024));
   const Field axes = map.required("axes");
   map.done();
   for (const Field& axis : axes.elements()) sweep.axes.push_back(read_axis(axis));

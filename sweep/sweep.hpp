@@ -48,6 +48,7 @@ struct Sweep {
   std::vector<Axis> axes;
   std::size_t top = 3;  // ranked plans a point keeps
   std::size_t twin = 0;  // of those, the best this many jobs simulated by the twin as well
+  int max_pipeline_islands = 0;  // SearchOptions::max_pipeline_islands of every point (0: none)
 };
 
 // Reads a sweep file strictly (unknown keys, wrong types, values and ranges that cannot be

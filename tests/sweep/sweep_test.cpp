@@ -242,6 +242,41 @@ TEST(SweepRun, TheTwinOnEachPointsBestJobs) {
             "sweep.yaml:5:7: twin: expected at most top (2) plans for the twin, got \"3\"");
 }
 
+// `max_pipeline_islands: 2` reaches every point's search as `hetplan plan
+// --max-pipeline-islands 2` does: on the default cluster, whose best task-level plan spans its
+// three islands, each point's task-level plan spans two, the line says the search ran capped,
+// and the points' keys differ from those of the sweep without the cap (a resume never mixes
+// them).
+TEST(SweepRun, APipelineIslandCapReachesEveryPoint) {
+  const std::string axes = "  - path: cluster.islands[dcu-k100].nodes\n    values: [8, 16]\n";
+  Written free(sweep_text(axes, "top: 1\n"));
+  Written capped(sweep_text(axes, "top: 1\nmax_pipeline_islands: 2\n"));
+  const Sweep uncapped_sweep = load_sweep(free.path);
+  const Sweep capped_sweep = load_sweep(capped.path);
+  EXPECT_EQ(uncapped_sweep.max_pipeline_islands, 0);
+  EXPECT_EQ(capped_sweep.max_pipeline_islands, 2);
+  const SweepResult uncapped_run = run_sweep(uncapped_sweep, {});
+  const SweepResult capped_run = run_sweep(capped_sweep, {});
+  ASSERT_EQ(uncapped_run.points.size(), 2u);
+  ASSERT_EQ(capped_run.points.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& before = uncapped_run.points[i].line;
+    const auto& after = capped_run.points[i].line;
+    ASSERT_EQ(before["status"], "ok") << before.dump();
+    ASSERT_EQ(after["status"], "ok") << after.dump();
+    ASSERT_TRUE(before["task_level"].is_object()) << before.dump();
+    ASSERT_TRUE(after["task_level"].is_object()) << after.dump();
+    EXPECT_EQ(before["task_level"]["islands"].size(), 3u) << before["task_level"].dump();
+    EXPECT_EQ(after["task_level"]["islands"].size(), 2u) << after["task_level"].dump();
+    EXPECT_FALSE(before["search"].contains("max_pipeline_islands"));
+    EXPECT_EQ(after["search"]["max_pipeline_islands"], 2);
+    EXPECT_NE(before["key"], after["key"]);
+  }
+  EXPECT_EQ(error_of(sweep_text("  - path: objective\n    values: [throughput]\n",
+                                "max_pipeline_islands: 1\n")),
+            "sweep.yaml:4:23: max_pipeline_islands: expected an integer from 2 to 1024, got \"1\"");
+}
+
 TEST(SweepRun, AStopLeavesTheRestForLater) {
   Written written(sweep_text(kSmall));
   const Sweep sweep = load_sweep(written.path);
