@@ -1,36 +1,35 @@
 // The main window driven as a person would, headless (QT_QPA_PLATFORM=offscreen): open the
 // default scenario, edit an island, search to the end and compare the table with the planner's
 // own result, cancel a long search, open a broken scenario. The models pass Qt's model tester.
-#include <QAbstractItemModelTester>
 #include <QAbstractBarSeries>
+#include <QAbstractItemDelegate>
+#include <QAbstractItemModelTester>
+#include <QAction>
 #include <QBarSet>
 #include <QChart>
 #include <QChartView>
-#include <QStackedBarSeries>
-#include <QTableView>
-#include <QAction>
-#include <QElapsedTimer>
-#include <QSignalSpy>
-#include <QTemporaryDir>
-#include <QTest>
-#include <QTimer>
-
-#include <algorithm>
-#include <cmath>
-#include <filesystem>
-#include <fstream>
-
 #include <QCheckBox>
-#include <QAbstractItemDelegate>
 #include <QComboBox>
-#include <QStyleOptionViewItem>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QLineEdit>
 #include <QProcess>
 #include <QRegularExpression>
-
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStackedBarSeries>
+#include <QStyleOptionViewItem>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "formats/loaders.hpp"
 #include "formats/writers.hpp"
@@ -129,6 +128,36 @@ class MainWindowTest : public QObject {
     edited.cluster.islands[1].free_nodes = 8;
     const planner::SearchResult expected = planner::search_plans(edited);
     expect_rows(window, expected);
+  }
+
+  // The pipeline-island cap in the tool bar reaches the search as `hetplan plan
+  // --max-pipeline-islands 2` does: the default cluster's best task-level plan spans its three
+  // islands, capped it spans two; the rows are the planner's own under the cap, the status line
+  // says the search ran capped, and the box is locked while the search runs.
+  void aPipelineIslandCapReachesTheSearch() {
+    MainWindow window;
+    QVERIFY(window.open_scenario(kDefault));
+    QSpinBox* cap = window.pipeline_islands_box();
+    QCOMPARE(cap->value(), 1);
+    QCOMPARE(cap->text(), QStringLiteral("all"));
+    cap->setValue(2);
+    QSignalSpy done(&window, &MainWindow::search_done);
+    window.search();
+    QVERIFY(!cap->isEnabled());
+    QVERIFY(done.wait(300000));
+    QVERIFY(cap->isEnabled());
+    planner::SearchOptions options;
+    options.max_pipeline_islands = 2;
+    const planner::SearchResult expected =
+        planner::search_plans(formats::load_scenario(kDefault.toStdString()), options);
+    QVERIFY(expected.task_level.has_value());
+    std::set<std::string> islands;
+    for (const auto& stage : expected.task_level->plan.stages) islands.insert(stage.island);
+    QCOMPARE(islands.size(), std::size_t{2});
+    expect_rows(window, expected);
+    QVERIFY2(
+        window.message().contains(QStringLiteral("task-level pipelines span at most 2 islands")),
+        qPrintable(window.message()));
   }
 
   // The search runs off the GUI thread: the table ends with the planner's own ranking, and a

@@ -1,53 +1,53 @@
 #include "gui/main_window.hpp"
 
 #include <QAction>
-#include <QCoreApplication>
-#include <QKeySequence>
 #include <QBarCategoryAxis>
 #include <QBarSeries>
 #include <QBarSet>
-#include <QHorizontalBarSeries>
 #include <QChart>
 #include <QChartView>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QCoreApplication>
+#include <QFile>
 #include <QFileDialog>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QHBoxLayout>
 #include <QHeaderView>
+#include <QHorizontalBarSeries>
 #include <QItemSelectionModel>
+#include <QKeySequence>
 #include <QLabel>
 #include <QLineEdit>
-#include <QComboBox>
-#include <QFormLayout>
-#include <QRegularExpression>
-#include <QSignalBlocker>
-#include <QStyledItemDelegate>
 #include <QLineSeries>
-#include <QStackedBarSeries>
-#include <QTabWidget>
 #include <QPainter>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QCheckBox>
+#include <QRegularExpression>
 #include <QSaveFile>
-#include <QFile>
-#include <QHBoxLayout>
-#include <QGridLayout>
+#include <QSignalBlocker>
 #include <QSortFilterProxyModel>
+#include <QSpinBox>
 #include <QSplitter>
+#include <QStackedBarSeries>
 #include <QStatusBar>
+#include <QStyledItemDelegate>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTextBrowser>
 #include <QToolBar>
 #include <QVBoxLayout>
 #include <QValueAxis>
-
 #include <algorithm>
+#include <exception>
+#include <filesystem>
 #include <functional>
 #include <optional>
-#include <filesystem>
 #include <set>
-#include <exception>
 
-#include "core/error.hpp"
 #include "core/dtype.hpp"
+#include "core/error.hpp"
 #include "core/scratch_files.hpp"
 #include "formats/loaders.hpp"
 #include "formats/writers.hpp"
@@ -139,6 +139,23 @@ MainWindow::MainWindow(QWidget* parent)
   save_action_->setToolTip(tr("Write the edited islands and workload into their files"));
   save_action_->setShortcut(QKeySequence::Save);
   search_action_ = tools->addAction(tr("Search plans"));
+  // hetplan plan --max-pipeline-islands: on a site of many islands the task-level search's time
+  // grows steeply with their number; a cap bounds it the same way on every machine.
+  auto* pipeline_islands_label = new QLabel(tr("Islands per pipeline:"), tools);
+  pipeline_islands_label->setContentsMargins(6, 0, 4, 0);
+  pipeline_islands_ = new QSpinBox(tools);
+  pipeline_islands_->setRange(1, 1024);
+  pipeline_islands_->setSpecialValueText(tr("all"));
+  pipeline_islands_->setMaximumWidth(
+      pipeline_islands_->fontMetrics().horizontalAdvance(QStringLiteral("00000")) + 40);
+  const QString pipeline_islands_tip =
+      tr("The most islands one task-level pipeline may span (all: no cap). A cap bounds the "
+         "search's time on sites of many islands.");
+  pipeline_islands_label->setToolTip(pipeline_islands_tip);
+  pipeline_islands_->setToolTip(pipeline_islands_tip);
+  pipeline_islands_label->setBuddy(pipeline_islands_);
+  tools->addWidget(pipeline_islands_label);
+  tools->addWidget(pipeline_islands_);
   simulate_action_ = tools->addAction(tr("Simulate plan"));
   simulate_action_->setToolTip(tr("Simulate one step of the plan in the detail tab on the cluster's fabric"));
   pin_action_ = tools->addAction(tr("Pin for comparison"));
@@ -447,6 +464,7 @@ void MainWindow::update_actions() {
   pin_action_->setEnabled(detailed_ != nullptr);
   save_action_->setEnabled(scenario_ && edited_ && !busy);
   cancel_action_->setEnabled(busy);
+  pipeline_islands_->setEnabled(!busy);
 }
 
 MainWindow::~MainWindow() = default;
@@ -611,7 +629,9 @@ bool MainWindow::open_scenario(const QString& path) {
 void MainWindow::search() {
   if (!scenario_ || runner_->running() || simulation_runner_->running()) return;
   progress_->setRange(0, 0);  // busy until the first report gives the total
-  if (!runner_->start(*scenario_)) return;
+  planner::SearchOptions options;
+  if (pipeline_islands_->value() > 1) options.max_pipeline_islands = pipeline_islands_->value();
+  if (!runner_->start(*scenario_, options)) return;
   update_actions();
   show_message(tr("searching..."), false);
 }
@@ -878,6 +898,8 @@ void MainWindow::show_result(std::shared_ptr<const planner::SearchResult> result
                      .arg(result->settings)
                      .arg(result->evaluations)
                      .arg(result->pruned);
+  if (result->max_pipeline_islands > 0)
+    text += tr("; task-level pipelines span at most %1 islands").arg(result->max_pipeline_islands);
   if (!result->stopped.empty())
     text += tr("; stopped early (%1): the best plans found until then")
                 .arg(QString::fromStdString(result->stopped));

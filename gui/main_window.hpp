@@ -17,6 +17,7 @@
 #include "gui/simulation_runner.hpp"
 
 class QAction;
+class QSpinBox;
 class QLabel;
 class QProgressBar;
 class QSortFilterProxyModel;
@@ -105,6 +106,8 @@ class MainWindow : public QMainWindow {
   QAction* export_action() const { return export_action_; }
   QAction* save_action() const { return save_action_; }
   QAction* pin_action() const { return pin_action_; }
+  // The most islands one task-level pipeline may span; its lowest value, 1, means no cap.
+  QSpinBox* pipeline_islands_box() const { return pipeline_islands_; }
   ComparisonModel* comparison_model() const { return comparison_; }
   SimulationRunner* simulation_runner() const { return simulation_runner_; }
   const Simulation* simulation() const { return simulation_.get(); }
@@ -160,6 +163,7 @@ class MainWindow : public QMainWindow {
   QAction* export_action_;
   QAction* save_action_;
   QAction* pin_action_;
+  QSpinBox* pipeline_islands_;
   std::optional<PinnedPlan> pinned_;
   bool edited_ = false;  // islands or workload changed in the window since opened or saved
   std::optional<std::string> cluster_text_;   // edits beyond node counts, not yet saved
