@@ -8,6 +8,33 @@
 
 namespace hetplan::planner {
 
+double whole_layer_level(std::span<LevelGroup> groups, long layers, double below) {
+  long held = 0;
+  double level = -std::numeric_limits<double>::infinity();
+  for (auto& g : groups) {
+    const double allowed = std::floor(std::min((below - g.fixed) / g.per_layer, 1e9));
+    g.held = std::max(0, std::min(g.cap, static_cast<int>(std::max(allowed, 0.0))) - 1);
+    held += static_cast<long>(g.count) * g.held;
+    if (g.held > 0) level = std::max(level, g.fixed + g.held * g.per_layer);
+  }
+  while (held < layers) {
+    LevelGroup* next = nullptr;
+    double cheapest = std::numeric_limits<double>::infinity();
+    for (auto& g : groups) {
+      const double cost = g.fixed + (g.held + 1) * g.per_layer;
+      if (g.held < g.cap && cost < cheapest) {
+        cheapest = cost;
+        next = &g;
+      }
+    }
+    if (!next) return std::numeric_limits<double>::infinity();
+    ++next->held;
+    held += next->count;
+    level = std::max(level, cheapest);
+  }
+  return level;
+}
+
 PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
                              const sim::StepSettings& settings, int micro_batches,
                              const std::vector<const sim::StageKernel*>& kernels,

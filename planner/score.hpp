@@ -44,8 +44,12 @@ class PipelineFloor {
     floor_tau_ = std::max(floor_tau_, fixed_s + least_layers * per_layer_s);
     fastest_ = std::min(fastest_, per_layer_s);
   }
-  double value(int layers, int micro_batches, int virtual_stages) const {
-    const double tau = std::max((layers + credit_layers_) / inverse_sum_, floor_tau_);
+  // The bottleneck of the fluid balance alone (no stage's least time), a level no split of
+  // whole layers goes below.
+  double fluid_tau(int layers) const { return (layers + credit_layers_) / inverse_sum_; }
+  // `least_tau`: a bottleneck the caller knows every split reaches (whole_layer_level's).
+  double value(int layers, int micro_batches, int virtual_stages, double least_tau = 0) const {
+    const double tau = std::max({fluid_tau(layers), floor_tau_, least_tau});
     return (micro_batches - 1.0 / virtual_stages) * tau +
            (layers * fastest_ + fixed_sum_) / virtual_stages;
   }
@@ -55,6 +59,26 @@ class PipelineFloor {
   double credit_layers_ = 0;  // the negative fixed parts over their per-layer times
   double fastest_ = std::numeric_limits<double>::infinity();
 };
+
+// Stages alike for whole_layer_level: `count` of them, each holding at most
+// min(cap, floor((tau - fixed) / per_layer)) layers under a bottleneck tau. `held` is the
+// function's scratch.
+struct LevelGroup {
+  double per_layer = 0;
+  double fixed = 0;
+  int count = 0;
+  int cap = std::numeric_limits<int>::max();
+  int held = 0;
+};
+
+// The least bottleneck at which the groups hold `layers` whole layers (infinity where their
+// caps cannot): a stage holds a whole number of layers, so with few layers per stage this lies
+// well above the fluid balance (five layers per stage: up to a fifth above). `below` is a level
+// known not to exceed it (the fluid balance); each group starts one layer under what `below`
+// allows it, whatever the rounding, and the level then rises to the next layer of whichever
+// group it costs least until every layer is held: a few steps per group. A lower bound on every
+// split, so the bounds built on it prune nothing a split could reach (docs/planner.md#bounds).
+double whole_layer_level(std::span<LevelGroup> groups, long layers, double below);
 
 // What scoring pipelines computes again and again for the same stage kernels: the boundary
 // between two kernels, and a stage's memory cap (layers) at a position of a pipeline. Valid for

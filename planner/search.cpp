@@ -561,9 +561,14 @@ class Searcher {
                    const std::vector<std::size_t>& order);
   // The currency per second of the parts' chips (kInf without prices).
   double parts_rate(const std::vector<std::pair<const Option*, int>>& parts, int dp);
-  // A lower bound on the step of any layer split of the parts' stages.
+  // A lower bound on the step of any layer split of the parts' stages; with `whole_layers`,
+  // where the fluid balance stays under `cutoff`, its bottleneck is raised to the whole-layer
+  // water level (dearer; most candidates are cut without it). The islands-alone search keeps
+  // the fluid bound: the replica groups take their layouts from the plans it scores beside each
+  // island's best, and a tighter bound there would score fewer of them.
   double pipeline_floor(const Setting& setting,
-                        const std::vector<std::pair<const Option*, int>>& parts);
+                        const std::vector<std::pair<const Option*, int>>& parts, bool whole_layers,
+                        double cutoff);
   double evaluate(Mode mode, const Setting& setting, const std::vector<int>& order,
                 const std::vector<std::pair<const Option*, int>>& parts);
   // Decides whether to stop (a request, or the time budget spent), for every lane.
@@ -590,6 +595,7 @@ class Searcher {
   mutable std::vector<double> bar_scores_;  // ranking_bar()'s (the run's only)
   std::vector<Found> single_best_;  // per island
   Found task_best_;
+  std::vector<LevelGroup> level_groups_;  // the bounds' whole-layer water levels, reused
   std::vector<std::string> island_why_not_;
   std::vector<char> zone_linked_;  // [zone a x zones + zone b]: stages may cross from a to b
   std::size_t evaluations_ = 0;
@@ -777,7 +783,8 @@ double Searcher::parts_rate(const std::vector<std::pair<const Option*, int>>& pa
 }
 
 double Searcher::pipeline_floor(const Setting& setting,
-                                const std::vector<std::pair<const Option*, int>>& parts) {
+                                const std::vector<std::pair<const Option*, int>>& parts,
+                                bool whole_layers, double cutoff) {
   // score_pipeline's first bound, from the parts: a part of c stages of one kernel has a first
   // and a last stage with the boundaries to its neighbours, and c - 2 middle ones with the
   // boundaries inside it on both sides.
@@ -793,6 +800,8 @@ double Searcher::pipeline_floor(const Setting& setting,
     }).time_s;
   };
   PipelineFloor floor;
+  std::vector<LevelGroup>& level = level_groups_;
+  level.clear();
   double before = 0;  // the boundary into this part's first stage
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const Option& option = *parts[i].first;
@@ -813,16 +822,24 @@ double Searcher::pipeline_floor(const Setting& setting,
     }
     const double head =
         i + 1 == parts.size() ? k.head_forward_s + k.head_backward_s + k.boundary_tp_s : 0.0;
+    auto add = [&](double fixed, int stages) {
+      if (stages <= 0) return;
+      floor.add(per_layer, fixed, least_layers, stages);
+      level.push_back({per_layer, fixed, stages});
+    };
     if (count == 1) {
-      floor.add(per_layer, extra + embedding + head + before + after, least_layers);
+      add(extra + embedding + head + before + after, 1);
     } else {
-      floor.add(per_layer, extra + embedding + before + inner, least_layers);
-      floor.add(per_layer, extra + 2.0 * inner, least_layers, count - 2);
-      floor.add(per_layer, extra + head + inner + after, least_layers);
+      add(extra + embedding + before + inner, 1);
+      add(extra + 2.0 * inner, count - 2);
+      add(extra + head + inner + after, 1);
     }
     before = after;
   }
-  return floor.value(layers_, setting.micro_batches, v);
+  const double fluid = floor.value(layers_, setting.micro_batches, v);
+  if (!whole_layers || fluid >= cutoff) return fluid;
+  return floor.value(layers_, setting.micro_batches, v,
+                     whole_layer_level(level, layers_, floor.fluid_tau(layers_)));
 }
 
 double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<int>& order,
@@ -862,7 +879,8 @@ double Searcher::evaluate(Mode mode, const Setting& setting, const std::vector<i
             : std::max(single_best_[static_cast<std::size_t>(order.front())].score, rank_bar_);
     cutoff = step_for(incumbent, money);
     // Most candidates end here, before their stages are laid out one by one.
-    if (std::isfinite(cutoff) && pipeline_floor(setting, parts) >= cutoff) {
+    if (std::isfinite(cutoff) &&
+        pipeline_floor(setting, parts, mode == Mode::task_level, cutoff) >= cutoff) {
       ++pruned_;
       return kInf;
     }
@@ -1267,7 +1285,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     int cap;  // layers per stage
   };
   std::vector<Group> groups;  // capped_bound's, reused
-  auto capped_bound = [&](const Config& config) {
+  auto capped_bound = [&](const Config& config, double money, double bar) {
     groups.clear();
     long held = 0;
     double chunk_max = 0;
@@ -1310,6 +1328,14 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
       sum += static_cast<double>(take) * g.per_layer;
       left -= take;
     }
+    const double fluid =
+        slope * std::max(tau, chunk_max) + (sum + least_embedding + least_head) / v;
+    if (score(fluid, money) >= bar) return fluid;
+    // A stage holds whole layers: the bottleneck is at least their water level (dearer, so only
+    // where the fluid level leaves the configuration a chance).
+    level_groups_.clear();
+    for (const auto& g : groups) level_groups_.push_back({g.per_layer, 0.0, g.count, g.cap});
+    tau = std::max(tau, whole_layer_level(level_groups_, layers_ - dense, tau));
     return slope * std::max(tau, chunk_max) + (sum + least_embedding + least_head) / v;
   };
   // Zone reachability, decided per set of islands before any (tp, stages) of them is
@@ -1378,8 +1404,10 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
         }
         if (r == walk_order.size()) {
           if (partial.size() < 2) return;
-          if (!options_.exhaustive && task_bar() < kInf &&
-              score(capped_bound(partial), money_of(partial)) >= task_bar()) {
+          if (!options_.exhaustive && task_bar() < kInf && [&] {
+                const double money = money_of(partial);
+                return score(capped_bound(partial, money, task_bar()), money) >= task_bar();
+              }()) {
             ++pruned_;
             return;
           }

@@ -257,5 +257,93 @@ TEST(PipelineFloor, ANegativeFixedPartLowersTheBalance) {
   EXPECT_LE(floor.value(4, 4, 1), split->pipeline_s);
 }
 
+// The least bottleneck of whole layers by brute force over every assignment: each stage (a
+// group's `count` stages each) takes 0 to cap layers, all of them placed; a stage with layers
+// takes fixed + layers x per_layer. Infinity when the caps cannot hold them.
+double brute_force_level(const std::vector<LevelGroup>& groups, int layers) {
+  std::vector<const LevelGroup*> stages;
+  for (const auto& g : groups)
+    for (int c = 0; c < g.count; ++c) stages.push_back(&g);
+  double best = std::numeric_limits<double>::infinity();
+  std::function<void(std::size_t, int, double)> place = [&](std::size_t j, int left, double level) {
+    if (j == stages.size()) {
+      if (left == 0) best = std::min(best, level);
+      return;
+    }
+    for (int n = 0; n <= std::min(left, stages[j]->cap); ++n)
+      place(j + 1, left - n,
+            n > 0 ? std::max(level, stages[j]->fixed + n * stages[j]->per_layer) : level);
+  };
+  place(0, layers, -std::numeric_limits<double>::infinity());
+  return best;
+}
+
+// whole_layer_level is the least bottleneck of whole layers (against brute force, on groups of
+// alike stages with fixed parts, negative ones too, and caps), whatever level below it it starts
+// from: the fluid balance, the answer itself, or far below.
+TEST(WholeLayerLevel, IsTheLeastBottleneckOfWholeLayers) {
+  std::mt19937 rng(20261204);
+  std::uniform_int_distribution<int> group_count(1, 3), count(1, 3), layers(1, 12), coin(0, 3);
+  std::uniform_real_distribution<double> per_layer(0.05, 4.0), fixed(-1.0, 3.0);
+  int finite = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::vector<LevelGroup> groups(static_cast<std::size_t>(group_count(rng)));
+    for (auto& g : groups) {
+      g.per_layer = coin(rng) == 0 ? 1.0 : per_layer(rng);
+      g.fixed = coin(rng) == 0 ? 0.0 : fixed(rng);
+      g.count = count(rng);
+      g.cap = coin(rng) == 0 ? std::numeric_limits<int>::max() : layers(rng) / 2;
+    }
+    const int total = layers(rng);
+    const double expected = brute_force_level(groups, total);
+    // The fluid balance: sum count (tau - fixed) / per_layer = total.
+    double inverse = 0, offset = 0;
+    for (const auto& g : groups) {
+      inverse += g.count / g.per_layer;
+      offset += g.count * g.fixed / g.per_layer;
+    }
+    const double fluid = (total + offset) / inverse;
+    if (!std::isfinite(expected)) {
+      EXPECT_TRUE(std::isinf(whole_layer_level(groups, total, -1e9))) << "trial " << trial;
+      continue;
+    }
+    ++finite;
+    for (double below : {-1e9, std::min(fluid, expected), expected}) {
+      EXPECT_NEAR(whole_layer_level(groups, total, below), expected,
+                  1e-12 * std::abs(expected) + 1e-12)
+          << "trial " << trial << ", starting from " << below;
+    }
+  }
+  EXPECT_GT(finite, 2000);
+}
+
+// The bounds build on it as a lower bound: with one group per stage of a split problem (its
+// fixed part and memory cap), the level is never above the bottleneck of the optimal split, and
+// never below the fluid balance it starts from.
+TEST(WholeLayerLevel, NeverAboveTheOptimalSplitsBottleneck) {
+  std::mt19937 rng(20261205);
+  int compared = 0, above_fluid = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    SplitProblem problem = random_problem(rng);
+    for (auto& s : problem.stages) s.min_layers = 1;
+    const auto split = solve_split(problem);
+    if (!split) continue;
+    std::vector<LevelGroup> groups;
+    PipelineFloor floor;
+    for (const auto& s : problem.stages) {
+      groups.push_back({s.per_layer_s, s.fixed_s, 1, s.max_layers});
+      floor.add(s.per_layer_s, s.fixed_s, 1);
+    }
+    const double fluid = floor.fluid_tau(problem.layers);
+    const double level = whole_layer_level(groups, problem.layers, fluid);
+    EXPECT_LE(level, split->bottleneck_s * (1 + 1e-12)) << "trial " << trial;
+    EXPECT_GE(level, fluid * (1 - 1e-12)) << "trial " << trial;
+    above_fluid += level > fluid * (1 + 1e-9) ? 1 : 0;
+    ++compared;
+  }
+  EXPECT_GT(compared, 2000);
+  EXPECT_GT(above_fluid, compared / 2);  // whole layers raise the bound on most problems
+}
+
 }  // namespace
 }  // namespace hetplan::planner
