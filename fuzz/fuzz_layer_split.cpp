@@ -1,7 +1,9 @@
 // The layer split against brute force on small problems built from the input's bytes: stage
 // speeds and fixed parts from 1e-12 to 1e6 s, caps, least layers, chunks and micro-batches.
 // A split that is not the optimum, breaks a constraint or misses the layer total, or a
-// problem with a split that the solver calls impossible (or the reverse), is a finding.
+// problem with a split that the solver calls impossible (or the reverse), is a finding; so is a
+// whole-layer water level (the search's bound, planner/score.hpp) above the optimal split's
+// bottleneck or below the fluid balance it starts from.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +11,7 @@
 
 #include "fuzz/fuzz_common.hpp"
 #include "planner/layer_split.hpp"
+#include "planner/score.hpp"
 #include "tests/support/split_brute_force.hpp"
 
 using hetplan::planner::SplitProblem;
@@ -45,5 +48,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (total != problem.layers) __builtin_trap();
   if (std::fabs(split->pipeline_s - expected) > 1e-9 * expected) __builtin_trap();
+  std::vector<hetplan::planner::LevelGroup> groups;
+  hetplan::planner::PipelineFloor floor;
+  for (const auto& s : problem.stages) {
+    groups.push_back({s.per_layer_s, s.fixed_s, 1, s.max_layers});
+    floor.add(s.per_layer_s, s.fixed_s, 1);
+  }
+  const double fluid = floor.fluid_tau(problem.layers);
+  const double level = hetplan::planner::whole_layer_level(groups, problem.layers, fluid);
+  if (level > split->bottleneck_s * (1 + 1e-9) || level < fluid * (1 - 1e-9)) __builtin_trap();
   return 0;
 }
