@@ -12,8 +12,10 @@ double whole_layer_level(std::span<LevelGroup> groups, long layers, double below
   long held = 0;
   double level = -std::numeric_limits<double>::infinity();
   for (auto& g : groups) {
-    const double allowed = std::floor(std::min((below - g.fixed) / g.per_layer, 1e9));
-    g.held = std::max(0, std::min(g.cap, static_cast<int>(std::max(allowed, 0.0))) - 1);
+    // Layers a stage of the group holds at `below` (none when that is not a number).
+    const double allowed = (below - g.fixed) / g.per_layer;
+    const int at_below = allowed >= 1 ? static_cast<int>(std::min(std::floor(allowed), 1e9)) : 0;
+    g.held = std::max(0, std::min(g.cap, at_below) - 1);
     held += static_cast<long>(g.count) * g.held;
     if (g.held > 0) level = std::max(level, g.fixed + g.held * g.per_layer);
   }

@@ -825,7 +825,7 @@ double Searcher::pipeline_floor(const Setting& setting,
     auto add = [&](double fixed, int stages) {
       if (stages <= 0) return;
       floor.add(per_layer, fixed, least_layers, stages);
-      level.push_back({per_layer, fixed, stages});
+      if (whole_layers) level.push_back({per_layer, fixed, stages});
     };
     if (count == 1) {
       add(extra + embedding + head + before + after, 1);
@@ -1328,15 +1328,15 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
       sum += static_cast<double>(take) * g.per_layer;
       left -= take;
     }
-    const double fluid =
-        slope * std::max(tau, chunk_max) + (sum + least_embedding + least_head) / v;
+    const double sums = (sum + least_embedding + least_head) / v;
+    const double fluid = slope * std::max(tau, chunk_max) + sums;
     if (score(fluid, money) >= bar) return fluid;
     // A stage holds whole layers: the bottleneck is at least their water level (dearer, so only
     // where the fluid level leaves the configuration a chance).
     level_groups_.clear();
     for (const auto& g : groups) level_groups_.push_back({g.per_layer, 0.0, g.count, g.cap});
-    tau = std::max(tau, whole_layer_level(level_groups_, layers_ - dense, tau));
-    return slope * std::max(tau, chunk_max) + (sum + least_embedding + least_head) / v;
+    const double whole = whole_layer_level(level_groups_, layers_ - dense, tau);
+    return slope * std::max({tau, whole, chunk_max}) + sums;
   };
   // Zone reachability, decided per set of islands before any (tp, stages) of them is
   // enumerated: a pipeline's consecutive stages must sit in linked zones, so the zones of the
@@ -1404,12 +1404,12 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
         }
         if (r == walk_order.size()) {
           if (partial.size() < 2) return;
-          if (!options_.exhaustive && task_bar() < kInf && [&] {
-                const double money = money_of(partial);
-                return score(capped_bound(partial, money, task_bar()), money) >= task_bar();
-              }()) {
-            ++pruned_;
-            return;
+          if (!options_.exhaustive && task_bar() < kInf) {
+            const double money = money_of(partial);
+            if (score(capped_bound(partial, money, task_bar()), money) >= task_bar()) {
+              ++pruned_;
+              return;
+            }
           }
           submit(partial);
           return;
