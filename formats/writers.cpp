@@ -773,11 +773,13 @@ std::vector<std::string> write_folder_atomically(
 
   const fs::path temporary =
       parent / ("." + target.filename().string() + ".tmp" + std::to_string(static_cast<long>(::getpid())));
+  // Emptied and removed by the front end's signal handler if the process is interrupted;
+  // registered before it exists, so that no signal finds it made but not yet known (removing a
+  // folder that is not there yet does nothing).
+  const ScratchFile scratch(temporary.string(), true);
   fs::remove_all(temporary, error);  // a folder a killed run of this process id left
   if (::mkdir(temporary.c_str(), 0755) != 0)
     throw std::runtime_error(temporary.string() + ": cannot create (" + std::strerror(errno) + ")");
-  // Emptied and removed by the front end's signal handler if the process is interrupted.
-  const ScratchFile scratch(temporary.string(), true);
   auto abandon = [&] {
     std::error_code ignored;
     fs::remove_all(temporary, ignored);
