@@ -36,14 +36,16 @@ int reject(const std::string& why) {
 
 int main() {
   using namespace hetplan::sim;
+#if !HETPLAN_TWIN_JEMALLOC
   // One simulation, then exit: SimGrid makes and frees millions of small objects (activities,
-  // actions, route vectors), and glibc's defaults give memory back to the system whenever the
-  // heap's top frees up and grow it again page by page, and sort small frees through its slow
-  // bins. Keep what was taken (no trimming, the heap grown 64 MiB at a time) and serve objects
-  // up to 160 bytes from the fast bins: a quarter off the 65,536-rank step (docs/twin.md#speed).
+  // actions, route vectors). The worker links jemalloc for them (docs/twin.md#speed); a build
+  // without it (the sanitizers') tunes glibc's allocator instead: keep what was taken (no
+  // trimming, the heap grown 64 MiB at a time) and serve objects up to 160 bytes from the fast
+  // bins.
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   mallopt(M_TOP_PAD, 64 << 20);
   mallopt(M_MXFAST, 160);
+#endif
   // Die with the process that started us (killed, crashed or interrupted), never simulate on
   // as an orphan. The parent names itself in HETPLAN_TWIN_PARENT: if it is already gone when
   // the death signal is armed, stop now.
