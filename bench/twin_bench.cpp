@@ -1,9 +1,12 @@
 // The digital twin's speed and memory: one training step of a 1,024-rank, an 8,192-rank and a
 // 65,536-rank plan, and of a GPT-3-175B-scale interleaved plan on 4,096 chips, simulated on a
-// leaf-spine fabric, each in its own worker process as `hetplan simulate` runs it. Counters: the worker's peak resident memory (MiB), the flows simulated and the
-// simulated step (s). Run ./build/bench/hetplan_bench --benchmark_filter=Twin.
+// leaf-spine fabric, each in its own worker process as `hetplan simulate` runs it. Counters: the
+// worker's peak resident memory (MiB), the flows simulated, the wall time per flow (µs, the
+// worker's whole run over its flows: the figure whose flatness across sizes docs/twin.md#speed
+// follows) and the simulated step (s). Run ./build/bench/hetplan_bench --benchmark_filter=Twin.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <stdexcept>
 
 #include "formats/loaders.hpp"
@@ -42,17 +45,23 @@ hetplan::sim::TwinInput large_plan(int stages, int dp, int global_batch, int nod
 void simulate(benchmark::State& state, const hetplan::sim::TwinInput& input) {
   const hetplan::sim::twin::WorkerCommand worker{HETPLAN_TWIN_WORKER};
   long peak_kib = 0;
+  double wall_s = 0;
+  double flows = 0;
   for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
     const auto outcome = hetplan::sim::twin::run_workers({input}, worker, 1).front();
+    wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!outcome.result) {
       state.SkipWithError(outcome.error.c_str());
       return;
     }
     peak_kib = std::max(peak_kib, outcome.peak_rss_kib);
+    flows += static_cast<double>(outcome.result->flows);
     state.counters["flows"] = static_cast<double>(outcome.result->flows);
     state.counters["step_s"] = outcome.result->step_time_s;
   }
   state.counters["peak_rss_MiB"] = static_cast<double>(peak_kib) / 1024.0;
+  if (flows > 0) state.counters["us_per_flow"] = wall_s / flows * 1e6;
 }
 
 // 1,024 ranks: 8 stages x tp 8 x dp 16, 32 micro-batches of one sequence.
