@@ -164,4 +164,14 @@ std::string_view to_string(Recompute recompute) {
   return "?";
 }
 
+std::string_view to_string(MoeDispatcher dispatcher) {
+  switch (dispatcher) {
+    case MoeDispatcher::all_to_all:
+      return "alltoall";
+    case MoeDispatcher::flex:
+      return "flex";
+  }
+  return "alltoall";
+}
+
 }  // namespace hetplan

@@ -13,6 +13,10 @@ enum class Activation { gelu, swiglu, relu };
 enum class Norm { layernorm, rmsnorm };
 enum class Optimizer { adam, adamw, sgd };
 enum class Recompute { none, selective, full };
+// How a mixture's tokens reach their experts' chips (docs/models/moe.md#dispatcher):
+// Megatron-Core's all-to-all dispatcher sends one copy per routed expert; its flex dispatcher
+// (DeepEP, HybridEP) one per token and destination chip.
+enum class MoeDispatcher { all_to_all, flex };
 
 struct ModelShape {
   // llama, qwen2, qwen3, mistral, gpt2, gpt_neox, opt, baichuan, chatglm, glm4, internlm2,
@@ -132,6 +136,7 @@ struct TrainingSettings {
   // (--moe-grouped-gemm) or one after another.
   double expert_imbalance = 0;
   bool grouped_gemm = true;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::all_to_all;
 };
 
 // Megatron-LM's default for where gradients accumulate and are reduced: in fp32 for bf16 (and
@@ -164,5 +169,6 @@ std::string_view to_string(Activation activation);
 std::string_view to_string(Norm norm);
 std::string_view to_string(Optimizer optimizer);
 std::string_view to_string(Recompute recompute);
+std::string_view to_string(MoeDispatcher dispatcher);
 
 }  // namespace hetplan

@@ -281,7 +281,20 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
     const int ep = plan.stages[part.stages.front()].ep;
     parallel.push_back("--expert-model-parallel-size " + std::to_string(ep));
     parallel.push_back("--expert-tensor-parallel-size " + std::to_string(tp));
-    parallel.push_back("--moe-token-dispatcher-type alltoall");
+    const std::string refused = training.moe_dispatcher == MoeDispatcher::flex
+                                    ? sim::flex_dispatcher_refusal(*part.chip)
+                                    : std::string();
+    if (training.moe_dispatcher == MoeDispatcher::flex && refused.empty()) {
+      // Megatron-Core's flex dispatcher with DeepEP as its backend.
+      parallel.push_back("--moe-token-dispatcher-type flex");
+      parallel.push_back("--moe-enable-deepep");
+    } else {
+      parallel.push_back("--moe-token-dispatcher-type alltoall");
+      if (!refused.empty()) {
+        notes.push_back("The workload dispatches with the flex dispatcher, not passed: " + refused +
+                        " (the estimate prices the all-to-all dispatcher's copies too).");
+      }
+    }
     if (training.grouped_gemm) parallel.push_back("--moe-grouped-gemm");
     for (const std::size_t i : part.stages) {
       if (plan.stages[i].ep == ep) continue;

@@ -428,6 +428,11 @@ TrainingSettings read_training(const Field& field) {
     MapReader m(*moe);
     if (auto v = m.optional("imbalance")) t.expert_imbalance = v->as_number(1.0, 1000.0);
     if (auto v = m.optional("grouped_gemm")) t.grouped_gemm = v->as_bool();
+    if (auto v = m.optional("dispatcher")) {
+      static constexpr MoeDispatcher kDispatchers[] = {MoeDispatcher::all_to_all,
+                                                       MoeDispatcher::flex};
+      t.moe_dispatcher = kDispatchers[v->as_choice({"alltoall", "flex"})];
+    }
     m.done();
   }
   map.done();

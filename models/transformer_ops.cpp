@@ -194,6 +194,23 @@ void latent_attention(std::vector<Op>& ops, const ModelShape& model, const Layer
 
 }  // namespace
 
+double dispatched_copies(int experts, int experts_per_token, int ep, MoeDispatcher dispatcher) {
+  if (dispatcher == MoeDispatcher::all_to_all || ep <= 1 || experts <= 0 || experts % ep != 0)
+    return experts_per_token;
+  // The chance that none of a token's k experts is among one chip's E / ep: the k draws
+  // without replacement all fall among the other E - E / ep experts.
+  const int others = experts - experts / ep;
+  double none = 1.0;
+  for (int i = 0; i < experts_per_token; ++i) {
+    if (others - i <= 0) {
+      none = 0.0;
+      break;
+    }
+    none *= static_cast<double>(others - i) / static_cast<double>(experts - i);
+  }
+  return ep * (1.0 - none);
+}
+
 std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice, bool dense_mlp) {
   const DType dtype = storage_dtype(slice.dtype);
   const double e = bytes_per_element(dtype);

@@ -40,6 +40,14 @@ inline double expert_imbalance(const TrainingSettings& training) {
   return training.expert_imbalance > 0 ? training.expert_imbalance : kExpertImbalancePrior;
 }
 
+// The copies of one token an expert-parallel dispatch sends (docs/models/moe.md#dispatcher):
+// `experts_per_token` with the all-to-all dispatcher, one per routed expert; with the flex
+// dispatcher (DeepEP, HybridEP) one per chip of the `ep` holding any of its experts, expected
+// over routes that pick `experts_per_token` distinct experts uniformly (a balanced router):
+// ep (1 - C(E - E/ep, k) / C(E, k)). Counts the copy to the token's own chip, as the
+// all-to-all's send buffer does.
+double dispatched_copies(int experts, int experts_per_token, int ep, MoeDispatcher dispatcher);
+
 // How one chip sees a layer: micro-batch, sequence, tensor parallel degree and options.
 struct LayerSlice {
   int micro_batch = 1;

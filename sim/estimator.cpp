@@ -145,6 +145,13 @@ std::string tp_overlap_refusal(const ChipProfile& chip, const ModelShape& model,
   return "";
 }
 
+std::string flex_dispatcher_refusal(const ChipProfile& chip) {
+  // DeepEP and HybridEP are CUDA libraries (NVSHMEM, NVLink); other stacks dispatch with their
+  // framework's all-to-all.
+  if (chip.family != "nvidia") return "DeepEP and HybridEP run on NVIDIA GPUs only";
+  return "";
+}
+
 StepSettings step_settings(const Workload& workload, const Plan& plan) {
   StepSettings settings;
   settings.training = workload.training;
@@ -438,8 +445,23 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     // takes the results back (dispatch and combine), forward and backward. The nccl-tests size
     // of an all-to-all is each rank's send buffer: its share of the micro-batch's tokens (the
     // sequence-parallel share with tp), experts_per_token copies, the busiest chip's load.
+    // The flex dispatcher sends a token once to each chip holding any of its experts
+    // (docs/models/moe.md#dispatcher).
     const double local = training.sequence_parallel ? tokens / tp : tokens;
-    const double sent = local * model.experts_per_token * model.hidden * e * slice.expert_imbalance;
+    MoeDispatcher dispatcher = training.moe_dispatcher;
+    if (dispatcher == MoeDispatcher::flex) {
+      const std::string refused = flex_dispatcher_refusal(chip);
+      if (!refused.empty()) {
+        dispatcher = MoeDispatcher::all_to_all;
+        if (options.notes)
+          k.assumptions.push_back(
+              "island " + island.name +
+              ": the all-to-all dispatcher's copies, not the flex one's: " + refused);
+      }
+    }
+    const double copies =
+        models::dispatched_copies(model.experts, model.experts_per_token, ep, dispatcher);
+    const double sent = local * copies * model.hidden * e * slice.expert_imbalance;
     const double a2a = models::best_collective(Collective::all_to_all, sent, k.ep_group).time;
     k.a2a_bytes = sent;
     k.a2a_s = a2a;

@@ -117,6 +117,11 @@ StepSettings step_settings(const Workload& workload, const Plan& plan);
 std::string tp_overlap_refusal(const ChipProfile& chip, const ModelShape& model,
                                const TrainingSettings& training);
 
+// Why the workload's flex MoE dispatcher (DeepEP, HybridEP) does not apply to a stage on `chip`,
+// or empty when it does: those libraries run on NVIDIA GPUs only. The estimate and the launch
+// arguments follow this one rule.
+std::string flex_dispatcher_refusal(const ChipProfile& chip);
+
 // What the fabric offers one chip of an island.
 struct IslandLinks {
   models::LinkLevel intra;        // within the chip's fast group

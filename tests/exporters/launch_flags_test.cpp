@@ -180,6 +180,8 @@ std::vector<Case> cases() {
         plan.stages[1].ep = 2;
         s.workload.training.grouped_gemm = false;
         add(file + " with stages that differ in expert parallelism", s, plan);
+        s.workload.training.moe_dispatcher = MoeDispatcher::flex;
+        add(file + " with the flex dispatcher", s, plan);
       }
     }
     {

@@ -592,6 +592,30 @@ TEST(Launch, MixtureOfExperts) {
   text = export_megatron(input)[0].text;
   EXPECT_NE(comments(text).find("The stages of this island differ in expert parallelism"),
             std::string::npos);
+  // The flex dispatcher is DeepEP's, a CUDA library: on this Ascend island the all-to-all one
+  // stays, and the launch file says why.
+  Scenario flex = s;
+  flex.workload.training.moe_dispatcher = MoeDispatcher::flex;
+  input.scenario = &flex;
+  text = export_megatron(input)[0].text;
+  parallel = sourced(text, "HETPLAN_PARALLEL_ARGS");
+  EXPECT_EQ(value_of(parallel, "--moe-token-dispatcher-type"), "alltoall");
+  EXPECT_FALSE(has_flag(parallel, "--moe-enable-deepep"));
+  EXPECT_NE(comments(text).find("DeepEP and HybridEP run on NVIDIA GPUs only"), std::string::npos);
+  // On an NVIDIA island it is Megatron-Core's flex dispatcher with DeepEP.
+  Scenario six =
+      formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/six-vendors.yaml");
+  six.workload.model = s.workload.model;
+  six.workload.training.moe_dispatcher = MoeDispatcher::flex;
+  Plan on_h100 = plan_on("h100", {16, 16}, 2, 8);
+  for (auto& stage : on_h100.stages) stage.ep = 4;
+  ExportInput nvidia = input_for(on_h100);
+  nvidia.scenario = &six;
+  text = export_megatron(nvidia)[0].text;
+  parallel = sourced(text, "HETPLAN_PARALLEL_ARGS");
+  EXPECT_EQ(value_of(parallel, "--moe-token-dispatcher-type"), "flex");
+  EXPECT_TRUE(has_flag(parallel, "--moe-enable-deepep"));
+  EXPECT_EQ(comments(text).find("flex dispatcher"), std::string::npos);
   // A dense model gets none of them.
   const auto dense = sourced(export_megatron(input_for(reference()))[0].text, "HETPLAN_ARGS");
   EXPECT_FALSE(has_flag(dense, "--num-experts"));

@@ -170,6 +170,13 @@ TEST(WorkloadErrors, ParamGatherOverlapNeedsGradReduceOverlap) {
                    "with the gradient reduction overlapped)");
 }
 
+TEST(WorkloadErrors, UnknownMoeDispatcher) {
+  EXPECT_EQ(workload_error("workload-moe-dispatcher.yaml"),
+            kBad +
+                "workload-moe-dispatcher.yaml:9:21: training.moe.dispatcher: expected one of "
+                "alltoall or flex, got \"deepep\"");
+}
+
 TEST(ScenarioErrors, PlanStageIslandNotInCluster) {
   EXPECT_EQ(scenario_error("scenario-unknown-island.yaml"),
             kBad + "scenario-unknown-island.yaml:5:7: plan: " + kBad +

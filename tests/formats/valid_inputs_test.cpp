@@ -135,6 +135,18 @@ TEST(ValidInputs, WorkloadInlineShape) {
   EXPECT_FALSE(workload.training.fp32_grad_accumulation);
 }
 
+// A mixture's settings; without them, Megatron-Core's all-to-all dispatcher and grouped GEMMs.
+TEST(ValidInputs, WorkloadMoeSettings) {
+  const Workload workload = formats::load_workload(kDataDir + "/workload-moe.yaml");
+  EXPECT_EQ(workload.model.experts, 8);
+  EXPECT_EQ(workload.training.expert_imbalance, 1.1);
+  EXPECT_FALSE(workload.training.grouped_gemm);
+  EXPECT_EQ(workload.training.moe_dispatcher, MoeDispatcher::flex);
+  const TrainingSettings defaults;
+  EXPECT_EQ(defaults.moe_dispatcher, MoeDispatcher::all_to_all);
+  EXPECT_TRUE(defaults.grouped_gemm);
+}
+
 TEST(ValidInputs, GradientAccumulationDefaultsAsMegatron) {
   EXPECT_TRUE(default_fp32_grad_accumulation(DType::bf16));
   EXPECT_TRUE(default_fp32_grad_accumulation(DType::fp8));

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "models/transformer_ops.hpp"
+
 namespace hetplan::models {
 namespace {
 
@@ -203,6 +205,38 @@ TEST(Compute, Fp8GemmEfficiencyComesFromTheProfileOrIsAnAssumption) {
   EXPECT_DOUBLE_EQ(known.rates->fp8_gemm_max, 0.7);
   EXPECT_TRUE(known.assumptions.empty());
   EXPECT_EQ(resolve_rates(chip, DType::bf16).rates->fp8_gemm_max, 0.0);
+}
+
+}  // namespace
+}  // namespace hetplan::models
+
+namespace hetplan::models {
+namespace {
+
+// A token's copies in an expert-parallel dispatch, by hand from the binomials
+// (docs/models/moe.md#dispatcher): with E experts on ep chips, k per token, a chip holding
+// E / ep of them is missed by C(E - E/ep, k) of the C(E, k) routes.
+TEST(Dispatch, FlexSendsOneCopyPerChipHoldingAnExpert) {
+  // Mixtral's 8 experts, top 2. On 4 chips (two each) C(6,2)/C(8,2) = 15/28 of routes miss a
+  // chip: 4 x 13/28 = 13/7 copies. On 2 chips C(4,2)/C(8,2) = 6/28: 2 x 22/28 = 11/7.
+  EXPECT_NEAR(dispatched_copies(8, 2, 4, MoeDispatcher::flex), 13.0 / 7.0, 1e-12);
+  EXPECT_NEAR(dispatched_copies(8, 2, 2, MoeDispatcher::flex), 11.0 / 7.0, 1e-12);
+  // One expert per chip: every expert is its own chip, nothing to merge.
+  EXPECT_NEAR(dispatched_copies(8, 2, 8, MoeDispatcher::flex), 2.0, 1e-12);
+  // 16 experts, top 4, on 2 chips: C(8,4)/C(16,4) = 70/1820 = 1/26, 2 x 25/26 = 25/13.
+  EXPECT_NEAR(dispatched_copies(16, 4, 2, MoeDispatcher::flex), 25.0 / 13.0, 1e-12);
+  // The all-to-all dispatcher sends one copy per routed expert, and without expert
+  // parallelism there is nothing to send apart.
+  EXPECT_EQ(dispatched_copies(8, 2, 4, MoeDispatcher::all_to_all), 2.0);
+  EXPECT_EQ(dispatched_copies(128, 8, 16, MoeDispatcher::all_to_all), 8.0);
+  EXPECT_EQ(dispatched_copies(8, 2, 1, MoeDispatcher::flex), 2.0);
+  // Never more copies than experts per token, nor chips.
+  for (int ep : {2, 4, 8, 16, 32, 64, 128}) {
+    const double copies = dispatched_copies(128, 8, ep, MoeDispatcher::flex);
+    EXPECT_LE(copies, 8.0 + 1e-12) << ep;
+    EXPECT_LE(copies, ep + 1e-12) << ep;
+    EXPECT_GT(copies, 1.0) << ep;
+  }
 }
 
 }  // namespace

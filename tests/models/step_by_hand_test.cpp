@@ -277,6 +277,45 @@ TEST(StepByHand, ExpertParallelAllToAll) {
   EXPECT_DOUBLE_EQ(e.stages[0].memory.activations, 2 * per_layer + 16 * 64 * 2);
 }
 
+// The flex dispatcher (DeepEP) sends a token once to each chip holding any of its experts
+// (docs/models/moe.md#dispatcher). Four experts on ep 2 (two per chip), two per token: of the
+// C(4, 2) = 6 pairs a token can pick, one misses a given chip's two experts, so a token reaches
+// 2 (1 - 1/6) = 5/3 chips on average, where the all-to-all dispatcher sends 2 copies. A chip of
+// another vendor cannot run DeepEP: its stage keeps the all-to-all dispatcher's copies, and the
+// estimate says so.
+TEST(StepByHand, FlexDispatcherSendsOneCopyPerChip) {
+  Workload w = tiny(8);
+  w.model.experts = 4;
+  w.model.experts_per_token = 2;
+  w.model.expert_ffn = 128;
+  w.training.expert_imbalance = 1.0;
+  Plan plan = one_stage(1, 4);
+  plan.stages[0].ep = 2;
+  Cluster nvidia = one_node();
+  nvidia.chips[0].family = "nvidia";
+  // Two ranks: one step, half of the send buffer leaves the chip.
+  const auto a2a = [](double copies) { return kAlpha + 0.5 * (16 * copies * 64 * 2) / kLink; };
+
+  const Estimate all_to_all = estimate_step(nvidia, w, plan);
+  ASSERT_TRUE(all_to_all.feasible) << all_to_all.reasons.front();
+  EXPECT_NEAR(all_to_all.stages[0].ep_comm_s, 2 * 4 * a2a(2.0), 1e-15);
+
+  w.training.moe_dispatcher = MoeDispatcher::flex;
+  const Estimate flex = estimate_step(nvidia, w, plan);
+  ASSERT_TRUE(flex.feasible) << flex.reasons.front();
+  EXPECT_NEAR(flex.stages[0].ep_comm_s, 2 * 4 * a2a(5.0 / 3.0), 1e-15);
+  for (const std::string& note : flex.assumptions)
+    EXPECT_EQ(note.find("flex"), std::string::npos) << note;
+
+  const Estimate other = estimate_step(one_node(), w, plan);
+  ASSERT_TRUE(other.feasible) << other.reasons.front();
+  EXPECT_NEAR(other.stages[0].ep_comm_s, 2 * 4 * a2a(2.0), 1e-15);
+  bool said = false;
+  for (const std::string& note : other.assumptions)
+    said |= note.find("DeepEP and HybridEP run on NVIDIA GPUs only") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
 // FP8 on a layer large enough for the roofline: 2,048 tokens, hidden 1,024 (8 heads), SwiGLU
 // of 4,096, one layer, no floor (a chip whose floor is 1 ps). Forward, by operator (time =
 // FLOPs / rate or bytes / 1 TB/s):
