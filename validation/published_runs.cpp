@@ -41,6 +41,11 @@ struct CaseConfig {
   // Megatron-Core's --moe-router-force-load-balancing (benchmarks' balanced gate): every expert
   // gets the mean load; otherwise the workload's imbalance prior applies.
   bool moe_force_balance = false;
+  // Where gradients accumulate and are reduced (training.grad_accumulation: fp32 or same as the
+  // training dtype); Megatron-LM's default unless said.
+  std::optional<bool> fp32_grad_accumulation;
+  // The token dispatcher (training.moe_dispatcher): Megatron-Core's all-to-all one unless said.
+  std::optional<MoeDispatcher> moe_dispatcher;
   int tp = 1, pp = 1, dp = 1, vpp = 1;
   bool sp = false;
   int chips = 0;
@@ -107,6 +112,8 @@ void read_section(formats::MapReader& section, CaseConfig& c) {
       c.recompute = static_cast<Recompute>(v->as_choice({"none", "selective", "full"}));
     if (auto v = map.optional("flash_attention")) c.flash_attention = v->as_bool();
     if (auto v = map.optional("zero")) c.zero = static_cast<int>(v->as_int(0, 3));
+    if (auto v = map.optional("grad_accumulation"))
+      c.fp32_grad_accumulation = v->as_choice({"fp32", "same"}) == 0;
     if (auto overlap = map.optional("overlap")) {
       formats::MapReader o(*overlap);
       if (auto v = o.optional("grad_reduce")) c.overlap_grad_reduce = v->as_bool();
@@ -115,6 +122,11 @@ void read_section(formats::MapReader& section, CaseConfig& c) {
       o.done();
     }
     if (auto v = map.optional("moe_force_balance")) c.moe_force_balance = v->as_bool();
+    if (auto v = map.optional("moe_dispatcher")) {
+      static constexpr MoeDispatcher kDispatchers[] = {MoeDispatcher::all_to_all,
+                                                       MoeDispatcher::flex};
+      c.moe_dispatcher = kDispatchers[v->as_choice({"alltoall", "flex"})];
+    }
     map.done();
   }
   if (auto parallel = section.optional("parallel")) {
@@ -155,6 +167,9 @@ void check_complete(const formats::Field& node, const CaseConfig& c) {
   } else if (c.moe_force_balance) {
     throw InputError(node.location(), node.path() + ".training.moe_force_balance",
                      "expected only with model.experts (it balances a mixture's experts)");
+  } else if (c.moe_dispatcher) {
+    throw InputError(node.location(), node.path() + ".training.moe_dispatcher",
+                     "expected only with model.experts (it dispatches a mixture's tokens)");
   }
 }
 
@@ -295,7 +310,8 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   t.global_batch = c.global_batch;
   t.micro_batch = c.micro_batch;
   t.dtype = *c.dtype;
-  t.fp32_grad_accumulation = default_fp32_grad_accumulation(t.dtype);  // as Megatron
+  t.fp32_grad_accumulation =
+      c.fp32_grad_accumulation.value_or(default_fp32_grad_accumulation(t.dtype));  // as Megatron
   t.recompute = c.recompute;
   t.sequence_parallel = c.sp;
   t.flash_attention = *c.flash_attention;
@@ -304,6 +320,7 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   t.overlap_param_gather = c.overlap_param_gather;
   t.overlap_tp_comm = c.overlap_tp_comm;
   if (c.moe_force_balance) t.expert_imbalance = 1.0;
+  if (c.moe_dispatcher) t.moe_dispatcher = *c.moe_dispatcher;
 
   Plan plan;
   plan.name = c.id;

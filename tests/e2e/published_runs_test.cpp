@@ -152,6 +152,29 @@ TEST(PublishedRunsFormat, ForcedBalanceGivesTheExpertsTheMeanLoad) {
             "(it balances a mixture's experts)");
 }
 
+// A mixture dispatched by the flex dispatcher (DeepEP) sends fewer copies of its tokens than
+// the all-to-all one, the default; the field belongs to mixtures only.
+TEST(PublishedRunsFormat, FlexDispatcherSendsFewerCopies) {
+  test::TempFolder folder;
+  const std::string moe = kModel + ", experts: 8, experts_per_token: 2, expert_ffn: 1024";
+  auto predict = [&](const std::string& training) {
+    std::string text = one_case(moe, training);
+    text.replace(text.find("{tp: 8, pp: 1, dp: 1}"), 21, "{tp: 1, pp: 1, dp: 8, ep: 4}");
+    std::ofstream(folder.file("runs.yaml"), std::ios::trunc) << text;
+    return validate_published_runs(folder.path(), kProfiles).cases.at(0);
+  };
+  const CaseResult plain = predict(kTraining);
+  const CaseResult all_to_all = predict(kTraining + ", moe_dispatcher: alltoall");
+  const CaseResult flex = predict(kTraining + ", moe_dispatcher: flex");
+  ASSERT_GT(plain.breakdown.expert_parallel_s, 0.0);
+  EXPECT_EQ(all_to_all.predicted, plain.predicted);
+  EXPECT_LT(flex.breakdown.expert_parallel_s, plain.breakdown.expert_parallel_s);
+  EXPECT_LT(flex.predicted, plain.predicted);  // a step time
+  EXPECT_EQ(error_of(one_case(kModel, kTraining + ", moe_dispatcher: flex")),
+            "runs.yaml:4:5: cases[0].training.moe_dispatcher: expected only with model.experts "
+            "(it dispatches a mixture's tokens)");
+}
+
 TEST(PublishedRunsCli, TheBundledDevSetIsTheDefaultFromAnyFolder) {
   test::TempFolder elsewhere;
   const std::string command = "cd " + elsewhere.path() + " && " + HETPLAN_BINARY +
