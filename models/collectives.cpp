@@ -95,14 +95,20 @@ double collective_time(Collective collective, CollectiveAlgorithm algorithm, dou
   if (n <= 1 && collective != Collective::send_recv) return 0.0;
   const int nodes = group.nodes();
   const int local = std::min(group.ranks_per_node, n);
-  if (collective == Collective::all_to_all && nodes > 1) {
-    // Every rank sends bytes / n to each peer at once: the peers in its node over the
-    // intra-node link, the others over its share of the node's NICs; the slower part decides.
-    // The same for every algorithm (an all-to-all is one exchange, not a ring).
-    const double intra = (local - 1.0) / n * bytes / group.intra.bus_bandwidth;
+  const int fast = group.ranks_per_fast_group > 0 ? std::min(group.ranks_per_fast_group, local) : 0;
+  if (collective == Collective::all_to_all && (nodes > 1 || (fast > 0 && fast < local))) {
+    // Every rank sends bytes / n to each peer at once: the peers of its fast group over their
+    // link, the other peers in its node over the link between fast groups, the others over
+    // its share of the node's NICs; the slowest part decides. The same for every algorithm (an
+    // all-to-all is one exchange, not a ring).
+    const double near = fast > 0 ? (fast - 1.0) / n * bytes / group.fast.bus_bandwidth : 0.0;
+    const double in_node =
+        (local - std::max(fast, 1)) / static_cast<double>(n) * bytes / group.intra.bus_bandwidth;
     const double inter = static_cast<double>(n - local) / n * bytes / group.inter.bus_bandwidth;
-    return ring_steps(collective, n) * std::max(group.intra.latency, group.inter.latency) +
-           std::max(intra, inter);
+    double latency = group.intra.latency;
+    if (nodes > 1) latency = std::max(latency, group.inter.latency);
+    if (fast > 0) latency = std::max(latency, group.fast.latency);
+    return ring_steps(collective, n) * latency + std::max({near, in_node, inter});
   }
   if (nodes <= 1) {
     if (algorithm == CollectiveAlgorithm::tree && collective == Collective::all_reduce) {

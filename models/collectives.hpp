@@ -30,6 +30,11 @@ struct CollectiveGroup {
   int ranks_per_node = 1;
   LinkLevel intra;
   LinkLevel inter;
+  // When a node's ranks of the group span several of its fast groups (intra is then the link
+  // between them): the ranks of the group inside one fast group and their link. An all-to-all
+  // sends to those peers over it (0: no such split).
+  int ranks_per_fast_group = 0;
+  LinkLevel fast;
 
   int nodes() const { return (ranks + ranks_per_node - 1) / ranks_per_node; }
 };

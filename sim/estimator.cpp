@@ -98,6 +98,11 @@ CollectiveGroup make_group(const IslandLinks& links, int ranks, int stride, doub
   group.ranks_per_node = std::min(ranks, per_node);
   const int span = group.ranks_per_node * stride;  // chips of a node the group touches
   group.intra = span <= links.group_size ? links.intra : links.intra_cross;
+  if (span > links.group_size) {
+    // The node's ranks span fast groups: those of one group reach each other over its link.
+    group.ranks_per_fast_group = std::max(1, links.group_size / std::max(1, stride));
+    group.fast = links.intra;
+  }
   group.inter = links.inter;
   group.inter.bus_bandwidth *= inter_scale;
   return group;

@@ -104,5 +104,33 @@ TEST(Collectives, AllToAllAcrossNodesIsOneExchange) {
                    15 * 2e-6 + 15.0 / 16 * 64e6 / 100e9);
 }
 
+// A node whose chips are linked in fast groups of 4 (100 GB/s inside a group, 31.5 GB/s
+// between groups): an all-to-all over 4 ranks two chips apart (a tensor-parallel size of 2)
+// has 2 ranks in each group. Each rank sends a quarter of its 64 MB buffer to each peer: one
+// peer in its group over the fast link (16 MB at 100 GB/s), two in the other group between
+// groups (32 MB at 31.5 GB/s), the slower part, after 3 steps of the slower latency.
+TEST(Collectives, AllToAllAcrossFastGroupsOfANode) {
+  CollectiveGroup group;
+  group.ranks = 4;
+  group.ranks_per_node = 4;
+  group.intra = {31.5e9, 3e-6};
+  group.fast = {100e9, 2e-6};
+  group.ranks_per_fast_group = 2;
+  const double bytes = 64e6;
+  EXPECT_DOUBLE_EQ(best_collective(Collective::all_to_all, bytes, group).time,
+                   3 * 3e-6 + 2.0 / 4 * 64e6 / 31.5e9);
+  // Without the split every peer is priced between groups: 3/4 of the buffer.
+  group.ranks_per_fast_group = 0;
+  EXPECT_DOUBLE_EQ(best_collective(Collective::all_to_all, bytes, group).time,
+                   3 * 3e-6 + 3.0 / 4 * 64e6 / 31.5e9);
+  // Across two such nodes (8 ranks, 4 a node, NICs 25 GB/s): 1/8 inside the group, 2/8 between
+  // groups, 4/8 over the network, which decides.
+  group.ranks = 8;
+  group.ranks_per_fast_group = 2;
+  group.inter = {25e9, 5e-6};
+  EXPECT_DOUBLE_EQ(best_collective(Collective::all_to_all, bytes, group).time,
+                   7 * 5e-6 + 4.0 / 8 * 64e6 / 25e9);
+}
+
 }  // namespace
 }  // namespace hetplan::models
