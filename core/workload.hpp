@@ -131,7 +131,7 @@ struct TrainingSettings {
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   bool overlap_tp_comm = false;
-  // Mixture of experts (docs/models/moe.md): the busiest chip's routed tokens over the mean (0:
+  // Mixture of experts (docs/models/moe.md): the busiest expert's routed tokens over the mean (0:
   // the prior), and whether a chip runs its experts' GEMMs as one grouped GEMM
   // (--moe-grouped-gemm) or one after another.
   double expert_imbalance = 0;

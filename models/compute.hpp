@@ -30,7 +30,7 @@ struct EfficiencyDefaults {
   double kernel_floor_hip = 4.7e-6;
   // Share of a tensor-parallel collective hidden by overlapped execution (docs/models/estimator.md#overlap).
   double tp_comm_overlap = 0.8;
-  // The busiest chip's routed tokens over the mean, where a workload does not say
+  // The busiest expert's routed tokens over the mean, where a workload does not say
   // (docs/models/moe.md#imbalance).
   double expert_imbalance = kExpertImbalancePrior;
 };

@@ -89,6 +89,7 @@ LayerActivations layer_activations(const ModelShape& model, const TrainingSettin
   LayerActivations out;
   out.micro_batch = micro_batch;
   out.tp = tp;
+  out.expert_imbalance = expert_imbalance(training);
   for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
     const int i = static_cast<int>(mode);
     out.kept[i] = layer_activation_bytes(model, training, micro_batch, tp, mode, false);
@@ -169,11 +170,15 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
     out.weights += 2.0 * layer * e;
   }
 
+  // The busiest chip's load (the mean without expert parallelism).
+  const TrainingSettings chip_training = for_expert_parallel(training, model.experts, stage.ep);
   const LayerActivations* table = stage.layer_activations;
-  if (table && (table->micro_batch != stage.micro_batch || table->tp != stage.tp)) table = nullptr;
+  if (table && (table->micro_batch != stage.micro_batch || table->tp != stage.tp ||
+                table->expert_imbalance != expert_imbalance(chip_training)))
+    table = nullptr;
   auto layer_bytes = [&](Recompute mode, bool dense_mlp = false) {
     return table ? table->bytes(mode, dense_mlp)
-                 : layer_activation_bytes(model, training, stage.micro_batch, stage.tp, mode,
+                 : layer_activation_bytes(model, chip_training, stage.micro_batch, stage.tp, mode,
                                           dense_mlp);
   };
   out.activation_per_layer = layer_bytes(stage.recompute);

@@ -19,6 +19,7 @@ namespace hetplan::models {
 struct LayerActivations {
   int micro_batch = 0;
   int tp = 0;
+  double expert_imbalance = 0;  // the busiest chip's routed tokens over the mean it assumed
   double kept[3] = {};        // by Recompute: none, selective, full
   double dense_kept[3] = {};  // the same for a mixture-of-experts model's dense layer
   double bytes(Recompute mode, bool dense_mlp) const {
@@ -87,7 +88,8 @@ inline constexpr double kCollectiveBufferBytes = 16.0 * 2.0 * 4.0 * (1ull << 20)
 inline constexpr double kWorkspaceBytes = 64.0 * (1ull << 20);
 
 // Activation bytes one layer keeps for the backward pass, for one micro-batch on one chip;
-// `dense_mlp`: a mixture-of-experts model's dense layer.
+// `dense_mlp`: a mixture-of-experts model's dense layer. `training` as the chip sees it, its
+// imbalance the busiest chip's (for_expert_parallel).
 double layer_activation_bytes(const ModelShape& model, const TrainingSettings& training,
                               int micro_batch, int tp, Recompute recompute,
                               bool dense_mlp = false);

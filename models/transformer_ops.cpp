@@ -1,6 +1,7 @@
 #include "models/transformer_ops.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace hetplan::models {
 namespace {
@@ -193,6 +194,12 @@ void latent_attention(std::vector<Op>& ops, const ModelShape& model, const Layer
 }
 
 }  // namespace
+
+double chip_imbalance(double expert, int experts, int ep) {
+  if (ep <= 1 || experts <= 1) return 1.0;
+  if (ep >= experts) return expert;
+  return 1.0 + (expert - 1.0) * std::sqrt(static_cast<double>(ep - 1) / (experts - 1));
+}
 
 double dispatched_copies(int experts, int experts_per_token, int ep, MoeDispatcher dispatcher) {
   if (dispatcher == MoeDispatcher::all_to_all || ep <= 1 || experts <= 0 || experts % ep != 0)

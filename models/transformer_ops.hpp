@@ -32,12 +32,23 @@ struct Op {
   int backward_kernels = 2;     // kernels the backward pass launches
 };
 
-// The busiest chip's routed tokens over the mean when a workload does not say: the capacity
+// The busiest expert's routed tokens over the mean when a workload does not say: the capacity
 // factor of 1.25 Switch Transformer trained with (Fedus et al. 2022), the share above an even
 // load that its experts were given room for (docs/models/moe.md#imbalance).
 inline constexpr double kExpertImbalancePrior = 1.25;
 inline double expert_imbalance(const TrainingSettings& training) {
   return training.expert_imbalance > 0 ? training.expert_imbalance : kExpertImbalancePrior;
+}
+// The busiest chip's routed tokens over the mean, for a chip holding experts / ep of the
+// `experts` when the busiest expert's are `expert` times the mean: a chip's load varies less
+// than one expert's, as the spread of a sum of experts / ep random shares relative to its mean
+// does, sqrt((ep - 1) / (experts - 1)) times an expert's (docs/models/moe.md#imbalance). 1
+// without expert parallelism (the chip holds every expert), `expert` with one expert a chip.
+double chip_imbalance(double expert, int experts, int ep);
+// The settings as a chip of `ep` expert-parallel ranks sees them: its busiest chip's imbalance.
+inline TrainingSettings for_expert_parallel(TrainingSettings training, int experts, int ep) {
+  training.expert_imbalance = chip_imbalance(expert_imbalance(training), experts, ep);
+  return training;
 }
 
 // The copies of one token an expert-parallel dispatch sends (docs/models/moe.md#dispatcher):

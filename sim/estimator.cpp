@@ -185,7 +185,18 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   k.dp = dp;
   k.ep = ep;
   k.memory_capacity = chip.memory_capacity;
-  k.activations = models::layer_activations(model, training, settings.micro_batch, tp);
+  // Mixture of experts: the busiest expert's load over the mean (the workload's, else the prior),
+  // and the busiest chip's, which the chip's compute, activations and exchanges carry.
+  double expert_imbalance = training.expert_imbalance;
+  if (model.moe() && expert_imbalance <= 0) {
+    expert_imbalance = options.defaults.expert_imbalance;
+    if (options.notes)
+      k.assumptions.push_back("expert load imbalance unknown, prior " + fixed2(expert_imbalance) +
+                              " (the busiest expert's routed tokens over the mean)");
+  }
+  TrainingSettings chip_training = training;
+  chip_training.expert_imbalance = models::chip_imbalance(expert_imbalance, model.experts, ep);
+  k.activations = models::layer_activations(model, chip_training, settings.micro_batch, tp);
   if (chip.memory_usable) {
     k.memory_usable = chip.memory_usable;
   } else if (chip.memory_capacity) {
@@ -222,14 +233,7 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   if (model.moe()) {
     slice.ep = ep;
     slice.grouped_gemm = training.grouped_gemm;
-    slice.expert_imbalance = training.expert_imbalance;
-    if (slice.expert_imbalance <= 0) {
-      slice.expert_imbalance = options.defaults.expert_imbalance;
-      if (options.notes)
-        k.assumptions.push_back("expert load imbalance unknown, prior " +
-                              fixed2(slice.expert_imbalance) +
-                              " (the busiest chip's routed tokens over the mean)");
-    }
+    slice.expert_imbalance = chip_training.expert_imbalance;
     if (dp % ep != 0 || model.experts % ep != 0) {
       k.problems.push_back("ep " + std::to_string(ep) + " does not divide dp " +
                            std::to_string(dp) + " and the " + std::to_string(model.experts) +

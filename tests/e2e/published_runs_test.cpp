@@ -132,13 +132,14 @@ TEST(PublishedRunsFormat, ExplicitFieldsReachThePrediction) {
 }
 
 // A mixture whose run forced its router to balance the experts: every expert gets the mean
-// load, so the busiest chip computes less than under the imbalance prior; the field belongs to
-// mixtures only.
+// load, so the busiest chip of an expert-parallel group computes less than under the imbalance
+// prior; the field belongs to mixtures only.
 TEST(PublishedRunsFormat, ForcedBalanceGivesTheExpertsTheMeanLoad) {
   test::TempFolder folder;
   const std::string moe = kModel + ", experts: 8, experts_per_token: 2, expert_ffn: 1024";
   auto predict = [&](const std::string& training) {
     std::string text = one_case(moe, training);
+    text.replace(text.find("{tp: 8, pp: 1, dp: 1}"), 21, "{tp: 1, pp: 1, dp: 8, ep: 4}");
     text.replace(text.find("step_time_s"), 11, "tokens_per_s_per_chip");
     std::ofstream(folder.file("runs.yaml"), std::ios::trunc) << text;
     return validate_published_runs(folder.path(), kProfiles).cases.at(0).predicted;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "models/transformer_ops.hpp"
 
 namespace hetplan::models {
@@ -237,6 +239,34 @@ TEST(Dispatch, FlexSendsOneCopyPerChipHoldingAnExpert) {
     EXPECT_LE(copies, ep + 1e-12) << ep;
     EXPECT_GT(copies, 1.0) << ep;
   }
+}
+
+}  // namespace
+}  // namespace hetplan::models
+
+namespace hetplan::models {
+namespace {
+
+// The busiest chip's load from the busiest expert's (docs/models/moe.md#imbalance): a chip of
+// experts / ep experts varies sqrt((ep - 1) / (experts - 1)) times as much as one expert.
+TEST(Imbalance, AChipOfSeveralExpertsVariesLessThanOneExpert) {
+  // Mixtral's 8 experts at 1.25: ep 2 (4 a chip) 1 + 0.25 sqrt(1/7), ep 4 1 + 0.25 sqrt(3/7),
+  // ep 8 (one a chip) the expert's own 1.25.
+  EXPECT_NEAR(chip_imbalance(1.25, 8, 2), 1.0 + 0.25 * std::sqrt(1.0 / 7.0), 1e-15);
+  EXPECT_NEAR(chip_imbalance(1.25, 8, 4), 1.0 + 0.25 * std::sqrt(3.0 / 7.0), 1e-15);
+  EXPECT_EQ(chip_imbalance(1.25, 8, 8), 1.25);
+  // Without expert parallelism the chip holds every expert: its load is the mean.
+  EXPECT_EQ(chip_imbalance(1.25, 8, 1), 1.0);
+  EXPECT_EQ(chip_imbalance(3.0, 128, 1), 1.0);
+  // A balanced router stays balanced everywhere.
+  EXPECT_EQ(chip_imbalance(1.0, 128, 16), 1.0);
+  // The workload's figure, or the prior, seen by a chip of an expert-parallel group.
+  TrainingSettings t;
+  EXPECT_NEAR(for_expert_parallel(t, 64, 8).expert_imbalance,
+              1.0 + (kExpertImbalancePrior - 1.0) * std::sqrt(7.0 / 63.0), 1e-15);
+  t.expert_imbalance = 2.0;
+  EXPECT_EQ(for_expert_parallel(t, 64, 1).expert_imbalance, 1.0);
+  EXPECT_EQ(for_expert_parallel(t, 64, 64).expert_imbalance, 2.0);
 }
 
 }  // namespace
