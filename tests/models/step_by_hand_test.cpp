@@ -92,6 +92,16 @@ Workload tiny(int global_batch) {
   return w;
 }
 
+// The tiny model with a mixture of 4 experts of 128, 2 per token, evenly loaded.
+Workload tiny_moe(int global_batch) {
+  Workload w = tiny(global_batch);
+  w.model.experts = 4;
+  w.model.experts_per_token = 2;
+  w.model.expert_ffn = 128;
+  w.training.expert_imbalance = 1.0;
+  return w;
+}
+
 Plan one_stage(int tp, int dp, int layers = 2) {
   Plan plan;
   plan.name = "hand";
@@ -242,11 +252,7 @@ TEST(StepByHand, PartialRecomputeOfTheFirstLayerOfEachChunk) {
 // experts, which no other chip shares (dp / ep = 1): nothing to reduce for them.
 TEST(StepByHand, ExpertParallelAllToAll) {
   const int m = 2;
-  Workload w = tiny(4 * m);
-  w.model.experts = 4;
-  w.model.experts_per_token = 2;
-  w.model.expert_ffn = 128;
-  w.training.expert_imbalance = 1.0;
+  const Workload w = tiny_moe(4 * m);
   Plan plan = one_stage(1, 4);
   plan.stages[0].ep = 4;
   const Estimate e = estimate_step(one_node(), w, plan);
@@ -284,11 +290,7 @@ TEST(StepByHand, ExpertParallelAllToAll) {
 // another vendor cannot run DeepEP: its stage keeps the all-to-all dispatcher's copies, and the
 // estimate says so.
 TEST(StepByHand, FlexDispatcherSendsOneCopyPerChip) {
-  Workload w = tiny(8);
-  w.model.experts = 4;
-  w.model.experts_per_token = 2;
-  w.model.expert_ffn = 128;
-  w.training.expert_imbalance = 1.0;
+  Workload w = tiny_moe(8);
   Plan plan = one_stage(1, 4);
   plan.stages[0].ep = 2;
   Cluster nvidia = one_node();
