@@ -40,6 +40,9 @@ struct ModelShape {
   bool learned_positions = false;  // a learned position-embedding table (GPT-2, OPT)
   bool alibi = false;              // ALiBi attention biases instead of positions (Baichuan2-13B)
   int max_positions = 0;
+  // Tokens a query attends back to when the config slides a window (Mistral-7B-v0.1: 4096);
+  // 0: none. Not priced: attention runs over the whole causal sequence (an assumption line).
+  int sliding_window = 0;
   int head_size = 0;               // a head's width when it is not hidden / heads (Qwen3, GLM-4)
   bool qk_norm = false;            // RMSNorm over each head of Q and of K (Qwen3)
   int extra_norms = 0;             // norms a layer has beyond its two (GLM-4's post-norms: 2)

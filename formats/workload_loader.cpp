@@ -95,6 +95,9 @@ void read_llama_style(HfReader& hf, ModelShape& model) {
   model.ffn = hf.integer("intermediate_size");
   model.vocab = hf.integer("vocab_size");
   model.max_positions = hf.optional_integer("max_position_embeddings").value_or(0);
+  // Qwen's configs carry a window with use_sliding_window false; Mistral's apply theirs.
+  if (hf.flag("use_sliding_window").value_or(true))
+    model.sliding_window = hf.optional_integer("sliding_window", 0).value_or(0);
   if (auto act = hf.field("hidden_act"))
     model.activation = activation_from(*act);
   else
@@ -136,6 +139,8 @@ ModelShape read_hf(const Field& root) {
     case qwen2:
     case mixtral: {
       read_llama_style(hf, model);
+      // Mistral NeMo and Mistral Small set heads 128 wide against hidden / heads = 160.
+      if (auto size = hf.optional_integer("head_dim")) model.head_size = *size;
       // qwen2 has biases on Q, K and V only (its attention always does); llama and mistral
       // have none by default, attention_bias puts them on Q, K, V (and the output).
       model.linear_bias =

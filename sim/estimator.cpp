@@ -194,6 +194,12 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
       k.assumptions.push_back("expert load imbalance unknown, prior " + fixed2(expert_imbalance) +
                               " (the busiest expert's routed tokens over the mean)");
   }
+  if (model.sliding_window > 0 && training.seq_len > model.sliding_window && options.notes) {
+    k.assumptions.push_back("attention priced over all " + std::to_string(training.seq_len) +
+                            " tokens of the sequence; the model's sliding window of " +
+                            std::to_string(model.sliding_window) +
+                            " tokens is not modelled (it would cost less)");
+  }
   TrainingSettings chip_training = training;
   chip_training.expert_imbalance = models::chip_imbalance(expert_imbalance, model.experts, ep);
   k.activations = models::layer_activations(model, chip_training, settings.micro_batch, tp);

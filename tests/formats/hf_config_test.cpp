@@ -37,7 +37,11 @@ struct Expected {
 //    (6,738,415,616 in its safetensors index).
 //  - Qwen2-7B: 7.62e9, "Model size 7.62B params" on huggingface.co/Qwen/Qwen2-7B (the Qwen2.5-7B
 //    model card, same shape, states 7.61B parameters, 6.53B non-embedding).
-//  - Mistral-7B-v0.1: 7.24e9, "Model size 7.24B params" on huggingface.co/mistralai/Mistral-7B-v0.1.
+//  - Mistral-7B-v0.1: 7.24e9, "Model size 7.24B params" on
+//  huggingface.co/mistralai/Mistral-7B-v0.1.
+//  - Mistral-Nemo-Base-2407: 12.2e9 (fitmygpu.com/models/mistral-nemo-12b, "Total params 12.2B";
+//    "12B" in the release post). Its heads are 128 wide (head_dim) against hidden / heads = 160:
+//    read as 160 wide, the count is 12.77e9.
 //  - gpt2: 124e6, the "124M" GPT-2 small of the gpt2 model card and of OpenAI's release.
 //  - pythia-160m: 162,322,944 total parameters, Pythia paper (Biderman et al. 2023) Table 1 /
 //    EleutherAI/pythia README.
@@ -50,15 +54,21 @@ struct Expected {
 //    DeepSeek-V3: 671e9 (the main model; 685B with the multi-token prediction module), README.
 // The sources of the newer fixtures, and how each was taken, are in data/hf/SOURCES.md.
 const Expected kModels[] = {
-    {"llama-2-7b.json", "llama", 32, 4096, 32, 32, 11008, 32000, Activation::swiglu, Norm::rmsnorm, 6.74e9},
-    {"qwen2-7b.json", "qwen2", 28, 3584, 28, 4, 18944, 152064, Activation::swiglu, Norm::rmsnorm, 7.62e9},
-    {"mistral-7b-v0.1.json", "mistral", 32, 4096, 32, 8, 14336, 32000, Activation::swiglu, Norm::rmsnorm,
-     7.24e9},
+    {"llama-2-7b.json", "llama", 32, 4096, 32, 32, 11008, 32000, Activation::swiglu, Norm::rmsnorm,
+     6.74e9},
+    {"qwen2-7b.json", "qwen2", 28, 3584, 28, 4, 18944, 152064, Activation::swiglu, Norm::rmsnorm,
+     7.62e9},
+    {"mistral-7b-v0.1.json", "mistral", 32, 4096, 32, 8, 14336, 32000, Activation::swiglu,
+     Norm::rmsnorm, 7.24e9},
+    {"mistral-nemo-base-2407.json", "mistral", 40, 5120, 32, 8, 14336, 131072, Activation::swiglu,
+     Norm::rmsnorm, 12.2e9},
     {"gpt2.json", "gpt2", 12, 768, 12, 12, 3072, 50257, Activation::gelu, Norm::layernorm, 124e6},
-    {"pythia-160m.json", "gpt_neox", 12, 768, 12, 12, 3072, 50304, Activation::gelu, Norm::layernorm,
-     162322944.0},
-    {"opt-125m.json", "opt", 12, 768, 12, 12, 3072, 50272, Activation::relu, Norm::layernorm, 125e6},
-    {"qwen3-8b.json", "qwen3", 36, 4096, 32, 8, 12288, 151936, Activation::swiglu, Norm::rmsnorm, 8.2e9},
+    {"pythia-160m.json", "gpt_neox", 12, 768, 12, 12, 3072, 50304, Activation::gelu,
+     Norm::layernorm, 162322944.0},
+    {"opt-125m.json", "opt", 12, 768, 12, 12, 3072, 50272, Activation::relu, Norm::layernorm,
+     125e6},
+    {"qwen3-8b.json", "qwen3", 36, 4096, 32, 8, 12288, 151936, Activation::swiglu, Norm::rmsnorm,
+     8.2e9},
     {"mixtral-8x7b-v0.1.json", "mixtral", 32, 4096, 32, 8, 14336, 32000, Activation::swiglu,
      Norm::rmsnorm, 46.7e9},
     {"qwen2-57b-a14b.json", "qwen2_moe", 28, 3584, 28, 4, 18944, 151936, Activation::swiglu,
@@ -210,6 +220,15 @@ TEST(HfConfig, DenseFamiliesWithoutAnExactPublishedTotal) {
   EXPECT_DOUBLE_EQ(internlm.total_parameters(), 32 * internlm_layer + 2 * 92544 * h + h);
 }
 
+// Mistral-7B-v0.1 slides a 4096-token window; Qwen2 carries one with use_sliding_window false,
+// Mixtral and Mistral NeMo a null one.
+TEST(HfConfig, SlidingWindowOnlyWhereTheConfigUsesIt) {
+  EXPECT_EQ(load_config("mistral-7b-v0.1.json").sliding_window, 4096);
+  EXPECT_EQ(load_config("qwen2-7b.json").sliding_window, 0);
+  EXPECT_EQ(load_config("mixtral-8x7b-v0.1.json").sliding_window, 0);
+  EXPECT_EQ(load_config("mistral-nemo-base-2407.json").sliding_window, 0);
+  EXPECT_EQ(load_config("mistral-nemo-base-2407.json").head_dim(), 128);
+}
 
 TEST(HfConfig, TiedEmbeddingsFollowTheModelFamily) {
   EXPECT_TRUE(load_config("gpt2.json").tied_embeddings);

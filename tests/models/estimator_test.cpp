@@ -245,6 +245,25 @@ TEST(EstimatorOverlap, TensorParallelOverlapNeedsSequenceParallelism) {
   EXPECT_TRUE(said);
 }
 
+// A model whose config slides an attention window is priced with full causal attention, and
+// the estimate says so once the sequence is longer than the window; the step does not change.
+TEST(Estimator, ASlidingWindowShorterThanTheSequenceIsNamed) {
+  Workload w = small_llama();
+  const auto full = estimate_step(a100_cluster(1), w, pipeline(1, 1, 1));
+  auto names_window = [](const Estimate& e) {
+    bool said = false;
+    for (const auto& a : e.assumptions) said |= a.find("sliding window of") != std::string::npos;
+    return said;
+  };
+  EXPECT_FALSE(names_window(full));
+  w.model.sliding_window = w.training.seq_len;
+  EXPECT_FALSE(names_window(estimate_step(a100_cluster(1), w, pipeline(1, 1, 1))));
+  w.model.sliding_window = w.training.seq_len / 2;
+  const auto windowed = estimate_step(a100_cluster(1), w, pipeline(1, 1, 1));
+  EXPECT_TRUE(names_window(windowed));
+  EXPECT_DOUBLE_EQ(windowed.step_time_s, full.step_time_s);
+}
+
 // On Ascend the overlap is MindSpeed's MC2, which refuses mixture-of-experts models: a Mixtral
 // stage on the 910B exposes its tensor-parallel collectives with or without the overlap asked
 // for, and says why; the same stage on another vendor hides part of them.
