@@ -500,6 +500,10 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
       }
     }
   }
+  // Multi-token prediction modules (DeepSeek-V3), on the last pipeline stage: Megatron-LM's
+  // and MindSpeed-LLM's --mtp-num-layers.
+  if (model.mtp_layers > 0)
+    model_args.push_back("--mtp-num-layers " + std::to_string(model.mtp_layers));
   if (model.extra_norms > 0) {
     notes.push_back("The model has " + std::to_string(model.extra_norms) +
                     " more norms per layer (GLM-4's after the attention and after the MLP), "

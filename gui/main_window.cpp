@@ -542,8 +542,7 @@ void MainWindow::refresh_workload_form() {
                      .arg(m.qk_rope_head_dim);
   }
   if (m.mtp_layers > 0)
-    structure << tr("multi-token prediction modules: %1, which the estimator does not price")
-                     .arg(m.mtp_layers);
+    structure << tr("multi-token prediction modules: %1, on the last stage").arg(m.mtp_layers);
   model_structure_->setText(structure.join(QStringLiteral("\n")));
   model_config_button_->setEnabled(!inline_shape);
   model_config_button_->setToolTip(inline_shape ? tr("The workload writes its model inline") : QString());

@@ -128,15 +128,26 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
       stage.num_layers * (layer + model.replicated_kv_parameters(stage.tp));
   if (dense_count > 0) parameters += dense_count * (model.layer_parameters() / t - layer);
   if (stage.has_embedding) parameters += model.embedding_parameters() / t;
+  // Multi-token prediction modules live with the output head: each a layer of the last kind,
+  // its projection (2h to h) and three norms; they look up the embedding, so a last stage
+  // without the first keeps a copy of the table unless the output layer is that table.
+  const int mtp = stage.has_head ? std::max(0, model.mtp_layers) : 0;
+  const bool mtp_moe = model.moe() && model.dense_layers < model.layers;
   if (stage.has_head) {
     parameters += model.head_parameters() / t;
     // A tied output layer on another stage keeps its own copy of the embedding table.
-    if (model.tied_embeddings && !stage.has_embedding) {
+    if ((model.tied_embeddings || mtp > 0) && !stage.has_embedding) {
       parameters += static_cast<double>(model.vocab) * model.hidden / t;
+    }
+    if (mtp > 0) {
+      const double h = model.hidden;
+      const double own = mtp_moe ? layer : model.layer_parameters() / t;
+      parameters +=
+          mtp * (own + model.replicated_kv_parameters(stage.tp) + (2.0 * h * h + 3.0 * h) / t);
     }
   }
   out.parameters = parameters;
-  out.expert_parameters = moe_count * expert_layer;
+  out.expert_parameters = (moe_count + (mtp_moe ? mtp : 0)) * expert_layer;
   const double dense = parameters - out.expert_parameters;
   // Experts are shared by every ep-th replica: ZeRO shards them over dp / ep.
   const double expert_dp = std::max(1.0, dp / stage.ep);
@@ -224,8 +235,19 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
         in_flight * tokens * model.hidden * e / (training.sequence_parallel ? t : 1.0);
   }
   if (stage.has_head) {
-    // Logits in the training dtype, their fp32 copy for the loss and its gradient.
-    out.head = tokens * model.vocab / t * (e + 4.0 + 4.0);
+    // Logits in the training dtype, their fp32 copy for the loss and its gradient; each
+    // multi-token prediction module's loss keeps its own.
+    out.head = (1.0 + mtp) * tokens * model.vocab / t * (e + 4.0 + 4.0);
+    if (mtp > 0) {
+      // Each module's layer keeps its activations as the stage's layers do (full recompute
+      // does not reach it: Megatron recomputes the decoder's layers), and the inputs of its
+      // two norms, of its projection (2h) and of its final norm.
+      const Recompute kept = stage.recompute == Recompute::full ? Recompute::none : stage.recompute;
+      const double module =
+          layer_bytes(kept, !mtp_moe && model.moe()) +
+          5.0 * tokens * model.hidden * e / (training.sequence_parallel ? t : 1.0);
+      out.activations += in_flight * mtp * module;
+    }
   }
   // Transient buffers of the step.
   const double boundary = tokens * model.hidden * e / (training.sequence_parallel ? t : 1.0);

@@ -304,6 +304,26 @@ std::vector<Op> head_ops(const ModelShape& model, const LayerSlice& slice) {
   ops.push_back(elementwise("cross_entropy", OpClass::cross_entropy, logits * (e + 4.0 * 4.0), 6,
                             2));
   ops.back().backward_bytes_factor = 1.0;
+  // Multi-token prediction (DeepSeek-V3; Megatron-Core's MultiTokenPredictionBlock on the last
+  // stage): each module looks up the next token's embedding, normalises it and the hidden
+  // states, projects the two (2h) to one (h, column-parallel), runs one layer of the model's
+  // last kind, and predicts through the shared output layer with a loss of its own
+  // (docs/models/moe.md#multi-token-prediction).
+  if (model.mtp_layers > 0) {
+    const std::vector<Op> lookup = embedding_ops(model, slice);
+    const std::vector<Op> layer =
+        layer_ops(model, slice, model.moe() && model.dense_layers >= model.layers);
+    const std::vector<Op> output(ops.begin(), ops.end());
+    for (int depth = 0; depth < model.mtp_layers; ++depth) {
+      ops.insert(ops.end(), lookup.begin(), lookup.end());
+      for (int norm = 0; norm < 2; ++norm)
+        ops.push_back(elementwise("mtp_norm", OpClass::norm,
+                                  2.0 * replicated_tokens * model.hidden * e, 1, 2));
+      linear(ops, "mtp_projection", tokens, model.hidden / t, 2.0 * model.hidden, slice.dtype);
+      ops.insert(ops.end(), layer.begin(), layer.end());
+      ops.insert(ops.end(), output.begin(), output.end());
+    }
+  }
   return ops;
 }
 
@@ -349,7 +369,13 @@ double model_layers_flops(const ModelShape& model, int micro_batch, int seq_len)
 }
 
 double head_model_flops(const ModelShape& model, int micro_batch, int seq_len) {
-  return 2.0 * static_cast<double>(micro_batch) * seq_len * model.hidden * model.vocab;
+  const double tokens = static_cast<double>(micro_batch) * seq_len;
+  const double logits = 2.0 * tokens * model.hidden * model.vocab;
+  if (model.mtp_layers <= 0) return logits;
+  // Each multi-token prediction module: its projection, its layer and its logits.
+  const double module = 2.0 * tokens * 2.0 * model.hidden * model.hidden +
+                        layer_model_flops(model, micro_batch, seq_len) + logits;
+  return logits + model.mtp_layers * module;
 }
 
 }  // namespace hetplan::models

@@ -700,13 +700,6 @@ std::vector<IslandInfo> Searcher::check_islands(DType dtype) {
       exclude(kUnknownFigures, "the memory capacity of " + chip.id + " is unknown");
       continue;
     }
-    if (model_.mtp_layers > 0) {
-      // The model's parameters are counted, its step is not priced yet.
-      exclude(kUnknownFigures, model_.model_type +
-                                   "'s multi-token prediction modules are not modelled by the "
-                                   "estimator yet");
-      continue;
-    }
     std::string missing;
     for (const auto& op : layer) {
       if (chip.coverage(op.op_class).support == Support::missing) {
@@ -820,8 +813,7 @@ double Searcher::pipeline_floor(const Setting& setting,
                                  k.layer_time(Recompute::full)) +
                    (dense - dense_full) * (k.dense_layer_time(marginal) - per_layer);
     }
-    const double head =
-        i + 1 == parts.size() ? k.head_forward_s + k.head_backward_s + k.boundary_tp_s : 0.0;
+    const double head = i + 1 == parts.size() ? k.head_time() : 0.0;
     auto add = [&](double fixed, int stages) {
       if (stages <= 0) return;
       floor.add(per_layer, fixed, least_layers, stages);
@@ -1221,7 +1213,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     }
     least_embedding = std::min(least_embedding,
                                k.embedding_forward_s + k.embedding_backward_s + k.boundary_tp_s);
-    least_head = std::min(least_head, k.head_forward_s + k.head_backward_s + k.boundary_tp_s);
+    least_head = std::min(least_head, k.head_time());
     const auto i = static_cast<std::size_t>(option.island);
     layer_rate[i] = std::max(layer_rate[i], 1.0 / option.per_layer);
     room[i] = std::max(room[i], option.max_stages);

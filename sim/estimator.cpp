@@ -267,12 +267,6 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     k.problems.push_back("memory capacity of " + chip.id +
                          " is unknown, so the fit cannot be checked");
   }
-  // Read from their configs with their parameter counts, but not yet priced: refused rather
-  // than planned as the model they are not.
-  if (model.mtp_layers > 0) {
-    k.problems.push_back(model.model_type +
-                         ": the estimator does not model multi-token prediction modules yet");
-  }
 
   k.links = island_links(island, chip, options, k.assumptions);
   const int nodes_spanned = ceil_div(tp * dp, island.chips_per_node);
@@ -454,6 +448,20 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     std::tie(k.layer_tp_s, k.layer_recompute_tp_s) = tp_times(layer, model.moe());
     if (k.has_dense_layers)
       std::tie(k.dense_layer.tp_s, k.dense_layer.recompute_tp_s) = tp_times(dense_ops, false);
+    if (model.mtp_layers > 0) {
+      // A multi-token prediction module: its layer's collectives, its embedding lookup's and
+      // output layer's (as the embedding's and the head's), and its projection's: with
+      // sequence parallelism the 2h-wide input gathered and the h/t-wide output gathered back
+      // to h before the layer scatters it (reduce-scatters backward); without, the output's
+      // gather forward and the input gradient's all-reduce backward
+      // (docs/models/moe.md#multi-token-prediction).
+      const double projection = training.sequence_parallel
+                                    ? 2.0 * (collective(Collective::all_gather, 2.0 * activation) +
+                                             collective(Collective::all_gather, activation))
+                                    : collective(Collective::all_gather, activation) +
+                                          collective(Collective::all_reduce, 2.0 * activation);
+      k.mtp_tp_s = model.mtp_layers * (k.layer_tp_s + projection + 2.0 * k.boundary_tp_s);
+    }
   }
   if (model.moe() && ep > 1 && dp % ep == 0) {
     // Expert parallelism: each chip sends its tokens' copies to the chips of their experts and
@@ -482,6 +490,11 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     k.a2a_s = a2a;
     k.layer_a2a_s = 4.0 * a2a;
     k.layer_recompute_a2a_s = 2.0 * a2a;
+    // A multi-token prediction module's layer is a mixture's layer like the last one.
+    if (model.mtp_layers > 0 && model.dense_layers < model.layers) {
+      k.mtp_ep_s = model.mtp_layers * k.layer_a2a_s;
+      k.mtp_all_to_alls = 2 * model.mtp_layers;
+    }
   }
   // A stage receiving a boundary without sequence parallelism gets 1/tp of the activations
   // from each sender and all-gathers them across its tensor-parallel group (Megatron's
@@ -781,7 +794,10 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
       if (last) {
         se.forward_s += k.head_forward_s;
         se.backward_s += k.head_backward_s;
-        se.tp_comm_s += k.boundary_tp_s;
+        se.tp_comm_s += k.boundary_tp_s + k.mtp_tp_s;
+        se.ep_comm_s += k.mtp_ep_s;
+        se.ep_forward_all_to_alls += k.mtp_all_to_alls;
+        se.ep_backward_all_to_alls += k.mtp_all_to_alls;
       }
       peak_sum += k.tp * k.dp * k.peak_flops;
     }

@@ -175,6 +175,11 @@ struct StageKernel {
   double head_forward_s = 0;
   double head_backward_s = 0;
   double boundary_tp_s = 0;  // tensor-parallel collectives the embedding or the head add
+  // Multi-token prediction modules on the last stage (their compute is in head_forward_s and
+  // head_backward_s): their tensor-parallel collectives, their layers' all-to-alls and how many.
+  double mtp_tp_s = 0;
+  double mtp_ep_s = 0;
+  int mtp_all_to_alls = 0;  // each way
   IslandLinks links;
   models::CollectiveGroup tp_group;
   models::CollectiveGroup dp_group;
@@ -201,6 +206,11 @@ struct StageKernel {
     if (mode == Recompute::full)
       time += layer_forward_s + layer_recompute_tp_s + layer_recompute_a2a_s;
     return time;
+  }
+  // The output head of the last stage for one micro-batch: the final norm, logits and loss,
+  // the multi-token prediction modules, their collectives.
+  double head_time() const {
+    return head_forward_s + head_backward_s + boundary_tp_s + mtp_tp_s + mtp_ep_s;
   }
   // The same for one of a mixture's dense layers.
   double dense_layer_time(Recompute mode) const {

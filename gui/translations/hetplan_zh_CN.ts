@@ -764,8 +764,8 @@ note: exported unvalidated, as asked; every file says so</source>
     </message>
     <message>
         <location filename="../main_window.cpp" line="545"/>
-        <source>multi-token prediction modules: %1, which the estimator does not price</source>
-        <translation>多 token 预测（MTP）模块：%1 个，估算器尚未计入</translation>
+        <source>multi-token prediction modules: %1, on the last stage</source>
+        <translation>多 token 预测（MTP）模块：%1 个，位于最后一个流水线阶段</translation>
     </message>
     <message>
         <location filename="../main_window.cpp" line="783"/>

@@ -582,6 +582,17 @@ TEST(Launch, MixtureOfExperts) {
   EXPECT_EQ(value_of(model, "--moe-router-topk"), "2");
   EXPECT_EQ(value_of(model, "--moe-ffn-hidden-size"), "14336");
   EXPECT_FALSE(has_flag(model, "--moe-shared-expert-intermediate-size"));
+  EXPECT_FALSE(has_flag(model, "--mtp-num-layers"));
+  {
+    // Multi-token prediction modules (DeepSeek-V3's) are launched with the model.
+    Scenario mtp = s;
+    mtp.workload.model.mtp_layers = 1;
+    ExportInput with_mtp = input;
+    with_mtp.scenario = &mtp;
+    EXPECT_EQ(value_of(sourced(export_megatron(with_mtp)[0].text, "HETPLAN_MODEL_ARGS"),
+                       "--mtp-num-layers"),
+              "1");
+  }
   auto parallel = sourced(text, "HETPLAN_PARALLEL_ARGS");
   EXPECT_EQ(value_of(parallel, "--expert-model-parallel-size"), "4");
   EXPECT_EQ(value_of(parallel, "--expert-tensor-parallel-size"), "2");

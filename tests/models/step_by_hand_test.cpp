@@ -372,5 +372,64 @@ TEST(StepByHand, Fp8GemmsOverBf16) {
   EXPECT_NEAR(fp8.step_time_s, fp8_layer + head + embedding + adam(params), 1e-9 * fp8.step_time_s);
 }
 
+// A multi-token prediction module (DeepSeek-V3's; docs/models/moe.md#multi-token-prediction)
+// on the last stage, by hand. Its kernels at the floor: the next token's embedding lookup
+// (1 + 2), two norms (1 + 2 each), the projection of 2h to h (1 + 2), one layer of the model's
+// kind (12 + 20) and the output layer with its loss again (14): 58 a micro-batch. Its
+// parameters: a layer, the projection (2 x 64 x 64) and three norms (3 x 64). Its loss keeps a
+// second copy of the logits (16 x 128 in BF16, FP32 and the FP32 gradient).
+TEST(StepByHand, MultiTokenPredictionOnTheLastStage) {
+  const int m = 4;
+  Workload w = tiny(m);
+  const Estimate plain = estimate_step(one_node(), w, one_stage(1, 1));
+  w.model.mtp_layers = 1;
+  const Estimate e = estimate_step(one_node(), w, one_stage(1, 1));
+  ASSERT_TRUE(e.feasible) << e.reasons.front();
+  const double module_params = kLayerParams + 2 * 64 * 64 + 3 * 64;  // 74,048
+  const double params = 2 * kLayerParams + kEmbeddingParams + kHeadParams + module_params;
+  EXPECT_DOUBLE_EQ(e.stages[0].memory.parameters, params);
+  const int module_kernels = 3 + 2 * 3 + 3 + kLayerKernels + kHeadKernels;
+  const double per_micro_batch =
+      (2 * kLayerKernels + kEmbeddingKernels + kHeadKernels + module_kernels) * kFloor;
+  EXPECT_NEAR(e.step_time_s, m * per_micro_batch + adam(params), 1e-12);
+  EXPECT_NEAR(e.step_time_s, 4 * 139 * 10e-6 + 34 * 221824 / 1e12, 1e-12);  // 5.567 ms
+  EXPECT_DOUBLE_EQ(e.stages[0].memory.head, 2 * 16 * 128 * (2 + 4 + 4.0));
+  EXPECT_DOUBLE_EQ(plain.stages[0].memory.head, 16 * 128 * (2 + 4 + 4.0));
+
+  // Tensor parallelism over two chips with sequence parallelism: the module adds its layer's
+  // four all-reduces (2 KiB each: 2 steps of 1 ms and 2 KiB at 100 GB/s), its embedding's and
+  // output layer's two each, and its projection's gathers forward and reduce-scatters backward
+  // of the 2h-wide input (4 KiB: one step and 2 KiB) and of the h-wide output (one step and
+  // 1 KiB).
+  w.training.sequence_parallel = true;
+  w.model.mtp_layers = 0;
+  const Estimate tp_plain = estimate_step(one_node(), w, one_stage(2, 1));
+  w.model.mtp_layers = 1;
+  const Estimate tp = estimate_step(one_node(), w, one_stage(2, 1));
+  ASSERT_TRUE(tp.feasible && tp_plain.feasible);
+  const double all_reduce = 2 * kAlpha + 2048 / kLink;
+  const double projection = 2 * ((kAlpha + 2048 / kLink) + (kAlpha + 1024 / kLink));
+  EXPECT_NEAR(tp.stages[0].tp_comm_s - tp_plain.stages[0].tp_comm_s,
+              4 * all_reduce + 4 * all_reduce + projection, 1e-15);
+}
+
+// The module's layer of a mixture is a mixture's layer: its dispatch and combine, forward and
+// backward, go with the last stage's all-to-alls (the twin carries them as flows).
+TEST(StepByHand, MultiTokenPredictionLayerOfAMixture) {
+  const int m = 2;
+  Workload w = tiny_moe(4 * m);
+  w.model.mtp_layers = 1;
+  Plan plan = one_stage(1, 4);
+  plan.stages[0].ep = 4;
+  const Estimate e = estimate_step(one_node(), w, plan);
+  ASSERT_TRUE(e.feasible) << e.reasons.front();
+  const double a2a = 3 * kAlpha + 0.75 * (16 * 2 * 64 * 2) / kLink;
+  EXPECT_NEAR(e.stages[0].ep_comm_s, 3 * 4 * a2a, 1e-15);
+  EXPECT_EQ(e.stages[0].ep_forward_all_to_alls, 3 * 2);
+  EXPECT_EQ(e.stages[0].ep_backward_all_to_alls, 3 * 2);
+  const double layer_experts = 4 * 3 * 64 * 128 / 4.0;  // a quarter of the experts
+  EXPECT_DOUBLE_EQ(e.stages[0].memory.expert_parameters, 3 * layer_experts);
+}
+
 }  // namespace
 }  // namespace hetplan::sim

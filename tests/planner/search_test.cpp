@@ -315,18 +315,26 @@ TEST(PlanSearch, DeepSeekRanksExpertParallelPlans) {
   EXPECT_NE(result.task_level->plan.name.find("-ep"), std::string::npos);
 }
 
-// Multi-token prediction is not priced yet: a model with MTP modules is refused with the
-// reason, not planned as the model it is not.
-TEST(PlanSearch, MultiTokenPredictionIsRefusedWithItsReason) {
+// Multi-token prediction modules sit with the output head on the last stage: the search prices
+// them as the estimator does (its figure is the estimator's for every ranked plan), and a model
+// with a module costs more than the same model without.
+TEST(PlanSearch, MultiTokenPredictionIsPricedOnTheLastStage) {
   Builder b;
   b.s.workload = small_model(8);
+  b.add("a100", chip("nvidia-a100-sxm4-80gb"), 1, 8);
+  const SearchResult without = search_plans(b.s, narrow());
   b.s.workload.model.model_type = "deepseek_v3";
   b.s.workload.model.mtp_layers = 1;
-  b.add("a100", chip("nvidia-a100-sxm4-80gb"), 1, 8);
   const SearchResult result = search_plans(b.s, narrow());
-  EXPECT_TRUE(result.ranked.empty());
-  EXPECT_TRUE(mentions(pass(result, "unknown-figures"),
-                       "deepseek_v3's multi-token prediction modules are not modelled"));
+  ASSERT_FALSE(result.ranked.empty());
+  ASSERT_FALSE(without.ranked.empty());
+  for (const auto& ranked : result.ranked) {
+    if (ranked.mode == Mode::resource_pool) continue;
+    EXPECT_TRUE(ranked.estimate.feasible) << ranked.plan.name;
+    EXPECT_DOUBLE_EQ(ranked.search_step_s, ranked.estimate.step_time_s) << ranked.plan.name;
+  }
+  EXPECT_GT(result.ranked.front().estimate.step_time_s,
+            without.ranked.front().estimate.step_time_s);
 }
 
 // The pruned search against exhaustive enumeration for a model with latent attention and dense
@@ -352,6 +360,10 @@ TEST(PlanSearch, PruningNeverDiscardsTheBestPlanWithDenseLayers) {
   b.add("a100", chip("nvidia-a100-sxm4-80gb"), 2, 4);
   b.add("ascend", chip("ascend-910b"), 1, 4);
   expect_same_best(b.s, "dense layers", narrow());
+  // A multi-token prediction module on the last stage: the bounds take its head.
+  m.model_type = "deepseek_v3";
+  m.mtp_layers = 1;
+  expect_same_best(b.s, "dense layers and a multi-token prediction module", narrow());
 }
 
 // The pruned search against exhaustive enumeration with expert parallelism in the space.
