@@ -119,6 +119,25 @@ void require_every_layer_moe(HfReader& hf, std::string_view step_key) {
              "[] (hetplan models experts in every layer after the dense ones)");
 }
 
+// DeepSeek's mixture keys (DeepSeek-V2/V3, GLM-4.5): experts after the first dense layers,
+// shared experts of the experts' size, group-limited routing.
+void read_deepseek_experts(HfReader& hf, ModelShape& model) {
+  model.experts = hf.optional_integer("n_routed_experts", 0).value_or(0);
+  if (model.experts <= 0) return;
+  model.experts_per_token = hf.integer("num_experts_per_tok");
+  model.expert_ffn = hf.integer("moe_intermediate_size");
+  model.shared_experts = hf.optional_integer("n_shared_experts", 0).value_or(0);
+  model.shared_expert_ffn = model.expert_ffn;
+  model.dense_layers = hf.optional_integer("first_k_dense_replace", 0).value_or(0);
+  require_every_layer_moe(hf, "moe_layer_freq");
+  // Group-limited routing: a token's experts come from topk_group of n_group groups
+  // (DeepSeek-V3: 4 of 8 nodes' worth); a limit on the all-to-all, not on the FLOPs.
+  model.expert_groups = hf.optional_integer("n_group").value_or(1);
+  model.expert_groups_per_token = hf.optional_integer("topk_group").value_or(1);
+  hf.ignore({"routed_scaling_factor", "scoring_func", "norm_topk_prob", "aux_loss_alpha", "seq_aux",
+             "ep_size"});
+}
+
 ModelShape read_hf(const Field& root) {
   HfReader hf(root);
   ModelShape model;
@@ -126,12 +145,28 @@ ModelShape read_hf(const Field& root) {
   if (!type_entry) throw InputError(root.location(), "model_type", "missing required key");
   const Field& type_field = *type_entry;
   enum Kind {
-    llama, mistral, qwen2, gpt2, gpt_neox, opt, qwen3, internlm2, baichuan, chatglm, glm4,
-    mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3
+    llama,
+    mistral,
+    qwen2,
+    gpt2,
+    gpt_neox,
+    opt,
+    qwen3,
+    internlm2,
+    baichuan,
+    chatglm,
+    glm4,
+    mixtral,
+    qwen2_moe,
+    qwen3_moe,
+    deepseek_v2,
+    deepseek_v3,
+    glm4_moe
   };
-  const auto kind = static_cast<Kind>(type_field.as_choice(
-      {"llama", "mistral", "qwen2", "gpt2", "gpt_neox", "opt", "qwen3", "internlm2", "baichuan",
-       "chatglm", "glm4", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3"}));
+  const auto kind = static_cast<Kind>(
+      type_field.as_choice({"llama", "mistral", "qwen2", "gpt2", "gpt_neox", "opt", "qwen3",
+                            "internlm2", "baichuan", "chatglm", "glm4", "mixtral", "qwen2_moe",
+                            "qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe"}));
   model.model_type = type_field.as_string();
   switch (kind) {
     case llama:
@@ -181,6 +216,22 @@ ModelShape read_hf(const Field& root) {
     case internlm2: {
       read_llama_style(hf, model);
       model.linear_bias = hf.flag("bias").value_or(false);
+      break;
+    }
+    case glm4_moe: {
+      // GLM-4.5 / GLM-4.5-Air: grouped-query attention with heads of head_dim, biases on Q, K
+      // and V, the rotary embedding on partial_rotary_factor of each head, optional per-head Q/K
+      // norms, pre-norm layers (no post-norms, unlike glm4), and DeepSeek-V3's mixture: dense
+      // first layers, routed and shared experts, sigmoid routing with a bias per expert, and
+      // multi-token prediction modules.
+      read_llama_style(hf, model);
+      if (auto size = hf.optional_integer("head_dim")) model.head_size = *size;
+      model.qkv_bias = hf.flag("attention_bias").value_or(false);
+      if (auto share = hf.number("partial_rotary_factor", 0.01, 1.0)) model.rotary_percent = *share;
+      model.qk_norm = hf.flag("use_qk_norm").value_or(false);
+      read_deepseek_experts(hf, model);
+      model.expert_bias = model.experts > 0;  // e_score_correction_bias in every MoE layer
+      model.mtp_layers = hf.optional_integer("num_nextn_predict_layers", 0).value_or(0);
       break;
     }
     case glm4: {
@@ -244,24 +295,12 @@ ModelShape read_hf(const Field& root) {
       model.v_head_dim = hf.integer("v_head_dim");
       model.head_size = model.qk_nope_head_dim + model.qk_rope_head_dim;
       model.qkv_bias = hf.flag("attention_bias").value_or(false);
-      // Experts after the first dense layers; shared experts of the experts' size.
-      model.experts = hf.optional_integer("n_routed_experts", 0).value_or(0);
+      read_deepseek_experts(hf, model);
+      // noaux_tc routing keeps a bias per expert (e_score_correction_bias).
       if (model.experts > 0) {
-        model.experts_per_token = hf.integer("num_experts_per_tok");
-        model.expert_ffn = hf.integer("moe_intermediate_size");
-        model.shared_experts = hf.optional_integer("n_shared_experts", 0).value_or(0);
-        model.shared_expert_ffn = model.expert_ffn;
-        model.dense_layers = hf.optional_integer("first_k_dense_replace", 0).value_or(0);
-        require_every_layer_moe(hf, "moe_layer_freq");
-        // Group-limited routing: a token's experts come from topk_group of n_group groups
-        // (DeepSeek-V3: 4 of 8 nodes' worth); a limit on the all-to-all, not on the FLOPs.
-        model.expert_groups = hf.optional_integer("n_group").value_or(1);
-        model.expert_groups_per_token = hf.optional_integer("topk_group").value_or(1);
-        // noaux_tc routing keeps a bias per expert (e_score_correction_bias).
         if (auto method = hf.field("topk_method"); method && !method->is_null())
-          model.expert_bias = method->as_choice({"greedy", "group_limited_greedy", "noaux_tc"}) == 2;
-        hf.ignore({"routed_scaling_factor", "scoring_func", "norm_topk_prob", "aux_loss_alpha",
-                   "seq_aux", "ep_size"});
+          model.expert_bias =
+              method->as_choice({"greedy", "group_limited_greedy", "noaux_tc"}) == 2;
       }
       model.mtp_layers = hf.optional_integer("num_nextn_predict_layers", 0).value_or(0);
       break;

@@ -52,6 +52,7 @@ struct Expected {
 //  - Qwen3-30B-A3B: 30.5e9, model card.
 //  - DeepSeek-V2-Lite: 15.7e9, model card; DeepSeek-V2: 236e9, model card and arXiv:2405.04434;
 //    DeepSeek-V3: 671e9 (the main model; 685B with the multi-token prediction module), README.
+//  - GLM-4.5-Air: 106e9, "106 billion total parameters" (Z.ai's GLM-4.5 release; model card).
 // The sources of the newer fixtures, and how each was taken, are in data/hf/SOURCES.md.
 const Expected kModels[] = {
     {"llama-2-7b.json", "llama", 32, 4096, 32, 32, 11008, 32000, Activation::swiglu, Norm::rmsnorm,
@@ -81,6 +82,8 @@ const Expected kModels[] = {
      Norm::rmsnorm, 236e9},
     {"deepseek-v3.json", "deepseek_v3", 61, 7168, 128, 128, 18432, 129280, Activation::swiglu,
      Norm::rmsnorm, 671e9},
+    {"glm-4.5-air.json", "glm4_moe", 46, 4096, 96, 8, 10944, 151552, Activation::swiglu,
+     Norm::rmsnorm, 106e9},
 };
 
 class HfModels : public ::testing::TestWithParam<Expected> {};
@@ -220,6 +223,33 @@ TEST(HfConfig, DenseFamiliesWithoutAnExactPublishedTotal) {
   EXPECT_DOUBLE_EQ(internlm.total_parameters(), 32 * internlm_layer + 2 * 92544 * h + h);
 }
 
+// GLM-4.5-Air (glm4_moe), by hand: 96 heads of 128 (Q and the output 4096 x 12288) and 8 K/V
+// heads of 128 with biases on Q, K and V, the rotary embedding on half of each head, no Q/K
+// norms; one dense layer (SwiGLU of 10944), then 45 of 128 routed experts of 1408 (top 8) and one
+// shared, a router with a bias per expert; one multi-token prediction module; untied embeddings
+// of 151552.
+TEST(HfMoe, Glm45AirByHand) {
+  const ModelShape m = load_config("glm-4.5-air.json");
+  EXPECT_EQ(m.head_dim(), 128);
+  EXPECT_TRUE(m.qkv_bias);
+  EXPECT_FALSE(m.qk_norm);
+  EXPECT_FALSE(m.linear_bias);
+  EXPECT_DOUBLE_EQ(m.rotary_percent, 0.5);
+  EXPECT_EQ(m.experts, 128);
+  EXPECT_EQ(m.experts_per_token, 8);
+  EXPECT_EQ(m.expert_ffn, 1408);
+  EXPECT_EQ(m.shared_experts, 1);
+  EXPECT_EQ(m.dense_layers, 1);
+  EXPECT_TRUE(m.expert_bias);
+  EXPECT_EQ(m.mtp_layers, 1);
+  EXPECT_EQ(m.extra_norms, 0);
+  const double h = 4096;
+  const double attention = h * 12288 + 2 * h * 1024 + (12288 + 2 * 1024) + 12288 * h;
+  const double dense = attention + 3 * h * 10944 + 2 * h;
+  const double moe = attention + 129 * 3 * h * 1408 + (h * 128 + 128) + 2 * h;
+  EXPECT_DOUBLE_EQ(m.total_parameters(), dense + 45 * moe + 2 * 151552 * h + h);
+}
+
 // Mistral-7B-v0.1 slides a 4096-token window; Qwen2 carries one with use_sliding_window false,
 // Mixtral and Mistral NeMo a null one.
 TEST(HfConfig, SlidingWindowOnlyWhereTheConfigUsesIt) {
@@ -320,7 +350,7 @@ TEST(HfConfigErrors, UnsupportedModelType) {
   EXPECT_EQ(config_error(replaced(kConfig, "\"llama\"", "\"bert\"")),
             "config.json:2:17: model_type: expected one of llama, mistral, qwen2, gpt2, gpt_neox, "
             "opt, qwen3, internlm2, baichuan, chatglm, glm4, mixtral, qwen2_moe, qwen3_moe, "
-            "deepseek_v2 or deepseek_v3, got \"bert\"");
+            "deepseek_v2, deepseek_v3 or glm4_moe, got \"bert\"");
 }
 
 TEST(HfConfigErrors, MissingModelType) {
