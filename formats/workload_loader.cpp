@@ -161,12 +161,13 @@ ModelShape read_hf(const Field& root) {
     qwen3_moe,
     deepseek_v2,
     deepseek_v3,
-    glm4_moe
+    glm4_moe,
+    kimi_k2
   };
   const auto kind = static_cast<Kind>(
       type_field.as_choice({"llama", "mistral", "qwen2", "gpt2", "gpt_neox", "opt", "qwen3",
                             "internlm2", "baichuan", "chatglm", "glm4", "mixtral", "qwen2_moe",
-                            "qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe"}));
+                            "qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe", "kimi_k2"}));
   model.model_type = type_field.as_string();
   switch (kind) {
     case llama:
@@ -284,7 +285,11 @@ ModelShape read_hf(const Field& root) {
       break;
     }
     case deepseek_v2:
-    case deepseek_v3: {
+    case deepseek_v3:
+    case kimi_k2: {
+      // Kimi K2 is DeepSeek-V3's architecture (DeepseekV3ForCausalLM) under a model_type of its
+      // own, set so that inference engines can tell the two apart (Moonshot AI's deployment
+      // guide); its keys are DeepSeek-V3's.
       read_llama_style(hf, model);
       model.kv_heads = model.heads;  // every head has its own K and V, from the latent
       // Multi-head latent attention.

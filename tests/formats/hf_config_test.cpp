@@ -223,6 +223,29 @@ TEST(HfConfig, DenseFamiliesWithoutAnExactPublishedTotal) {
   EXPECT_DOUBLE_EQ(internlm.total_parameters(), 32 * internlm_layer + 2 * 92544 * h + h);
 }
 
+// Kimi K2 (model_type kimi_k2) is read as DeepSeek-V3's architecture: latent attention of 64
+// heads (Q through rank 1536, K and V through 512, heads of 128 + 64 and V of 128), one dense
+// first layer, then 384 routed experts of 2048 and one shared, a router with a bias per expert,
+// no multi-token prediction, untied embeddings of 163840. Moonshot's rounded "1 trillion total,
+// 32 billion activated" within 5%.
+TEST(HfMoe, KimiK2ByHand) {
+  const ModelShape m = load_config("kimi-k2-instruct-0905.json");
+  EXPECT_EQ(m.model_type, "kimi_k2");
+  EXPECT_TRUE(m.latent_attention());
+  EXPECT_EQ(m.dense_layers, 1);
+  EXPECT_TRUE(m.expert_bias);
+  EXPECT_EQ(m.mtp_layers, 0);
+  const double h = 7168;
+  const double attention =
+      h * 1536 + 1536 + 1536 * 64 * 192.0 + h * 576 + 512 + 512 * 64 * 256.0 + 64 * 128 * h;
+  const double moe = h * 384 + 384 + 385 * 3 * h * 2048;
+  const double dense = attention + 3 * h * 18432;
+  EXPECT_DOUBLE_EQ(m.total_parameters(),
+                   dense + 2 * h + 60 * (attention + moe + 2 * h) + 2 * 163840 * h + h);
+  EXPECT_NEAR(m.total_parameters() / 1e12, 1.0, 0.05);
+  EXPECT_NEAR((m.active_parameters() - m.embedding_parameters()) / 32e9, 1.0, 0.05);
+}
+
 // GLM-4.5-Air (glm4_moe), by hand: 96 heads of 128 (Q and the output 4096 x 12288) and 8 K/V
 // heads of 128 with biases on Q, K and V, the rotary embedding on half of each head, no Q/K
 // norms; one dense layer (SwiGLU of 10944), then 45 of 128 routed experts of 1408 (top 8) and one
@@ -350,7 +373,7 @@ TEST(HfConfigErrors, UnsupportedModelType) {
   EXPECT_EQ(config_error(replaced(kConfig, "\"llama\"", "\"bert\"")),
             "config.json:2:17: model_type: expected one of llama, mistral, qwen2, gpt2, gpt_neox, "
             "opt, qwen3, internlm2, baichuan, chatglm, glm4, mixtral, qwen2_moe, qwen3_moe, "
-            "deepseek_v2, deepseek_v3 or glm4_moe, got \"bert\"");
+            "deepseek_v2, deepseek_v3, glm4_moe or kimi_k2, got \"bert\"");
 }
 
 TEST(HfConfigErrors, MissingModelType) {
