@@ -83,6 +83,8 @@ struct ModelShape {
   bool moe() const { return experts > 0; }
   // Whether layer `index` (from 0) has a mixture-of-experts MLP.
   bool moe_layer(int index) const;
+  // Whether the multi-token prediction modules' layers do: they are of the last layer's kind.
+  bool mtp_moe_layer() const { return moe_layer(layers - 1); }
   int moe_layer_count() const;
   // Width of K (and of V) one chip of a tensor-parallel group of `tp` holds: its share of the
   // key/value heads, or one whole head when tp exceeds them (Megatron replicates each key/value

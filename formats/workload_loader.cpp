@@ -95,6 +95,9 @@ void read_llama_style(HfReader& hf, ModelShape& model) {
   model.ffn = hf.integer("intermediate_size");
   model.vocab = hf.integer("vocab_size");
   model.max_positions = hf.optional_integer("max_position_embeddings").value_or(0);
+  // A head's width when it is not hidden / heads (Qwen3, GLM-4, Mistral NeMo's 128 against 160);
+  // latent attention sets its own below.
+  if (auto size = hf.optional_integer("head_dim")) model.head_size = *size;
   // Qwen's configs carry a window with use_sliding_window false; Mistral's apply theirs.
   if (hf.flag("use_sliding_window").value_or(true))
     model.sliding_window = hf.optional_integer("sliding_window", 0).value_or(0);
@@ -175,8 +178,6 @@ ModelShape read_hf(const Field& root) {
     case qwen2:
     case mixtral: {
       read_llama_style(hf, model);
-      // Mistral NeMo and Mistral Small set heads 128 wide against hidden / heads = 160.
-      if (auto size = hf.optional_integer("head_dim")) model.head_size = *size;
       // qwen2 has biases on Q, K and V only (its attention always does); llama and mistral
       // have none by default, attention_bias puts them on Q, K, V (and the output).
       model.linear_bias =
@@ -196,7 +197,6 @@ ModelShape read_hf(const Field& root) {
     case qwen3_moe:
     case qwen2_moe: {
       read_llama_style(hf, model);
-      if (auto size = hf.optional_integer("head_dim")) model.head_size = *size;
       model.qkv_bias = kind == qwen2_moe || hf.flag("attention_bias").value_or(false);
       model.qk_norm = kind != qwen2_moe;  // Qwen3 normalises each head's Q and K
       if (kind != qwen3) {
@@ -226,7 +226,6 @@ ModelShape read_hf(const Field& root) {
       // first layers, routed and shared experts, sigmoid routing with a bias per expert, and
       // multi-token prediction modules.
       read_llama_style(hf, model);
-      if (auto size = hf.optional_integer("head_dim")) model.head_size = *size;
       model.qkv_bias = hf.flag("attention_bias").value_or(false);
       if (auto share = hf.number("partial_rotary_factor", 0.01, 1.0)) model.rotary_percent = *share;
       model.qk_norm = hf.flag("use_qk_norm").value_or(false);
@@ -237,7 +236,6 @@ ModelShape read_hf(const Field& root) {
     }
     case glm4: {
       read_llama_style(hf, model);
-      if (auto size = hf.optional_integer("head_dim")) model.head_size = *size;
       model.qkv_bias = hf.flag("attention_bias").value_or(false);
       if (auto share = hf.number("partial_rotary_factor", 0.01, 1.0)) model.rotary_percent = *share;
       model.extra_norms = 2;  // after the attention and after the MLP

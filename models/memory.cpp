@@ -132,10 +132,11 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   // its projection (2h to h) and three norms; they look up the embedding, so a last stage
   // without the first keeps a copy of the table unless the output layer is that table.
   const int mtp = stage.has_head ? std::max(0, model.mtp_layers) : 0;
-  const bool mtp_moe = model.moe() && model.dense_layers < model.layers;
+  const bool mtp_moe = model.mtp_moe_layer();
   if (stage.has_head) {
     parameters += model.head_parameters() / t;
-    // A tied output layer on another stage keeps its own copy of the embedding table.
+    // A tied output layer, or a prediction module's lookup, on another stage than the
+    // embedding keeps its own copy of the table.
     if ((model.tied_embeddings || mtp > 0) && !stage.has_embedding) {
       parameters += static_cast<double>(model.vocab) * model.hidden / t;
     }
@@ -244,7 +245,7 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
       // two norms, of its projection (2h) and of its final norm.
       const Recompute kept = stage.recompute == Recompute::full ? Recompute::none : stage.recompute;
       const double module =
-          layer_bytes(kept, !mtp_moe && model.moe()) +
+          layer_bytes(kept, !mtp_moe) +
           5.0 * tokens * model.hidden * e / (training.sequence_parallel ? t : 1.0);
       out.activations += in_flight * mtp * module;
     }

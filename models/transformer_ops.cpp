@@ -311,8 +311,7 @@ std::vector<Op> head_ops(const ModelShape& model, const LayerSlice& slice) {
   // (docs/models/moe.md#multi-token-prediction).
   if (model.mtp_layers > 0) {
     const std::vector<Op> lookup = embedding_ops(model, slice);
-    const std::vector<Op> layer =
-        layer_ops(model, slice, model.moe() && model.dense_layers >= model.layers);
+    const std::vector<Op> layer = layer_ops(model, slice, !model.mtp_moe_layer());
     const std::vector<Op> output(ops.begin(), ops.end());
     for (int depth = 0; depth < model.mtp_layers; ++depth) {
       ops.insert(ops.end(), lookup.begin(), lookup.end());
@@ -374,7 +373,8 @@ double head_model_flops(const ModelShape& model, int micro_batch, int seq_len) {
   if (model.mtp_layers <= 0) return logits;
   // Each multi-token prediction module: its projection, its layer and its logits.
   const double module = 2.0 * tokens * 2.0 * model.hidden * model.hidden +
-                        layer_model_flops(model, micro_batch, seq_len) + logits;
+                        layer_model_flops(model, micro_batch, seq_len, !model.mtp_moe_layer()) +
+                        logits;
   return logits + model.mtp_layers * module;
 }
 

@@ -78,7 +78,7 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
                                  k.layer_time(Recompute::full)) +
                    (dense - dense_full) * (k.dense_layer_time(marginal) - s.per_layer_s);
     }
-    if (j == 0) s.fixed_s += k.embedding_forward_s + k.embedding_backward_s + k.boundary_tp_s;
+    if (j == 0) s.fixed_s += k.embedding_time();
     if (j == p - 1) s.fixed_s += k.head_time();
     if (j + 1 < p) {
       const sim::StageKernel& next = *kernels[static_cast<std::size_t>(j + 1)];

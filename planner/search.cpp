@@ -804,8 +804,7 @@ double Searcher::pipeline_floor(const Setting& setting,
     const double extra = least > 0 ? least * (k.layer_time(Recompute::full) - per_layer) : 0.0;
     const double inner = count > 1 ? boundary(k, k) : 0.0;
     const double after = i + 1 < parts.size() ? boundary(k, *parts[i + 1].first->kernel) : 0.0;
-    double embedding =
-        i == 0 ? k.embedding_forward_s + k.embedding_backward_s + k.boundary_tp_s : 0.0;
+    double embedding = i == 0 ? k.embedding_time() : 0.0;
     if (i == 0 && dense > 0) {
       // The first stage's dense layers, as score_pipeline prices them (recomputed first).
       const int dense_full = least > 0 ? std::min(dense, recompute.layers) : 0;
@@ -1211,8 +1210,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
           dense_credit,
           dense * (option.per_layer - k.dense_layer_time(sim::marginal_recompute(setting.step))));
     }
-    least_embedding = std::min(least_embedding,
-                               k.embedding_forward_s + k.embedding_backward_s + k.boundary_tp_s);
+    least_embedding = std::min(least_embedding, k.embedding_time());
     least_head = std::min(least_head, k.head_time());
     const auto i = static_cast<std::size_t>(option.island);
     layer_rate[i] = std::max(layer_rate[i], 1.0 / option.per_layer);

@@ -491,7 +491,7 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     k.layer_a2a_s = 4.0 * a2a;
     k.layer_recompute_a2a_s = 2.0 * a2a;
     // A multi-token prediction module's layer is a mixture's layer like the last one.
-    if (model.mtp_layers > 0 && model.dense_layers < model.layers) {
+    if (model.mtp_layers > 0 && model.mtp_moe_layer()) {
       k.mtp_ep_s = model.mtp_layers * k.layer_a2a_s;
       k.mtp_all_to_alls = 2 * model.mtp_layers;
     }

@@ -207,6 +207,10 @@ struct StageKernel {
       time += layer_forward_s + layer_recompute_tp_s + layer_recompute_a2a_s;
     return time;
   }
+  // The embedding of the first stage for one micro-batch, with its collectives.
+  double embedding_time() const {
+    return embedding_forward_s + embedding_backward_s + boundary_tp_s;
+  }
   // The output head of the last stage for one micro-batch: the final norm, logits and loss,
   // the multi-token prediction modules, their collectives.
   double head_time() const {

@@ -38,7 +38,7 @@ struct Expected {
 //  - Qwen2-7B: 7.62e9, "Model size 7.62B params" on huggingface.co/Qwen/Qwen2-7B (the Qwen2.5-7B
 //    model card, same shape, states 7.61B parameters, 6.53B non-embedding).
 //  - Mistral-7B-v0.1: 7.24e9, "Model size 7.24B params" on
-//  huggingface.co/mistralai/Mistral-7B-v0.1.
+//    huggingface.co/mistralai/Mistral-7B-v0.1.
 //  - Mistral-Nemo-Base-2407: 12.2e9 (fitmygpu.com/models/mistral-nemo-12b, "Total params 12.2B";
 //    "12B" in the release post). Its heads are 128 wide (head_dim) against hidden / heads = 160:
 //    read as 160 wide, the count is 12.77e9.

@@ -102,7 +102,12 @@ Workload tiny_moe(int global_batch) {
   return w;
 }
 
-Plan one_stage(int tp, int dp, int layers = 2) {
+// One all-to-all of the tiny mixture over ep 4 (the all-to-all dispatcher, even load): each
+// chip's send buffer is its 16 tokens' 2 copies of 64 BF16 values (4 KiB), 3 steps of 1 ms and
+// 3/4 of the buffer at 100 GB/s.
+constexpr double kTinyAllToAllEp4 = 3 * kAlpha + 0.75 * (16 * 2 * 64 * 2) / kLink;
+
+Plan one_stage(int tp, int dp, int layers = 2, int ep = 1) {
   Plan plan;
   plan.name = "hand";
   PlanStage s;
@@ -111,6 +116,7 @@ Plan one_stage(int tp, int dp, int layers = 2) {
   s.num_layers = layers;
   s.tp = tp;
   s.dp = dp;
+  s.ep = ep;
   plan.stages.push_back(s);
   return plan;
 }
@@ -253,12 +259,10 @@ TEST(StepByHand, PartialRecomputeOfTheFirstLayerOfEachChunk) {
 TEST(StepByHand, ExpertParallelAllToAll) {
   const int m = 2;
   const Workload w = tiny_moe(4 * m);
-  Plan plan = one_stage(1, 4);
-  plan.stages[0].ep = 4;
-  const Estimate e = estimate_step(one_node(), w, plan);
+  const Estimate e = estimate_step(one_node(), w, one_stage(1, 4, 2, 4));
   ASSERT_TRUE(e.feasible) << e.reasons.front();
 
-  const double a2a = 3 * kAlpha + 0.75 * (16 * 2 * 64 * 2) / kLink;
+  const double a2a = kTinyAllToAllEp4;
   EXPECT_NEAR(e.stages[0].ep_comm_s, 2 * 4 * a2a, 1e-15);
   const double layer_dense = 4 * 64 * 64 + 64 * 4 + 2 * 64;  // attention, router, norms
   const double layer_experts = 4 * 3 * 64 * 128 / 4.0;       // a quarter of the experts
@@ -291,8 +295,7 @@ TEST(StepByHand, ExpertParallelAllToAll) {
 // estimate says so.
 TEST(StepByHand, FlexDispatcherSendsOneCopyPerChip) {
   Workload w = tiny_moe(8);
-  Plan plan = one_stage(1, 4);
-  plan.stages[0].ep = 2;
+  Plan plan = one_stage(1, 4, 2, 2);
   Cluster nvidia = one_node();
   nvidia.chips[0].family = "nvidia";
   // Two ranks: one step, half of the send buffer leaves the chip.
@@ -419,11 +422,9 @@ TEST(StepByHand, MultiTokenPredictionLayerOfAMixture) {
   const int m = 2;
   Workload w = tiny_moe(4 * m);
   w.model.mtp_layers = 1;
-  Plan plan = one_stage(1, 4);
-  plan.stages[0].ep = 4;
-  const Estimate e = estimate_step(one_node(), w, plan);
+  const Estimate e = estimate_step(one_node(), w, one_stage(1, 4, 2, 4));
   ASSERT_TRUE(e.feasible) << e.reasons.front();
-  const double a2a = 3 * kAlpha + 0.75 * (16 * 2 * 64 * 2) / kLink;
+  const double a2a = kTinyAllToAllEp4;
   EXPECT_NEAR(e.stages[0].ep_comm_s, 3 * 4 * a2a, 1e-15);
   EXPECT_EQ(e.stages[0].ep_forward_all_to_alls, 3 * 2);
   EXPECT_EQ(e.stages[0].ep_backward_all_to_alls, 3 * 2);
