@@ -462,7 +462,15 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
   }
   const hetplan::sim::PoolSimulation* pooled = pool ? &*pool : nullptr;
 
-  if (!out_dir.empty()) {
+  // A search stopped before it ranked any plan leaves the folder as it was: an empty set would
+  // replace an earlier run's plans with nothing that answers the scenario.
+  const bool stopped_empty =
+      !result.stopped.empty() && result.ranked.empty() && result.mixed_data_parallel.empty();
+  if (!out_dir.empty() && stopped_empty) {
+    std::cerr << "hetplan: the search stopped before it ranked a plan; " << out_dir
+              << " left as it was\n";
+  }
+  if (!out_dir.empty() && !stopped_empty) {
     const std::string scenario_hash =
         hetplan::exporters::sha256_hex(hetplan::formats::read_text_file(scenario_path));
     std::vector<hetplan::formats::NamedText> files;

@@ -236,6 +236,36 @@ TEST(PlanCli, ATimeBudgetStopsTheSearchWithTheBestSoFarAndSaysSo) {
   EXPECT_FALSE(nlohmann::json::parse(complete.out)["search"].contains("stopped"));
 }
 
+// A search stopped before it ranked any plan (a budget that runs out before the first setting is
+// done, as above; or Ctrl-C) leaves an earlier run's plans as they were instead of replacing them
+// with an empty set, and says so on stderr.
+TEST(PlanCli, AStoppedSearchWithNoPlanLeavesTheFolderAsItWas) {
+  const TempFolder folder;
+  ASSERT_FALSE(folder.path().empty());
+  const std::string earlier = folder.path() + "/01-earlier.yaml";
+  {
+    std::ofstream file(earlier, std::ios::binary);
+    file << "# an earlier run's plan\n";
+  }
+  const std::string command =
+      "plan scenarios/six-vendors.yaml --max-seconds 0.001 --out " + folder.path();
+  const CliRun json = hetplan(command + " --json", " 2>/dev/null");
+  ASSERT_EQ(json.exit_code, 0) << json.out;
+  const auto report = nlohmann::json::parse(json.out);
+  ASSERT_TRUE(report["ranked"].empty()) << "the budget left time to rank a plan";
+  EXPECT_EQ(read_text(earlier), "# an earlier run's plan\n");
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& item : std::filesystem::directory_iterator(folder.path())) {
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1u);
+  const CliRun said = hetplan(command, " 2>&1 >/dev/null");
+  EXPECT_NE(said.out.find("the search stopped before it ranked a plan; " + folder.path() +
+                          " left as it was"),
+            std::string::npos)
+      << said.out;
+}
+
 // The cap on a pipeline's islands reaches the search and its report; a pipeline of one island
 // is no task-level plan, so 1 is refused.
 TEST(PlanCli, APipelineIslandCapIsReported) {
