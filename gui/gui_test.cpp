@@ -23,6 +23,10 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTextBlock>
+#include <QTextBrowser>
+#include <QTextDocument>
+#include <QTextLayout>
 #include <QTimer>
 #include <algorithm>
 #include <cmath>
@@ -426,6 +430,24 @@ class MainWindowTest : public QObject {
     QVERIFY(std::abs(window.timeline_view()->view_span_s() - timeline.end_s / 8) < 1e-9 * timeline.end_s);
     window.timeline_view()->zoom_to_fit();
     QCOMPARE(window.timeline_view()->view_span_s(), timeline.end_s);
+
+    // The summary beside the timeline, at the window's own size: each part of the step on one
+    // line (a summary squeezed by the timeline's buttons once broke "stragglers" mid-word).
+    QTextDocument* summary = window.simulation_summary()->document();
+    summary->setTextWidth(window.simulation_summary()->viewport()->width());
+    int parts = 0;
+    for (QTextBlock block = summary->begin(); block.isValid(); block = block.next()) {
+      const QString text = block.text();
+      if (text == QStringLiteral("data parallel (exposed)") ||
+          text == QStringLiteral("expert-parallel all-to-all") ||
+          text == QStringLiteral("stragglers")) {
+        ++parts;
+        QVERIFY2(
+            block.layout()->lineCount() == 1,
+            qPrintable(text + QStringLiteral(" on %1 lines").arg(block.layout()->lineCount())));
+      }
+    }
+    QCOMPARE(parts, 3);
 
     // Save trace: the CLI's trace, byte for byte.
     const QString saved = dir.filePath(QStringLiteral("gui-trace.json"));

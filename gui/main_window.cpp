@@ -289,10 +289,15 @@ MainWindow::MainWindow(QWidget* parent)
     legend_html += QStringLiteral("<span style=\"color:%1\">&#9632;</span> %2&nbsp;&nbsp;")
                        .arg(timeline_colour(kind).name(), name.toHtmlEscaped());
   legend->setText(legend_html);
-  buttons->addWidget(legend);
+  // On its own line, wrapped: beside the buttons it made the timeline's least width that of the
+  // whole row, and the splitter squeezed the summary beside it until its labels broke mid-word.
+  legend->setWordWrap(true);
   timeline_layout->addLayout(buttons);
+  timeline_layout->addWidget(legend);
   timeline_ = new TimelineView(timeline_box);
   timeline_layout->addWidget(timeline_, 1);
+  // Wide enough for the summary's longest label and its figures on one line.
+  simulation_text_->setMinimumWidth(simulation_text_->fontMetrics().averageCharWidth() * 44);
   simulated->setSizes({430, 970});
   simulated->setChildrenCollapsible(false);
   tabs_->addTab(simulated, tr("Simulated step"));

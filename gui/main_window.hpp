@@ -112,6 +112,7 @@ class MainWindow : public QMainWindow {
   SimulationRunner* simulation_runner() const { return simulation_runner_; }
   const Simulation* simulation() const { return simulation_.get(); }
   TimelineView* timeline_view() const { return timeline_; }
+  QTextBrowser* simulation_summary() const { return simulation_text_; }
   class PipelineDiagram* pipeline_diagram() const { return diagram_; }
 
  signals:
