@@ -135,7 +135,7 @@ QuantityRange range_of(Dimension dimension) {
     case Dimension::duration:
       return {0.0, 1e9, "between 0 s and 1e9 s"};
     case Dimension::flop_rate:
-      return {1e9, 1e19, "between 1 GFLOPS and 10 EFLOPS"};
+      return {1e6, 1e19, "between 1 MFLOPS and 10 EFLOPS"};
     case Dimension::power:
       return {1.0, 1e5, "between 1 W and 100 kW"};
     case Dimension::money_rate:
