@@ -43,13 +43,13 @@ double ModelShape::attention_parameters() const {
 
 double ModelShape::dense_mlp_parameters() const {
   const double h = hidden;
-  const double matrices = activation == Activation::swiglu ? 3.0 : 2.0;
+  const double matrices = gated(activation) ? 3.0 : 2.0;
   return matrices * h * ffn + (linear_bias ? (matrices - 1.0) * ffn + h : 0.0);
 }
 
 double ModelShape::moe_mlp_parameters() const {
   const double h = hidden;
-  const double matrices = activation == Activation::swiglu ? 3.0 : 2.0;
+  const double matrices = gated(activation) ? 3.0 : 2.0;
   const double router = h * experts + (expert_bias ? experts : 0.0);
   const double routed = static_cast<double>(experts) * matrices * h * expert_ffn;
   const double shared = static_cast<double>(shared_experts) * matrices * h * shared_expert_ffn +
@@ -119,7 +119,7 @@ double ModelShape::total_parameters() const {
 }
 
 double ModelShape::active_parameters() const {
-  const double matrices = activation == Activation::swiglu ? 3.0 : 2.0;
+  const double matrices = gated(activation) ? 3.0 : 2.0;
   const double idle = static_cast<double>(experts - experts_per_token) * matrices * hidden * expert_ffn;
   return total_parameters() - moe_layer_count() * (experts > 0 ? idle : 0.0);
 }
@@ -132,6 +132,8 @@ std::string_view to_string(Activation activation) {
       return "swiglu";
     case Activation::relu:
       return "relu";
+    case Activation::geglu:
+      return "geglu";
   }
   return "?";
 }

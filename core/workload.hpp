@@ -9,7 +9,12 @@
 
 namespace hetplan {
 
-enum class Activation { gelu, swiglu, relu };
+// swiglu and geglu are gated: SiLU or GELU of one half of the up projection times the other
+// (Llama's, Gemma's MLP: three matrices); gelu and relu are not (two).
+enum class Activation { gelu, swiglu, relu, geglu };
+constexpr bool gated(Activation activation) {
+  return activation == Activation::swiglu || activation == Activation::geglu;
+}
 enum class Norm { layernorm, rmsnorm };
 enum class Optimizer { adam, adamw, sgd };
 enum class Recompute { none, selective, full };

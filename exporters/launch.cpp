@@ -506,11 +506,23 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
     model_args.push_back("--mtp-num-layers " + std::to_string(model.mtp_layers));
   if (model.extra_norms > 0) {
     notes.push_back("The model has " + std::to_string(model.extra_norms) +
-                    " more norms per layer (GLM-4's after the attention and after the MLP), "
-                    "which Megatron-LM's GPT layer has no argument for; the framework needs a "
-                    "layer spec with them.");
+                    " more norms per layer (GLM-4's and Gemma 2's after the attention and after "
+                    "the MLP), which Megatron-LM's GPT layer has no argument for; the framework "
+                    "needs a layer spec with them.");
   }
   if (model.activation == Activation::swiglu) model_args.push_back("--swiglu");
+  // A gated GELU MLP (Gemma's): MindSpeed-LLM's --geglu; Megatron-LM's arguments have only the
+  // gated SiLU.
+  if (model.activation == Activation::geglu) {
+    if (framework.mindspeed) {
+      model_args.push_back("--geglu");
+    } else {
+      notes.push_back(
+          "The MLP is a gated GELU (GeGLU), which Megatron-LM's arguments cannot ask "
+          "for (--swiglu is the gated SiLU); the framework needs a layer spec with a "
+          "gated linear unit and GELU.");
+    }
+  }
   if (!model.linear_bias) model_args.push_back("--disable-bias-linear");
   if (!model.tied_embeddings) model_args.push_back("--untie-embeddings-and-output-weights");
 

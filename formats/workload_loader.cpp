@@ -1,5 +1,6 @@
 // Reads workloads (docs/formats/workload.md) and Hugging Face config.json files.
 #include <algorithm>
+#include <optional>
 
 #include "formats/document.hpp"
 #include "formats/loaders.hpp"
@@ -165,12 +166,16 @@ ModelShape read_hf(const Field& root) {
     deepseek_v2,
     deepseek_v3,
     glm4_moe,
-    kimi_k2
+    kimi_k2,
+    gemma,
+    gemma2,
+    gemma3_text
   };
-  const auto kind = static_cast<Kind>(
-      type_field.as_choice({"llama", "mistral", "qwen2", "gpt2", "gpt_neox", "opt", "qwen3",
-                            "internlm2", "baichuan", "chatglm", "glm4", "mixtral", "qwen2_moe",
-                            "qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe", "kimi_k2"}));
+  const auto kind = static_cast<Kind>(type_field.as_choice(
+      {"llama",     "mistral",   "qwen2",       "gpt2",        "gpt_neox", "opt",
+       "qwen3",     "internlm2", "baichuan",    "chatglm",     "glm4",     "mixtral",
+       "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "glm4_moe", "kimi_k2",
+       "gemma",     "gemma2",    "gemma3_text"}));
   model.model_type = type_field.as_string();
   switch (kind) {
     case llama:
@@ -232,6 +237,30 @@ ModelShape read_hf(const Field& root) {
       read_deepseek_experts(hf, model);
       model.expert_bias = model.experts > 0;  // e_score_correction_bias in every MoE layer
       model.mtp_layers = hf.optional_integer("num_nextn_predict_layers", 0).value_or(0);
+      break;
+    }
+    case gemma:
+    case gemma2:
+    case gemma3_text: {
+      // Gemma 1, 2 and 3 (text): Llama's keys with heads of head_dim, a gated GELU MLP
+      // (gate_proj and up_proj of intermediate_size each, down_proj), the input embedding
+      // shared with the output layer unless the config says otherwise; Gemma 2 and 3 add a norm
+      // after the attention and after the MLP, Gemma 3 a per-head norm of Q and K.
+      read_llama_style(hf, model);
+      std::optional<Field> act = hf.field("hidden_activation");  // what the layers use
+      if (!act || act->is_null()) act = hf.field("hidden_act");
+      if (act && !act->is_null()) {
+        const Activation read = activation_from(*act);
+        if (read == Activation::relu)
+          act->fail_expected("a GELU (Gemma's gated MLP) or SiLU activation");
+        model.activation = read == Activation::gelu ? Activation::geglu : read;
+      } else {
+        model.activation = Activation::geglu;  // gelu_pytorch_tanh, transformers' default
+      }
+      model.tied_embeddings = hf.flag("tie_word_embeddings").value_or(true);
+      model.qkv_bias = hf.flag("attention_bias").value_or(false);
+      if (kind != gemma) model.extra_norms = 2;  // post_attention and post_feedforward norms
+      model.qk_norm = kind == gemma3_text;
       break;
     }
     case glm4: {
@@ -391,12 +420,12 @@ ModelShape read_inline(const Field& field) {
   model.kv_heads = model.heads;
   if (auto kv = map.optional("kv_heads")) model.kv_heads = static_cast<int>(kv->as_int(1, 65536));
   model.vocab = static_cast<int>(map.required("vocab").as_int(1, 1 << 24));
-  model.activation =
-      static_cast<Activation>(map.required("activation").as_choice({"gelu", "swiglu", "relu"}));
-  model.ffn = model.activation == Activation::swiglu ? 0 : 4 * model.hidden;
+  model.activation = static_cast<Activation>(
+      map.required("activation").as_choice({"gelu", "swiglu", "relu", "geglu"}));
+  model.ffn = gated(model.activation) ? 0 : 4 * model.hidden;
   if (auto ffn = map.optional("ffn"))
     model.ffn = static_cast<int>(ffn->as_int(1, kMaxDim));
-  else if (model.activation == Activation::swiglu)
+  else if (gated(model.activation))
     map.required("ffn");
   model.norm = static_cast<Norm>(map.required("norm").as_choice({"layernorm", "rmsnorm"}));
   if (auto tied = map.optional("tied_embeddings")) model.tied_embeddings = tied->as_bool();

@@ -68,7 +68,7 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
   } else {
     // MLP: gated activations keep both halves of the up projection and the product; the last
     // of them is the down projection's input.
-    const double mlp_tensors = model.activation == Activation::swiglu ? 3.0 : 2.0;
+    const double mlp_tensors = gated(model.activation) ? 3.0 : 2.0;
     bytes += tokens * f * ((mlp_tensors - 1.0) * e + lin) / t;
   }
   // Core attention: the s x s score matrices unless fused (flash) or recomputed (selective).
@@ -116,7 +116,7 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   double layer = model.layer_parameters() / t;
   double expert_layer = 0;
   if (model.moe()) {
-    const double matrices = model.activation == Activation::swiglu ? 3.0 : 2.0;
+    const double matrices = gated(model.activation) ? 3.0 : 2.0;
     const double routed = static_cast<double>(model.experts) * matrices * model.hidden * model.expert_ffn;
     expert_layer = routed / (t * stage.ep);
     layer = (model.layer_parameters(model.layers - 1) - routed) / t + expert_layer;
@@ -265,7 +265,7 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
     if (training.sequence_parallel && stage.tp > 1) out.transient += tokens * model.hidden * e;
     // The backward pass of a layer holds the gradients of its MLP's widest tensor and of its
     // input beside the saved activations.
-    const double up = model.activation == Activation::swiglu ? 2.0 : 1.0;
+    const double up = gated(model.activation) ? 2.0 : 1.0;
     out.transient += tokens * (up * model.ffn / t + model.hidden) * e;
   }
   // Transformer Engine keeps the FP8 copy of the weights for the step's micro-batches.

@@ -264,9 +264,10 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice, bool
   if (model.moe() && !dense_mlp) {
     moe_block(ops, model, slice);
   } else {
-    if (model.activation == Activation::swiglu) {
+    if (gated(model.activation)) {
       linear(ops, "mlp_gate_up", tokens, 2.0 * f / t, h, slice.dtype);
-      ops.push_back(elementwise("swiglu", OpClass::activation, 3.0 * tokens * f / t * e));
+      ops.push_back(
+          elementwise(to_string(model.activation), OpClass::activation, 3.0 * tokens * f / t * e));
     } else {
       linear(ops, "mlp_up", tokens, f / t, h, slice.dtype);
       ops.push_back(elementwise(model.activation == Activation::gelu ? "gelu" : "relu",
@@ -331,7 +332,7 @@ double layer_model_flops(const ModelShape& model, int micro_batch, int seq_len, 
   const double h = model.hidden;
   const double w = model.attention_width();
   const double kv = static_cast<double>(model.kv_heads) * model.head_dim();
-  const double matrices = model.activation == Activation::swiglu ? 3.0 : 2.0;
+  const double matrices = gated(model.activation) ? 3.0 : 2.0;
   // A mixture's MLP: the experts a token visits, the shared ones and the router.
   const double mlp =
       model.moe() && !dense_mlp

@@ -171,7 +171,8 @@ std::vector<Case> cases() {
          {"qwen2-7b.json", "qwen3-8b.json", "glm-4-9b-chat.json", "pythia-160m.json", "gpt2.json",
           "llama-2-7b.json", "mistral-nemo-base-2407.json", "mixtral-8x7b-v0.1.json",
           "qwen2-57b-a14b.json", "qwen3-30b-a3b.json", "deepseek-v2-lite.json", "deepseek-v3.json",
-          "glm-4.5-air.json", "kimi-k2-instruct-0905.json"}) {
+          "glm-4.5-air.json", "kimi-k2-instruct-0905.json", "gemma-2b-it.json",
+          "gemma-2-9b-it.json", "gemma-3-1b.json"}) {
       Scenario s = six;
       s.workload.model = hf_model(file);
       const bool moe = s.workload.model.moe();

@@ -53,6 +53,11 @@ struct Expected {
 //  - DeepSeek-V2-Lite: 15.7e9, model card; DeepSeek-V2: 236e9, model card and arXiv:2405.04434;
 //    DeepSeek-V3: 671e9 (the main model; 685B with the multi-token prediction module), README.
 //  - GLM-4.5-Air: 106e9, "106 billion total parameters" (Z.ai's GLM-4.5 release; model card).
+//  - Gemma 2B: 524,550,144 embedding + 1,981,884,416 other parameters (Gemma Team 2024,
+//    arXiv:2403.08295, Table 2); Gemma 2 9B: 917,962,752 + 8,324,201,984 (arXiv:2408.00118,
+//    Table 2); Gemma 3 1B: 302M + 698M (arXiv:2503.19786, Table 1). The papers' embeddings
+//    count Gemini's 256,128-entry table; the Hugging Face configs hold 256,000 rows (Gemma 1
+//    and 2).
 // The sources of the newer fixtures, and how each was taken, are in data/hf/SOURCES.md.
 const Expected kModels[] = {
     {"llama-2-7b.json", "llama", 32, 4096, 32, 32, 11008, 32000, Activation::swiglu, Norm::rmsnorm,
@@ -84,6 +89,12 @@ const Expected kModels[] = {
      Norm::rmsnorm, 671e9},
     {"glm-4.5-air.json", "glm4_moe", 46, 4096, 96, 8, 10944, 151552, Activation::swiglu,
      Norm::rmsnorm, 106e9},
+    {"gemma-2b-it.json", "gemma", 18, 2048, 8, 1, 16384, 256000, Activation::geglu, Norm::rmsnorm,
+     524550144.0 + 1981884416.0},
+    {"gemma-2-9b-it.json", "gemma2", 42, 3584, 16, 8, 14336, 256000, Activation::geglu,
+     Norm::rmsnorm, 917962752.0 + 8324201984.0},
+    {"gemma-3-1b.json", "gemma3_text", 26, 1152, 4, 1, 6912, 262144, Activation::geglu,
+     Norm::rmsnorm, 302e6 + 698e6},
 };
 
 class HfModels : public ::testing::TestWithParam<Expected> {};
@@ -221,6 +232,42 @@ TEST(HfConfig, DenseFamiliesWithoutAnExactPublishedTotal) {
   EXPECT_FALSE(internlm.linear_bias);
   const double internlm_layer = h * (h + 2048) + h * h + 3 * h * 14336 + 2 * h;
   EXPECT_DOUBLE_EQ(internlm.total_parameters(), 32 * internlm_layer + 2 * 92544 * h + h);
+}
+
+// Gemma: a gated GELU MLP (three matrices of intermediate_size), heads of 256, tied
+// embeddings; Gemma 2 and 3 a norm after the attention and after the MLP, Gemma 3 per-head Q/K
+// norms. The papers give the parameters beside the embedding to the unit (Gemma 3 to the
+// million); the layers here are counted by hand from each config.
+TEST(HfConfig, GemmaByHand) {
+  const ModelShape g1 = load_config("gemma-2b-it.json");
+  EXPECT_EQ(g1.activation, Activation::geglu);
+  EXPECT_TRUE(g1.tied_embeddings);
+  EXPECT_EQ(g1.head_dim(), 256);
+  EXPECT_EQ(g1.extra_norms, 0);
+  const double h1 = 2048;
+  const double layer1 = h1 * 8 * 256 + 2 * h1 * 1 * 256 + 8 * 256 * h1 + 3 * h1 * 16384 + 2 * h1;
+  EXPECT_DOUBLE_EQ(g1.total_parameters(), 18 * layer1 + h1 + 256000 * h1);
+  EXPECT_DOUBLE_EQ(g1.total_parameters() - 256000 * h1, 1981884416.0);
+
+  const ModelShape g2 = load_config("gemma-2-9b-it.json");
+  EXPECT_EQ(g2.extra_norms, 2);
+  EXPECT_FALSE(g2.qk_norm);
+  EXPECT_TRUE(g2.tied_embeddings);
+  EXPECT_EQ(g2.sliding_window, 4096);
+  const double h2 = 3584;
+  const double layer2 = h2 * 16 * 256 + 2 * h2 * 8 * 256 + 16 * 256 * h2 + 3 * h2 * 14336 + 4 * h2;
+  EXPECT_DOUBLE_EQ(g2.total_parameters(), 42 * layer2 + h2 + 256000 * h2);
+  EXPECT_DOUBLE_EQ(g2.total_parameters() - 256000 * h2, 8324201984.0);
+
+  const ModelShape g3 = load_config("gemma-3-1b.json");
+  EXPECT_EQ(g3.model_type, "gemma3_text");
+  EXPECT_TRUE(g3.qk_norm);
+  EXPECT_EQ(g3.extra_norms, 2);
+  const double h3 = 1152;
+  const double layer3 =
+      h3 * 4 * 256 + 2 * h3 * 1 * 256 + 4 * 256 * h3 + 2 * 256 + 3 * h3 * 6912 + 4 * h3;
+  EXPECT_DOUBLE_EQ(g3.total_parameters(), 26 * layer3 + h3 + 262144 * h3);
+  EXPECT_NEAR((g3.total_parameters() - 262144 * h3) / 698e6, 1.0, 0.001);
 }
 
 // Kimi K2 (model_type kimi_k2) is read as DeepSeek-V3's architecture: latent attention of 64
@@ -369,11 +416,25 @@ TEST(HfConfigErrors, HeadsNotDivisibleByKvHeads) {
             "key/value heads (5)");
 }
 
+// Gemma's MLP is gated: a GELU makes it GeGLU, a SiLU SwiGLU; a gated ReLU is not modelled.
+TEST(HfConfigErrors, GemmaWithAReluIsRefusedAtItsKey) {
+  const std::string gemma =
+      replaced(replaced(kConfig, "\"llama\"", "\"gemma\""), "\"silu\"", "\"relu\"");
+  EXPECT_EQ(config_error(gemma),
+            "config.json:9:17: hidden_act: expected a GELU (Gemma's gated MLP) or SiLU activation, "
+            "got \"relu\"");
+  const ModelShape silu =
+      parse_hf_config(replaced(kConfig, "\"llama\"", "\"gemma\""), "config.json");
+  EXPECT_EQ(silu.activation, Activation::swiglu);
+  EXPECT_TRUE(silu.tied_embeddings);
+}
+
 TEST(HfConfigErrors, UnsupportedModelType) {
-  EXPECT_EQ(config_error(replaced(kConfig, "\"llama\"", "\"bert\"")),
-            "config.json:2:17: model_type: expected one of llama, mistral, qwen2, gpt2, gpt_neox, "
-            "opt, qwen3, internlm2, baichuan, chatglm, glm4, mixtral, qwen2_moe, qwen3_moe, "
-            "deepseek_v2, deepseek_v3, glm4_moe or kimi_k2, got \"bert\"");
+  EXPECT_EQ(
+      config_error(replaced(kConfig, "\"llama\"", "\"bert\"")),
+      "config.json:2:17: model_type: expected one of llama, mistral, qwen2, gpt2, gpt_neox, "
+      "opt, qwen3, internlm2, baichuan, chatglm, glm4, mixtral, qwen2_moe, qwen3_moe, "
+      "deepseek_v2, deepseek_v3, glm4_moe, kimi_k2, gemma, gemma2 or gemma3_text, got \"bert\"");
 }
 
 TEST(HfConfigErrors, MissingModelType) {
