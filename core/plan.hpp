@@ -37,7 +37,18 @@ struct PlanStage {
   // Expert parallelism (mixture-of-experts models): the experts spread over ep of the stage's
   // dp replicas (ep divides dp and the experts); each expert's GEMMs split over tp.
   int ep = 1;
+  // Under the interleaved schedule, the layers of each of the stage's model chunks in chunk
+  // order (virtual_stages entries summing to num_layers), for layouts of unequal chunks such as
+  // Megatron's --pipeline-model-parallel-layout; empty: num_layers / virtual_stages each.
+  std::vector<int> chunk_layers = {};
+  SourceLocation chunk_layers_location = {};  // its field
 };
+
+// The layers of chunk `chunk` of `stage` with `chunks` model chunks per stage.
+inline int chunk_layer_count(const PlanStage& stage, int chunk, int chunks) {
+  if (!stage.chunk_layers.empty()) return stage.chunk_layers[static_cast<std::size_t>(chunk)];
+  return stage.num_layers / (chunks > 0 ? chunks : 1);
+}
 
 // The scenario a plan was made for, as `hetplan plan --out` records it: its path relative to the
 // plan file's folder and the SHA-256 of its text then.

@@ -2,6 +2,7 @@
 // config.json or written inline) and the training settings. docs/formats/workload.md.
 #pragma once
 
+#include <span>
 #include <string>
 
 #include "core/dtype.hpp"
@@ -165,6 +166,15 @@ inline int fully_recomputed_layers(Recompute recompute, int recompute_layers, in
   if (recompute_layers <= 0 || chunks <= 0) return num_layers;
   const int per_chunk = num_layers / chunks;
   return chunks * (recompute_layers < per_chunk ? recompute_layers : per_chunk);
+}
+// The same for model chunks of the given sizes (a layout of unequal chunks).
+inline int fully_recomputed_layers(Recompute recompute, int recompute_layers,
+                                   std::span<const int> chunk_layers) {
+  if (recompute != Recompute::full) return 0;
+  int out = 0;
+  for (const int layers : chunk_layers)
+    out += recompute_layers <= 0 || layers < recompute_layers ? layers : recompute_layers;
+  return out;
 }
 
 struct Workload {

@@ -164,6 +164,37 @@ void split_arguments(const Plan& plan, const ModelShape& model, const Framework&
   const std::string split_text = join(words, ",");
   const bool even = std::all_of(split.begin(), split.end(), [&](int n) { return n == split[0]; });
 
+  const bool chunk_layout = std::any_of(plan.stages.begin(), plan.stages.end(),
+                                        [](const PlanStage& s) { return !s.chunk_layers.empty(); });
+  if (plan.schedule == Schedule::interleaved && chunk_layout) {
+    // Megatron-Core's layout: the virtual stages in order (chunk c of stage s is c x stages +
+    // s), separated by '|', each an 'E' for the embedding, a 't' per decoder layer, an 'm' per
+    // multi-token-prediction layer and an 'L' for the loss (written out, without the '*N'
+    // shorthand a shell would glob).
+    std::string layout;
+    for (int c = 0; c < plan.virtual_stages; ++c) {
+      for (int s = 0; s < pipeline; ++s) {
+        if (!layout.empty()) layout += '|';
+        if (c == 0 && s == 0) layout += 'E';
+        layout +=
+            std::string(static_cast<std::size_t>(chunk_layer_count(
+                            plan.stages[static_cast<std::size_t>(s)], c, plan.virtual_stages)),
+                        't');
+        if (c == plan.virtual_stages - 1 && s == pipeline - 1)
+          layout += std::string(static_cast<std::size_t>(std::max(0, model.mtp_layers)), 'm') + 'L';
+      }
+    }
+    if (framework.mindspeed) {
+      args.push_back("--pipeline-model-parallel-layout " + layout);
+      return;
+    }
+    notes.push_back(
+        "The plan's model chunks differ in size. The Megatron-LM arguments hetplan "
+        "checks against have no --pipeline-model-parallel-layout (newer Megatron-Core "
+        "has it); with it, the plan's layout is --pipeline-model-parallel-layout " +
+        layout + ". No split or chunk argument is written.");
+    return;
+  }
   if (plan.schedule == Schedule::interleaved) {
     if (even) {
       args.push_back("--num-layers-per-virtual-pipeline-stage " +

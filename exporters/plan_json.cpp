@@ -67,6 +67,7 @@ ExportedFile export_plan_json(const ExportInput& input) {
     if (s.ep > 1) stage["ep"] = s.ep;
     if (s.recompute) stage["recompute"] = to_string(*s.recompute);
     if (s.recompute_layers) stage["recompute_layers"] = *s.recompute_layers;
+    if (!s.chunk_layers.empty()) stage["chunk_layers"] = s.chunk_layers;
     stages.push_back(std::move(stage));
   }
 

@@ -44,6 +44,19 @@ std::vector<PlanStage> read_stages(const Field& stages) {
         ep->fail_expected("a divisor of the stage's dp (" + std::to_string(stage.dp) + ")");
     }
     read_recompute(map, stage.recompute, stage.recompute_layers);
+    if (auto chunks = map.optional("chunk_layers")) {
+      stage.chunk_layers_location = chunks->location();
+      long long sum = 0;
+      for (const Field& count : chunks->elements()) {
+        stage.chunk_layers.push_back(static_cast<int>(count.as_int(0, 100000)));
+        sum += stage.chunk_layers.back();
+      }
+      if (sum != stage.num_layers) {
+        throw InputError(chunks->location(), chunks->path(),
+                         "expected model chunks whose layers add up to the stage's num_layers (" +
+                             std::to_string(stage.num_layers) + "), got " + std::to_string(sum));
+      }
+    }
     map.done();
     out.push_back(std::move(stage));
   }
@@ -368,10 +381,21 @@ void check_stages(const std::vector<PlanStage>& stages, const std::string& path,
                            : "expected 1: the model has no experts, got " +
                                  std::to_string(stage.ep));
     }
-    if (stage.num_layers % virtual_stages != 0) {
+    if (!stage.chunk_layers.empty()) {
+      if (virtual_stages < 2 ||
+          stage.chunk_layers.size() != static_cast<std::size_t>(virtual_stages)) {
+        throw InputError(stage.chunk_layers_location, at + ".chunk_layers",
+                         virtual_stages < 2
+                             ? std::string("expected only with the interleaved schedule")
+                             : "expected one entry per model chunk (virtual_stages " +
+                                   std::to_string(virtual_stages) + "), got " +
+                                   std::to_string(stage.chunk_layers.size()));
+      }
+    } else if (stage.num_layers % virtual_stages != 0) {
       throw InputError(stage.location, at + ".num_layers",
                        "expected a multiple of virtual_stages (" + std::to_string(virtual_stages) +
-                           "), got " + std::to_string(stage.num_layers));
+                           ") or the stage's chunk_layers, got " +
+                           std::to_string(stage.num_layers));
     }
     next_layer += stage.num_layers;
   }

@@ -61,6 +61,12 @@ std::string plan_yaml(const Plan& plan, const std::string& comment) {
       if (stage.ep > 1) out << ", ep: " << stage.ep;
       if (stage.recompute) out << ", recompute: " << to_string(*stage.recompute);
       if (stage.recompute_layers) out << ", recompute_layers: " << *stage.recompute_layers;
+      if (!stage.chunk_layers.empty()) {
+        out << ", chunk_layers: [";
+        for (std::size_t c = 0; c < stage.chunk_layers.size(); ++c)
+          out << (c ? ", " : "") << stage.chunk_layers[c];
+        out << "]";
+      }
       out << "}\n";
     }
   };

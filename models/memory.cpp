@@ -198,14 +198,18 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   const int v = stage.virtual_stages;
   const int rank = stage.stage_index;
   const double in_flight = chunks_in_flight(p, rank, v, stage.micro_batches);
-  const double layers_per_chunk =
-      static_cast<double>(stage.num_layers) / static_cast<double>(std::max(1, v));
+  const double layers_per_chunk = stage.largest_chunk > 0 ? static_cast<double>(stage.largest_chunk)
+                                                          : static_cast<double>(stage.num_layers) /
+                                                                static_cast<double>(std::max(1, v));
   // Partial recompute (Megatron's block method): the first layers of each chunk keep only
   // their inputs, the others all their activations.
   const double recomputed_per_chunk =
-      fully_recomputed_layers(stage.recompute, stage.recompute_layers, stage.num_layers,
-                              std::max(1, v)) /
-      static_cast<double>(std::max(1, v));
+      stage.largest_chunk > 0
+          ? fully_recomputed_layers(stage.recompute, stage.recompute_layers,
+                                    std::span<const int>(&stage.largest_chunk, 1))
+          : fully_recomputed_layers(stage.recompute, stage.recompute_layers, stage.num_layers,
+                                    std::max(1, v)) /
+                static_cast<double>(std::max(1, v));
   double chunk_bytes = layers_per_chunk * out.activation_per_layer;
   if (stage.recompute == Recompute::full && recomputed_per_chunk < layers_per_chunk) {
     chunk_bytes = recomputed_per_chunk * out.activation_per_layer +

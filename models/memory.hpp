@@ -41,6 +41,9 @@ struct StageShape {
   int pipeline_stages = 1;
   int stage_index = 0;
   int virtual_stages = 1;
+  // With model chunks of different sizes (a plan's chunk_layers), the largest one's layers:
+  // every chunk in flight is counted at it (an upper bound). 0: num_layers / virtual_stages.
+  int largest_chunk = 0;
   int micro_batches = 1;  // per pipeline per step
   int micro_batch = 1;    // sequences per micro-batch
   Recompute recompute = Recompute::none;

@@ -520,9 +520,13 @@ double StageKernel::layers_time(int layers, const StageRecompute& recompute, int
 }
 
 StageLayers stage_layers(const StageKernel& k, int num_layers, int dense,
-                         const StageRecompute& recompute, int chunks) {
+                         const StageRecompute& recompute, int chunks,
+                         std::span<const int> chunk_layers) {
   StageLayers out;
-  const int full = fully_recomputed_layers(recompute.mode, recompute.layers, num_layers, chunks);
+  const int full =
+      chunk_layers.empty()
+          ? fully_recomputed_layers(recompute.mode, recompute.layers, num_layers, chunks)
+          : fully_recomputed_layers(recompute.mode, recompute.layers, chunk_layers);
   if (dense <= 0) {
     out.forward_s = num_layers * k.layer_forward_s;
     out.backward_s = num_layers * k.layer_backward_s + full * k.layer_forward_s;
@@ -537,7 +541,11 @@ StageLayers stage_layers(const StageKernel& k, int num_layers, int dense,
   }
   // The dense layers are the first of the first chunk: recomputed first.
   dense = std::min(dense, num_layers);
-  const int dense_full = std::min(dense, full / std::max(1, chunks));
+  const int first_chunk_full =
+      chunk_layers.empty()
+          ? full / std::max(1, chunks)
+          : fully_recomputed_layers(recompute.mode, recompute.layers, chunk_layers.first(1));
+  const int dense_full = std::min(dense, first_chunk_full);
   const int moe = num_layers - dense;
   const int moe_full = full - dense_full;
   const StageKernel::DenseLayer& d = k.dense_layer;
@@ -575,6 +583,33 @@ int stage_dense_layers(const ModelShape& model, int first_layer, int num_layers,
   return out;
 }
 
+std::vector<int> pipeline_dense_layers(const ModelShape& model,
+                                       const std::vector<PlanStage>& stages, int virtual_stages) {
+  const int p = static_cast<int>(stages.size());
+  std::vector<int> out(stages.size(), 0);
+  const bool uneven = std::any_of(stages.begin(), stages.end(),
+                                  [](const PlanStage& s) { return !s.chunk_layers.empty(); });
+  if (!uneven) {
+    for (int s = 0; s < p; ++s) {
+      const PlanStage& stage = stages[static_cast<std::size_t>(s)];
+      out[static_cast<std::size_t>(s)] =
+          stage_dense_layers(model, stage.first_layer, stage.num_layers, virtual_stages);
+    }
+    return out;
+  }
+  const int dense = model.moe() ? std::min(model.dense_layers, model.layers) : 0;
+  const int v = std::max(1, virtual_stages);
+  int next = 0;  // the first layer of the next virtual stage
+  for (int c = 0; c < v && next < dense; ++c) {
+    for (int s = 0; s < p && next < dense; ++s) {
+      const int held = chunk_layer_count(stages[static_cast<std::size_t>(s)], c, v);
+      out[static_cast<std::size_t>(s)] += std::max(0, std::min(next + held, dense) - next);
+      next += held;
+    }
+  }
+  return out;
+}
+
 StageRecompute settings_recompute(const StepSettings& settings) {
   const TrainingSettings& t = settings.training;
   return {t.recompute, t.recompute == Recompute::full ? t.recompute_layers : 0};
@@ -590,9 +625,10 @@ models::StageMemory slot_memory(const ModelShape& model, const StepSettings& set
 models::StageMemory slot_memory(const ModelShape& model, const StepSettings& settings,
                                 const StageKernel& kernel, int num_layers, int stage_index,
                                 int stages, int micro_batches, const StageRecompute& recompute,
-                                int dense_layers) {
+                                int dense_layers, int largest_chunk) {
   models::StageShape shape;
   shape.num_layers = num_layers;
+  shape.largest_chunk = largest_chunk;
   shape.dense_layers = dense_layers;
   shape.has_embedding = stage_index == 0;
   shape.has_head = stage_index == stages - 1;
@@ -777,9 +813,16 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
 
     const StageRecompute recompute = slot_recompute(settings, slot);
     // A mixture's dense layers in this stage, each priced as what it is.
-    const int dense_here = stage_dense_layers(model, slot.first_layer, slot.num_layers, v);
+    const int dense_here = slot.chunk_layers.empty()
+                               ? stage_dense_layers(model, slot.first_layer, slot.num_layers, v)
+                               : slot.dense_layers;
+    const int largest_chunk =
+        slot.chunk_layers.empty()
+            ? 0
+            : *std::max_element(slot.chunk_layers.begin(), slot.chunk_layers.end());
     if (k.has_rates) {
-      const StageLayers layers = stage_layers(k, slot.num_layers, dense_here, recompute, v);
+      const StageLayers layers =
+          stage_layers(k, slot.num_layers, dense_here, recompute, v, slot.chunk_layers);
       se.forward_s = layers.forward_s;
       se.backward_s = layers.backward_s;
       se.tp_comm_s = layers.tp_s;
@@ -804,7 +847,7 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
 
     se.memory = memories ? (*memories)[static_cast<std::size_t>(i)]
                          : slot_memory(model, settings, k, slot.num_layers, i, p, m, recompute,
-                                       dense_here);
+                                       dense_here, largest_chunk);
     if (k.memory_capacity) {
       se.memory_capacity = *k.memory_capacity;
       se.memory_usable = k.memory_usable.value_or(se.memory_capacity);
@@ -1008,6 +1051,32 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
     }
   }
 
+  // Model chunks of the sizes a stage gives: one per chunk, adding up to its layers (the plan
+  // loader checks this for plan files; plans made in code are checked here).
+  const int v = plan.virtual_stages;
+  for (std::size_t i = 0; i < plan.stages.size(); ++i) {
+    const PlanStage& stage = plan.stages[i];
+    if (stage.chunk_layers.empty()) continue;
+    long long sum = 0;
+    bool negative = false;
+    for (const int layers : stage.chunk_layers) {
+      sum += layers;
+      negative |= layers < 0;
+    }
+    if (plan.schedule != Schedule::interleaved ||
+        stage.chunk_layers.size() != static_cast<std::size_t>(v) || negative ||
+        sum != stage.num_layers) {
+      reject(at(stage.location) + "stage " + std::to_string(i) +
+             ": chunk_layers needs the interleaved schedule and one count per model chunk (" +
+             std::to_string(v) + "), each at least 0, adding up to the stage's " +
+             std::to_string(stage.num_layers) + " layers");
+      out.feasible = false;
+      out.reasons = structure;
+      return out;
+    }
+  }
+  const std::vector<int> dense_layers = pipeline_dense_layers(workload.model, plan.stages, v);
+
   // One kernel per distinct (island, tp, dp, ep), in the order stages first use them.
   std::vector<StageKernel> kernels;
   kernels.reserve(plan.stages.size());
@@ -1025,6 +1094,8 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
     slots.push_back({&*found, stage.first_layer, stage.num_layers, &stage.location});
     if (stage.recompute)
       slots.back().recompute = StageRecompute{*stage.recompute, stage.recompute_layers.value_or(0)};
+    slots.back().chunk_layers = stage.chunk_layers;
+    slots.back().dense_layers = dense_layers[slots.size() - 1];
   }
   assemble_estimate(cluster, workload.model, settings, slots, out, options.memory_headroom);
   if (!structure.empty()) {

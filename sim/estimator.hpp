@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -244,8 +245,11 @@ struct StageLayers {
   int ep_forward_all_to_alls = 0;
   int ep_backward_all_to_alls = 0;
 };
+// `chunk_layers`: the sizes of the stage's model chunks when they differ (PlanStage::
+// chunk_layers); empty: `chunks` chunks of num_layers / chunks layers.
 StageLayers stage_layers(const StageKernel& kernel, int num_layers, int dense,
-                         const StageRecompute& recompute, int chunks);
+                         const StageRecompute& recompute, int chunks,
+                         std::span<const int> chunk_layers = {});
 
 // How many of the layers [first_layer, first_layer + num_layers) of a stage are a mixture's
 // dense layers (the model's first `dense_layers`). With `virtual_stages` chunks the stage's
@@ -253,6 +257,12 @@ StageLayers stage_layers(const StageKernel& kernel, int num_layers, int dense,
 // c x layers / v + first_layer / v.
 int stage_dense_layers(const ModelShape& model, int first_layer, int num_layers,
                        int virtual_stages);
+
+// The same for every stage of a pipeline whose stages may give their chunks' sizes
+// (PlanStage::chunk_layers): the model's layers in virtual-stage order (chunk c of stage s is
+// virtual stage c x stages + s), each chunk taking as many as it holds.
+std::vector<int> pipeline_dense_layers(const ModelShape& model,
+                                       const std::vector<PlanStage>& stages, int virtual_stages);
 
 // `ep`: expert parallelism of a mixture-of-experts model (1 otherwise).
 StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
@@ -273,6 +283,10 @@ struct StageSlot {
   const SourceLocation* location = nullptr;
   // The stage's own recompute; without it, the step settings'.
   std::optional<StageRecompute> recompute = std::nullopt;
+  // Its model chunks' sizes when they differ (PlanStage::chunk_layers), and then its dense
+  // layers as the layout places them; empty: equal chunks, dense layers by stage_dense_layers.
+  std::span<const int> chunk_layers = {};
+  int dense_layers = 0;
 };
 
 // The recompute of the step settings, and of a stage with its own or without.
@@ -294,7 +308,7 @@ models::StageMemory slot_memory(const ModelShape& model, const StepSettings& set
 models::StageMemory slot_memory(const ModelShape& model, const StepSettings& settings,
                                 const StageKernel& kernel, int num_layers, int stage_index,
                                 int stages, int micro_batches, const StageRecompute& recompute,
-                                int dense_layers = 0);
+                                int dense_layers = 0, int largest_chunk = 0);
 
 // A boundary between two consecutive stages: the time it adds to both stages per micro-batch
 // (activations forward, their gradients backward, once per model chunk).

@@ -91,6 +91,10 @@ TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, cons
     ts.backward_s = se.backward_s;
     ts.tp_s = se.tp_comm_s;
     ts.optimizer_s = se.optimizer_s;
+    if (!stage.chunk_layers.empty() && stage.num_layers > 0) {
+      for (const int layers : stage.chunk_layers)
+        ts.chunk_share.push_back(static_cast<double>(layers) / stage.num_layers);
+    }
     // The all-to-alls as the estimator prices them: its count of them, each of the kernel's
     // send buffer, over the kernel's expert-parallel group (an all-to-all's time is the same for
     // every algorithm, and its latency term is (ep - 1) steps).
@@ -308,6 +312,16 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
         !non_negative(ts.optimizer_s))
       bad(where + "times must be finite and non-negative");
     if (ts.dp == 1 && !ts.dp_sync.empty()) bad(where + "gradient synchronisation without dp");
+    if (!ts.chunk_share.empty()) {
+      double total = 0;
+      bool valid = ts.chunk_share.size() == static_cast<std::size_t>(in.chunks);
+      for (const double share : ts.chunk_share) {
+        valid &= non_negative(share) && share <= 1.0;
+        total += share;
+      }
+      if (!valid || std::abs(total - 1.0) > 1e-9)
+        bad(where + "chunk shares must be one per chunk, each in [0, 1], adding up to 1");
+    }
     for (const TwinCollective& c : ts.dp_sync) {
       if (!message_bytes(c.bytes) || !non_negative(c.latency_s))
         bad(where + "collective bytes (at most 1e18) and latency must be finite and non-negative");

@@ -72,6 +72,10 @@ struct TwinStage {
   double tp_s = 0;        // tensor-parallel collectives of one micro-batch (analytic)
   double optimizer_s = 0;
   std::vector<TwinCollective> dp_sync;  // in order
+  // Each model chunk's share of the stage's compute, its all-to-alls and its gradients, by its
+  // layers, when the plan's chunks differ in size (PlanStage::chunk_layers): one per chunk,
+  // adding up to 1. Empty: 1 / chunks each.
+  std::vector<double> chunk_share;
 };
 
 struct TwinZoneLink {

@@ -703,7 +703,7 @@ class Step {
     double earlier = 0;  // the earlier stages' first chunks' forward passes
     for (const TwinStage& st : in.stages) {
       forward_hidden_s_.push_back(earlier + st.forward_s);
-      earlier += st.forward_s / v_;
+      earlier += part(st, 0, st.forward_s);
     }
     for (int s = 0; s < p_; ++s) {
       orders_[s] = pipeline_order(s, p_, m_, v_);
@@ -801,6 +801,12 @@ class Step {
   }
 
  private:
+  // Chunk c's part of `total` (stage st's compute, all-to-alls or gradients of all chunks).
+  double part(const TwinStage& st, int c, double total) const {
+    return st.chunk_share.empty() ? total / v_
+                                  : total * st.chunk_share[static_cast<std::size_t>(c)];
+  }
+
   int chip(int s, int d, int j) const {
     const TwinStage& st = in_.stages[s];
     return st.first_chip + d * st.tp + j;
@@ -846,10 +852,10 @@ class Step {
   void compute(int s, int d, int op_index, const PipelineOp& op) {
     const TwinStage& st = in_.stages[s];
     const bool forward = op.pass == Pass::forward;
-    const double base = (forward ? st.forward_s : st.backward_s) / v_;
+    const double base = part(st, op.chunk, forward ? st.forward_s : st.backward_s);
     const double fb = st.forward_s + st.backward_s;
-    const double share = fb > 0 ? (forward ? st.forward_s : st.backward_s) / fb : 0.5;
-    const double tp = st.tp_s * share / v_;
+    const double pass_share = fb > 0 ? (forward ? st.forward_s : st.backward_s) / fb : 0.5;
+    const double tp = part(st, op.chunk, st.tp_s * pass_share);
     const double factor = slowdown(s, d, op_index);
     const double start = sg4::Engine::get_clock();
     sg4::this_actor::sleep_for(base * factor + tp);
@@ -1020,7 +1026,7 @@ class Step {
     const TwinStage& st = in_.stages[s];
     const int count = op.pass == Pass::forward ? st.a2a_forward : st.a2a_backward;
     if (count <= 0) return;
-    const double per_op = static_cast<double>(count) / v_;  // all-to-alls in this operation
+    const double per_op = part(st, op.chunk, count);  // all-to-alls in this operation
     std::shared_ptr<Exchange>& current = exchanges_[s][static_cast<std::size_t>(d / st.ep)];
     const std::shared_ptr<Exchange> exchange = current;
     const double arrived = sg4::Engine::get_clock();
@@ -1081,7 +1087,7 @@ class Step {
         if (collective.kind == Collective::all_gather) continue;  // after the optimizer step
         const double start = sg4::Engine::get_clock();
         sg4::this_actor::sleep_for(collective.latency_s / v_);
-        run_collective(s, collective, collective.bytes / v_);
+        run_collective(s, collective, part(st, c, collective.bytes));
         const EventKind kind = collective.kind == Collective::reduce_scatter ? EventKind::reduce_scatter
                                                                              : EventKind::all_reduce;
         record(s, -1, kind, -1, c, start, sg4::Engine::get_clock());

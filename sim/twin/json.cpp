@@ -75,6 +75,7 @@ void fields(V& v, TwinStage& s) {
   v("tp_s", s.tp_s);
   v("optimizer_s", s.optimizer_s);
   v("dp_sync", s.dp_sync);
+  v("chunk_share", s.chunk_share);
 }
 
 template <typename V>

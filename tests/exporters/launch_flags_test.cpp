@@ -132,6 +132,12 @@ std::vector<Case> cases() {
     add("interleaved even split", six, plan_on(island, {20, 20, 20, 20}, 8, 2, 2));
     add("interleaved uneven split", six, plan_on(island, {22, 20, 20, 18}, 8, 2, 2));
     {
+      Plan plan = plan_on(island, {22, 20, 20, 18}, 8, 2, 2);
+      const std::vector<std::vector<int>> layout = {{12, 10}, {10, 10}, {10, 10}, {10, 8}};
+      for (std::size_t k = 0; k < 4; ++k) plan.stages[k].chunk_layers = layout[k];
+      add("model chunks of unequal size", six, plan);
+    }
+    {
       Plan plan = plan_on(island, {20, 20, 20, 20}, 1, 2);
       plan.recompute = Recompute::full;
       plan.dtype = DType::fp16;

@@ -284,6 +284,33 @@ TEST(Launch, InterleavedSchedules) {
   }
 }
 
+// Model chunks of unequal size (PlanStage::chunk_layers) as Megatron-Core's layout: the
+// virtual stages in order (chunk c of stage s is c x 4 + s), the embedding before the first,
+// the loss after the last. MindSpeed-LLM (Ascend) takes it as an argument; the Megatron-LM
+// arguments hetplan checks against have none, so the layout is a note there.
+TEST(Launch, ChunkLayoutsAsMegatronCoreLayouts) {
+  const std::string t10(10, 't');
+  const std::string layout = "E" + std::string(12, 't') + "|" + t10 + "|" + t10 + "|" + t10 + "|" +
+                             t10 + "|" + t10 + "|" + t10 + "|" + std::string(8, 't') + "L";
+  for (const auto* island : {"dcu-k100", "ascend-910b"}) {
+    Plan plan = plan_on(island, {22, 20, 20, 18}, 8, 2, 2);
+    const std::vector<std::vector<int>> chunks = {{12, 10}, {10, 10}, {10, 10}, {10, 8}};
+    for (std::size_t k = 0; k < 4; ++k) plan.stages[k].chunk_layers = chunks[k];
+    const std::string text = export_megatron(input_for(plan))[0].text;
+    const auto args = sourced(text, "HETPLAN_PARALLEL_ARGS");
+    EXPECT_FALSE(has_flag(args, "--num-layers-per-virtual-pipeline-stage"));
+    EXPECT_FALSE(has_flag(args, "--num-layer-list"));
+    if (std::string(island) == "ascend-910b") {
+      EXPECT_EQ(value_of(args, "--pipeline-model-parallel-layout"), layout) << text;
+    } else {
+      EXPECT_FALSE(has_flag(args, "--pipeline-model-parallel-layout"));
+      EXPECT_NE(comments(text).find("--pipeline-model-parallel-layout " + layout),
+                std::string::npos)
+          << text;
+    }
+  }
+}
+
 TEST(Launch, OverridesBecomeFlags) {
   Plan plan = plan_on("dcu-k100", {20, 20, 20, 20}, 1, 2);
   plan.recompute = Recompute::full;

@@ -221,7 +221,42 @@ TEST_F(PlanReferences, LayersNotMultipleOfVirtualStages) {
   const std::string text =
       replaced(kPlan, "name: two-stage\n", "name: two-stage\nschedule: interleaved\nvirtual_stages: 3\n");
   EXPECT_EQ(check(text),
-            "plan.yaml:6:5: stages[0].num_layers: expected a multiple of virtual_stages (3), got 16");
+            "plan.yaml:6:5: stages[0].num_layers: expected a multiple of virtual_stages (3) or the "
+            "stage's chunk_layers, got 16");
+}
+
+// Model chunks of unequal size (docs/formats/plan.md#chunk-layers): 16 layers in chunks of 5, 5
+// and 6 on the first stage, 4, 6 and 6 on the second.
+const std::string kChunks =
+    replaced(replaced(replaced(kPlan, "name: two-stage\n",
+                               "name: two-stage\nschedule: interleaved\nvirtual_stages: 3\n"),
+                      "tp: 4, dp: 2}", "tp: 4, dp: 2, chunk_layers: [5, 5, 6]}"),
+             "tp: 8, dp: 1}", "tp: 8, dp: 1, chunk_layers: [4, 6, 6]}");
+
+TEST_F(PlanReferences, ChunkLayersLoadAndWriteBack) {
+  EXPECT_EQ(check(kChunks), "<no error>");
+  const Plan plan = parse_plan(kChunks, "plan.yaml");
+  EXPECT_EQ(plan.stages[0].chunk_layers, (std::vector<int>{5, 5, 6}));
+  EXPECT_EQ(chunk_layer_count(plan.stages[1], 0, 3), 4);
+  const Plan again = parse_plan(formats::plan_yaml(plan), "again.yaml");
+  EXPECT_EQ(again.stages[1].chunk_layers, (std::vector<int>{4, 6, 6}));
+}
+
+TEST(PlanErrors, ChunkLayersThatDoNotAddUpToTheStage) {
+  EXPECT_EQ(plan_error(replaced(kChunks, "[5, 5, 6]", "[5, 5, 5]")),
+            "plan.yaml:6:80: stages[0].chunk_layers: expected model chunks whose layers add up "
+            "to the stage's num_layers (16), got 15");
+  EXPECT_EQ(plan_error(replaced(kChunks, "[5, 5, 6]", "[5, -1, 12]")),
+            "plan.yaml:6:84: stages[0].chunk_layers[1]: expected an integer from 0 to 100000, "
+            "got \"-1\"");
+}
+
+TEST_F(PlanReferences, ChunkLayersOnePerChunkUnderTheInterleavedSchedule) {
+  EXPECT_EQ(check(replaced(kChunks, "[4, 6, 6]", "[10, 6]")),
+            "plan.yaml:7:81: stages[1].chunk_layers: expected one entry per model chunk "
+            "(virtual_stages 3), got 2");
+  EXPECT_EQ(check(replaced(kPlan, "tp: 4, dp: 2}", "tp: 4, dp: 2, chunk_layers: [16]}")),
+            "plan.yaml:4:80: stages[0].chunk_layers: expected only with the interleaved schedule");
 }
 
 // Replica groups on different islands (docs/formats/plan.md#replica-groups): 256 sequences of

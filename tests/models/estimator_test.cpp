@@ -455,6 +455,87 @@ TEST(EstimatorDenseLayers, InterleavedChunksPlaceTheDenseLayers) {
   EXPECT_EQ(stage_dense_layers(m, 0, 12, 1), 0);
 }
 
+// Chunks of a layout (PlanStage::chunk_layers) take the model's layers in virtual-stage order:
+// chunk c of stage s is virtual stage c x stages + s.
+TEST(EstimatorDenseLayers, ChunkLayoutsPlaceTheDenseLayers) {
+  ModelShape m;
+  m.layers = 6;
+  m.experts = 8;
+  m.dense_layers = 3;
+  std::vector<PlanStage> stages(2);
+  stages[0].num_layers = 3;
+  stages[1].num_layers = 3;
+  // Virtual stages 0..3 hold 1, 2, 2 and 1 layers: layers 0 | 1-2 | 3-4 | 5.
+  stages[0].chunk_layers = {1, 2};
+  stages[1].chunk_layers = {2, 1};
+  EXPECT_EQ(pipeline_dense_layers(m, stages, 2), (std::vector<int>{1, 2}));
+  // An empty first chunk: stage 1's first chunk holds layers 0-2, all three dense.
+  stages[0].chunk_layers = {0, 3};
+  stages[1].chunk_layers = {3, 0};
+  EXPECT_EQ(pipeline_dense_layers(m, stages, 2), (std::vector<int>{0, 3}));
+  // Without a layout, as stage_dense_layers places them.
+  stages[0].chunk_layers.clear();
+  stages[1].chunk_layers.clear();
+  stages[0].num_layers = 2;
+  stages[1].first_layer = 2;
+  stages[1].num_layers = 4;
+  EXPECT_EQ(pipeline_dense_layers(m, stages, 2),
+            (std::vector<int>{stage_dense_layers(m, 0, 2, 2), stage_dense_layers(m, 2, 4, 2)}));
+}
+
+// Four stages of four layers in two chunks each, as 2 + 2 or as the layout says. A stage's time
+// is its layers' whatever their chunks; its saved activations count every chunk in flight at
+// the largest chunk; partial recompute takes its count from each chunk.
+TEST(EstimatorChunks, UnequalChunksKeepTheStageTimeAndHoldTheLargestChunk) {
+  Plan even = pipeline(4, 1, 1);
+  even.schedule = Schedule::interleaved;
+  even.virtual_stages = 2;
+  Plan uneven = even;
+  const std::vector<std::vector<int>> layout = {{1, 3}, {2, 2}, {3, 1}, {2, 2}};
+  for (std::size_t s = 0; s < 4; ++s) uneven.stages[s].chunk_layers = layout[s];
+  const auto a = estimate_step(a100_cluster(1), small_llama(), even);
+  const auto b = estimate_step(a100_cluster(1), small_llama(), uneven);
+  ASSERT_TRUE(a.feasible) << a.reasons.front();
+  ASSERT_TRUE(b.feasible) << b.reasons.front();
+  for (std::size_t s = 0; s < 4; ++s) {
+    EXPECT_DOUBLE_EQ(b.stages[s].forward_s, a.stages[s].forward_s);
+    EXPECT_DOUBLE_EQ(b.stages[s].backward_s, a.stages[s].backward_s);
+    // Stages 0 and 2 hold chunks of 3 where the even plan holds 2: one layer's activations
+    // more per chunk in flight.
+    const double extra =
+        s % 2 == 0 ? models::chunks_in_flight(4, static_cast<int>(s), 2, a.micro_batches) *
+                         a.stages[s].memory.activation_per_layer
+                   : 0.0;
+    EXPECT_NEAR(b.stages[s].memory.activations - a.stages[s].memory.activations, extra,
+                1e-9 * a.stages[s].memory.activations)
+        << "stage " << s;
+  }
+  // Full recompute of 2 layers per chunk: stage 2's chunks of 3 and 1 recompute 2 + 1 layers,
+  // the even plan's 2 + 2: one forward pass of a layer (a quarter of the stage's forward
+  // pass, which has neither the embedding nor the head) less.
+  even.recompute = uneven.recompute = Recompute::full;
+  even.recompute_layers = uneven.recompute_layers = 2;
+  Workload w = small_llama();
+  const auto c = estimate_step(a100_cluster(1), w, even);
+  const auto d = estimate_step(a100_cluster(1), w, uneven);
+  ASSERT_TRUE(c.feasible && d.feasible);
+  EXPECT_NEAR(c.stages[2].backward_s - d.stages[2].backward_s, c.stages[2].forward_s / 4,
+              1e-9 * c.stages[2].backward_s);
+  EXPECT_DOUBLE_EQ(d.stages[1].backward_s, c.stages[1].backward_s);
+}
+
+TEST(EstimatorChunks, ALayoutThatDoesNotFitItsStageIsRejected) {
+  Plan plan = pipeline(4, 1, 1);
+  plan.schedule = Schedule::interleaved;
+  plan.virtual_stages = 2;
+  plan.stages[1].chunk_layers = {1, 2};  // 3 of the stage's 4 layers
+  const auto e = estimate_step(a100_cluster(1), small_llama(), plan);
+  EXPECT_FALSE(e.feasible);
+  ASSERT_FALSE(e.reasons.empty());
+  EXPECT_NE(e.reasons.front().find("stage 1: chunk_layers needs"), std::string::npos)
+      << e.reasons.front();
+}
+
 // A DeepSeek-V2-Lite plan has finite figures, a share of the peak below one, and fits.
 TEST(EstimatorDenseLayers, DeepSeekFiguresAreFinite) {
   const Scenario s = formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) +

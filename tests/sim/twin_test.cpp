@@ -1368,6 +1368,54 @@ std::vector<std::string> overlapping_slices(const nlohmann::json& trace) {
   return problems;
 }
 
+// Model chunks of unequal size (PlanStage::chunk_layers): each chunk's passes take its share of
+// the stage by layers. Two stages of four layers of an eight-layer model, in chunks of 1 and 3
+// and of 3 and 1: on every rank of stage 0 a forward pass of chunk 1 takes three times one of
+// chunk 0, on stage 1 a third.
+TEST(TwinTrace, UnequalChunksTakeTheirShareOfTheStage) {
+  const TempFolder folder;
+  ASSERT_FALSE(folder.path().empty());
+  Scenario scenario = small_scenario(2, 2, 1.0);
+  const Workload base = scenario.workload;
+  scenario.workload = test::small_llama(8, 32);
+  scenario.workload.training.optimizer = base.training.optimizer;
+  scenario.workload.training.zero_stage = base.training.zero_stage;
+  Plan plan;
+  plan.name = "chunks";
+  plan.schedule = Schedule::interleaved;
+  plan.virtual_stages = 2;
+  for (int k = 0; k < 2; ++k) {
+    PlanStage& st = plan.stages.emplace_back();
+    st.island = "npu";
+    st.first_layer = 4 * k;
+    st.num_layers = 4;
+    st.tp = 8;
+    st.dp = 1;
+    st.chunk_layers = k == 0 ? std::vector<int>{1, 3} : std::vector<int>{3, 1};
+  }
+  formats::check_plan_references(plan, scenario.cluster, scenario.workload);
+  TwinOptions options;
+  options.trace_path = folder.file("trace.json");
+  const TwinInput input = lower(scenario, plan, options);
+  ASSERT_EQ(input.stages[0].chunk_share, (std::vector<double>{0.25, 0.75}));
+  (void)simulate(input);
+
+  std::ifstream in(options.trace_path);
+  ASSERT_TRUE(in) << "no trace at " << options.trace_path;
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::map<std::pair<long long, std::string>, double> duration;  // (rank, name) -> dur
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    duration[{e["tid"].get<long long>(), e["name"].get<std::string>()}] = e["dur"].get<double>();
+  }
+  for (long long rank : {0LL, 7LL, 8LL, 15LL}) {
+    const double first = duration[{rank, "forward mb0 chunk 0"}];
+    const double second = duration[{rank, "forward mb0 chunk 1"}];
+    ASSERT_GT(first, 0.0) << rank;
+    EXPECT_NEAR(second / first, rank < 8 ? 3.0 : 1.0 / 3.0, 1e-3) << "rank " << rank;
+  }
+}
+
 TEST(TwinTrace, NoSliceOverlapsItsNeighbourOnItsTrack) {
   const TempFolder folder;
   const Scenario scenario = default_scenario();
