@@ -32,6 +32,15 @@ struct CaseConfig {
   int ep = 1;
   int head_size = 0;  // a head's width apart from hidden / heads (Qwen3)
   bool qk_norm = false, qkv_bias = false;
+  // Multi-head latent attention (DeepSeek-V2/V3), a mixture's dense first layers, grouped
+  // routing and its bias, multi-token prediction: named as ModelShape names them.
+  int q_lora_rank = 0, kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+  int dense_layers = 0, expert_groups = 1, expert_groups_per_token = 1, mtp_layers = 0;
+  bool expert_bias = false;
+  std::optional<formats::Field> moe_only;  // the first expert-only key given, for its error
+  // parallel.chunk_layers: each stage's model chunks' layers (a layout of unequal chunks).
+  std::vector<std::vector<int>> chunk_layers;
+  std::optional<formats::Field> chunk_layers_field;
   int global_batch = 0, micro_batch = 1;
   std::optional<DType> dtype;
   Recompute recompute = Recompute::none;
@@ -98,6 +107,32 @@ void read_section(formats::MapReader& section, CaseConfig& c) {
     if (auto v = map.optional("head_size")) c.head_size = integer(*v);
     if (auto v = map.optional("qk_norm")) c.qk_norm = v->as_bool();
     if (auto v = map.optional("qkv_bias")) c.qkv_bias = v->as_bool();
+    if (auto v = map.optional("q_lora_rank"))
+      c.q_lora_rank = static_cast<int>(v->as_int(0, 1 << 20));
+    if (auto v = map.optional("kv_lora_rank")) c.kv_lora_rank = integer(*v);
+    if (auto v = map.optional("qk_nope_head_dim")) c.qk_nope_head_dim = integer(*v);
+    if (auto v = map.optional("qk_rope_head_dim")) c.qk_rope_head_dim = integer(*v);
+    if (auto v = map.optional("v_head_dim")) c.v_head_dim = integer(*v);
+    if (auto v = map.optional("mtp_layers")) c.mtp_layers = static_cast<int>(v->as_int(0, 64));
+    auto moe_key = [&](const formats::Field& field) {
+      if (!c.moe_only) c.moe_only = field;
+    };
+    if (auto v = map.optional("dense_layers")) {
+      c.dense_layers = static_cast<int>(v->as_int(0, 100000));
+      moe_key(*v);
+    }
+    if (auto v = map.optional("expert_groups")) {
+      c.expert_groups = integer(*v);
+      moe_key(*v);
+    }
+    if (auto v = map.optional("expert_groups_per_token")) {
+      c.expert_groups_per_token = integer(*v);
+      moe_key(*v);
+    }
+    if (auto v = map.optional("expert_bias")) {
+      c.expert_bias = v->as_bool();
+      moe_key(*v);
+    }
     map.done();
   }
   if (auto training = section.optional("training")) {
@@ -137,6 +172,15 @@ void read_section(formats::MapReader& section, CaseConfig& c) {
     if (auto v = map.optional("vpp")) c.vpp = integer(*v);
     if (auto v = map.optional("ep")) c.ep = integer(*v);
     if (auto v = map.optional("sp")) c.sp = v->as_bool();
+    if (auto v = map.optional("chunk_layers")) {
+      c.chunk_layers.clear();
+      for (const formats::Field& stage : v->elements()) {
+        std::vector<int>& chunks = c.chunk_layers.emplace_back();
+        for (const formats::Field& count : stage.elements())
+          chunks.push_back(static_cast<int>(count.as_int(0, 100000)));
+      }
+      c.chunk_layers_field = *v;
+    }
     map.done();
   }
   if (auto hardware = section.optional("hardware")) read_hardware(*hardware, c);
@@ -170,6 +214,26 @@ void check_complete(const formats::Field& node, const CaseConfig& c) {
   } else if (c.moe_dispatcher) {
     throw InputError(node.location(), node.path() + ".training.moe_dispatcher",
                      "expected only with model.experts (it dispatches a mixture's tokens)");
+  } else if (c.moe_only) {
+    c.moe_only->fail_expected("only with model.experts (a mixture's key)");
+  }
+  const bool latent = c.q_lora_rank > 0 || c.kv_lora_rank > 0 || c.qk_nope_head_dim > 0 ||
+                      c.qk_rope_head_dim > 0 || c.v_head_dim > 0;
+  if (latent) {
+    if (c.kv_lora_rank == 0) missing("model.kv_lora_rank");
+    if (c.qk_nope_head_dim == 0) missing("model.qk_nope_head_dim");
+    if (c.qk_rope_head_dim == 0) missing("model.qk_rope_head_dim");
+    if (c.v_head_dim == 0) missing("model.v_head_dim");
+  }
+  if (c.chunk_layers_field) {
+    bool shaped = c.vpp > 1 && c.chunk_layers.size() == static_cast<std::size_t>(c.pp);
+    for (const auto& stage : c.chunk_layers)
+      shaped &= stage.size() == static_cast<std::size_t>(c.vpp);
+    if (!shaped) {
+      c.chunk_layers_field->fail_expected(
+          "one list per pipeline stage (pp " + std::to_string(c.pp) + "), each of vpp (" +
+          std::to_string(c.vpp) + ", at least 2) model chunks' layers");
+    }
   }
 }
 
@@ -304,7 +368,17 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
     m.expert_ffn = c.expert_ffn;
     m.shared_experts = c.shared_experts;
     m.shared_expert_ffn = c.shared_expert_ffn;
+    m.dense_layers = c.dense_layers;
+    m.expert_groups = c.expert_groups;
+    m.expert_groups_per_token = c.expert_groups_per_token;
+    m.expert_bias = c.expert_bias;
   }
+  m.q_lora_rank = c.q_lora_rank;
+  m.kv_lora_rank = c.kv_lora_rank;
+  m.qk_nope_head_dim = c.qk_nope_head_dim;
+  m.qk_rope_head_dim = c.qk_rope_head_dim;
+  m.v_head_dim = c.v_head_dim;
+  m.mtp_layers = c.mtp_layers;
   TrainingSettings& t = workload.training;
   t.seq_len = c.seq_len;
   t.global_batch = c.global_batch;
@@ -332,6 +406,11 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
     stage.island = "main";
     stage.first_layer = first;
     stage.num_layers = c.layers / c.pp + (i < c.layers % c.pp ? 1 : 0);
+    if (!c.chunk_layers.empty()) {
+      stage.chunk_layers = c.chunk_layers[static_cast<std::size_t>(i)];
+      stage.num_layers = 0;
+      for (const int layers : stage.chunk_layers) stage.num_layers += layers;
+    }
     stage.tp = c.tp;
     stage.dp = c.dp;
     stage.ep = c.ep;

@@ -176,6 +176,33 @@ TEST(PublishedRunsFormat, FlexDispatcherSendsFewerCopies) {
             "(it dispatches a mixture's tokens)");
 }
 
+// A layout of model chunks of unequal size (parallel.chunk_layers, one list per stage of vpp
+// counts) reaches the plan; its shape is checked at the field. A mixture's keys need experts;
+// latent attention needs all its widths.
+TEST(PublishedRunsFormat, ChunkLayoutsAndModelKeysAreReadAsStated) {
+  test::TempFolder folder;
+  const std::string layout =
+      "    parallel: {tp: 1, pp: 2, dp: 4, vpp: 2, chunk_layers: [[1, 1], [2, 0]]}\n";
+  std::string text = one_case(kModel, kTraining);
+  text.replace(text.find("    parallel: {tp: 8, pp: 1, dp: 1}\n"), 36, layout);
+  std::ofstream(folder.file("runs.yaml"), std::ios::trunc) << text;
+  const CaseResult c = validate_published_runs(folder.path(), kProfiles).cases.at(0);
+  EXPECT_TRUE(c.feasible) << (c.reasons.empty() ? "" : c.reasons.front());
+  EXPECT_GT(c.predicted, 0.0);
+
+  std::string bad = text;
+  bad.replace(bad.find("[[1, 1], [2, 0]]"), 16, "[[1, 1, 0], [2, 0]]");
+  EXPECT_EQ(error_of(bad),
+            "runs.yaml:7:59: cases[0].parallel.chunk_layers: expected one list per pipeline stage "
+            "(pp 2), each of vpp (2, at least 2) model chunks' layers, got a list");
+  EXPECT_EQ(error_of(one_case(kModel + ", dense_layers: 1", kTraining)),
+            "runs.yaml:5:115: cases[0].model.dense_layers: expected only with model.experts (a "
+            "mixture's key), got \"1\"");
+  EXPECT_EQ(error_of(one_case(kModel + ", kv_lora_rank: 64", kTraining)),
+            "runs.yaml:4:5: cases[0].model.qk_nope_head_dim: missing required key (in the case or "
+            "in common)");
+}
+
 TEST(PublishedRunsCli, TheBundledDevSetIsTheDefaultFromAnyFolder) {
   test::TempFolder elsewhere;
   const std::string command = "cd " + elsewhere.path() + " && " + HETPLAN_BINARY +
