@@ -4,6 +4,7 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
@@ -117,6 +118,22 @@ struct ModelShape {
   double active_parameters() const;
 };
 
+// The modules selective recompute may redo, as Megatron-Core names them (--recompute-modules):
+// a bit each. core_attn, mlp (a dense MLP), moe (a mixture's whole layer) and shared_experts keep
+// their inputs and run their forward pass again before their backward pass; layernorm (the two
+// norms' outputs), mla_up_proj (latent attention's Q, K and V) and moe_act (the experts'
+// activation output) discard their outputs and compute them again.
+inline constexpr unsigned kRecomputeCoreAttention = 1u << 0;
+inline constexpr unsigned kRecomputeMlaUpProj = 1u << 1;
+inline constexpr unsigned kRecomputeMoeAct = 1u << 2;
+inline constexpr unsigned kRecomputeLayernorm = 1u << 3;
+inline constexpr unsigned kRecomputeMlp = 1u << 4;
+inline constexpr unsigned kRecomputeMoe = 1u << 5;
+inline constexpr unsigned kRecomputeSharedExperts = 1u << 6;
+// Their names, bit i for name i.
+inline constexpr std::string_view kRecomputeModuleNames[] = {
+    "core_attn", "mla_up_proj", "moe_act", "layernorm", "mlp", "moe", "shared_experts"};
+
 struct TrainingSettings {
   int seq_len = 0;
   int global_batch = 0;  // sequences per optimizer step
@@ -132,6 +149,10 @@ struct TrainingSettings {
   // (Megatron's --recompute-method block --recompute-num-layers); the others keep their
   // activations. 0: every layer (docs/models/memory.md#partial-recompute).
   int recompute_layers = 0;
+  // With selective recompute: the modules recomputed (Megatron-Core's --recompute-modules, a
+  // set of RecomputeModule bits); its default is the core attention
+  // (docs/models/memory.md#recompute-modules).
+  unsigned recompute_modules = kRecomputeCoreAttention;
   bool sequence_parallel = false;
   bool flash_attention = true;
   // Megatron-Core's overlaps (docs/models/estimator.md#overlap): the data-parallel gradient

@@ -297,6 +297,14 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
   }
   if (recompute.mode == Recompute::selective) {
     parallel.push_back("--recompute-granularity selective");
+    // Megatron-Core's default module is the core attention; others by name.
+    const unsigned modules = training.recompute_modules;
+    if (modules != kRecomputeCoreAttention) {
+      std::string names;
+      for (std::size_t i = 0; i < std::size(kRecomputeModuleNames); ++i)
+        if ((modules & (1u << i)) != 0) names += " " + std::string(kRecomputeModuleNames[i]);
+      parallel.push_back("--recompute-modules" + names);
+    }
   } else if (recompute.mode == Recompute::full && recompute.layers > 0) {
     // The first N layers of each model chunk, the others keeping their activations.
     parallel.push_back("--recompute-granularity full");

@@ -36,6 +36,12 @@ bool is_record_date(std::string_view text);
 // A Hugging Face config.json (or any YAML/JSON mapping in that shape).
 ModelShape parse_hf_config(const std::string& text, const std::string& file_name);
 
+class Field;
+// A list of Megatron-Core's recompute module names (core_attn, mla_up_proj, moe_act, layernorm,
+// mlp, moe, shared_experts) as TrainingSettings::recompute_modules bits; an unknown or repeated
+// name is an input error at it.
+unsigned read_recompute_modules(const Field& list);
+
 // A whole input file (size-limited). Throws InputError naming the file when it cannot be read.
 std::string read_text_file(const std::string& path);
 

@@ -475,6 +475,11 @@ TrainingSettings read_training(const Field& field) {
     t.recompute_layers = static_cast<int>(layers->as_int(1, 100000));
     if (t.recompute != Recompute::full) layers->fail("expected recompute: full beside it");
   }
+  if (auto modules = map.optional("recompute_modules")) {
+    t.recompute_modules = read_recompute_modules(*modules);
+    if (t.recompute != Recompute::selective)
+      modules->fail("expected recompute: selective beside it");
+  }
   if (auto sp = map.optional("sequence_parallel")) t.sequence_parallel = sp->as_bool();
   if (auto flash = map.optional("flash_attention")) t.flash_attention = flash->as_bool();
   auto legacy_overlap = map.optional("overlap_grad_reduce");
@@ -521,6 +526,19 @@ TrainingSettings read_training(const Field& field) {
 }
 
 }  // namespace
+
+unsigned read_recompute_modules(const Field& list) {
+  unsigned out = 0;
+  for (const Field& name : list.elements()) {
+    const unsigned bit = 1u << name.as_choice({kRecomputeModuleNames[0], kRecomputeModuleNames[1],
+                                               kRecomputeModuleNames[2], kRecomputeModuleNames[3],
+                                               kRecomputeModuleNames[4], kRecomputeModuleNames[5],
+                                               kRecomputeModuleNames[6]});
+    if ((out & bit) != 0) name.fail("expected each module once");
+    out |= bit;
+  }
+  return out;
+}
 
 ModelShape parse_hf_config(const std::string& text, const std::string& file_name) {
   const YAML::Node root = parse_document(text, file_name);

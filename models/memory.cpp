@@ -22,6 +22,11 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
     return tokens * h * e / r;
   }
 
+  // Selective recompute's modules (docs/models/memory.md#recompute-modules): what each keeps
+  // out of the saved tensors.
+  const unsigned modules = recompute == Recompute::selective ? training.recompute_modules : 0u;
+  auto recomputes = [&](unsigned module) { return (modules & module) != 0; };
+
   const double mask = model.dropout ? 1.0 : 0.0;  // dropout masks are one byte per element
   // Under the fp8 recipe a linear layer keeps the FP8 copy of its input for the weight-gradient
   // GEMM instead of the BF16 one (Transformer Engine's Linear, LayerNormLinear, LayerNormMLP
@@ -29,7 +34,9 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
   const double lin = bytes_per_element(training.dtype);
   // Replicated region: both norms' inputs, the QKV and MLP inputs (norm outputs: linear
   // inputs), dropout masks.
-  double bytes = tokens * h * (2.0 * e + 2.0 * lin + 2.0 * mask) / r;
+  // The norms' outputs are discarded under the layernorm module.
+  const double norm_outputs = recomputes(kRecomputeLayernorm) ? 0.0 : 2.0 * lin;
+  double bytes = tokens * h * (2.0 * e + norm_outputs + 2.0 * mask) / r;
   // Tensor-parallel region: Q, K and V, the output projection's input (Q and the output are
   // heads x head size wide: h, but for Qwen3's heads), and the pre-norm Q and K that Qwen3's
   // per-head norms keep.
@@ -45,7 +52,9 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
     bytes += local * latents * (e + lin);
     const double heads = model.heads / t;
     const double qk = static_cast<double>(model.qk_nope_head_dim) + model.qk_rope_head_dim;
-    bytes += tokens * heads * ((2.0 * qk + model.v_head_dim) * e + model.v_head_dim * lin);
+    // The mla_up_proj module discards Q, K and V (the up-projections' and rotary outputs).
+    const double qkv = recomputes(kRecomputeMlaUpProj) ? 0.0 : 2.0 * qk + model.v_head_dim;
+    bytes += tokens * heads * (qkv * e + model.v_head_dim * lin);
   } else {
     bytes += tokens * ((w / t + 2.0 * kv_chip) * e + w / t * lin);
     if (model.qk_norm) bytes += tokens * (w / t + kv_chip) * e;
@@ -57,17 +66,22 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
     // copies the experts take (gathered over tp, the busiest chip's load; the experts' first
     // linear input) with both halves of their gated projection and its product (the second
     // linear input), the experts' outputs the combine weighs, and the shared experts' gated MLP.
+    // The moe module keeps only the layer's input (counted above); moe_act discards the
+    // experts' activation output, shared_experts the shared experts' tensors.
     const double local = tokens / r;
     const double k = model.experts_per_token;
     const double assigned = tokens * k * expert_imbalance(training);
-    bytes += local * model.experts * 4.0;
-    bytes += assigned * (h * lin + model.expert_ffn / t * (2.0 * e + lin));
-    bytes += local * k * h * e;
-    if (model.shared_experts > 0)
-      bytes += tokens * model.shared_experts * model.shared_expert_ffn / t * (2.0 * e + lin);
-  } else {
+    if (!recomputes(kRecomputeMoe)) {
+      const double product = recomputes(kRecomputeMoeAct) ? 0.0 : lin;
+      bytes += local * model.experts * 4.0;
+      bytes += assigned * (h * lin + model.expert_ffn / t * (2.0 * e + product));
+      bytes += local * k * h * e;
+      if (model.shared_experts > 0 && !recomputes(kRecomputeSharedExperts))
+        bytes += tokens * model.shared_experts * model.shared_expert_ffn / t * (2.0 * e + lin);
+    }
+  } else if (!recomputes(kRecomputeMlp)) {
     // MLP: gated activations keep both halves of the up projection and the product; the last
-    // of them is the down projection's input.
+    // of them is the down projection's input. The mlp module keeps only its input.
     const double mlp_tensors = gated(model.activation) ? 3.0 : 2.0;
     bytes += tokens * f * ((mlp_tensors - 1.0) * e + lin) / t;
   }
@@ -75,7 +89,7 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
   const double heads = model.heads / t;
   if (training.flash_attention) {
     bytes += static_cast<double>(micro_batch) * heads * training.seq_len * 4.0;  // log-sum-exp
-  } else if (recompute != Recompute::selective) {
+  } else if (!recomputes(kRecomputeCoreAttention)) {
     const double scores =
         static_cast<double>(micro_batch) * heads * training.seq_len * training.seq_len;
     // Softmax output, and with dropout its mask and output (5 a s^2 b bytes in fp16).

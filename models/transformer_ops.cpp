@@ -46,6 +46,11 @@ void linear(std::vector<Op>& ops, std::string_view name, double m, double n, dou
   ops.push_back(op);
 }
 
+// Marks the operators from `first` on as part of recompute modules `modules`.
+void tag(std::vector<Op>& ops, std::size_t first, unsigned modules) {
+  for (std::size_t i = first; i < ops.size(); ++i) ops[i].modules |= modules;
+}
+
 // A mixture-of-experts MLP on one chip (docs/models/moe.md#compute), for Megatron-Core's
 // all-to-all dispatcher: the router scores the chip's tokens (its sequence-parallel share), the
 // tokens are permuted by expert, sent to the experts' ranks and gathered over the tensor-parallel
@@ -62,6 +67,7 @@ void moe_block(std::vector<Op>& ops, const ModelShape& model, const LayerSlice& 
   const double k = model.experts_per_token;
   const double experts = model.experts;
   const double local_experts = experts / slice.ep;
+  const std::size_t first = ops.size();  // the mixture's operators: the moe module
   // Router: a GEMM to every expert's score (BF16 under the fp8 recipe too), then softmax (or
   // sigmoid) and top-k over the scores in fp32.
   ops.push_back(gemm("router", local, experts, h, 1, dtype));
@@ -91,6 +97,7 @@ void moe_block(std::vector<Op>& ops, const ModelShape& model, const LayerSlice& 
   }
   ops.push_back(experts_gemm("experts_gate_up", 2.0 * f / t, h));
   ops.push_back(elementwise("experts_swiglu", OpClass::activation, 3.0 * assigned * f / t * e));
+  ops.back().modules |= kRecomputeMoeAct;
   if (slice.dtype == DType::fp8) {
     Op cast = elementwise("fp8_cast", OpClass::dropout, assigned * f / t * 3.0);
     cast.backward_bytes_factor = h / (f / t);
@@ -101,11 +108,14 @@ void moe_block(std::vector<Op>& ops, const ModelShape& model, const LayerSlice& 
   ops.push_back(elementwise("unpermute", OpClass::dropout, 2.0 * local * k * h * e));
   // Shared experts: a dense gated MLP every token passes through.
   if (model.shared_experts > 0) {
+    const std::size_t shared = ops.size();
     const double s = static_cast<double>(model.shared_experts) * model.shared_expert_ffn;
     linear(ops, "shared_gate_up", tokens, 2.0 * s / t, h, slice.dtype);
     ops.push_back(elementwise("shared_swiglu", OpClass::activation, 3.0 * tokens * s / t * e));
     linear(ops, "shared_down", tokens, h, s / t, slice.dtype);
+    tag(ops, shared, kRecomputeSharedExperts);
   }
+  tag(ops, first, kRecomputeMoe);
 }
 
 // Core attention of the chip's heads / tp heads, Q and K `qk` wide per head, V and the output
@@ -176,7 +186,9 @@ void latent_attention(std::vector<Op>& ops, const ModelShape& model, const Layer
   if (q_rank > 0) {
     linear(ops, "q_down_proj", local, q_rank, h, slice.dtype);
     ops.push_back(elementwise("q_norm", OpClass::norm, 2.0 * local * q_rank * e, 1, 2));
+    const std::size_t up = ops.size();
     linear(ops, "q_up_proj", tokens, heads * qk, q_rank, slice.dtype);
+    tag(ops, up, kRecomputeMlaUpProj);
   } else {
     linear(ops, "q_proj", tokens, heads * qk, h, slice.dtype);
   }
@@ -184,12 +196,14 @@ void latent_attention(std::vector<Op>& ops, const ModelShape& model, const Layer
   // head's no-rope key and value.
   linear(ops, "kv_down_proj", local, kv_rank + rope, h, slice.dtype);
   ops.push_back(elementwise("kv_norm", OpClass::norm, 2.0 * local * kv_rank * e, 1, 2));
+  const std::size_t up = ops.size();  // the up-projections and the rotary parts: mla_up_proj
   linear(ops, "kv_up_proj", tokens, heads * (nope + v), kv_rank, slice.dtype);
   // Rotary embedding of every head's rope part of Q and of the one shared rope key, then Q and
   // K assembled from their no-rope and rope parts (the shared key copied to every head).
   ops.push_back(
       elementwise("rope", OpClass::rope, 2.0 * tokens * (heads * rope + rope) * e, 2, 2));
   ops.push_back(elementwise("qk_concat", OpClass::dropout, 2.0 * 2.0 * tokens * heads * qk * e));
+  tag(ops, up, kRecomputeMlaUpProj);
   core_attention(ops, model, slice, qk, v, tokens * heads * (2.0 * qk + 2.0 * v) * e);
 }
 
@@ -239,6 +253,7 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice, bool
   // Norms: one kernel forward, two backward (input gradient, weight-gradient reduction);
   // rotary embeddings one kernel each for Q and K.
   ops.push_back(elementwise("input_norm", OpClass::norm, 2.0 * replicated_tokens * h * e, 1, 2));
+  ops.back().modules |= kRecomputeLayernorm;
   if (model.latent_attention()) {
     latent_attention(ops, model, slice);
   } else {
@@ -261,6 +276,8 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice, bool
   // MLP block.
   ops.push_back(
       elementwise("post_attention_norm", OpClass::norm, 2.0 * replicated_tokens * h * e, 1, 2));
+  ops.back().modules |= kRecomputeLayernorm;
+  const std::size_t mlp = ops.size();  // a dense MLP's operators: the mlp module
   if (model.moe() && !dense_mlp) {
     moe_block(ops, model, slice);
   } else {
@@ -274,6 +291,7 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice, bool
                                 OpClass::activation, 2.0 * tokens * f / t * e));
     }
     linear(ops, "mlp_down", tokens, h, f / t, slice.dtype);
+    tag(ops, mlp, kRecomputeMlp);
   }
   ops.push_back(elementwise("residual_add", OpClass::dropout,
                             (model.dropout ? 4.0 * e + 1.0 : 3.0 * e) * replicated_tokens * h));

@@ -27,6 +27,9 @@ struct Op {
   double backward_flops_factor = 2.0;  // backward FLOPs = factor x forward FLOPs
   double backward_bytes_factor = 2.0;
   bool core_attention = false;  // part of the core attention that selective recompute redoes
+  // The recompute modules (TrainingSettings::recompute_modules bits) whose recomputation runs
+  // this operator's forward pass again.
+  unsigned modules = 0;
   bool linear = false;          // a linear layer's GEMM: FP8 under the fp8 recipe
   int kernels = 1;              // kernels the forward pass launches
   int backward_kernels = 2;     // kernels the backward pass launches

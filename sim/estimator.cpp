@@ -298,21 +298,24 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   k.has_rates = true;
   k.peak_flops = rates.peak_flops;
   k.memory_bandwidth = rates.memory_bandwidth * rates.memory_efficiency;
-  double core_attention_fwd = 0;
+  // Selective recompute runs its modules' forward passes again before their backward passes
+  // (the core attention unless the workload names others); full recompute the whole layer's
+  // (StageKernel::layer_time).
+  const unsigned modules = training.recompute_modules;
+  auto recomputed = [&](const models::Op& op) {
+    return ((op.modules | (op.core_attention ? kRecomputeCoreAttention : 0u)) & modules) != 0;
+  };
   for (const auto& op : layer) {
     const double f = models::forward_time(op, rates);
     k.layer_forward_s += f;
     k.layer_backward_s += models::backward_time(op, rates);
-    if (op.core_attention) core_attention_fwd += f;
+    if (recomputed(op)) k.layer_selective_s += f;
   }
-  // Selective recompute runs the core attention's forward again before its backward pass;
-  // full recompute the whole layer's (StageKernel::layer_time).
-  k.layer_selective_s = core_attention_fwd;
   for (const auto& op : dense_ops) {
     const double f = models::forward_time(op, rates);
     k.dense_layer.forward_s += f;
     k.dense_layer.backward_s += models::backward_time(op, rates);
-    if (op.core_attention) k.dense_layer.selective_s += f;
+    if (recomputed(op)) k.dense_layer.selective_s += f;
   }
   for (const auto& op : embedding) {
     k.embedding_forward_s += models::forward_time(op, rates);
@@ -495,6 +498,17 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
       k.mtp_ep_s = model.mtp_layers * k.layer_a2a_s;
       k.mtp_all_to_alls = 2 * model.mtp_layers;
     }
+  }
+  // A recomputed MLP or mixture repeats its block's forward collectives (half a recomputed
+  // layer's) and a recomputed mixture its all-to-alls; they are counted with the recomputed
+  // pass (docs/models/memory.md#recompute-modules).
+  if (training.recompute == Recompute::selective) {
+    if ((modules & (model.moe() ? kRecomputeMoe : kRecomputeMlp)) != 0)
+      k.layer_selective_s += 0.5 * k.layer_recompute_tp_s;
+    if (model.moe() && (modules & kRecomputeMoe) != 0)
+      k.layer_selective_s += k.layer_recompute_a2a_s;
+    if (k.has_dense_layers && (modules & kRecomputeMlp) != 0)
+      k.dense_layer.selective_s += 0.5 * k.dense_layer.recompute_tp_s;
   }
   // A stage receiving a boundary without sequence parallelism gets 1/tp of the activations
   // from each sender and all-gathers them across its tensor-parallel group (Megatron's

@@ -44,6 +44,9 @@ struct CaseConfig {
   int global_batch = 0, micro_batch = 1;
   std::optional<DType> dtype;
   Recompute recompute = Recompute::none;
+  // training.recompute_modules (with selective): Megatron-Core's --recompute-modules.
+  std::optional<unsigned> recompute_modules;
+  std::optional<formats::Field> recompute_modules_field;
   std::optional<bool> flash_attention;
   int zero = 0;
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_tp_comm = false;
@@ -145,6 +148,10 @@ void read_section(formats::MapReader& section, CaseConfig& c) {
     }
     if (auto v = map.optional("recompute"))
       c.recompute = static_cast<Recompute>(v->as_choice({"none", "selective", "full"}));
+    if (auto v = map.optional("recompute_modules")) {
+      c.recompute_modules = formats::read_recompute_modules(*v);
+      c.recompute_modules_field = *v;
+    }
     if (auto v = map.optional("flash_attention")) c.flash_attention = v->as_bool();
     if (auto v = map.optional("zero")) c.zero = static_cast<int>(v->as_int(0, 3));
     if (auto v = map.optional("grad_accumulation"))
@@ -217,6 +224,8 @@ void check_complete(const formats::Field& node, const CaseConfig& c) {
   } else if (c.moe_only) {
     c.moe_only->fail_expected("only with model.experts (a mixture's key)");
   }
+  if (c.recompute_modules_field && c.recompute != Recompute::selective)
+    c.recompute_modules_field->fail("expected training.recompute: selective beside it");
   const bool latent = c.q_lora_rank > 0 || c.kv_lora_rank > 0 || c.qk_nope_head_dim > 0 ||
                       c.qk_rope_head_dim > 0 || c.v_head_dim > 0;
   if (latent) {
@@ -387,6 +396,7 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   t.fp32_grad_accumulation =
       c.fp32_grad_accumulation.value_or(default_fp32_grad_accumulation(t.dtype));  // as Megatron
   t.recompute = c.recompute;
+  t.recompute_modules = c.recompute_modules.value_or(kRecomputeCoreAttention);
   t.sequence_parallel = c.sp;
   t.flash_attention = *c.flash_attention;
   t.zero_stage = c.zero;

@@ -198,6 +198,9 @@ TEST(PublishedRunsFormat, ChunkLayoutsAndModelKeysAreReadAsStated) {
   EXPECT_EQ(error_of(one_case(kModel + ", dense_layers: 1", kTraining)),
             "runs.yaml:5:115: cases[0].model.dense_layers: expected only with model.experts (a "
             "mixture's key), got \"1\"");
+  EXPECT_EQ(error_of(one_case(kModel, kTraining + ", recompute_modules: [mlp]")),
+            "runs.yaml:6:121: cases[0].training.recompute_modules: expected training.recompute: "
+            "selective beside it");
   EXPECT_EQ(error_of(one_case(kModel + ", kv_lora_rank: 64", kTraining)),
             "runs.yaml:4:5: cases[0].model.qk_nope_head_dim: missing required key (in the case or "
             "in common)");

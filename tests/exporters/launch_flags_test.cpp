@@ -152,6 +152,12 @@ std::vector<Case> cases() {
     }
     {
       Scenario s = six;
+      s.workload.training.recompute = Recompute::selective;
+      s.workload.training.recompute_modules = kRecomputeLayernorm | kRecomputeMlp;
+      add("selective recompute by module", s, plan_on(island, {40, 40}, 8, 2));
+    }
+    {
+      Scenario s = six;
       s.workload.training.fp32_grad_accumulation = false;
       add("bf16 gradients", s, plan_on(island, {40, 40}, 8, 2));
     }

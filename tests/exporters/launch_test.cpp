@@ -311,6 +311,26 @@ TEST(Launch, ChunkLayoutsAsMegatronCoreLayouts) {
   }
 }
 
+// Selective recompute by module: Megatron-Core's default (the core attention) writes no
+// module list; other modules are named in their order.
+TEST(Launch, RecomputeModulesAreNamed) {
+  const Plan plan = plan_on("dcu-k100", {20, 20, 20, 20}, 8, 2);
+  ExportInput input = input_for(plan);
+  Scenario scenario = *input.scenario;
+  scenario.workload.training.recompute = Recompute::selective;
+  input.scenario = &scenario;
+  auto args = sourced(export_megatron(input)[0].text, "HETPLAN_PARALLEL_ARGS");
+  EXPECT_EQ(value_of(args, "--recompute-granularity"), "selective");
+  EXPECT_FALSE(has_flag(args, "--recompute-modules"));
+  scenario.workload.training.recompute_modules = kRecomputeMlp | kRecomputeMlaUpProj;
+  args = sourced(export_megatron(input)[0].text, "HETPLAN_PARALLEL_ARGS");
+  const auto it = std::find(args.begin(), args.end(), "--recompute-modules");
+  ASSERT_NE(it, args.end());
+  ASSERT_GE(args.end() - it, 3);
+  EXPECT_EQ(*(it + 1), "mla_up_proj");
+  EXPECT_EQ(*(it + 2), "mlp");
+}
+
 TEST(Launch, OverridesBecomeFlags) {
   Plan plan = plan_on("dcu-k100", {20, 20, 20, 20}, 1, 2);
   plan.recompute = Recompute::full;

@@ -162,6 +162,24 @@ TEST(WorkloadErrors, PartialRecomputeNeedsFullRecompute) {
                        "expected recompute: full beside it");
 }
 
+// Megatron-Core's --recompute-modules belong to selective recompute; each name once, from its
+// list.
+TEST(WorkloadErrors, RecomputeModulesNeedSelectiveRecomputeAndKnownNames) {
+  EXPECT_EQ(workload_error("workload-recompute-modules-full.yaml"),
+            kBad +
+                "workload-recompute-modules-full.yaml:10:22: training.recompute_modules: "
+                "expected recompute: selective beside it");
+  EXPECT_EQ(workload_error("workload-recompute-modules-unknown.yaml"),
+            kBad +
+                "workload-recompute-modules-unknown.yaml:10:28: training.recompute_modules[1]: "
+                "expected one of core_attn, mla_up_proj, moe_act, layernorm, mlp, moe or "
+                "shared_experts, got \"attention\"");
+  EXPECT_EQ(workload_error("workload-recompute-modules-twice.yaml"),
+            kBad +
+                "workload-recompute-modules-twice.yaml:10:39: training.recompute_modules[2]: "
+                "expected each module once");
+}
+
 // Megatron-Core asserts --overlap-param-gather needs --overlap-grad-reduce.
 TEST(WorkloadErrors, ParamGatherOverlapNeedsGradReduceOverlap) {
   EXPECT_EQ(workload_error("workload-param-gather-alone.yaml"),

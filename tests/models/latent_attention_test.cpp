@@ -142,6 +142,58 @@ TEST(LatentAttention, ActivationBytesByHand) {
                    8192 + 3072 + 17664 / 2.0);
 }
 
+// Selective recompute by module (Megatron-Core's --recompute-modules), on the layer above
+// (28,928 bytes kept without recompute; flash attention, so core_attn keeps them all):
+//   layernorm discards both norms' outputs:   16 x 64 x 2 x 2        = 4,096
+//   mla_up_proj discards Q, K and V:          16 x 4 x (12+12+8) x 2 = 4,096
+//   mlp keeps only the MLP's input:           16 x 128 x 3 x 2       = 12,288
+TEST(LatentAttention, RecomputeModulesKeepLessByHand) {
+  auto kept = [](unsigned modules) {
+    TrainingSettings training = bf16(false);
+    training.recompute = Recompute::selective;
+    training.recompute_modules = modules;
+    return layer_activation_bytes(small_mla(), training, 1, 1, Recompute::selective);
+  };
+  EXPECT_DOUBLE_EQ(kept(kRecomputeCoreAttention), 28928);
+  EXPECT_DOUBLE_EQ(kept(kRecomputeLayernorm), 28928 - 4096);
+  EXPECT_DOUBLE_EQ(kept(kRecomputeMlaUpProj), 28928 - 4096);
+  EXPECT_DOUBLE_EQ(kept(kRecomputeMlp), 28928 - 12288);
+  EXPECT_DOUBLE_EQ(kept(kRecomputeMlaUpProj | kRecomputeMlp), 28928 - 4096 - 12288);
+  // The mixture's modules do not touch a dense MLP.
+  EXPECT_DOUBLE_EQ(kept(kRecomputeMoe | kRecomputeMoeAct | kRecomputeSharedExperts), 28928);
+}
+
+// The same modules on a mixture's layer (8 experts of 32, top 2, one shared expert of 32, the
+// imbalance prior 1.25 with ep 1: 16 x 2 x 1.25 = 40 token copies); its MoE tensors:
+//   routing scores, fp32:                     16 x 8 x 4             =    512
+//   the copies (first linear input):          40 x 64 x 2            =  5,120
+//   both halves of the gated projection:      40 x 32 x 2 x 2        =  5,120
+//   their product (second linear input):      40 x 32 x 2            =  2,560
+//   the experts' outputs for the combine:     16 x 2 x 64 x 2        =  4,096
+//   the shared expert's gated MLP:            16 x 32 x 3 x 2        =  3,072
+// moe keeps none of them, moe_act drops the product, shared_experts the shared MLP.
+TEST(LatentAttention, MixtureRecomputeModulesByHand) {
+  ModelShape m = small_mla();
+  m.experts = 8;
+  m.experts_per_token = 2;
+  m.expert_ffn = 32;
+  m.shared_experts = 1;
+  m.shared_expert_ffn = 32;
+  auto kept = [&](unsigned modules) {
+    TrainingSettings training = bf16(false);
+    training.recompute = Recompute::selective;
+    training.recompute_modules = modules;
+    return layer_activation_bytes(m, training, 1, 1, Recompute::selective);
+  };
+  const double attention = 28928 - 12288;  // the layer above without its dense MLP
+  const double moe = 512 + 5120 + 5120 + 2560 + 4096 + 3072;
+  EXPECT_DOUBLE_EQ(kept(kRecomputeCoreAttention), attention + moe);
+  EXPECT_DOUBLE_EQ(kept(kRecomputeMoe), attention);
+  EXPECT_DOUBLE_EQ(kept(kRecomputeMoeAct), attention + moe - 2560);
+  EXPECT_DOUBLE_EQ(kept(kRecomputeSharedExperts), attention + moe - 3072);
+  EXPECT_DOUBLE_EQ(kept(kRecomputeMlp), attention + moe);  // no dense MLP in this layer
+}
+
 // A mixture's dense layer: the same latent attention, a dense MLP of ffn in place of the
 // experts; its activations and operators are the dense layer's, not the MoE layer's.
 TEST(LatentAttention, DenseLayersOfAMixtureAreDense) {
