@@ -1,6 +1,8 @@
 #include "models/memory.hpp"
 
 #include <algorithm>
+#include <span>
+#include <vector>
 
 #include "models/transformer_ops.hpp"
 
@@ -119,6 +121,26 @@ double chunks_in_flight(int stages, int stage_index, int virtual_stages, int mic
                   static_cast<double>(micro_batches) * v);
 }
 
+double peak_in_flight(int stages, int stage_index, int micro_batches,
+                      std::span<const double> chunk_bytes) {
+  const long long p = stages, v = static_cast<long long>(chunk_bytes.size());
+  if (v == 0 || micro_batches <= 0) return 0;
+  const long long g = p * v;  // one round of forward operations over every chunk
+  const long long ops = static_cast<long long>(micro_batches) * v;
+  const long long warmup = std::min(2 * (p - stage_index - 1) + (v - 1) * p, ops);
+  auto forward_chunk = [&](long long k) { return (k % g) / p; };
+  auto backward_chunk = [&](long long k) { return v - 1 - (k % g) / p; };
+  double held = 0;
+  for (long long k = 0; k < warmup; ++k) held += chunk_bytes[forward_chunk(k)];
+  double peak = held;
+  for (long long k = 0; k + warmup < ops; ++k) {
+    held += chunk_bytes[forward_chunk(k + warmup)];
+    peak = std::max(peak, held);
+    held -= chunk_bytes[backward_chunk(k)];
+  }
+  return peak;
+}
+
 StageMemory stage_memory(const ModelShape& model, const TrainingSettings& training,
                          const StageShape& stage) {
   StageMemory out;
@@ -211,45 +233,86 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   const int p = stage.pipeline_stages;
   const int v = stage.virtual_stages;
   const int rank = stage.stage_index;
+  const Recompute kept_mode =
+      stage.recompute == Recompute::full ? Recompute::none : stage.recompute;
   const double in_flight = chunks_in_flight(p, rank, v, stage.micro_batches);
-  const double layers_per_chunk = stage.largest_chunk > 0 ? static_cast<double>(stage.largest_chunk)
-                                                          : static_cast<double>(stage.num_layers) /
-                                                                static_cast<double>(std::max(1, v));
-  // Partial recompute (Megatron's block method): the first layers of each chunk keep only
-  // their inputs, the others all their activations.
-  const double recomputed_per_chunk =
-      stage.largest_chunk > 0
-          ? fully_recomputed_layers(stage.recompute, stage.recompute_layers,
-                                    std::span<const int>(&stage.largest_chunk, 1))
-          : fully_recomputed_layers(stage.recompute, stage.recompute_layers, stage.num_layers,
-                                    std::max(1, v)) /
-                static_cast<double>(std::max(1, v));
-  double chunk_bytes = layers_per_chunk * out.activation_per_layer;
-  if (stage.recompute == Recompute::full && recomputed_per_chunk < layers_per_chunk) {
-    chunk_bytes = recomputed_per_chunk * out.activation_per_layer +
-                  (layers_per_chunk - recomputed_per_chunk) * layer_bytes(Recompute::none);
-  }
-  if (dense_count > 0) {
-    // The dense layers are the first of the first chunk, recomputed first under partial
-    // recompute (a recomputed layer keeps its input, dense or not). Under 1F1B every
-    // micro-batch in flight holds all of them: exact. Interleaved, which chunks are in flight
-    // varies, so every chunk in flight counts as though it held them, at the larger of the two
-    // layers' activations: an upper bound.
-    const int kept = std::max(0, dense_count - static_cast<int>(recomputed_per_chunk));
-    const Recompute kept_mode =
-        stage.recompute == Recompute::full ? Recompute::none : stage.recompute;
-    const double dense_bytes = layer_bytes(kept_mode, true);
-    const double moe_bytes = layer_bytes(kept_mode);
-    const double change = v <= 1 ? dense_bytes - moe_bytes : std::max(0.0, dense_bytes - moe_bytes);
-    chunk_bytes += kept * change;
-  }
-  out.activations = in_flight * chunk_bytes;
-  if (stage.recompute == Recompute::full && recomputed_per_chunk > 0) {
-    // The layer being recomputed holds its full activations for a moment.
-    out.activations += layer_bytes(Recompute::none);
-  }
   const double tokens = static_cast<double>(stage.micro_batch) * training.seq_len;
-  if (stage.has_embedding) {
+  // The embedding's output (the first stage's first chunk) and each multi-token prediction
+  // module's layer, which keeps its activations as the stage's layers do (full recompute does
+  // not reach it: Megatron recomputes the decoder's layers), and the inputs of its two norms,
+  // of its projection (2h) and of its final norm (the last stage's last chunk): per
+  // micro-batch.
+  const double embedding_bytes =
+      stage.has_embedding ? tokens * model.hidden * e / (training.sequence_parallel ? t : 1.0)
+                          : 0.0;
+  const double mtp_module =
+      mtp > 0 ? layer_bytes(kept_mode, !mtp_moe) +
+                    5.0 * tokens * model.hidden * e / (training.sequence_parallel ? t : 1.0)
+              : 0.0;
+  if (stage.chunk_layers.empty()) {
+    const double layers_per_chunk =
+        static_cast<double>(stage.num_layers) / static_cast<double>(std::max(1, v));
+    // Partial recompute (Megatron's block method): the first layers of each chunk keep only
+    // their inputs, the others all their activations.
+    const double recomputed_per_chunk =
+        fully_recomputed_layers(stage.recompute, stage.recompute_layers, stage.num_layers,
+                                std::max(1, v)) /
+        static_cast<double>(std::max(1, v));
+    double chunk_bytes = layers_per_chunk * out.activation_per_layer;
+    if (stage.recompute == Recompute::full && recomputed_per_chunk < layers_per_chunk) {
+      chunk_bytes = recomputed_per_chunk * out.activation_per_layer +
+                    (layers_per_chunk - recomputed_per_chunk) * layer_bytes(Recompute::none);
+    }
+    if (dense_count > 0) {
+      // The dense layers are the first of the first chunk, recomputed first under partial
+      // recompute (a recomputed layer keeps its input, dense or not). Under 1F1B every
+      // micro-batch in flight holds all of them: exact. Interleaved, which chunks are in flight
+      // varies, so every chunk in flight counts as though it held them, at the larger of the
+      // two layers' activations: an upper bound.
+      const int kept = std::max(0, dense_count - static_cast<int>(recomputed_per_chunk));
+      const double dense_bytes = layer_bytes(kept_mode, true);
+      const double moe_bytes = layer_bytes(kept_mode);
+      const double change =
+          v <= 1 ? dense_bytes - moe_bytes : std::max(0.0, dense_bytes - moe_bytes);
+      chunk_bytes += kept * change;
+    }
+    out.activations = in_flight * chunk_bytes;
+    if (stage.recompute == Recompute::full && recomputed_per_chunk > 0) {
+      // The layer being recomputed holds its full activations for a moment.
+      out.activations += layer_bytes(Recompute::none);
+    }
+  } else {
+    // Model chunks of their own sizes (a plan's chunk_layers): each chunk's bytes, its dense
+    // layers where they are (the stage's first layers, in its first chunks), and the peak of
+    // the chunks in flight over the schedule (docs/models/memory.md#micro-batches-in-flight).
+    std::vector<double> chunk_bytes;
+    chunk_bytes.reserve(stage.chunk_layers.size());
+    int dense_left = dense_count;
+    bool recomputes = false;
+    for (const int layers : stage.chunk_layers) {
+      const int recomputed = fully_recomputed_layers(stage.recompute, stage.recompute_layers,
+                                                     std::span<const int>(&layers, 1));
+      recomputes |= recomputed > 0;
+      double bytes =
+          recomputed * out.activation_per_layer +
+          (layers - recomputed) * (stage.recompute == Recompute::full ? layer_bytes(Recompute::none)
+                                                                      : out.activation_per_layer);
+      const int dense_here = std::min(dense_left, layers);
+      dense_left -= dense_here;
+      const int kept = std::max(0, dense_here - recomputed);
+      if (kept > 0) bytes += kept * (layer_bytes(kept_mode, true) - layer_bytes(kept_mode));
+      chunk_bytes.push_back(bytes);
+    }
+    chunk_bytes.front() += embedding_bytes;
+    chunk_bytes.back() += mtp * mtp_module;
+    out.activations = peak_in_flight(p, rank, stage.micro_batches, chunk_bytes);
+    if (stage.recompute == Recompute::full && recomputes)
+      out.activations += layer_bytes(Recompute::none);
+  }
+  // With chunks of their own sizes the embedding and the modules are in their chunks' bytes;
+  // with equal chunks every chunk in flight counts them (an upper bound when interleaved).
+  const bool even = stage.chunk_layers.empty();
+  if (even && stage.has_embedding) {
     out.activations +=
         in_flight * tokens * model.hidden * e / (training.sequence_parallel ? t : 1.0);
   }
@@ -257,16 +320,7 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
     // Logits in the training dtype, their fp32 copy for the loss and its gradient; each
     // multi-token prediction module's loss keeps its own.
     out.head = (1.0 + mtp) * tokens * model.vocab / t * (e + 4.0 + 4.0);
-    if (mtp > 0) {
-      // Each module's layer keeps its activations as the stage's layers do (full recompute
-      // does not reach it: Megatron recomputes the decoder's layers), and the inputs of its
-      // two norms, of its projection (2h) and of its final norm.
-      const Recompute kept = stage.recompute == Recompute::full ? Recompute::none : stage.recompute;
-      const double module =
-          layer_bytes(kept, !mtp_moe) +
-          5.0 * tokens * model.hidden * e / (training.sequence_parallel ? t : 1.0);
-      out.activations += in_flight * mtp * module;
-    }
+    if (even && mtp > 0) out.activations += in_flight * mtp * mtp_module;
   }
   // Transient buffers of the step.
   const double boundary = tokens * model.hidden * e / (training.sequence_parallel ? t : 1.0);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <span>
 
 #include "core/plan.hpp"
 #include "core/workload.hpp"
@@ -41,9 +42,10 @@ struct StageShape {
   int pipeline_stages = 1;
   int stage_index = 0;
   int virtual_stages = 1;
-  // With model chunks of different sizes (a plan's chunk_layers), the largest one's layers:
-  // every chunk in flight is counted at it (an upper bound). 0: num_layers / virtual_stages.
-  int largest_chunk = 0;
+  // With model chunks of different sizes (a plan's chunk_layers): each chunk's layers, in chunk
+  // order; the activations are the peak over the interleaved schedule of the chunks in flight.
+  // Empty: virtual_stages chunks of num_layers / virtual_stages.
+  std::span<const int> chunk_layers = {};
   int micro_batches = 1;  // per pipeline per step
   int micro_batch = 1;    // sequences per micro-batch
   Recompute recompute = Recompute::none;
@@ -106,6 +108,14 @@ LayerActivations layer_activations(const ModelShape& model, const TrainingSettin
 // at most m v. Besides it, a stage's memory reads of its place only whether it is the first or
 // the last (stage_memory).
 double chunks_in_flight(int stages, int stage_index, int virtual_stages, int micro_batches);
+
+// The most of `chunk_bytes` (one micro-batch's saved activations of each of the stage's model
+// chunks, in chunk order) that stage `stage_index` of `stages` holds at once under Megatron's
+// interleaved schedule over `micro_batches` micro-batches: its forward operations in warm-up,
+// then one forward and one backward at a time (sim/pipeline_schedule.hpp's order). With equal
+// chunks it is chunks_in_flight x a chunk's bytes.
+double peak_in_flight(int stages, int stage_index, int micro_batches,
+                      std::span<const double> chunk_bytes);
 
 StageMemory stage_memory(const ModelShape& model, const TrainingSettings& training,
                          const StageShape& stage);

@@ -639,10 +639,10 @@ models::StageMemory slot_memory(const ModelShape& model, const StepSettings& set
 models::StageMemory slot_memory(const ModelShape& model, const StepSettings& settings,
                                 const StageKernel& kernel, int num_layers, int stage_index,
                                 int stages, int micro_batches, const StageRecompute& recompute,
-                                int dense_layers, int largest_chunk) {
+                                int dense_layers, std::span<const int> chunk_layers) {
   models::StageShape shape;
   shape.num_layers = num_layers;
-  shape.largest_chunk = largest_chunk;
+  shape.chunk_layers = chunk_layers;
   shape.dense_layers = dense_layers;
   shape.has_embedding = stage_index == 0;
   shape.has_head = stage_index == stages - 1;
@@ -830,10 +830,6 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     const int dense_here = slot.chunk_layers.empty()
                                ? stage_dense_layers(model, slot.first_layer, slot.num_layers, v)
                                : slot.dense_layers;
-    const int largest_chunk =
-        slot.chunk_layers.empty()
-            ? 0
-            : *std::max_element(slot.chunk_layers.begin(), slot.chunk_layers.end());
     if (k.has_rates) {
       const StageLayers layers =
           stage_layers(k, slot.num_layers, dense_here, recompute, v, slot.chunk_layers);
@@ -861,7 +857,7 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
 
     se.memory = memories ? (*memories)[static_cast<std::size_t>(i)]
                          : slot_memory(model, settings, k, slot.num_layers, i, p, m, recompute,
-                                       dense_here, largest_chunk);
+                                       dense_here, slot.chunk_layers);
     if (k.memory_capacity) {
       se.memory_capacity = *k.memory_capacity;
       se.memory_usable = k.memory_usable.value_or(se.memory_capacity);

@@ -308,7 +308,7 @@ models::StageMemory slot_memory(const ModelShape& model, const StepSettings& set
 models::StageMemory slot_memory(const ModelShape& model, const StepSettings& settings,
                                 const StageKernel& kernel, int num_layers, int stage_index,
                                 int stages, int micro_batches, const StageRecompute& recompute,
-                                int dense_layers = 0, int largest_chunk = 0);
+                                int dense_layers = 0, std::span<const int> chunk_layers = {});
 
 // A boundary between two consecutive stages: the time it adds to both stages per micro-batch
 // (activations forward, their gradients backward, once per model chunk).

@@ -484,9 +484,15 @@ TEST(EstimatorDenseLayers, ChunkLayoutsPlaceTheDenseLayers) {
 }
 
 // Four stages of four layers in two chunks each, as 2 + 2 or as the layout says. A stage's time
-// is its layers' whatever their chunks; its saved activations count every chunk in flight at
-// the largest chunk; partial recompute takes its count from each chunk.
-TEST(EstimatorChunks, UnequalChunksKeepTheStageTimeAndHoldTheLargestChunk) {
+// is its layers' whatever their chunks; its saved activations are the most its chunks in flight
+// hold over Megatron's interleaved order (64 micro-batches; warm-up 2 (p - s - 1) + p forward
+// operations, chunk (k mod 8) / 4 forward, 1 - (k mod 8) / 4 backward):
+//   stage 0, chunks of 1 and 3: warm-up 4 x 1 + 4 x 3 + 2 x 1 = 18 layers, then one more
+//     chunk-0 pass: 19 at most; equal chunks hold 11 chunks of 2 = 22;
+//   stage 2, chunks of 3 and 1: warm-up 4 x 3 + 2 x 1 = 14, then the next chunk-0 passes come
+//     in while chunk-1 passes leave: 21 at most; equal chunks 7 x 2 = 14.
+// Partial recompute takes its count from each chunk.
+TEST(EstimatorChunks, UnequalChunksKeepTheStageTimeAndHoldTheirPeakInFlight) {
   Plan even = pipeline(4, 1, 1);
   even.schedule = Schedule::interleaved;
   even.virtual_stages = 2;
@@ -497,17 +503,21 @@ TEST(EstimatorChunks, UnequalChunksKeepTheStageTimeAndHoldTheLargestChunk) {
   const auto b = estimate_step(a100_cluster(1), small_llama(), uneven);
   ASSERT_TRUE(a.feasible) << a.reasons.front();
   ASSERT_TRUE(b.feasible) << b.reasons.front();
+  ASSERT_EQ(a.micro_batches, 64);
+  // The embedding's output goes with the first stage's chunk-0 passes: 7 of them at that peak
+  // (4 chunk-1 passes), where equal chunks count it with all 11 chunks in flight.
+  const Workload w = small_llama();
+  const double embedding = static_cast<double>(w.training.micro_batch) * w.training.seq_len *
+                           w.model.hidden * bytes_per_element(storage_dtype(w.training.dtype));
+  const double layers_more[] = {19 - 22, 0, 21 - 14, 0};
+  const double embeddings_more[] = {7 - 11, 0, 0, 0};
   for (std::size_t s = 0; s < 4; ++s) {
     EXPECT_DOUBLE_EQ(b.stages[s].forward_s, a.stages[s].forward_s);
     EXPECT_DOUBLE_EQ(b.stages[s].backward_s, a.stages[s].backward_s);
-    // Stages 0 and 2 hold chunks of 3 where the even plan holds 2: one layer's activations
-    // more per chunk in flight.
-    const double extra =
-        s % 2 == 0 ? models::chunks_in_flight(4, static_cast<int>(s), 2, a.micro_batches) *
-                         a.stages[s].memory.activation_per_layer
-                   : 0.0;
-    EXPECT_NEAR(b.stages[s].memory.activations - a.stages[s].memory.activations, extra,
-                1e-9 * a.stages[s].memory.activations)
+    EXPECT_NEAR(
+        b.stages[s].memory.activations - a.stages[s].memory.activations,
+        layers_more[s] * a.stages[s].memory.activation_per_layer + embeddings_more[s] * embedding,
+        1e-9 * a.stages[s].memory.activations)
         << "stage " << s;
   }
   // Full recompute of 2 layers per chunk: stage 2's chunks of 3 and 1 recompute 2 + 1 layers,
@@ -515,7 +525,6 @@ TEST(EstimatorChunks, UnequalChunksKeepTheStageTimeAndHoldTheLargestChunk) {
   // pass, which has neither the embedding nor the head) less.
   even.recompute = uneven.recompute = Recompute::full;
   even.recompute_layers = uneven.recompute_layers = 2;
-  Workload w = small_llama();
   const auto c = estimate_step(a100_cluster(1), w, even);
   const auto d = estimate_step(a100_cluster(1), w, uneven);
   ASSERT_TRUE(c.feasible && d.feasible);

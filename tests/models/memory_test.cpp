@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "models/transformer_ops.hpp"
 
 namespace hetplan::models {
@@ -121,6 +123,29 @@ StageShape whole_model_over_eight_replicas() {
   shape.has_head = true;
   shape.dp = 8;
   return shape;
+}
+
+// The peak of the chunks in flight, by hand: 2 stages, 2 chunks, 4 micro-batches (warm-up 4
+// forward operations on stage 0, 2 on stage 1; chunk (k mod 4) / 2 forward, 1 - (k mod 4) / 2
+// backward). Stage 0 with chunks of 1 and 3 layers: 1 + 1 + 3 + 3 after warm-up, 9 with the next
+// forward, then it falls and climbs back to 9. Stage 1 with chunks of 3 and 1: 3 + 3, then 7, 9
+// when two chunk-0 passes are in. Equal chunks give chunks_in_flight x a chunk.
+TEST(StageMemory, PeakInFlightFollowsTheInterleavedOrder) {
+  const double stage0[] = {1, 3};
+  const double stage1[] = {3, 1};
+  EXPECT_DOUBLE_EQ(peak_in_flight(2, 0, 4, stage0), 9);
+  EXPECT_DOUBLE_EQ(peak_in_flight(2, 1, 4, stage1), 9);
+  for (int p : {2, 4, 8}) {
+    for (int v : {2, 3, 4}) {
+      const std::vector<double> equal(static_cast<std::size_t>(v), 5.0);
+      for (int rank = 0; rank < p; ++rank) {
+        for (int m : {p, 4 * p}) {
+          EXPECT_DOUBLE_EQ(peak_in_flight(p, rank, m, equal), 5.0 * chunks_in_flight(p, rank, v, m))
+              << p << " " << rank << " " << v << " " << m;
+        }
+      }
+    }
+  }
 }
 
 TEST(StageMemory, ZeroStagesShardStatesGradientsAndWeights) {
