@@ -123,6 +123,26 @@ TrainingSettings bf16(bool sequence_parallel) {
   return t;
 }
 
+// small_mla() as a mixture: 8 experts of 32, top 2, one shared expert of 32.
+ModelShape small_mla_mixture() {
+  ModelShape m = small_mla();
+  m.experts = 8;
+  m.experts_per_token = 2;
+  m.expert_ffn = 32;
+  m.shared_experts = 1;
+  m.shared_expert_ffn = 32;
+  return m;
+}
+
+// One layer's activation bytes (16 tokens, bf16, no sequence parallelism) under selective
+// recompute of `modules`.
+double selective_bytes(const ModelShape& m, unsigned modules) {
+  TrainingSettings training = bf16(false);
+  training.recompute = Recompute::selective;
+  training.recompute_modules = modules;
+  return layer_activation_bytes(m, training, 1, 1, Recompute::selective);
+}
+
 // Activation bytes of one layer, one micro-batch of 16 tokens, bf16 (2 bytes), no recompute:
 //   both norms' inputs and their outputs (the down-projections' and the MLP's inputs):
 //     16 x 64 x 4 x 2                                       =  8,192
@@ -148,12 +168,7 @@ TEST(LatentAttention, ActivationBytesByHand) {
 //   mla_up_proj discards Q, K and V:          16 x 4 x (12+12+8) x 2 = 4,096
 //   mlp keeps only the MLP's input:           16 x 128 x 3 x 2       = 12,288
 TEST(LatentAttention, RecomputeModulesKeepLessByHand) {
-  auto kept = [](unsigned modules) {
-    TrainingSettings training = bf16(false);
-    training.recompute = Recompute::selective;
-    training.recompute_modules = modules;
-    return layer_activation_bytes(small_mla(), training, 1, 1, Recompute::selective);
-  };
+  auto kept = [](unsigned modules) { return selective_bytes(small_mla(), modules); };
   EXPECT_DOUBLE_EQ(kept(kRecomputeCoreAttention), 28928);
   EXPECT_DOUBLE_EQ(kept(kRecomputeLayernorm), 28928 - 4096);
   EXPECT_DOUBLE_EQ(kept(kRecomputeMlaUpProj), 28928 - 4096);
@@ -173,18 +188,8 @@ TEST(LatentAttention, RecomputeModulesKeepLessByHand) {
 //   the shared expert's gated MLP:            16 x 32 x 3 x 2        =  3,072
 // moe keeps none of them, moe_act drops the product, shared_experts the shared MLP.
 TEST(LatentAttention, MixtureRecomputeModulesByHand) {
-  ModelShape m = small_mla();
-  m.experts = 8;
-  m.experts_per_token = 2;
-  m.expert_ffn = 32;
-  m.shared_experts = 1;
-  m.shared_expert_ffn = 32;
-  auto kept = [&](unsigned modules) {
-    TrainingSettings training = bf16(false);
-    training.recompute = Recompute::selective;
-    training.recompute_modules = modules;
-    return layer_activation_bytes(m, training, 1, 1, Recompute::selective);
-  };
+  ModelShape m = small_mla_mixture();
+  auto kept = [&](unsigned modules) { return selective_bytes(m, modules); };
   const double attention = 28928 - 12288;  // the layer above without its dense MLP
   const double moe = 512 + 5120 + 5120 + 2560 + 4096 + 3072;
   EXPECT_DOUBLE_EQ(kept(kRecomputeCoreAttention), attention + moe);
@@ -197,12 +202,7 @@ TEST(LatentAttention, MixtureRecomputeModulesByHand) {
 // A mixture's dense layer: the same latent attention, a dense MLP of ffn in place of the
 // experts; its activations and operators are the dense layer's, not the MoE layer's.
 TEST(LatentAttention, DenseLayersOfAMixtureAreDense) {
-  ModelShape m = small_mla();
-  m.experts = 8;
-  m.experts_per_token = 2;
-  m.expert_ffn = 32;
-  m.shared_experts = 1;
-  m.shared_expert_ffn = 32;
+  ModelShape m = small_mla_mixture();
   m.dense_layers = 1;
   ModelShape dense = small_mla();
   EXPECT_DOUBLE_EQ(total_flops(layer_ops(m, slice(1, false), true)),
