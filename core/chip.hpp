@@ -70,6 +70,9 @@ struct EfficiencyModel {
   // Share of a tensor-parallel collective that overlapped execution (Transformer Engine's
   // userbuffers, MindSpeed's MC2) hides behind the GEMM beside it.
   std::optional<double> tp_comm_overlap;
+  // Share of an expert-parallel all-to-all that the combined 1F1B schedule hides behind the
+  // other micro-batch's compute (docs/models/estimator.md#ep-overlap).
+  std::optional<double> ep_comm_overlap;
 };
 
 // A comment of a profile's file, kept so that a profile written again (a calibration) carries

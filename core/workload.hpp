@@ -163,6 +163,10 @@ struct TrainingSettings {
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   bool overlap_tp_comm = false;
+  // A mixture's expert-parallel all-to-alls hidden behind another micro-batch's compute:
+  // Megatron-Core's combined 1F1B schedule (--overlap-moe-expert-parallel-comm with
+  // --delay-wgrad-compute; MindSpeed's --moe-fb-overlap), docs/models/estimator.md#ep-overlap.
+  bool overlap_ep_comm = false;
   // Mixture of experts (docs/models/moe.md): the busiest expert's routed tokens over the mean (0:
   // the prior), and whether a chip runs its experts' GEMMs as one grouped GEMM
   // (--moe-grouped-gemm) or one after another.

@@ -335,6 +335,29 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
       }
     }
     if (training.grouped_gemm) parallel.push_back("--moe-grouped-gemm");
+    if (training.overlap_ep_comm) {
+      const std::string ep_refused =
+          ep > 1 ? sim::ep_overlap_refusal(settings, static_cast<int>(plan.stages.size())) : "";
+      if (ep <= 1) {
+        notes.push_back(
+            "The workload overlaps the expert-parallel all-to-alls, not passed: "
+            "this plan has none (ep 1), and " +
+            framework.name +
+            " requires expert "
+            "parallelism for it.");
+      } else if (!ep_refused.empty()) {
+        notes.push_back("The workload overlaps the expert-parallel all-to-alls, not passed: " +
+                        ep_refused + " (the estimate leaves them exposed too).");
+      } else if (framework.mindspeed) {
+        // MindSpeed's own forward-backward overlap of the mixture's communication.
+        parallel.push_back("--moe-fb-overlap");
+      } else {
+        // Megatron-Core's combined 1F1B schedule, with the weight gradients delayed to give
+        // the all-to-alls more compute to hide behind (as its performance recipes set it).
+        parallel.push_back("--overlap-moe-expert-parallel-comm");
+        parallel.push_back("--delay-wgrad-compute");
+      }
+    }
     for (const std::size_t i : part.stages) {
       if (plan.stages[i].ep == ep) continue;
       notes.push_back("The stages of this island differ in expert parallelism; " + framework.name +

@@ -273,6 +273,8 @@ void read_efficiency(MapReader& root, ChipProfile& chip, ChipReader& reader) {
   }
   if (auto overlap = efficiency.optional("tp_comm_overlap"))
     model.tp_comm_overlap = reader.number(*overlap, source, 0.0, 1.0);
+  if (auto overlap = efficiency.optional("ep_comm_overlap"))
+    model.ep_comm_overlap = reader.number(*overlap, source, 0.0, 1.0);
   efficiency.done();
 }
 

@@ -613,6 +613,7 @@ std::string chip_yaml(const ChipProfile& chip, const std::string& comment) {
   if (model.kernel_overhead)
     quantity(efficiency, "kernel_overhead", model.kernel_overhead, Dimension::duration, kTimeUnits);
   if (model.tp_comm_overlap) number(efficiency, "tp_comm_overlap", model.tp_comm_overlap, 0.0, 1.0);
+  if (model.ep_comm_overlap) number(efficiency, "ep_comm_overlap", model.ep_comm_overlap, 0.0, 1.0);
 
   tree.check_all_used();
   for (const auto& [path, note] : chip.comments) {

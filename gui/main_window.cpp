@@ -390,6 +390,8 @@ MainWindow::MainWindow(QWidget* parent)
   add_switch(QStringLiteral("training.overlap.grad_reduce"), tr("Overlap the gradient reduce-scatter with backward"));
   add_switch(QStringLiteral("training.overlap.param_gather"), tr("Overlap the weight all-gather with the next forward"));
   add_switch(QStringLiteral("training.overlap.tp_comm"), tr("Overlap tensor-parallel communication (MC2 on Ascend)"));
+  add_switch(QStringLiteral("training.overlap.ep_comm"),
+             tr("Overlap expert-parallel all-to-alls with the other micro-batch"));
   tabs_->addTab(workload_tab, tr("Workload"));
   islands_->set_field_editor([this](int row, IslandsModel::Column column, const QString& value, QString& error) {
     return edit_island(row, column, value, error);
@@ -584,6 +586,7 @@ void MainWindow::refresh_workload_form() {
   set_switch("training.overlap.grad_reduce", t.overlap_grad_reduce);
   set_switch("training.overlap.param_gather", t.overlap_param_gather);
   set_switch("training.overlap.tp_comm", t.overlap_tp_comm);
+  set_switch("training.overlap.ep_comm", t.overlap_ep_comm);
 }
 
 QString MainWindow::message() const { return message_->text(); }

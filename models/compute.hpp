@@ -30,6 +30,10 @@ struct EfficiencyDefaults {
   double kernel_floor_hip = 4.7e-6;
   // Share of a tensor-parallel collective hidden by overlapped execution (docs/models/estimator.md#overlap).
   double tp_comm_overlap = 0.8;
+  // Share of an expert-parallel all-to-all hidden behind another micro-batch's compute
+  // (docs/models/estimator.md#ep-overlap): the communication kernels keep about a sixth of
+  // the SMs (DeepEP's 20 of an H100's 132), which the compute beside them loses.
+  double ep_comm_overlap = 0.8;
   // The busiest expert's routed tokens over the mean, where a workload does not say
   // (docs/models/moe.md#imbalance).
   double expert_imbalance = kExpertImbalancePrior;

@@ -114,20 +114,22 @@ LayerActivations layer_activations(const ModelShape& model, const TrainingSettin
   return out;
 }
 
-double chunks_in_flight(int stages, int stage_index, int virtual_stages, int micro_batches) {
+double chunks_in_flight(int stages, int stage_index, int virtual_stages, int micro_batches,
+                        int extra_warmup) {
   const int p = stages, rank = stage_index, v = virtual_stages;
-  if (v <= 1) return std::min(p - rank, micro_batches);
-  return std::min(2.0 * (p - rank - 1) + (v - 1.0) * p + 1.0,
+  if (v <= 1) return std::min(p - rank + extra_warmup, micro_batches);
+  return std::min(2.0 * (p - rank - 1) + (v - 1.0) * p + 1.0 + extra_warmup,
                   static_cast<double>(micro_batches) * v);
 }
 
 double peak_in_flight(int stages, int stage_index, int micro_batches,
-                      std::span<const double> chunk_bytes) {
+                      std::span<const double> chunk_bytes, int extra_warmup) {
   const long long p = stages, v = static_cast<long long>(chunk_bytes.size());
   if (v == 0 || micro_batches <= 0) return 0;
   const long long g = p * v;  // one round of forward operations over every chunk
   const long long ops = static_cast<long long>(micro_batches) * v;
-  const long long warmup = std::min(2 * (p - stage_index - 1) + (v - 1) * p, ops);
+  const long long warmup =
+      std::min(2 * (p - stage_index - 1) + (v - 1) * p + static_cast<long long>(extra_warmup), ops);
   auto forward_chunk = [&](long long k) { return (k % g) / p; };
   auto backward_chunk = [&](long long k) { return v - 1 - (k % g) / p; };
   double held = 0;
@@ -235,7 +237,7 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   const int rank = stage.stage_index;
   const Recompute kept_mode =
       stage.recompute == Recompute::full ? Recompute::none : stage.recompute;
-  const double in_flight = chunks_in_flight(p, rank, v, stage.micro_batches);
+  const double in_flight = chunks_in_flight(p, rank, v, stage.micro_batches, stage.extra_warmup);
   const double tokens = static_cast<double>(stage.micro_batch) * training.seq_len;
   // The embedding's output (the first stage's first chunk) and each multi-token prediction
   // module's layer, which keeps its activations as the stage's layers do (full recompute does
@@ -305,7 +307,7 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
     }
     chunk_bytes.front() += embedding_bytes;
     chunk_bytes.back() += mtp * mtp_module;
-    out.activations = peak_in_flight(p, rank, stage.micro_batches, chunk_bytes);
+    out.activations = peak_in_flight(p, rank, stage.micro_batches, chunk_bytes, stage.extra_warmup);
     if (stage.recompute == Recompute::full && recomputes)
       out.activations += layer_bytes(Recompute::none);
   }

@@ -54,6 +54,10 @@ struct StageShape {
   // The replicas ZeRO shards over, when more than dp (replica groups on different islands
   // sharding across groups); 0: dp.
   int zero_shards = 0;
+  // Forward operations the schedule runs ahead of 1F1B's or the interleaved warm-up: 1 under
+  // Megatron-Core's combined 1F1B (the expert-parallel overlap), whose merged step starts the
+  // next forward pass before the backward pass beside it frees its activations.
+  int extra_warmup = 0;
   // The layers' activation bytes, when the caller has them for this micro_batch and tp
   // (layer_activations); else stage_memory computes them.
   const LayerActivations* layer_activations = nullptr;
@@ -106,8 +110,10 @@ LayerActivations layer_activations(const ModelShape& model, const TrainingSettin
 // `stage_index` of `stages` holds when it starts its first backward pass: 1F1B's p − rank, at
 // most the micro-batches; Megatron's interleaved warm-up 2(p − rank − 1) + (v − 1) p, plus one,
 // at most m v. Besides it, a stage's memory reads of its place only whether it is the first or
-// the last (stage_memory).
-double chunks_in_flight(int stages, int stage_index, int virtual_stages, int micro_batches);
+// the last (stage_memory). `extra_warmup`: forward operations the schedule runs ahead beyond
+// those (Megatron-Core's combined 1F1B runs one, docs/models/memory.md#micro-batches-in-flight).
+double chunks_in_flight(int stages, int stage_index, int virtual_stages, int micro_batches,
+                        int extra_warmup = 0);
 
 // The most of `chunk_bytes` (one micro-batch's saved activations of each of the stage's model
 // chunks, in chunk order) that stage `stage_index` of `stages` holds at once under Megatron's
@@ -115,7 +121,7 @@ double chunks_in_flight(int stages, int stage_index, int virtual_stages, int mic
 // then one forward and one backward at a time (sim/pipeline_schedule.hpp's order). With equal
 // chunks it is chunks_in_flight x a chunk's bytes.
 double peak_in_flight(int stages, int stage_index, int micro_batches,
-                      std::span<const double> chunk_bytes);
+                      std::span<const double> chunk_bytes, int extra_warmup = 0);
 
 StageMemory stage_memory(const ModelShape& model, const TrainingSettings& training,
                          const StageShape& stage);

@@ -157,6 +157,20 @@ std::string flex_dispatcher_refusal(const ChipProfile& chip) {
   return "";
 }
 
+std::string ep_overlap_refusal(const StepSettings& settings, int stages) {
+  const TrainingSettings& t = settings.training;
+  if (!t.overlap_ep_comm) return "";
+  // Megatron-Core's TransformerConfig checks of --overlap-moe-expert-parallel-comm (a plan may
+  // change the recompute and the dtype the workload loader checked).
+  if (t.recompute == Recompute::full) return "Megatron-Core refuses it with full recomputation";
+  if (t.recompute == Recompute::selective && (t.recompute_modules & kRecomputeMoe) != 0)
+    return "Megatron-Core refuses it with the mixture among the recomputed modules";
+  if (t.dtype == DType::fp32) return "Megatron-Core runs it in bf16 or fp16 models only";
+  if (stages > 1 && settings.virtual_stages <= 1)
+    return "with pipeline parallelism Megatron-Core runs it only under the interleaved schedule";
+  return "";
+}
+
 StepSettings step_settings(const Workload& workload, const Plan& plan) {
   StepSettings settings;
   settings.training = workload.training;
@@ -491,6 +505,13 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     const double a2a = models::best_collective(Collective::all_to_all, sent, k.ep_group).time;
     k.a2a_bytes = sent;
     k.a2a_s = a2a;
+    if (training.overlap_ep_comm) {
+      k.ep_overlap = chip.efficiency.ep_comm_overlap.value_or(options.defaults.ep_comm_overlap);
+      if (!chip.efficiency.ep_comm_overlap && options.notes)
+        k.assumptions.push_back("chip " + chip.id + ": expert-parallel overlap unknown, prior " +
+                                fixed2(k.ep_overlap) +
+                                " of each all-to-all hidden behind the other micro-batch");
+    }
     k.layer_a2a_s = 4.0 * a2a;
     k.layer_recompute_a2a_s = 2.0 * a2a;
     // A multi-token prediction module's layer is a mixture's layer like the last one.
@@ -659,6 +680,9 @@ models::StageMemory slot_memory(const ModelShape& model, const StepSettings& set
   shape.zero_stage = settings.training.zero_stage;
   shape.zero_shards = settings.zero_shards;
   shape.layer_activations = &kernel.activations;
+  // The combined 1F1B schedule starts one forward operation more before its first backward.
+  shape.extra_warmup =
+      kernel.ep_overlap > 0 && ep_overlap_refusal(settings, stages).empty() ? 1 : 0;
   return models::stage_memory(model, settings.training, shape);
 }
 
@@ -929,6 +953,32 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     }
     out.stages[static_cast<std::size_t>(i)].p2p_s += boundary.time_s;
     out.stages[static_cast<std::size_t>(i + 1)].p2p_s += boundary.time_s;
+  }
+
+  // The expert-parallel overlap (Megatron-Core's combined 1F1B schedule): after one more warm-up
+  // forward operation, each step runs one operation's forward pass beside another's backward
+  // pass, so the forward's all-to-alls hide behind the backward's compute and the backward's
+  // behind the forward's, each up to the kernel's share; the warm-up's forward passes and the
+  // cool-down's backward passes keep theirs (docs/models/estimator.md#ep-overlap).
+  const std::string ep_refused = ep_overlap_refusal(settings, p);
+  if (!ep_refused.empty() && notes &&
+      std::any_of(slots.begin(), slots.end(),
+                  [](const StageSlot& s) { return s.kernel->ep_overlap > 0; }))
+    out.assumptions.push_back("expert-parallel all-to-all overlap not applied: " + ep_refused);
+  for (int i = 0; i < p && ep_refused.empty(); ++i) {
+    const StageKernel& k = *slots[static_cast<std::size_t>(i)].kernel;
+    StageEstimate& se = out.stages[static_cast<std::size_t>(i)];
+    const int all_to_alls = se.ep_forward_all_to_alls + se.ep_backward_all_to_alls;
+    if (k.ep_overlap <= 0 || all_to_alls <= 0 || se.ep_comm_s <= 0) continue;
+    const long long ops = static_cast<long long>(m) * v;
+    const long long warmup =
+        std::min(ops, (p > 1 ? 2LL * (p - i - 1) + static_cast<long long>(v - 1) * p : 0LL) + 1);
+    const double paired = static_cast<double>(ops - warmup) / static_cast<double>(ops);
+    const double forward_a2a = se.ep_comm_s * se.ep_forward_all_to_alls / all_to_alls;
+    const double backward_a2a = se.ep_comm_s - forward_a2a;
+    const double hidden = std::min(k.ep_overlap * forward_a2a, se.backward_s) +
+                          std::min(k.ep_overlap * backward_a2a, se.forward_s);
+    se.ep_comm_s -= paired * hidden;
   }
 
   double max_tau = 0, sum_tau = 0;

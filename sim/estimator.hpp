@@ -123,6 +123,13 @@ std::string tp_overlap_refusal(const ChipProfile& chip, const ModelShape& model,
 // arguments follow this one rule.
 std::string flex_dispatcher_refusal(const ChipProfile& chip);
 
+// Why the workload's expert-parallel overlap (Megatron-Core's combined 1F1B schedule) does not
+// apply to a plan of `stages` pipeline stages under `settings`, or empty when it does: Megatron-
+// Core refuses it with full recompute, with the mixture in the recomputed modules and in fp32,
+// and with pipeline parallelism it needs the interleaved schedule. Empty too when the workload
+// does not ask for it. The estimate and the launch arguments follow this one rule.
+std::string ep_overlap_refusal(const StepSettings& settings, int stages);
+
 // What the fabric offers one chip of an island.
 struct IslandLinks {
   models::LinkLevel intra;        // within the chip's fast group
@@ -171,6 +178,11 @@ struct StageKernel {
   DenseLayer dense_layer;
   double a2a_bytes = 0;  // one all-to-all's send buffer per chip (nccl-tests' size); 0 without ep
   double a2a_s = 0;      // one all-to-all over ep_group
+  // The share of an all-to-all that the combined 1F1B schedule hides behind the other
+  // micro-batch's compute (the chip's efficiency.ep_comm_overlap or the prior) when the workload
+  // asks for the overlap and the stage has all-to-alls; 0 otherwise. Whether the plan allows
+  // it is ep_overlap_refusal's.
+  double ep_overlap = 0;
   double embedding_forward_s = 0;
   double embedding_backward_s = 0;
   double head_forward_s = 0;

@@ -232,6 +232,7 @@ Setter chip_setter(const Axis& axis, std::size_t c, const std::vector<Segment>& 
     if (field == "intra_bus_efficiency") return efficiency(&EfficiencyModel::intra_bus_efficiency);
     if (field == "network_bus_efficiency") return efficiency(&EfficiencyModel::network_bus_efficiency);
     if (field == "tp_comm_overlap") return efficiency(&EfficiencyModel::tp_comm_overlap);
+    if (field == "ep_comm_overlap") return efficiency(&EfficiencyModel::ep_comm_overlap);
   }
   if (group == "memory" && field == "capacity")
     return [&axis, c](Scenario& s, const AxisValue& v) {
@@ -262,10 +263,12 @@ Setter chip_setter(const Axis& axis, std::size_t c, const std::vector<Segment>& 
     return [&axis, c](Scenario& s, const AxisValue& v) {
       s.cluster.chips[c].intra_node.bandwidth = quantity_value(axis, v, Dimension::bandwidth);
     };
-  unknown_path(axis, "a chip profile has no field to sweep there (efficiency.gemm_max, "
-                     "efficiency.attention_max, efficiency.memory, efficiency.intra_bus_efficiency, "
-                     "efficiency.network_bus_efficiency, efficiency.tp_comm_overlap, "
-                     "memory.capacity, memory.bandwidth, peak.<dtype>, intra_node.bandwidth)");
+  unknown_path(axis,
+               "a chip profile has no field to sweep there (efficiency.gemm_max, "
+               "efficiency.attention_max, efficiency.memory, efficiency.intra_bus_efficiency, "
+               "efficiency.network_bus_efficiency, efficiency.tp_comm_overlap, "
+               "efficiency.ep_comm_overlap, "
+               "memory.capacity, memory.bandwidth, peak.<dtype>, intra_node.bandwidth)");
 }
 
 Setter workload_setter(const Axis& axis, const std::vector<Segment>& rest) {

@@ -49,7 +49,8 @@ struct CaseConfig {
   std::optional<formats::Field> recompute_modules_field;
   std::optional<bool> flash_attention;
   int zero = 0;
-  bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_tp_comm = false;
+  bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_tp_comm = false,
+       overlap_ep_comm = false;
   // Megatron-Core's --moe-router-force-load-balancing (benchmarks' balanced gate): every expert
   // gets the mean load; otherwise the workload's imbalance prior applies.
   bool moe_force_balance = false;
@@ -161,6 +162,7 @@ void read_section(formats::MapReader& section, CaseConfig& c) {
       if (auto v = o.optional("grad_reduce")) c.overlap_grad_reduce = v->as_bool();
       if (auto v = o.optional("param_gather")) c.overlap_param_gather = v->as_bool();
       if (auto v = o.optional("tp_comm")) c.overlap_tp_comm = v->as_bool();
+      if (auto v = o.optional("ep_comm")) c.overlap_ep_comm = v->as_bool();
       o.done();
     }
     if (auto v = map.optional("moe_force_balance")) c.moe_force_balance = v->as_bool();
@@ -403,6 +405,7 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   t.overlap_grad_reduce = c.overlap_grad_reduce;
   t.overlap_param_gather = c.overlap_param_gather;
   t.overlap_tp_comm = c.overlap_tp_comm;
+  t.overlap_ep_comm = c.overlap_ep_comm;
   if (c.moe_force_balance) t.expert_imbalance = 1.0;
   if (c.moe_dispatcher) t.moe_dispatcher = *c.moe_dispatcher;
 

@@ -285,32 +285,32 @@ note: exported unvalidated, as asked; every file says so</source>
 <context>
     <name>hetplan::gui::MainWindow</name>
     <message>
-        <location filename="../main_window.cpp" line="1068"/>
+        <location filename="../main_window.cpp" line="1075"/>
         <source>&lt;p&gt;expert-parallel all-to-all %1 s (exposed)&lt;/p&gt;</source>
         <translation>&lt;p&gt;专家并行 all-to-all %1 秒（未掩盖）&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="134"/>
+        <location filename="../main_window.cpp" line="133"/>
         <source>hetplan</source>
         <translation>hetplan</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="137"/>
+        <location filename="../main_window.cpp" line="136"/>
         <source>Plan</source>
         <translation>方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="138"/>
+        <location filename="../main_window.cpp" line="137"/>
         <source>Open scenario...</source>
         <translation>打开场景...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="142"/>
+        <location filename="../main_window.cpp" line="141"/>
         <source>Search plans</source>
         <translation>搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="149"/>
+        <location filename="../main_window.cpp" line="148"/>
         <source>all</source>
         <translation>全部</translation>
     </message>
@@ -441,520 +441,525 @@ note: exported unvalidated, as asked; every file says so</source>
     </message>
     <message>
         <location filename="../main_window.cpp" line="287"/>
-        <location filename="../main_window.cpp" line="1150"/>
+        <location filename="../main_window.cpp" line="1157"/>
         <source>optimizer</source>
         <comment>the optimizer step</comment>
         <translation>优化器</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="298"/>
+        <location filename="../main_window.cpp" line="303"/>
         <source>Simulated step</source>
         <translation>仿真训练步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="303"/>
+        <location filename="../main_window.cpp" line="308"/>
         <source>Pin a plan (Pin for comparison), then pick another plan, or edit the islands and search again: the two are compared here, the changes better in green and worse in red.</source>
         <translation>先固定一个方案（固定以便比较），再选择另一个方案，或修改计算岛后重新搜索：两者在此对比，变好的用绿色，变差的用红色。</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="313"/>
+        <location filename="../main_window.cpp" line="318"/>
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="319"/>
+        <location filename="../main_window.cpp" line="324"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="322"/>
+        <location filename="../main_window.cpp" line="327"/>
         <source>Structure</source>
         <translation>结构</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="323"/>
+        <location filename="../main_window.cpp" line="328"/>
         <source>Choose config.json...</source>
         <translation>选择 config.json...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="330"/>
+        <location filename="../main_window.cpp" line="335"/>
         <source>A Hugging Face config.json</source>
         <translation>Hugging Face 的 config.json</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="331"/>
+        <location filename="../main_window.cpp" line="336"/>
         <source>Model configs (*.json)</source>
         <translation>模型配置 (*.json)</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="368"/>
+        <location filename="../main_window.cpp" line="373"/>
         <source>Layers</source>
         <translation>层数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="369"/>
+        <location filename="../main_window.cpp" line="374"/>
         <source>Hidden size</source>
         <translation>隐藏维度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="370"/>
+        <location filename="../main_window.cpp" line="375"/>
         <source>Attention heads</source>
         <translation>注意力头数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="371"/>
+        <location filename="../main_window.cpp" line="376"/>
         <source>Key/value heads</source>
         <translation>键/值头数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="372"/>
+        <location filename="../main_window.cpp" line="377"/>
         <source>FFN size</source>
         <translation>FFN 维度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="373"/>
+        <location filename="../main_window.cpp" line="378"/>
         <source>Vocabulary</source>
         <translation>词表大小</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="374"/>
+        <location filename="../main_window.cpp" line="379"/>
         <source>Sequence length</source>
         <translation>序列长度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="375"/>
+        <location filename="../main_window.cpp" line="380"/>
         <source>Global batch (sequences)</source>
         <translation>全局批大小（序列）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="376"/>
+        <location filename="../main_window.cpp" line="381"/>
         <source>Micro-batch (sequences)</source>
         <translation>微批大小（序列）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="377"/>
+        <location filename="../main_window.cpp" line="382"/>
         <source>Data type</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="379"/>
+        <location filename="../main_window.cpp" line="384"/>
         <source>Recompute</source>
         <translation>重计算</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="381"/>
+        <location filename="../main_window.cpp" line="386"/>
         <source>ZeRO stage</source>
         <translation>ZeRO 阶段</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="383"/>
+        <location filename="../main_window.cpp" line="388"/>
         <source>Sequence parallelism</source>
         <translation>序列并行</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="384"/>
+        <location filename="../main_window.cpp" line="389"/>
         <source>Fused (flash) attention</source>
         <translation>融合（Flash）注意力</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="385"/>
+        <location filename="../main_window.cpp" line="390"/>
         <source>Overlap the gradient reduce-scatter with backward</source>
         <translation>梯度 reduce-scatter 与反向计算重叠</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="386"/>
+        <location filename="../main_window.cpp" line="391"/>
         <source>Overlap the weight all-gather with the next forward</source>
         <translation>权重 all-gather 与下一次前向计算重叠</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="387"/>
+        <location filename="../main_window.cpp" line="392"/>
         <source>Overlap tensor-parallel communication (MC2 on Ascend)</source>
         <translation>张量并行通信与计算重叠（昇腾 MC2）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="388"/>
+        <location filename="../main_window.cpp" line="394"/>
+        <source>Overlap expert-parallel all-to-alls with the other micro-batch</source>
+        <translation>专家并行 all-to-all 与另一微批次的计算重叠</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="395"/>
         <source>Workload</source>
         <translation>训练负载</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="397"/>
+        <location filename="../main_window.cpp" line="404"/>
         <source>Save the Chrome trace</source>
         <translation>保存 Chrome 跟踪文件</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="398"/>
+        <location filename="../main_window.cpp" line="405"/>
         <source>Chrome traces (*.json)</source>
         <translation>Chrome 跟踪文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="422"/>
+        <location filename="../main_window.cpp" line="429"/>
         <source>islands changed: search again for plans on the changed cluster</source>
         <translation>计算岛已修改：请在修改后的集群上重新搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="429"/>
+        <location filename="../main_window.cpp" line="436"/>
         <source>searching: %1 of %2 settings, %3 plans scored, %4 pruned (%5)</source>
         <translation>搜索中：已尝试 %1 / %2 组设置，评估 %3 个方案，剪枝 %4 个（%5）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="447"/>
+        <location filename="../main_window.cpp" line="454"/>
         <source>simulation cancelled</source>
         <translation>仿真已取消</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="506"/>
+        <location filename="../main_window.cpp" line="513"/>
         <source>%1: written inline in %2</source>
         <translation>%1：直接写在 %2 中</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="507"/>
+        <location filename="../main_window.cpp" line="514"/>
         <source>%1: from the Hugging Face config %2 (edit that file to change the model)</source>
         <translation>%1：来自 Hugging Face 配置 %2（修改模型请编辑该文件）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="523"/>
+        <location filename="../main_window.cpp" line="530"/>
         <source>%1 B parameters, %2 B active per token</source>
         <translation>%1 B 参数，每个 token 激活 %2 B</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="526"/>
+        <location filename="../main_window.cpp" line="533"/>
         <source>%1 B parameters</source>
         <translation>%1 B 参数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="528"/>
+        <location filename="../main_window.cpp" line="535"/>
         <source>mixture of experts: %1 routed experts of FFN %2, %3 per token</source>
         <translation>混合专家：%1 个路由专家（FFN %2），每个 token 选 %3 个</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="533"/>
+        <location filename="../main_window.cpp" line="540"/>
         <source>, %1 shared of FFN %2</source>
         <translation>，%1 个共享专家（FFN %2）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="539"/>
+        <location filename="../main_window.cpp" line="546"/>
         <source>latent attention: K/V rank %1, Q rank %2, rotary dimensions %3</source>
         <translation>多头潜在注意力（MLA）：K/V 秩 %1，Q 秩 %2，旋转位置维度 %3</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="541"/>
+        <location filename="../main_window.cpp" line="548"/>
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="549"/>
+        <location filename="../main_window.cpp" line="555"/>
         <source>The workload writes its model inline</source>
         <translation>该训练负载直接写出了模型结构</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="603"/>
+        <location filename="../main_window.cpp" line="610"/>
         <source>internal error: %1</source>
         <translation>内部错误：%1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="484"/>
+        <location filename="../main_window.cpp" line="491"/>
         <source>Scenario %1: workload %2 (%3 layers, hidden %4, %5 heads) on cluster %6, %7 islands; objective %8</source>
         <translation>场景 %1：负载 %2（%3 层，隐藏维度 %4，%5 个注意力头），集群 %6，%7 个计算岛；目标 %8</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="493"/>
-        <location filename="../main_window.cpp" line="1001"/>
+        <location filename="../main_window.cpp" line="500"/>
+        <location filename="../main_window.cpp" line="1008"/>
         <source>cost</source>
         <translation>成本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="493"/>
+        <location filename="../main_window.cpp" line="500"/>
         <source>throughput</source>
         <translation>吞吐</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="624"/>
+        <location filename="../main_window.cpp" line="631"/>
         <source>opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="636"/>
+        <location filename="../main_window.cpp" line="643"/>
         <source>searching...</source>
         <translation>搜索中...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="644"/>
+        <location filename="../main_window.cpp" line="651"/>
         <source>simulating plan %1 on the fabric...</source>
         <translation>正在网络上仿真方案 %1...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="651"/>
+        <location filename="../main_window.cpp" line="658"/>
         <source>stopping the simulation...</source>
         <translation>正在停止仿真...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="655"/>
+        <location filename="../main_window.cpp" line="662"/>
         <source>stopping the search...</source>
         <translation>正在停止搜索...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="837"/>
+        <location filename="../main_window.cpp" line="844"/>
         <source>saved %1</source>
         <translation>已保存 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="846"/>
+        <location filename="../main_window.cpp" line="853"/>
         <source>pinned plan %1 for comparison</source>
         <translation>已固定方案 %1 用于比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="887"/>
+        <location filename="../main_window.cpp" line="894"/>
         <source>trace written to %1 (open it in Perfetto, ui.perfetto.dev)</source>
         <translation>跟踪文件已写入 %1（可在 Perfetto，ui.perfetto.dev 中打开）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="897"/>
+        <location filename="../main_window.cpp" line="904"/>
         <source>searched %1 settings, scored %2 plans, %3 more pruned by a bound</source>
         <translation>已搜索 %1 组设置，评估 %2 个方案，另有 %3 个被上界剪枝</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="904"/>
+        <location filename="../main_window.cpp" line="911"/>
         <source>; stopped early (%1): the best plans found until then</source>
         <translation>；提前停止（%1）：以下为停止前找到的最佳方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="912"/>
+        <location filename="../main_window.cpp" line="919"/>
         <source>&lt;p&gt;&lt;b&gt;Rejected candidates, by constraint pass&lt;/b&gt;&lt;/p&gt;</source>
         <translation>&lt;p&gt;&lt;b&gt;按约束检查分类的被拒候选&lt;/b&gt;&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="979"/>
+        <location filename="../main_window.cpp" line="986"/>
         <source> (none known)</source>
         <translation>（均未知）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="997"/>
+        <location filename="../main_window.cpp" line="1004"/>
         <source>tokens/s</source>
         <translation>tokens/s</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="948"/>
+        <location filename="../main_window.cpp" line="955"/>
         <source>pool</source>
         <translation>资源池</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="139"/>
+        <location filename="../main_window.cpp" line="138"/>
         <source>Save</source>
         <translation>保存</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="140"/>
+        <location filename="../main_window.cpp" line="139"/>
         <source>Write the edited islands and workload into their files</source>
         <translation>把修改后的计算岛和训练负载写回各自的文件</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="145"/>
+        <location filename="../main_window.cpp" line="144"/>
         <source>Islands per pipeline:</source>
         <translation>每条流水线的计算岛数：</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="534"/>
+        <location filename="../main_window.cpp" line="541"/>
         <source>; the first layer dense</source>
         <translation>；第一层为稠密层</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="535"/>
+        <location filename="../main_window.cpp" line="542"/>
         <source>; the first %1 layers dense</source>
         <translation>；前 %1 层为稠密层</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="545"/>
+        <location filename="../main_window.cpp" line="552"/>
         <source>multi-token prediction modules: %1, on the last stage</source>
         <translation>多 token 预测（MTP）模块：%1 个，位于最后一个流水线阶段</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="783"/>
+        <location filename="../main_window.cpp" line="790"/>
         <source>workload changed: search again for plans of the changed workload</source>
         <translation>训练负载已修改：请为修改后的负载重新搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="836"/>
+        <location filename="../main_window.cpp" line="843"/>
         <source>nothing to save: the files already say this</source>
         <translation>无需保存：文件内容已相同</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="858"/>
+        <location filename="../main_window.cpp" line="865"/>
         <source>error: the islands or the workload were edited here; save them first (exports name the files a plan was made from)</source>
         <translation>error: 计算岛或训练负载已在此修改；请先保存（导出文件会注明方案所依据的文件）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="902"/>
+        <location filename="../main_window.cpp" line="909"/>
         <source>; task-level pipelines span at most %1 islands</source>
         <translation>；任务级流水线最多跨越 %1 个计算岛</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="950"/>
+        <location filename="../main_window.cpp" line="957"/>
         <source>task-level</source>
         <translation>任务级混合</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="961"/>
+        <location filename="../main_window.cpp" line="968"/>
         <source>replica groups</source>
         <translation>跨芯片副本组</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1055"/>
+        <location filename="../main_window.cpp" line="1062"/>
         <source>&lt;p&gt;step %1 s, %2 tokens/s, MFU %3 %; %4 micro-batches of %5&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒，%2 tokens/s，MFU %3 %；%4 个大小为 %5 的微批次&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1061"/>
+        <location filename="../main_window.cpp" line="1068"/>
         <source>&lt;p&gt;compute %1 s (bottleneck stage), bubble %2 s, optimizer %3 s&lt;br&gt;exposed communication: tensor-parallel %4 s, pipeline %5 s, cross-island %6 s, data-parallel %7 s&lt;/p&gt;</source>
         <translation>&lt;p&gt;计算 %1 秒（瓶颈阶段），流水线气泡 %2 秒，优化器 %3 秒&lt;br&gt;未被掩盖的通信：张量并行 %4 秒，流水线 %5 秒，跨计算岛 %6 秒，数据并行 %7 秒&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1071"/>
+        <location filename="../main_window.cpp" line="1078"/>
         <source>&lt;p&gt;Assumed (priors where a profile leaves a figure unknown):&lt;/p&gt;&lt;ul&gt;</source>
         <translation>&lt;p&gt;假设（芯片画像中未知的数值所用的先验值）：&lt;/p&gt;&lt;ul&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1079"/>
+        <location filename="../main_window.cpp" line="1086"/>
         <source>weights</source>
         <translation>权重</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1080"/>
+        <location filename="../main_window.cpp" line="1087"/>
         <source>gradients</source>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1123"/>
+        <location filename="../main_window.cpp" line="1130"/>
         <source>&lt;p&gt;one step of %1 ranks on the fabric (%2 flows, seed %3)&lt;/p&gt;</source>
         <translation>&lt;p&gt;在网络上仿真 %1 个 rank 的一个训练步（%2 条流，随机种子 %3）&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1130"/>
+        <location filename="../main_window.cpp" line="1137"/>
         <source>&lt;p&gt;step %1 s (analytic %2 s, %3 %)&lt;br&gt;%4 tokens/s, MFU %5 %&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒（解析模型 %2 秒，%3 %）&lt;br&gt;%4 tokens/s，MFU %5 %&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1135"/>
+        <location filename="../main_window.cpp" line="1142"/>
         <source>&lt;p&gt;where the step goes (stage %1, dp %2, the last to finish):&lt;/p&gt;</source>
         <translation>&lt;p&gt;训练步时间构成（最后完成的阶段 %1，dp %2）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1146"/>
+        <location filename="../main_window.cpp" line="1153"/>
         <source>compute</source>
         <translation>计算</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1146"/>
+        <location filename="../main_window.cpp" line="1153"/>
         <source>tensor parallel</source>
         <translation>张量并行</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1147"/>
+        <location filename="../main_window.cpp" line="1154"/>
         <source>pipeline sends</source>
         <translation>流水线发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1147"/>
+        <location filename="../main_window.cpp" line="1154"/>
         <source>cross-island sends</source>
         <translation>跨计算岛发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1148"/>
+        <location filename="../main_window.cpp" line="1155"/>
         <source>data parallel (exposed)</source>
         <translation>数据并行（未掩盖）</translation>
     </message>
     <message>
         <location filename="../main_window.cpp" line="286"/>
-        <location filename="../main_window.cpp" line="1149"/>
+        <location filename="../main_window.cpp" line="1156"/>
         <source>expert-parallel all-to-all</source>
         <translation>专家并行 all-to-all</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1149"/>
+        <location filename="../main_window.cpp" line="1156"/>
         <source>pipeline bubble</source>
         <translation>流水线气泡</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1150"/>
+        <location filename="../main_window.cpp" line="1157"/>
         <source>stragglers</source>
         <translation>慢节点</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1154"/>
+        <location filename="../main_window.cpp" line="1161"/>
         <source>&lt;p&gt;most loaded links (time at full rate during the step):&lt;/p&gt;</source>
         <translation>&lt;p&gt;负载最高的链路（训练步中满速传输的时间）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1155"/>
+        <location filename="../main_window.cpp" line="1162"/>
         <source>&lt;p&gt;none: no traffic left the chips&apos; nodes&lt;/p&gt;</source>
         <translation>&lt;p&gt;无：没有流量离开芯片所在节点&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1161"/>
+        <location filename="../main_window.cpp" line="1168"/>
         <source>&lt;p&gt;goodput %1 tokens/s (%2 % of the time is useful)</source>
         <translation>&lt;p&gt;有效吞吐 %1 tokens/s（%2 % 的时间有效）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1165"/>
+        <location filename="../main_window.cpp" line="1172"/>
         <source>&lt;br&gt;job MTBF %1 h; checkpoint every %2 steps (%3 h; Young %4 h, Daly %5 h)</source>
         <translation>&lt;br&gt;作业 MTBF %1 小时；每 %2 步保存一次检查点（%3 小时；Young %4 小时，Daly %5 小时）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1180"/>
+        <location filename="../main_window.cpp" line="1187"/>
         <source>simulated plan %1: step %2 s</source>
         <translation>已仿真方案 %1：单步 %2 秒</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1081"/>
+        <location filename="../main_window.cpp" line="1088"/>
         <source>optimizer</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="997"/>
+        <location filename="../main_window.cpp" line="1004"/>
         <source>Tokens/s</source>
         <translation>Tokens/s</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="999"/>
+        <location filename="../main_window.cpp" line="1006"/>
         <source>Chips used</source>
         <translation>所用芯片数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="999"/>
+        <location filename="../main_window.cpp" line="1006"/>
         <source>chips</source>
         <translation>芯片数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1001"/>
+        <location filename="../main_window.cpp" line="1008"/>
         <source>Cost per million tokens</source>
         <translation>每百万 tokens 成本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1003"/>
+        <location filename="../main_window.cpp" line="1010"/>
         <source>Software stacks to run</source>
         <translation>需运行的软件栈</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1003"/>
+        <location filename="../main_window.cpp" line="1010"/>
         <source>stacks</source>
         <translation>软件栈</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1082"/>
+        <location filename="../main_window.cpp" line="1089"/>
         <source>activations</source>
         <translation>激活</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1083"/>
+        <location filename="../main_window.cpp" line="1090"/>
         <source>buffers</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1085"/>
+        <location filename="../main_window.cpp" line="1092"/>
         <source>usable</source>
         <translation>可用显存</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1101"/>
+        <location filename="../main_window.cpp" line="1108"/>
         <source>Memory per chip of each stage (0, 1, ...), GiB</source>
         <translation>各阶段（0, 1, ...）每芯片显存，GiB</translation>
     </message>

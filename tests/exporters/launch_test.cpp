@@ -680,6 +680,41 @@ TEST(Launch, MixtureOfExperts) {
   EXPECT_FALSE(has_flag(dense, "--expert-model-parallel-size"));
 }
 
+// The expert-parallel overlap: Megatron-Core's combined 1F1B schedule with delayed weight
+// gradients on NVIDIA, MindSpeed's --moe-fb-overlap on Ascend; not passed where the frameworks
+// refuse it (1F1B without interleaving, no expert parallelism), with the reason in the file.
+TEST(Launch, ExpertParallelOverlapAsEachFrameworkNamesIt) {
+  Scenario six =
+      formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/six-vendors.yaml");
+  const Scenario mixtral =
+      formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/mixtral-mixed.yaml");
+  six.workload.model = mixtral.workload.model;
+  six.workload.training.overlap_ep_comm = true;
+  auto parallel_of = [&](const Plan& plan, std::string* text_out = nullptr) {
+    ExportInput input = input_for(plan);
+    input.scenario = &six;
+    const std::string text = export_megatron(input)[0].text;
+    if (text_out) *text_out = text;
+    return sourced(text, "HETPLAN_PARALLEL_ARGS");
+  };
+  const auto nvidia = parallel_of(plan_on("h100", {16, 16}, 2, 8, 2, 4));
+  EXPECT_TRUE(has_flag(nvidia, "--overlap-moe-expert-parallel-comm"));
+  EXPECT_TRUE(has_flag(nvidia, "--delay-wgrad-compute"));
+  EXPECT_FALSE(has_flag(nvidia, "--moe-fb-overlap"));
+  const auto ascend = parallel_of(plan_on("ascend-910b", {16, 16}, 2, 8, 2, 4));
+  EXPECT_TRUE(has_flag(ascend, "--moe-fb-overlap"));
+  EXPECT_FALSE(has_flag(ascend, "--overlap-moe-expert-parallel-comm"));
+  std::string text;
+  const auto one_f_one_b = parallel_of(plan_on("h100", {16, 16}, 2, 8, 1, 4), &text);
+  EXPECT_FALSE(has_flag(one_f_one_b, "--overlap-moe-expert-parallel-comm"));
+  EXPECT_NE(comments(text).find("not passed: with pipeline parallelism Megatron-Core runs it "
+                                "only under the interleaved schedule"),
+            std::string::npos);
+  const auto no_ep = parallel_of(plan_on("h100", {16, 16}, 2, 8, 2, 1), &text);
+  EXPECT_FALSE(has_flag(no_ep, "--overlap-moe-expert-parallel-comm"));
+  EXPECT_NE(comments(text).find("this plan has none (ep 1)"), std::string::npos);
+}
+
 // GPT-NeoX names them otherwise: Pythia-160m's config.json says rotary_emb_base 10000,
 // layer_norm_eps 1e-05 and rotary_pct 0.25 (a quarter of each head's dimensions rotate). GPT-2's
 // layer_norm_epsilon is its norms' epsilon; its positions are learned, so no rotary base.

@@ -180,6 +180,26 @@ TEST(WorkloadErrors, RecomputeModulesNeedSelectiveRecomputeAndKnownNames) {
                 "expected each module once");
 }
 
+// Megatron-Core's checks of --overlap-moe-expert-parallel-comm: no full recompute, no recomputed
+// mixture, a bf16 or fp16 model.
+TEST(WorkloadErrors, ExpertParallelOverlapTakesMegatronCoresLimits) {
+  EXPECT_EQ(workload_error("workload-ep-overlap-full-recompute.yaml"),
+            kBad +
+                "workload-ep-overlap-full-recompute.yaml:10:22: training.overlap.ep_comm: "
+                "expected no full recompute beside it (Megatron-Core's combined 1F1B schedule "
+                "refuses full recomputation)");
+  EXPECT_EQ(workload_error("workload-ep-overlap-moe-recompute.yaml"),
+            kBad +
+                "workload-ep-overlap-moe-recompute.yaml:12:14: training.overlap.ep_comm: "
+                "expected recompute_modules without moe beside it (a recomputed mixture would "
+                "dispatch again, which the combined 1F1B schedule does not allow)");
+  EXPECT_EQ(workload_error("workload-ep-overlap-fp32.yaml"),
+            kBad +
+                "workload-ep-overlap-fp32.yaml:9:42: training.overlap.ep_comm: expected dtype "
+                "bf16, fp16 or fp8 (Megatron-Core overlaps the all-to-alls only in a bf16 or "
+                "fp16 model)");
+}
+
 // Megatron-Core asserts --overlap-param-gather needs --overlap-grad-reduce.
 TEST(WorkloadErrors, ParamGatherOverlapNeedsGradReduceOverlap) {
   EXPECT_EQ(workload_error("workload-param-gather-alone.yaml"),
