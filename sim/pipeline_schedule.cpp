@@ -6,17 +6,24 @@
 
 namespace hetplan::sim {
 
-std::vector<PipelineOp> pipeline_order(int stage, int stages, int micro_batches, int chunks) {
+int pipeline_warmup(int stage, int stages, int micro_batches, int chunks, int extra_warmup) {
+  assert(extra_warmup >= 0);
+  const int ops = micro_batches * chunks;
+  const int later_stages = stages - stage - 1;
+  // Interleaved: each stage first fills every chunk but the last for one group of `stages`
+  // micro-batches, plus two ops per later stage. Plain 1F1B: one op per later stage.
+  return chunks == 1 ? std::min(later_stages + extra_warmup, ops)
+                     : std::min(2 * later_stages + (chunks - 1) * stages + extra_warmup, ops);
+}
+
+std::vector<PipelineOp> pipeline_order(int stage, int stages, int micro_batches, int chunks,
+                                       int extra_warmup) {
   assert(stages >= 1 && stage >= 0 && stage < stages);
   assert(micro_batches >= 0 && chunks >= 1);
   assert(chunks == 1 || micro_batches % stages == 0);
 
   const int ops = micro_batches * chunks;  // forward ops, and as many backward ops
-  const int later_stages = stages - stage - 1;
-  // Interleaved: each stage first fills every chunk but the last for one group of `stages`
-  // micro-batches, plus two ops per later stage. Plain 1F1B: one op per later stage.
-  const int warmup = chunks == 1 ? std::min(later_stages, ops)
-                                 : std::min(2 * later_stages + (chunks - 1) * stages, ops);
+  const int warmup = pipeline_warmup(stage, stages, micro_batches, chunks, extra_warmup);
 
   // Op k in the stage's forward (or backward) sequence. With chunks == 1 this is micro-batch k,
   // chunk 0.

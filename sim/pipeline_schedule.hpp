@@ -34,7 +34,17 @@ struct PipelineOp {
 // Preconditions (asserted; the caller validates input): 0 <= stage < stages, micro_batches >= 0,
 // chunks >= 1, and micro_batches % stages == 0 when chunks > 1 (Megatron rejects other counts
 // with the default group size).
-std::vector<PipelineOp> pipeline_order(int stage, int stages, int micro_batches, int chunks);
+//
+// `extra_warmup`: forward ops run in the warm-up beyond those, at most all of them (Megatron-
+// Core's combined 1F1B schedule runs one more, then each forward op beside the backward op
+// that follows it).
+std::vector<PipelineOp> pipeline_order(int stage, int stages, int micro_batches, int chunks,
+                                       int extra_warmup = 0);
+
+// The warm-up `w` of pipeline_order with the same arguments: its first w ops are forward ops,
+// and steady-state forward op k + w is at index w + 2k, beside backward op k at w + 2k + 1 (the
+// combined schedule's pairs, for k < micro_batches * chunks - w).
+int pipeline_warmup(int stage, int stages, int micro_batches, int chunks, int extra_warmup = 0);
 
 // The position of (stage, chunk) in the model: chunk * stages + stage. Activations flow from
 // virtual stage q to q + 1, gradients from q + 1 back to q; so the last stage's chunk c feeds

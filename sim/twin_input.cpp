@@ -46,6 +46,8 @@ TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, cons
                         workload.model.hidden * bytes_per_element(storage_dtype(training.dtype));
   in.overlap_grad_reduce = training.overlap_grad_reduce;
   in.overlap_param_gather = training.overlap_param_gather;
+  in.combined = training.overlap_ep_comm &&
+                ep_overlap_refusal(settings, static_cast<int>(plan.stages.size())).empty();
   in.tokens_per_step = static_cast<double>(training.global_batch) * training.seq_len;
   in.model_flops_per_step = estimate.model_flops_per_step;
   in.seed = options.seed;
@@ -104,6 +106,7 @@ TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, cons
       ts.a2a_backward = se.ep_backward_all_to_alls;
       ts.a2a_latency_s = models::collective_time(
           models::Collective::all_to_all, models::CollectiveAlgorithm::ring, 0.0, kernel.ep_group);
+      if (in.combined) ts.a2a_overlap = kernel.ep_overlap;
     }
     in.peak_flops += static_cast<double>(stage.tp) * stage.dp * kernel.peak_flops;
     if (stage.dp > 1) {
@@ -305,6 +308,10 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
       bad(where + "all-to-all bytes (at most 1e18) and latency must be finite and non-negative");
     if (ts.a2a_forward < 0 || ts.a2a_backward < 0)
       bad(where + "all-to-all counts must be non-negative");
+    if (!(ts.a2a_overlap >= 0 && ts.a2a_overlap <= 1))
+      bad(where + "all-to-all overlap must be a share from 0 to 1");
+    if (ts.a2a_overlap > 0 && !in.combined)
+      bad(where + "all-to-all overlap without the combined schedule");
     if (ts.ep == 1 && ts.a2a_bytes > 0 && ts.a2a_forward + ts.a2a_backward > 0)
       bad(where + "all-to-alls without expert parallelism (ep 1)");
     ranks += static_cast<long long>(ts.tp) * ts.dp;

@@ -66,6 +66,10 @@ struct TwinStage {
   int a2a_forward = 0;       // all-to-alls of one micro-batch's forward pass, all chunks
   int a2a_backward = 0;      // of its backward pass, with those of recomputed forwards
   double a2a_latency_s = 0;  // one all-to-all's latency term (steps x alpha), added analytically
+  // Under the combined 1F1B schedule (TwinInput::combined): the share of a paired forward and
+  // backward operation's all-to-alls hidden behind their compute (StageKernel::ep_overlap); 0:
+  // each operation's all-to-alls follow its compute.
+  double a2a_overlap = 0;
 
   double forward_s = 0;   // one micro-batch, all chunks, compute only
   double backward_s = 0;  // one micro-batch, all chunks, incl. recompute
@@ -116,6 +120,11 @@ struct TwinInput {
   // The distributed optimizer's weight all-gather runs during the next step's first forward
   // pass (otherwise after the optimizer step, exposed).
   bool overlap_param_gather = false;
+  // Megatron-Core's combined 1F1B schedule (the workload's overlap.ep_comm where the plan allows
+  // it): one more warm-up forward operation, then each forward operation beside the backward
+  // operation that follows it, their all-to-alls running during their compute
+  // (docs/twin.md#the-step).
+  bool combined = false;
   double tokens_per_step = 0;
   double model_flops_per_step = 0;
   double peak_flops = 0;  // all chips of the plan together

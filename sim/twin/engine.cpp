@@ -674,6 +674,17 @@ struct Exchange {
   sg4::SemaphorePtr done = sg4::Semaphore::create(0);  // one release per waiting replica
 };
 
+// A replica's companion under the combined 1F1B schedule: it runs the all-to-alls of a paired
+// forward and backward operation while the replica computes them.
+struct ExchangeHelper {
+  sg4::SemaphorePtr go = sg4::Semaphore::create(0);    // a pair to exchange
+  sg4::SemaphorePtr done = sg4::Semaphore::create(0);  // its exchanges are over
+  PipelineOp forward;
+  PipelineOp backward;
+  double start_s = 0;
+  double end_s = 0;
+};
+
 struct StageSync {
   std::vector<sg4::SemaphorePtr> ready;  // per chunk, one release per replica
   sg4::SemaphorePtr done;                // one release per replica
@@ -706,7 +717,8 @@ class Step {
       earlier += part(st, 0, st.forward_s);
     }
     for (int s = 0; s < p_; ++s) {
-      orders_[s] = pipeline_order(s, p_, m_, v_);
+      orders_[s] = pipeline_order(s, p_, m_, v_, in.combined ? 1 : 0);
+      warmups_.push_back(pipeline_warmup(s, p_, m_, v_, in.combined ? 1 : 0));
       for (int k = 0; k < static_cast<int>(orders_[s].size()); ++k) {
         const PipelineOp& op = orders_[s][static_cast<std::size_t>(k)];
         if (op.pass == Pass::backward) last_backward_[s][op.chunk] = k;
@@ -718,6 +730,11 @@ class Step {
       const TwinStage& st = in.stages[s];
       if (st.ep < 2 || st.a2a_bytes <= 0 || st.a2a_forward + st.a2a_backward <= 0) continue;
       for (int g = 0; g < dp_ / st.ep; ++g) exchanges_[s].push_back(std::make_shared<Exchange>());
+    }
+    helpers_.resize(static_cast<std::size_t>(p_));
+    for (int s = 0; s < p_; ++s) {
+      if (!paired_exchanges(s)) continue;
+      helpers_[s].resize(static_cast<std::size_t>(dp_));
     }
     syncs_.resize(static_cast<std::size_t>(p_));
     for (int s = 0; s < p_; ++s) {
@@ -750,6 +767,12 @@ class Step {
         sg4::Actor::create("stage" + std::to_string(s) + "-dp" + std::to_string(d),
                            platform_.host(st.island, chip(s, d, 0)),
                            [this, s, d] { run_replica(s, d); });
+        // Daemons: they end with the replicas they serve.
+        if (paired_exchanges(s))
+          sg4::Actor::create("stage" + std::to_string(s) + "-dp" + std::to_string(d) + "-a2a",
+                             platform_.host(st.island, chip(s, d, 0)),
+                             [this, s, d] { run_helper(s, d); })
+              ->daemonize();
       }
       if (!st.dp_sync.empty()) {
         sg4::Actor::create("stage" + std::to_string(s) + "-sync",
@@ -961,9 +984,17 @@ class Step {
     const auto& order = orders_[s];
     const bool sync = !st.dp_sync.empty();
     double own_ready = 0;
+    // The steady state's operations [w, steady_end) alternate forward and backward.
+    const int w = warmups_[s];
+    const int steady_end = w + 2 * (static_cast<int>(order.size()) / 2 - w);
     for (int k = 0; k < static_cast<int>(order.size()); ++k) {
       const PipelineOp& op = order[static_cast<std::size_t>(k)];
       const int q = virtual_stage(s, op.chunk, p_);
+      if (in_.combined && k >= w && k < steady_end && (k - w) % 2 == 0) {
+        run_pair(s, d, k, sync, own_ready);
+        ++k;
+        continue;
+      }
       if (op.pass == Pass::forward) {
         if (q > 0) receive(s, d, q - 1, false, op.micro_batch, op.chunk);
         compute(s, d, k, op);
@@ -1017,11 +1048,84 @@ class Step {
     if (++finished_ == p_ * dp_ && done_) done_();
   }
 
+  // Whether stage s runs the all-to-alls of its paired operations beside their compute.
+  bool paired_exchanges(int s) const {
+    return in_.combined && in_.stages[s].a2a_overlap > 0 && !exchanges_[s].empty();
+  }
+
+  // The combined 1F1B schedule's step: forward operation k beside backward operation k + 1.
+  // Both inputs arrive first; the replica computes both passes while its helper runs both
+  // operations' exchanges; of the exchanges' time x beside the compute c, at most a2a_overlap x
+  // (and at most c) hides: the pair takes c + x - min(a2a_overlap x, c), as the estimator
+  // counts it (docs/models/estimator.md#ep-overlap). Both outputs leave after the step.
+  void run_pair(int s, int d, int k, bool sync, double& own_ready) {
+    const auto& order = orders_[s];
+    const PipelineOp& f = order[static_cast<std::size_t>(k)];
+    const PipelineOp& b = order[static_cast<std::size_t>(k) + 1];
+    const int qf = virtual_stage(s, f.chunk, p_);
+    const int qb = virtual_stage(s, b.chunk, p_);
+    if (qf > 0) receive(s, d, qf - 1, false, f.micro_batch, f.chunk);
+    if (qb < virtual_stages_ - 1) receive(s, d, qb, true, b.micro_batch, b.chunk);
+    const bool last_of_chunk = sync && last_backward_[s][b.chunk] == k + 1;
+    if (last_of_chunk && in_.overlap_grad_reduce) {
+      own_ready = sg4::Engine::get_clock();
+      ready(s, b.chunk);
+    }
+    if (paired_exchanges(s)) {
+      ExchangeHelper& helper = helpers_[s][static_cast<std::size_t>(d)];
+      helper.forward = f;
+      helper.backward = b;
+      const double start = sg4::Engine::get_clock();
+      helper.go->release();
+      compute(s, d, k, f);
+      compute(s, d, k + 1, b);
+      const double computed = sg4::Engine::get_clock() - start;
+      helper.done->acquire();
+      const double exchanged = helper.end_s - helper.start_s;
+      const double hidden = std::min(in_.stages[s].a2a_overlap * exchanged, computed);
+      const double finish = start + computed + exchanged - hidden;
+      const double now = sg4::Engine::get_clock();
+      if (finish > now) sg4::this_actor::sleep_for(finish - now);
+      // What the compute did not hide, after it on the replica's track.
+      const double exposed_from = start + computed;
+      account(s, d).breakdown.expert_parallel_s += sg4::Engine::get_clock() - exposed_from;
+      record(s, d, EventKind::all_to_all, b.micro_batch, b.chunk, exposed_from,
+             sg4::Engine::get_clock());
+    } else {
+      compute(s, d, k, f);
+      all_to_all(s, d, f);
+      compute(s, d, k + 1, b);
+      all_to_all(s, d, b);
+    }
+    if (last_of_chunk && !in_.overlap_grad_reduce) {
+      own_ready = sg4::Engine::get_clock();
+      ready(s, b.chunk);
+    }
+    if (qf < virtual_stages_ - 1) send(d, qf, qf + 1, f.micro_batch);
+    if (qb > 0) send(d, qb, qb - 1, b.micro_batch);
+  }
+
+  // The helper of replica d of stage s: each pair's exchanges, forward then backward, in the
+  // order the group's replicas reach them (the pairs of their identical schedules).
+  void run_helper(int s, int d) {
+    ExchangeHelper& helper = helpers_[s][static_cast<std::size_t>(d)];
+    for (;;) {
+      helper.go->acquire();
+      helper.start_s = sg4::Engine::get_clock();
+      all_to_all(s, d, helper.forward, false);
+      all_to_all(s, d, helper.backward, false);
+      helper.end_s = sg4::Engine::get_clock();
+      helper.done->release();
+    }
+  }
+
   // The expert-parallel all-to-alls of one operation (a pass of one micro-batch through one
   // chunk), as one exchange: replica d waits for the others of its group d / ep to reach the
   // same operation, then every replica sends each other one its share of the pass's routed
   // tokens, all at once. The latency terms of the pass's all-to-alls are added analytically.
-  void all_to_all(int s, int d, const PipelineOp& op) {
+  // `counted`: the time goes to the replica's breakdown and its trace (a pair's exchanges count
+  // only what their compute does not hide, run_pair).
+  void all_to_all(int s, int d, const PipelineOp& op, bool counted = true) {
     if (exchanges_[s].empty()) return;
     const TwinStage& st = in_.stages[s];
     const int count = op.pass == Pass::forward ? st.a2a_forward : st.a2a_backward;
@@ -1040,6 +1144,7 @@ class Step {
       for (int k = 1; k < st.ep; ++k) exchange->done->release();
     }
     const double end = sg4::Engine::get_clock();
+    if (!counted) return;
     TwinBreakdown& b = account(s, d).breakdown;
     b.stragglers_s += exchange->start_s - arrived;
     b.expert_parallel_s += end - exchange->start_s;
@@ -1200,6 +1305,7 @@ class Step {
   std::vector<Transfer> transfers_;
   std::vector<std::vector<PipelineOp>> orders_;
   std::vector<std::vector<int>> last_backward_;  // [stage][chunk] index of its last backward
+  std::vector<int> warmups_;  // [stage] its warm-up's forward operations (pipeline_warmup)
   std::vector<ReplicaAccount> accounts_;
   std::vector<StageSync> syncs_;
   // Per stage: how much of the weights' all-gather the next step's first forward pass hides
@@ -1207,6 +1313,8 @@ class Step {
   std::vector<double> forward_hidden_s_;
   // [stage][expert-parallel group]: the exchange its replicas arrive at next
   std::vector<std::vector<std::shared_ptr<Exchange>>> exchanges_;
+  // [stage][replica]: the exchange helpers of the combined schedule (paired_exchanges)
+  std::vector<std::vector<ExchangeHelper>> helpers_;
   std::vector<std::vector<double>> slow_;  // [island][node] slowdown
   std::int64_t flows_ = 0;
 };

@@ -70,6 +70,7 @@ void fields(V& v, TwinStage& s) {
   v("a2a_forward", s.a2a_forward);
   v("a2a_backward", s.a2a_backward);
   v("a2a_latency_s", s.a2a_latency_s);
+  v("a2a_overlap", s.a2a_overlap);
   v("forward_s", s.forward_s);
   v("backward_s", s.backward_s);
   v("tp_s", s.tp_s);
@@ -99,6 +100,7 @@ void fields(V& v, TwinInput& in) {
   v("activation_bytes", in.activation_bytes);
   v("overlap_grad_reduce", in.overlap_grad_reduce);
   v("overlap_param_gather", in.overlap_param_gather);
+  v("combined", in.combined);
   v("tokens_per_step", in.tokens_per_step);
   v("model_flops_per_step", in.model_flops_per_step);
   v("peak_flops", in.peak_flops);

@@ -243,6 +243,67 @@ TEST(PipelineSchedule, PeakActivationsInFlight) {
   EXPECT_EQ(peaks, (std::vector<int>{2, 2, 2, 1}));
 }
 
+// Megatron-Core's combined 1F1B schedule: one more warm-up forward, then each forward op beside
+// the backward op after it, both inputs needed before the merged step and both outputs ready
+// at its end. Executed that way, the orders complete for every interleaved shape and without
+// pipelining (the shapes Megatron-Core allows it for), and each stage holds one chunk more.
+TEST(PipelineSchedule, CombinedOrdersCompleteWithOneMoreForwardInFlight) {
+  auto execute_combined = [](const std::vector<std::vector<PipelineOp>>& orders, int chunks,
+                             const std::vector<int>& warmups) {
+    const int stages = static_cast<int>(orders.size());
+    const int last = stages * chunks - 1;
+    std::set<std::tuple<Pass, int, int>> finished;
+    std::vector<std::size_t> next(orders.size(), 0);
+    auto ready = [&](const PipelineOp& op, int s) {
+      const int q = virtual_stage(s, op.chunk, stages);
+      if (op.pass == Pass::forward)
+        return q == 0 || finished.count({Pass::forward, op.micro_batch, q - 1});
+      return finished.count({Pass::forward, op.micro_batch, q}) &&
+             (q == last || finished.count({Pass::backward, op.micro_batch, q + 1}));
+    };
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int s = 0; s < stages; ++s) {
+        while (next[s] < orders[s].size()) {
+          const PipelineOp& op = orders[s][next[s]];
+          const std::size_t w = static_cast<std::size_t>(warmups[s]);
+          const bool pair =
+              next[s] >= w && next[s] < orders[s].size() - w && (next[s] - w) % 2 == 0;
+          if (!ready(op, s)) break;
+          if (pair) {
+            const PipelineOp& b = orders[s][next[s] + 1];
+            // The backward's own forward may be the one beside it only if it ran before.
+            if (!ready(b, s)) break;
+            finished.insert({b.pass, b.micro_batch, virtual_stage(s, b.chunk, stages)});
+          }
+          finished.insert({op.pass, op.micro_batch, virtual_stage(s, op.chunk, stages)});
+          next[s] += pair ? 2 : 1;
+          progress = true;
+        }
+      }
+    }
+    bool completed = true;
+    for (int s = 0; s < stages; ++s) completed = completed && next[s] == orders[s].size();
+    return completed;
+  };
+  for (const auto& [p, m, v] : shapes()) {
+    if (p > 1 && v == 1) continue;  // Megatron-Core refuses 1F1B without interleaving
+    SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) + " v=" + std::to_string(v));
+    std::vector<std::vector<PipelineOp>> orders;
+    std::vector<int> warmups;
+    for (int s = 0; s < p; ++s) {
+      orders.push_back(pipeline_order(s, p, m, v, 1));
+      warmups.push_back(pipeline_warmup(s, p, m, v, 1));
+      const int plain = peak_in_flight(pipeline_order(s, p, m, v));
+      EXPECT_EQ(peak_in_flight(orders.back()), std::min(plain + 1, m * v)) << "stage " << s;
+    }
+    EXPECT_TRUE(execute_combined(orders, v, warmups));
+  }
+  // Without pipelining: F0, then F1 beside B0, ..., then the last backward.
+  EXPECT_EQ(pipeline_order(0, 1, 3, 1, 1),
+            (std::vector<PipelineOp>{F(0), F(1), B(0), F(2), B(1), B(2)}));
+}
+
 TEST(PipelineSchedule, VirtualStageNumbering) {
   // p = 4, v = 2: stage 3 chunk 0 is virtual stage 3 and feeds stage 0 chunk 1, virtual stage 4.
   EXPECT_EQ(virtual_stage(0, 0, 4), 0);
