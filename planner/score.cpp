@@ -65,10 +65,17 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
   // stage holds them all, in its first chunk, and their difference from the MoE layer's time
   // is a fixed part of it, so every stage's time, and the split, stay exact.
   const int dense = model.moe() ? std::min(model.dense_layers, layers) : 0;
+  // Under the combined 1F1B schedule a stage's paired operations hide up to the kernel's share
+  // of their all-to-alls: linear in the stage's layers, exact where the compute beside them is
+  // enough (docs/planner.md#ep-overlap).
+  const bool ep_overlapped =
+      settings.training.overlap_ep_comm && sim::ep_overlap_refusal(settings, p).empty();
   for (int j = 0; j < p; ++j) {
     const sim::StageKernel& k = *kernels[static_cast<std::size_t>(j)];
     SplitStage& s = problem.stages[static_cast<std::size_t>(j)];
-    s.per_layer_s = k.layer_time(marginal);
+    const double hidden =
+        ep_overlapped ? k.ep_overlap * sim::ep_overlap_paired_share(p, j, v, m) : 0.0;
+    s.per_layer_s = k.layer_time(marginal) - hidden * k.layer_a2a_s;
     s.min_layers = least;
     if (least > 0) s.fixed_s += least * (k.layer_time(Recompute::full) - s.per_layer_s);
     if (j == 0 && dense > 0) {
@@ -79,7 +86,7 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
                    (dense - dense_full) * (k.dense_layer_time(marginal) - s.per_layer_s);
     }
     if (j == 0) s.fixed_s += k.embedding_time();
-    if (j == p - 1) s.fixed_s += k.head_time();
+    if (j == p - 1) s.fixed_s += k.head_time() - hidden * k.mtp_ep_s;
     if (j + 1 < p) {
       const sim::StageKernel& next = *kernels[static_cast<std::size_t>(j + 1)];
       auto compute = [&] { return sim::stage_boundary(cluster, model, settings, k, next); };

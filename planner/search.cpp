@@ -800,7 +800,7 @@ double Searcher::pipeline_floor(const Setting& setting,
     const Option& option = *parts[i].first;
     const int count = parts[i].second;
     const sim::StageKernel& k = *option.kernel;
-    const double per_layer = k.layer_time(marginal);
+    const double per_layer = k.layer_time_bound(marginal);
     const double extra = least > 0 ? least * (k.layer_time(Recompute::full) - per_layer) : 0.0;
     const double inner = count > 1 ? boundary(k, k) : 0.0;
     const double after = i + 1 < parts.size() ? boundary(k, *parts[i + 1].first->kernel) : 0.0;
@@ -812,7 +812,7 @@ double Searcher::pipeline_floor(const Setting& setting,
                                  k.layer_time(Recompute::full)) +
                    (dense - dense_full) * (k.dense_layer_time(marginal) - per_layer);
     }
-    const double head = i + 1 == parts.size() ? k.head_time() : 0.0;
+    const double head = i + 1 == parts.size() ? k.head_time_bound() : 0.0;
     auto add = [&](double fixed, int stages) {
       if (stages <= 0) return;
       floor.add(per_layer, fixed, least_layers, stages);
@@ -1211,7 +1211,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
           dense * (option.per_layer - k.dense_layer_time(sim::marginal_recompute(setting.step))));
     }
     least_embedding = std::min(least_embedding, k.embedding_time());
-    least_head = std::min(least_head, k.head_time());
+    least_head = std::min(least_head, k.head_time_bound());
     const auto i = static_cast<std::size_t>(option.island);
     layer_rate[i] = std::max(layer_rate[i], 1.0 / option.per_layer);
     room[i] = std::max(room[i], option.max_stages);
@@ -1515,11 +1515,11 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
         // are a fixed part of every stage, left out of this lower figure.
         // A mixture's dense layers may be cheaper than its MoE ones: a stage's least time takes
         // the cheaper kind; the task-level bounds credit the dense layers apart.
-        option.per_layer = k.layer_time(sim::marginal_recompute(setting.step));
+        option.per_layer = k.layer_time_bound(sim::marginal_recompute(setting.step));
         option.least_time =
             setting.recompute_layers > 0
                 ? v * setting.recompute_layers * k.least_layer_time(Recompute::full)
-                : v * k.least_layer_time(sim::marginal_recompute(setting.step));
+                : v * k.least_layer_time_bound(sim::marginal_recompute(setting.step));
         option.max_stages = max_stages;
         // The seeds pass made the same options of this setting in the same order.
         const std::size_t made = options.size();

@@ -171,6 +171,17 @@ std::string ep_overlap_refusal(const StepSettings& settings, int stages) {
   return "";
 }
 
+double ep_overlap_paired_share(int stages, int stage, int virtual_stages, int micro_batches) {
+  const long long ops = static_cast<long long>(micro_batches) * virtual_stages;
+  if (ops <= 0) return 0;
+  const long long warmup = std::min(
+      ops,
+      (stages > 1 ? 2LL * (stages - stage - 1) + static_cast<long long>(virtual_stages - 1) * stages
+                  : 0LL) +
+          1);
+  return static_cast<double>(ops - warmup) / static_cast<double>(ops);
+}
+
 StepSettings step_settings(const Workload& workload, const Plan& plan) {
   StepSettings settings;
   settings.training = workload.training;
@@ -970,10 +981,7 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     StageEstimate& se = out.stages[static_cast<std::size_t>(i)];
     const int all_to_alls = se.ep_forward_all_to_alls + se.ep_backward_all_to_alls;
     if (k.ep_overlap <= 0 || all_to_alls <= 0 || se.ep_comm_s <= 0) continue;
-    const long long ops = static_cast<long long>(m) * v;
-    const long long warmup =
-        std::min(ops, (p > 1 ? 2LL * (p - i - 1) + static_cast<long long>(v - 1) * p : 0LL) + 1);
-    const double paired = static_cast<double>(ops - warmup) / static_cast<double>(ops);
+    const double paired = ep_overlap_paired_share(p, i, v, m);
     const double forward_a2a = se.ep_comm_s * se.ep_forward_all_to_alls / all_to_alls;
     const double backward_a2a = se.ep_comm_s - forward_a2a;
     const double hidden = std::min(k.ep_overlap * forward_a2a, se.backward_s) +

@@ -129,6 +129,9 @@ std::string flex_dispatcher_refusal(const ChipProfile& chip);
 // and with pipeline parallelism it needs the interleaved schedule. Empty too when the workload
 // does not ask for it. The estimate and the launch arguments follow this one rule.
 std::string ep_overlap_refusal(const StepSettings& settings, int stages);
+// The share of stage `stage`'s forward and backward operations the combined 1F1B schedule pairs:
+// (m v - w) / (m v), w its warm-up (Megatron's, plus one; 1 without pipelining).
+double ep_overlap_paired_share(int stages, int stage, int virtual_stages, int micro_batches);
 
 // What the fabric offers one chip of an island.
 struct IslandLinks {
@@ -240,6 +243,17 @@ struct StageKernel {
   double least_layer_time(Recompute mode) const {
     return has_dense_layers ? std::min(layer_time(mode), dense_layer_time(mode)) : layer_time(mode);
   }
+  // Lower bounds of the above under the combined 1F1B schedule, for the search's bounds: every
+  // all-to-all hidden to the kernel's ep_overlap share (a plan's warm-up, and the compute beside
+  // them, may leave more exposed; docs/planner.md#ep-overlap). Equal to them without it.
+  double layer_time_bound(Recompute mode) const {
+    return layer_time(mode) - ep_overlap * layer_a2a_s;
+  }
+  double least_layer_time_bound(Recompute mode) const {
+    return has_dense_layers ? std::min(layer_time_bound(mode), dense_layer_time(mode))
+                            : layer_time_bound(mode);
+  }
+  double head_time_bound() const { return head_time() - ep_overlap * mtp_ep_s; }
   // One micro-batch through `layers` layers in `chunks` model chunks under `recompute`, the
   // first `dense_count` of them a mixture's dense layers (StageLayers).
   double layers_time(int layers, const StageRecompute& recompute, int chunks,

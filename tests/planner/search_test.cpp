@@ -364,6 +364,8 @@ TEST(PlanSearch, PruningNeverDiscardsTheBestPlanWithDenseLayers) {
   m.model_type = "deepseek_v3";
   m.mtp_layers = 1;
   expect_same_best(b.s, "dense layers and a multi-token prediction module", narrow());
+  b.s.workload.training.overlap_ep_comm = true;
+  expect_same_best(b.s, "dense layers, a multi-token prediction module and the overlap", narrow());
 }
 
 // The pruned search against exhaustive enumeration with expert parallelism in the space.
@@ -377,6 +379,30 @@ TEST(PlanSearch, PruningNeverDiscardsTheBestExpertParallelPlan) {
   b.add("a100", chip("nvidia-a100-sxm4-80gb"), 2, 4);
   b.add("ascend", chip("ascend-910b"), 1, 4);
   expect_same_best(b.s, "mixture of experts", narrow());
+  // The combined 1F1B schedule hides part of the all-to-alls, by stage: the bounds take what
+  // the most it could hide.
+  b.s.workload.training.overlap_ep_comm = true;
+  expect_same_best(b.s, "mixture of experts with the expert-parallel overlap", narrow());
+}
+
+// The same where the all-to-alls weigh: two chips per node on slow NICs, so every
+// expert-parallel group crosses nodes. Under the combined 1F1B schedule the stages hide part
+// of them, a different part by stage; the bounds must not prune the plans that gain most.
+TEST(PlanSearch, PruningNeverDiscardsTheBestPlanUnderTheExpertParallelOverlap) {
+  Builder b;
+  b.s.workload = small_model(16);
+  b.s.workload.model.experts = 8;
+  b.s.workload.model.experts_per_token = 4;
+  b.s.workload.model.expert_ffn = 1408;
+  b.s.workload.training.sequence_parallel = true;
+  b.add("a100", chip("nvidia-a100-sxm4-80gb"), 8, 2).nic_speed = 2.5e9;
+  b.add("ascend", chip("ascend-910b"), 4, 2).nic_speed = 2.5e9;
+  SearchOptions options = narrow();
+  options.virtual_stages = {1, 2, 4};
+  options.top = 3;
+  expect_same_best(b.s, "slow all-to-alls", options);
+  b.s.workload.training.overlap_ep_comm = true;
+  expect_same_best(b.s, "slow all-to-alls, overlapped", options);
 }
 
 TEST(PlanSearch, RankedFiguresAreWhatTheEstimatorComputes) {
