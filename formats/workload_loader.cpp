@@ -409,6 +409,55 @@ void check_shape(const ModelShape& model, const Field& where) {
   }
 }
 
+// A mixture of experts written inline (docs/formats/workload.md, model.shape): `experts` of
+// `expert_ffn` each, `experts_per_token` of them per token, shared experts beside them, the
+// first `dense_layers` layers dense (of `ffn`). The other keys only with `experts`.
+void read_inline_mixture(MapReader& map, ModelShape& model) {
+  const auto experts = map.optional("experts");
+  const char* const kMixtureKeys[] = {"experts_per_token", "expert_ffn", "shared_experts",
+                                      "shared_expert_ffn", "dense_layers"};
+  if (!experts) {
+    for (const char* key : kMixtureKeys)
+      if (auto stray = map.optional(key)) stray->fail("expected experts beside it");
+    return;
+  }
+  model.experts = static_cast<int>(experts->as_int(2, 1 << 16));
+  model.experts_per_token =
+      static_cast<int>(map.required("experts_per_token").as_int(1, model.experts));
+  model.expert_ffn = static_cast<int>(map.required("expert_ffn").as_int(1, kMaxDim));
+  if (auto shared = map.optional("shared_experts"))
+    model.shared_experts = static_cast<int>(shared->as_int(0, 64));
+  model.shared_expert_ffn = model.shared_experts > 0 ? model.expert_ffn : 0;
+  if (auto width = map.optional("shared_expert_ffn")) {
+    if (model.shared_experts == 0) width->fail("expected shared_experts (1 or more) beside it");
+    model.shared_expert_ffn = static_cast<int>(width->as_int(1, kMaxDim));
+  }
+  if (auto dense = map.optional("dense_layers"))
+    model.dense_layers = static_cast<int>(dense->as_int(0, model.layers - 1));
+}
+
+// Multi-head latent attention written inline (DeepSeek-V2/V3): the key/value latent's rank,
+// each head's non-rotary and rotary query/key widths and its value width are needed together;
+// the query latent's rank is optional (0: queries projected directly, as in V2-Lite). Every
+// head has its own keys and values.
+void read_inline_latent_attention(MapReader& map, ModelShape& model) {
+  const char* const kLatentKeys[] = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                                     "qk_rope_head_dim", "v_head_dim"};
+  std::optional<Field> first;
+  for (const char* key : kLatentKeys)
+    if (auto given = map.optional(key); given && !first) first = given;
+  if (!first) return;
+  if (auto q = map.optional("q_lora_rank"))
+    model.q_lora_rank = static_cast<int>(q->as_int(0, kMaxDim));
+  model.kv_lora_rank = static_cast<int>(map.required("kv_lora_rank").as_int(1, kMaxDim));
+  model.qk_nope_head_dim = static_cast<int>(map.required("qk_nope_head_dim").as_int(1, kMaxDim));
+  model.qk_rope_head_dim = static_cast<int>(map.required("qk_rope_head_dim").as_int(1, kMaxDim));
+  model.v_head_dim = static_cast<int>(map.required("v_head_dim").as_int(1, kMaxDim));
+  if (auto kv = map.optional("kv_heads"); kv && model.kv_heads != model.heads)
+    kv->fail("expected heads (" + std::to_string(model.heads) +
+             "): latent attention gives every head its own keys and values");
+}
+
 ModelShape read_inline(const Field& field) {
   MapReader map(field);
   ModelShape model;
@@ -445,6 +494,10 @@ ModelShape read_inline(const Field& field) {
   if (model.learned_positions && model.max_positions == 0) {
     map.field().fail("max_positions: expected a value when learned_positions is true");
   }
+  read_inline_mixture(map, model);
+  read_inline_latent_attention(map, model);
+  if (auto mtp = map.optional("mtp_layers"))
+    model.mtp_layers = static_cast<int>(mtp->as_int(0, 64));
   map.done();
   check_shape(model, field);
   return model;

@@ -180,6 +180,23 @@ TEST(WorkloadErrors, RecomputeModulesNeedSelectiveRecomputeAndKnownNames) {
                 "expected each module once");
 }
 
+// A mixture written inline: its keys only with experts, top-k within the experts, and latent
+// attention's widths together.
+TEST(WorkloadErrors, InlineMixtureAndLatentAttentionKeysComeTogether) {
+  EXPECT_EQ(workload_error("workload-inline-moe-stray.yaml"),
+            kBad +
+                "workload-inline-moe-stray.yaml:12:17: model.shape.expert_ffn: expected "
+                "experts beside it");
+  EXPECT_EQ(workload_error("workload-inline-moe-topk.yaml"),
+            kBad +
+                "workload-inline-moe-topk.yaml:13:24: model.shape.experts_per_token: expected "
+                "an integer from 1 to 8, got \"9\"");
+  EXPECT_EQ(workload_error("workload-inline-latent-partial.yaml"),
+            kBad +
+                "workload-inline-latent-partial.yaml:5:5: model.shape.qk_rope_head_dim: "
+                "missing required key");
+}
+
 // Megatron-Core's checks of --overlap-moe-expert-parallel-comm: no full recompute, no recomputed
 // mixture, a bf16 or fp16 model.
 TEST(WorkloadErrors, ExpertParallelOverlapTakesMegatronCoresLimits) {

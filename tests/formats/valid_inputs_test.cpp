@@ -267,5 +267,28 @@ TEST(ValidInputs, CheckFileRecognisesEveryKind) {
   EXPECT_EQ(formats::check_file(kDataDir + "/hf/gpt2.json").kind, "hf-config");
 }
 
+// A mixture of experts and latent attention written inline describe the same model as the
+// published config.json: Mixtral-8x7B (46.7B) and DeepSeek-V2-Lite (15.7B), parameter for
+// parameter.
+TEST(ValidInputs, InlineMixturesMatchTheirConfigs) {
+  for (const auto& [inline_file, hf_file] :
+       {std::pair{"workload-inline-mixtral.yaml", "mixtral-8x7b-v0.1.json"},
+        std::pair{"workload-inline-deepseek-v2-lite.yaml", "deepseek-v2-lite.json"}}) {
+    SCOPED_TRACE(inline_file);
+    const Workload w = formats::load_workload(kDataDir + "/" + inline_file);
+    const ModelShape hf =
+        formats::parse_hf_config(formats::read_text_file(kDataDir + "/hf/" + hf_file), hf_file);
+    ASSERT_TRUE(w.model.moe());
+    EXPECT_EQ(w.model.latent_attention(), hf.latent_attention());
+    EXPECT_EQ(w.model.dense_layers, hf.dense_layers);
+    EXPECT_EQ(w.model.shared_expert_ffn, hf.shared_expert_ffn);
+    EXPECT_DOUBLE_EQ(w.model.total_parameters(), hf.total_parameters());
+    EXPECT_DOUBLE_EQ(w.model.active_parameters(), hf.active_parameters());
+    EXPECT_DOUBLE_EQ(w.model.layer_parameters(0), hf.layer_parameters(0));
+    EXPECT_DOUBLE_EQ(w.model.layer_parameters(w.model.layers - 1),
+                     hf.layer_parameters(hf.layers - 1));
+  }
+}
+
 }  // namespace
 }  // namespace hetplan
