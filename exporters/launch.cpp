@@ -337,7 +337,7 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
     if (training.grouped_gemm) parallel.push_back("--moe-grouped-gemm");
     if (training.overlap_ep_comm) {
       const std::string ep_refused =
-          ep > 1 ? sim::ep_overlap_refusal(settings, static_cast<int>(plan.stages.size())) : "";
+          sim::ep_overlap_refusal(settings, static_cast<int>(plan.stages.size()));
       if (ep <= 1) {
         notes.push_back(
             "The workload overlaps the expert-parallel all-to-alls, not passed: "

@@ -443,10 +443,9 @@ void read_inline_mixture(MapReader& map, ModelShape& model) {
 void read_inline_latent_attention(MapReader& map, ModelShape& model) {
   const char* const kLatentKeys[] = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
                                      "qk_rope_head_dim", "v_head_dim"};
-  std::optional<Field> first;
-  for (const char* key : kLatentKeys)
-    if (auto given = map.optional(key); given && !first) first = given;
-  if (!first) return;
+  bool latent = false;
+  for (const char* key : kLatentKeys) latent |= map.optional(key).has_value();
+  if (!latent) return;
   if (auto q = map.optional("q_lora_rank"))
     model.q_lora_rank = static_cast<int>(q->as_int(0, kMaxDim));
   model.kv_lora_rank = static_cast<int>(map.required("kv_lora_rank").as_int(1, kMaxDim));

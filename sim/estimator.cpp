@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "models/transformer_ops.hpp"
+#include "sim/pipeline_schedule.hpp"
 
 namespace hetplan::sim {
 namespace {
@@ -172,13 +173,9 @@ std::string ep_overlap_refusal(const StepSettings& settings, int stages) {
 }
 
 double ep_overlap_paired_share(int stages, int stage, int virtual_stages, int micro_batches) {
-  const long long ops = static_cast<long long>(micro_batches) * virtual_stages;
+  const int ops = micro_batches * virtual_stages;
   if (ops <= 0) return 0;
-  const long long warmup = std::min(
-      ops,
-      (stages > 1 ? 2LL * (stages - stage - 1) + static_cast<long long>(virtual_stages - 1) * stages
-                  : 0LL) +
-          1);
+  const int warmup = pipeline_warmup(stage, stages, micro_batches, virtual_stages, 1);
   return static_cast<double>(ops - warmup) / static_cast<double>(ops);
 }
 

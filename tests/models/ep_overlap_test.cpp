@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "formats/loaders.hpp"
 #include "sim/estimator.hpp"
+#include "tests/support/plans.hpp"
 
 namespace hetplan::sim {
 namespace {
@@ -20,21 +22,8 @@ Scenario mixtral(int global_batch) {
 
 // Mixtral's 32 layers in `stages` equal stages of tp 2, dp 8, ep 8 on the DCU island.
 Plan moe_plan(int stages, int virtual_stages) {
-  Plan plan;
-  plan.name = "moe";
-  plan.virtual_stages = virtual_stages;
-  const int layers = 32 / stages;
-  for (int i = 0; i < stages; ++i) {
-    PlanStage stage;
-    stage.island = "dcu-k100";
-    stage.first_layer = i * layers;
-    stage.num_layers = layers;
-    stage.tp = 2;
-    stage.dp = 8;
-    stage.ep = 8;
-    plan.stages.push_back(stage);
-  }
-  return plan;
+  return test::plan_on("dcu-k100", std::vector<int>(static_cast<std::size_t>(stages), 32 / stages),
+                       2, 8, virtual_stages, 8);
 }
 
 struct Pair {
@@ -166,17 +155,8 @@ TEST(ExpertParallelOverlap, APlansFullRecomputeTurnsItOff) {
 // A dense model has no all-to-alls: asking for the overlap changes nothing and says nothing.
 TEST(ExpertParallelOverlap, ADenseModelIsUnchanged) {
   Scenario s = formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/default.yaml");
-  Plan plan;
-  plan.name = "dense";
-  for (int i = 0; i < 2; ++i) {
-    PlanStage stage;
-    stage.island = s.cluster.islands.front().name;
-    stage.first_layer = i * s.workload.model.layers / 2;
-    stage.num_layers = s.workload.model.layers / 2;
-    stage.tp = 8;
-    stage.dp = 2;
-    plan.stages.push_back(stage);
-  }
+  const int half = s.workload.model.layers / 2;
+  const Plan plan = test::plan_on(s.cluster.islands.front().name, {half, half}, 8, 2);
   const Pair e = estimate_both(s, plan);
   EXPECT_DOUBLE_EQ(e.with.step_time_s, e.without.step_time_s);
   EXPECT_FALSE(said(e.with, "expert-parallel"));

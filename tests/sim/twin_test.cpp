@@ -11,13 +11,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <csignal>
-#include <stop_token>
-#include <thread>
-
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -28,7 +25,9 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -40,6 +39,7 @@
 #include "sim/twin/runner.hpp"
 #include "sim/twin_input.hpp"
 #include "tests/support/llama.hpp"
+#include "tests/support/plans.hpp"
 #include "tests/support/temp_folder.hpp"
 
 namespace hetplan::sim {
@@ -1105,20 +1105,10 @@ TEST(TwinAgreement, CombinedOneFOneBHidesTheAllToAllsAsTheEstimatorDoes) {
   Scenario scenario = formats::load_scenario(kSource + "/scenarios/mixtral-mixed.yaml");
   scenario.workload.training.global_batch = 64;  // 8 micro-batches of dp 8
   auto plan_of = [](int stages, int chunks) {
-    Plan plan;
+    Plan plan =
+        test::plan_on("dcu-k100", std::vector<int>(static_cast<std::size_t>(stages), 32 / stages),
+                      2, 8, chunks, 8);
     plan.name = "combined-pp" + std::to_string(stages) + "-v" + std::to_string(chunks);
-    plan.virtual_stages = chunks;
-    plan.schedule = chunks > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
-    for (int i = 0; i < stages; ++i) {
-      PlanStage stage;
-      stage.island = "dcu-k100";
-      stage.first_layer = i * 32 / stages;
-      stage.num_layers = 32 / stages;
-      stage.tp = 2;
-      stage.dp = 8;
-      stage.ep = 8;
-      plan.stages.push_back(stage);
-    }
     return plan;
   };
   Workload overlapped = scenario.workload;
@@ -1165,18 +1155,7 @@ TEST(TwinCheckExpertParallel, OneFOneBPipelinesAreNotCombined) {
   const Scenario scenario = formats::load_scenario(kSource + "/scenarios/mixtral-mixed.yaml");
   Workload overlapped = scenario.workload;
   overlapped.training.overlap_ep_comm = true;
-  Plan plan;
-  plan.name = "one-f-one-b";
-  for (int i = 0; i < 2; ++i) {
-    PlanStage stage;
-    stage.island = "dcu-k100";
-    stage.first_layer = 16 * i;
-    stage.num_layers = 16;
-    stage.tp = 2;
-    stage.dp = 8;
-    stage.ep = 8;
-    plan.stages.push_back(stage);
-  }
+  const Plan plan = test::plan_on("dcu-k100", {16, 16}, 2, 8, 1, 8);
   const TwinInput input = make_twin_input(scenario.cluster, overlapped, plan,
                                           estimate_step(scenario.cluster, overlapped, plan));
   EXPECT_FALSE(input.combined);
@@ -1534,20 +1513,8 @@ TEST(TwinTrace, CombinedOneFOneBSlicesDoNotOverlap) {
   Scenario scenario = formats::load_scenario(kSource + "/scenarios/mixtral-mixed.yaml");
   scenario.workload.training.global_batch = 64;
   scenario.workload.training.overlap_ep_comm = true;
-  Plan plan;
+  Plan plan = test::plan_on("dcu-k100", {8, 8, 8, 8}, 2, 8, 2, 8);
   plan.name = "combined-trace";
-  plan.virtual_stages = 2;
-  plan.schedule = Schedule::interleaved;
-  for (int i = 0; i < 4; ++i) {
-    PlanStage stage;
-    stage.island = "dcu-k100";
-    stage.first_layer = 8 * i;
-    stage.num_layers = 8;
-    stage.tp = 2;
-    stage.dp = 8;
-    stage.ep = 8;
-    plan.stages.push_back(stage);
-  }
   TwinOptions options;
   options.trace_path = folder.file("trace.json");
   options.jitter = 0.05;
