@@ -43,17 +43,17 @@ double ModelShape::attention_parameters() const {
 
 double ModelShape::dense_mlp_parameters() const {
   const double h = hidden;
-  const double matrices = gated(activation) ? 3.0 : 2.0;
+  const double matrices = mlp_matrices(activation);
   return matrices * h * ffn + (linear_bias ? (matrices - 1.0) * ffn + h : 0.0);
 }
 
 double ModelShape::moe_mlp_parameters() const {
   const double h = hidden;
-  const double matrices = gated(activation) ? 3.0 : 2.0;
   const double router = h * experts + (expert_bias ? experts : 0.0);
-  const double routed = static_cast<double>(experts) * matrices * h * expert_ffn;
-  const double shared = static_cast<double>(shared_experts) * matrices * h * shared_expert_ffn +
-                        (shared_expert_gate ? h : 0.0);
+  const double routed = routed_expert_parameters();
+  const double shared =
+      static_cast<double>(shared_experts) * mlp_matrices(activation) * h * shared_expert_ffn +
+      (shared_expert_gate ? h : 0.0);
   return router + routed + shared;
 }
 
@@ -118,9 +118,13 @@ double ModelShape::total_parameters() const {
   return layers * layer_parameters() + moe_extra + embedding_parameters() + head_parameters();
 }
 
+double ModelShape::routed_expert_parameters() const {
+  return static_cast<double>(experts) * mlp_matrices(activation) * hidden * expert_ffn;
+}
+
 double ModelShape::active_parameters() const {
-  const double matrices = gated(activation) ? 3.0 : 2.0;
-  const double idle = static_cast<double>(experts - experts_per_token) * matrices * hidden * expert_ffn;
+  const double idle = static_cast<double>(experts - experts_per_token) * mlp_matrices(activation) *
+                      hidden * expert_ffn;
   return total_parameters() - moe_layer_count() * (experts > 0 ? idle : 0.0);
 }
 

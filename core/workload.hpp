@@ -17,6 +17,10 @@ enum class Activation { gelu, swiglu, relu, geglu };
 constexpr bool gated(Activation activation) {
   return activation == Activation::swiglu || activation == Activation::geglu;
 }
+// The weight matrices of one MLP (or expert): gate, up and down when gated, else up and down.
+constexpr double mlp_matrices(Activation activation) {
+  return gated(activation) ? 3.0 : 2.0;
+}
 enum class Norm { layernorm, rmsnorm };
 enum class Optimizer { adam, adamw, sgd };
 enum class Recompute { none, selective, full };
@@ -110,6 +114,7 @@ struct ModelShape {
   double attention_parameters() const;
   double dense_mlp_parameters() const;
   double moe_mlp_parameters() const;  // router, routed and shared experts
+  double routed_expert_parameters() const;  // one mixture layer's routed experts
   double embedding_parameters() const;
   double head_parameters() const;  // 0 when tied to the input embedding
   double mtp_parameters() const;   // the multi-token prediction modules, beside the total
@@ -200,6 +205,20 @@ inline int fully_recomputed_layers(Recompute recompute, int recompute_layers,
   for (const int layers : chunk_layers)
     out += recompute_layers <= 0 || layers < recompute_layers ? layers : recompute_layers;
   return out;
+}
+
+// What Megatron-Core's TransformerConfig refuses beside --overlap-moe-expert-parallel-comm
+// (the combined 1F1B schedule): full recomputation, the mixture among the recomputed modules (it
+// would dispatch again), and an fp32 model. The workload loader rejects these at the key; a
+// plan that changes the recompute or the dtype keeps the all-to-alls exposed
+// (sim::ep_overlap_refusal).
+enum class EpOverlapConflict { none, full_recompute, moe_recompute, fp32 };
+inline EpOverlapConflict ep_overlap_conflict(const TrainingSettings& t) {
+  if (t.recompute == Recompute::full) return EpOverlapConflict::full_recompute;
+  if (t.recompute == Recompute::selective && (t.recompute_modules & kRecomputeMoe) != 0)
+    return EpOverlapConflict::moe_recompute;
+  if (t.dtype == DType::fp32) return EpOverlapConflict::fp32;
+  return EpOverlapConflict::none;
 }
 
 struct Workload {

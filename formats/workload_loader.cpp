@@ -544,20 +544,22 @@ TrainingSettings read_training(const Field& field) {
     if (auto v = o.optional("tp_comm")) t.overlap_tp_comm = v->as_bool();
     if (auto v = o.optional("ep_comm")) {
       t.overlap_ep_comm = v->as_bool();
-      // Megatron-Core's checks of --overlap-moe-expert-parallel-comm (TransformerConfig).
-      if (t.overlap_ep_comm && t.recompute == Recompute::full)
-        v->fail(
-            "expected no full recompute beside it (Megatron-Core's combined 1F1B schedule "
-            "refuses full recomputation)");
-      if (t.overlap_ep_comm && t.recompute == Recompute::selective &&
-          (t.recompute_modules & kRecomputeMoe) != 0)
-        v->fail(
-            "expected recompute_modules without moe beside it (a recomputed mixture would "
-            "dispatch again, which the combined 1F1B schedule does not allow)");
-      if (t.overlap_ep_comm && t.dtype == DType::fp32)
-        v->fail(
-            "expected dtype bf16, fp16 or fp8 (Megatron-Core overlaps the all-to-alls only "
-            "in a bf16 or fp16 model)");
+      switch (t.overlap_ep_comm ? ep_overlap_conflict(t) : EpOverlapConflict::none) {
+        case EpOverlapConflict::none:
+          break;
+        case EpOverlapConflict::full_recompute:
+          v->fail(
+              "expected no full recompute beside it (Megatron-Core's combined 1F1B schedule "
+              "refuses full recomputation)");
+        case EpOverlapConflict::moe_recompute:
+          v->fail(
+              "expected recompute_modules without moe beside it (a recomputed mixture would "
+              "dispatch again, which the combined 1F1B schedule does not allow)");
+        case EpOverlapConflict::fp32:
+          v->fail(
+              "expected dtype bf16, fp16 or fp8 (Megatron-Core overlaps the all-to-alls only "
+              "in a bf16 or fp16 model)");
+      }
     }
     o.done();
     if (t.overlap_param_gather && t.zero_stage == 0) {

@@ -1,6 +1,7 @@
 #include "models/memory.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <span>
 #include <vector>
 
@@ -84,7 +85,7 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
   } else if (!recomputes(kRecomputeMlp)) {
     // MLP: gated activations keep both halves of the up projection and the product; the last
     // of them is the down projection's input. The mlp module keeps only its input.
-    const double mlp_tensors = gated(model.activation) ? 3.0 : 2.0;
+    const double mlp_tensors = mlp_matrices(model.activation);
     bytes += tokens * f * ((mlp_tensors - 1.0) * e + lin) / t;
   }
   // Core attention: the s x s score matrices unless fused (flash) or recomputed (selective).
@@ -114,12 +115,21 @@ LayerActivations layer_activations(const ModelShape& model, const TrainingSettin
   return out;
 }
 
+int pipeline_warmup(int stage, int stages, int micro_batches, int chunks, int extra_warmup) {
+  assert(extra_warmup >= 0);
+  const int ops = micro_batches * chunks;
+  const int later_stages = stages - stage - 1;
+  // Interleaved: each stage first fills every chunk but the last for one group of `stages`
+  // micro-batches, plus two ops per later stage. Plain 1F1B: one op per later stage.
+  return chunks == 1 ? std::min(later_stages + extra_warmup, ops)
+                     : std::min(2 * later_stages + (chunks - 1) * stages + extra_warmup, ops);
+}
+
 double chunks_in_flight(int stages, int stage_index, int virtual_stages, int micro_batches,
                         int extra_warmup) {
-  const int p = stages, rank = stage_index, v = virtual_stages;
-  if (v <= 1) return std::min(p - rank + extra_warmup, micro_batches);
-  return std::min(2.0 * (p - rank - 1) + (v - 1.0) * p + 1.0 + extra_warmup,
-                  static_cast<double>(micro_batches) * v);
+  const int v = std::max(1, virtual_stages);
+  return std::min(pipeline_warmup(stage_index, stages, micro_batches, v, extra_warmup) + 1,
+                  micro_batches * v);
 }
 
 double peak_in_flight(int stages, int stage_index, int micro_batches,
@@ -129,7 +139,7 @@ double peak_in_flight(int stages, int stage_index, int micro_batches,
   const long long g = p * v;  // one round of forward operations over every chunk
   const long long ops = static_cast<long long>(micro_batches) * v;
   const long long warmup =
-      std::min(2 * (p - stage_index - 1) + (v - 1) * p + static_cast<long long>(extra_warmup), ops);
+      pipeline_warmup(stage_index, stages, micro_batches, static_cast<int>(v), extra_warmup);
   auto forward_chunk = [&](long long k) { return (k % g) / p; };
   auto backward_chunk = [&](long long k) { return v - 1 - (k % g) / p; };
   double held = 0;
@@ -154,8 +164,7 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   double layer = model.layer_parameters() / t;
   double expert_layer = 0;
   if (model.moe()) {
-    const double matrices = gated(model.activation) ? 3.0 : 2.0;
-    const double routed = static_cast<double>(model.experts) * matrices * model.hidden * model.expert_ffn;
+    const double routed = model.routed_expert_parameters();
     expert_layer = routed / (t * stage.ep);
     layer = (model.layer_parameters(model.layers - 1) - routed) / t + expert_layer;
   }

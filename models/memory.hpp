@@ -106,12 +106,19 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
 LayerActivations layer_activations(const ModelShape& model, const TrainingSettings& training,
                                    int micro_batch, int tp);
 
+// The forward operations stage `stage` (0-based, of `stages`) runs before its first backward
+// operation under Megatron-LM's schedules over `micro_batches` micro-batches of `chunks` model
+// chunks (at most all of them): plain 1F1B one per later stage, the interleaved schedule
+// 2 (p − rank − 1) + (v − 1) p, and `extra_warmup` more (Megatron-Core's combined 1F1B runs one).
+// The memory model counts what they hold; sim::pipeline_order runs them.
+int pipeline_warmup(int stage, int stages, int micro_batches, int chunks, int extra_warmup = 0);
+
 // Micro-batches (interleaved: model chunks of one micro-batch) whose activations stage
-// `stage_index` of `stages` holds when it starts its first backward pass: 1F1B's p − rank, at
-// most the micro-batches; Megatron's interleaved warm-up 2(p − rank − 1) + (v − 1) p, plus one,
-// at most m v. Besides it, a stage's memory reads of its place only whether it is the first or
-// the last (stage_memory). `extra_warmup`: forward operations the schedule runs ahead beyond
-// those (Megatron-Core's combined 1F1B runs one, docs/models/memory.md#micro-batches-in-flight).
+// `stage_index` of `stages` holds when it starts its first backward pass: its warm-up
+// (pipeline_warmup) plus the one the backward pass is for, at most m v. Besides it, a stage's
+// memory reads of its place only whether it is the first or the last (stage_memory).
+// `extra_warmup`: forward operations the schedule runs ahead beyond those (Megatron-Core's combined
+// 1F1B runs one, docs/models/memory.md#micro-batches-in-flight).
 double chunks_in_flight(int stages, int stage_index, int virtual_stages, int micro_batches,
                         int extra_warmup = 0);
 

@@ -350,7 +350,7 @@ double layer_model_flops(const ModelShape& model, int micro_batch, int seq_len, 
   const double h = model.hidden;
   const double w = model.attention_width();
   const double kv = static_cast<double>(model.kv_heads) * model.head_dim();
-  const double matrices = gated(model.activation) ? 3.0 : 2.0;
+  const double matrices = mlp_matrices(model.activation);
   // A mixture's MLP: the experts a token visits, the shared ones and the router.
   const double mlp =
       model.moe() && !dense_mlp

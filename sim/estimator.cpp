@@ -161,12 +161,17 @@ std::string flex_dispatcher_refusal(const ChipProfile& chip) {
 std::string ep_overlap_refusal(const StepSettings& settings, int stages) {
   const TrainingSettings& t = settings.training;
   if (!t.overlap_ep_comm) return "";
-  // Megatron-Core's TransformerConfig checks of --overlap-moe-expert-parallel-comm (a plan may
-  // change the recompute and the dtype the workload loader checked).
-  if (t.recompute == Recompute::full) return "Megatron-Core refuses it with full recomputation";
-  if (t.recompute == Recompute::selective && (t.recompute_modules & kRecomputeMoe) != 0)
-    return "Megatron-Core refuses it with the mixture among the recomputed modules";
-  if (t.dtype == DType::fp32) return "Megatron-Core runs it in bf16 or fp16 models only";
+  // The workload loader refused these, but a plan may change the recompute and the dtype.
+  switch (ep_overlap_conflict(t)) {
+    case EpOverlapConflict::none:
+      break;
+    case EpOverlapConflict::full_recompute:
+      return "Megatron-Core refuses it with full recomputation";
+    case EpOverlapConflict::moe_recompute:
+      return "Megatron-Core refuses it with the mixture among the recomputed modules";
+    case EpOverlapConflict::fp32:
+      return "Megatron-Core runs it in bf16 or fp16 models only";
+  }
   if (stages > 1 && settings.virtual_stages <= 1)
     return "with pipeline parallelism Megatron-Core runs it only under the interleaved schedule";
   return "";

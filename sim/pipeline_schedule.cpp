@@ -6,16 +6,6 @@
 
 namespace hetplan::sim {
 
-int pipeline_warmup(int stage, int stages, int micro_batches, int chunks, int extra_warmup) {
-  assert(extra_warmup >= 0);
-  const int ops = micro_batches * chunks;
-  const int later_stages = stages - stage - 1;
-  // Interleaved: each stage first fills every chunk but the last for one group of `stages`
-  // micro-batches, plus two ops per later stage. Plain 1F1B: one op per later stage.
-  return chunks == 1 ? std::min(later_stages + extra_warmup, ops)
-                     : std::min(2 * later_stages + (chunks - 1) * stages + extra_warmup, ops);
-}
-
 std::vector<PipelineOp> pipeline_order(int stage, int stages, int micro_batches, int chunks,
                                        int extra_warmup) {
   assert(stages >= 1 && stage >= 0 && stage < stages);

@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "models/memory.hpp"
+
 namespace hetplan::sim {
 
 enum class Pass { forward, backward };
@@ -41,10 +43,11 @@ struct PipelineOp {
 std::vector<PipelineOp> pipeline_order(int stage, int stages, int micro_batches, int chunks,
                                        int extra_warmup = 0);
 
-// The warm-up `w` of pipeline_order with the same arguments: its first w ops are forward ops,
-// and steady-state forward op k + w is at index w + 2k, beside backward op k at w + 2k + 1 (the
-// combined schedule's pairs, for k < micro_batches * chunks - w).
-int pipeline_warmup(int stage, int stages, int micro_batches, int chunks, int extra_warmup = 0);
+// The warm-up `w` of pipeline_order with the same arguments (models::pipeline_warmup, the count
+// the memory model holds): its first w ops are forward ops, and steady-state forward op k + w
+// is at index w + 2k, beside backward op k at w + 2k + 1 (the combined schedule's pairs, for
+// k < micro_batches * chunks - w).
+using models::pipeline_warmup;
 
 // The position of (stage, chunk) in the model: chunk * stages + stage. Activations flow from
 // virtual stage q to q + 1, gradients from q + 1 back to q; so the last stage's chunk c feeds
