@@ -162,5 +162,34 @@ TEST(ExpertParallelOverlap, ADenseModelIsUnchanged) {
   EXPECT_FALSE(said(e.with, "expert-parallel"));
 }
 
+// The plan search prunes with per-stage lower bounds that take every all-to-all hidden to the
+// kernel's share (StageKernel::layer_time_bound, head_time_bound; docs/planner.md#ep-overlap).
+// They must stay at or below the time the estimate gives each stage under the overlap, which
+// a bound without the overlap is not: it would prune the plans that gain most from it.
+TEST(ExpertParallelOverlap, TheSearchBoundsStayBelowEveryStagesTime) {
+  Scenario s = mixtral(512);
+  s.workload.training.overlap_ep_comm = true;
+  const Island& island = *s.cluster.find_island("dcu-k100");
+  for (const auto& [stages, chunks] : {std::pair{1, 1}, {2, 2}, {4, 2}}) {
+    const Plan plan = moe_plan(stages, chunks);
+    const Estimate e = estimate_step(s.cluster, s.workload, plan);
+    ASSERT_EQ(e.stages.size(), static_cast<std::size_t>(stages));
+    const StepSettings settings = step_settings(s.workload, plan);
+    const StageKernel k =
+        make_stage_kernel(s.cluster, s.workload.model, settings, island, 2, 8, {}, 8);
+    ASSERT_GT(k.ep_overlap, 0);
+    const Recompute mode = marginal_recompute(settings);
+    for (int i = 0; i < stages; ++i) {
+      const StageEstimate& se = e.stages[static_cast<std::size_t>(i)];
+      const double layers = plan.stages[static_cast<std::size_t>(i)].num_layers;
+      const double bound = layers * k.layer_time_bound(mode) + (i == 0 ? k.embedding_time() : 0.0) +
+                           (i == stages - 1 ? k.head_time_bound() : 0.0);
+      EXPECT_LE(bound, se.micro_batch_s * (1 + 1e-12)) << stages << " stages, stage " << i;
+      // Not vacuous: the same layers with their all-to-alls exposed take longer than the stage.
+      EXPECT_GT(layers * k.layer_time(mode), se.micro_batch_s) << stages << " stages, stage " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hetplan::sim
