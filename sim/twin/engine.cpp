@@ -1,7 +1,5 @@
 #include "sim/twin/engine.hpp"
 
-#include <simgrid/s4u.hpp>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -12,6 +10,8 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <simgrid/s4u.hpp>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "sim/pipeline_schedule.hpp"
@@ -220,11 +220,7 @@ class Platform {
       const int leaf_b = node_b / b.nodes_per_leaf;
       if (island_a != island_b || leaf_a != leaf_b) {
         route_.push_back(la.uplink(a, leaf_a, false));
-        if (const auto spine = spine_links_.find(a.zone); spine != spine_links_.end())
-          route_.push_back(spine->second);  // into the spine
-        if (a.zone != b.zone) route_.push_back(zone_link_index(a.zone, b.zone));
-        if (const auto spine = spine_links_.find(b.zone); spine != spine_links_.end())
-          route_.push_back(spine->second + 1);  // out of it
+        push_fabric_tiers(route_, island_a, island_b);
         route_.push_back(lb.uplink(b, leaf_b, true));
       }
       route_.push_back(lb.nic_link(node_b, lb.unit_of(b, local_b / block_), true));
@@ -258,8 +254,34 @@ class Platform {
   }
 
  private:
-  int zone_link_index(const std::string& from, const std::string& to) const {
-    return zone_links_.at({from, to});
+  // The report entries between the leaves of islands a and b: into a's zone's spine, the zone
+  // link when the zones differ, out of b's zone's spine (each where there is one).
+  void push_fabric_tiers(std::vector<int>& route, int island_a, int island_b) const {
+    const std::size_t a = static_cast<std::size_t>(island_a);
+    const std::size_t b = static_cast<std::size_t>(island_b);
+    if (island_spine_[a] >= 0) route.push_back(island_spine_[a]);
+    const int zone_link = island_zone_link_[a * in_.islands.size() + b];
+    if (zone_link == kNoZoneLink) throw std::out_of_range("no zone link between the islands");
+    if (zone_link >= 0) route.push_back(zone_link);
+    if (island_spine_[b] >= 0) route.push_back(island_spine_[b] + 1);
+  }
+
+  // Per island its zone's spine entry (-1: no limiting spine), and per pair of islands the
+  // zone link's entry (-1: one zone), so that a flow's route compares no zone names.
+  void index_fabric_tiers() {
+    const std::size_t n = in_.islands.size();
+    island_spine_.assign(n, -1);
+    island_zone_link_.assign(n * n, -1);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string& zone = in_.islands[i].zone;
+      if (const auto spine = spine_links_.find(zone); spine != spine_links_.end())
+        island_spine_[i] = spine->second;
+      for (std::size_t j = 0; j < n; ++j) {
+        if (in_.islands[j].zone == zone) continue;
+        const auto link = zone_links_.find({zone, in_.islands[j].zone});
+        island_zone_link_[i * n + j] = link != zone_links_.end() ? link->second : kNoZoneLink;
+      }
+    }
   }
 
   // The report entries a flow of path `path` from group `from` to group `to` crosses on lane
@@ -277,11 +299,7 @@ class Platform {
       const TwinIsland& a = in_.islands[g(ia)];
       const TwinIsland& b = in_.islands[g(ib)];
       route.push_back(layout_[g(ia)].uplink(a, lanes_->nodes[g(from)][g(lane)] / a.nodes_per_leaf, false));
-      if (const auto spine = spine_links_.find(a.zone); spine != spine_links_.end())
-        route.push_back(spine->second);
-      if (a.zone != b.zone) route.push_back(zone_link_index(a.zone, b.zone));
-      if (const auto spine = spine_links_.find(b.zone); spine != spine_links_.end())
-        route.push_back(spine->second + 1);
+      push_fabric_tiers(route, ia, ib);
       route.push_back(layout_[g(ib)].uplink(b, lanes_->nodes[g(to)][g(lane)] / b.nodes_per_leaf, true));
     }
     route.push_back(path_links_[g(path)][g(1 - side_from)][g(lane)] + 1);
@@ -569,6 +587,7 @@ class Platform {
       root->add_route(a.zone->get_netpoint(), b.zone->get_netpoint(), a.spine, b.spine,
                       {{link, Dir::UP}}, true);
     }
+    index_fabric_tiers();
     if (exchange_ && lanes_) build_exchange(root);
     exchange_bytes_.assign(links_.size(), 0.0);
     root->seal();
@@ -591,6 +610,9 @@ class Platform {
   std::vector<sg4::Link*> link_objects_;  // per report entry: its SimGrid link
   std::map<std::string, int> spine_links_;  // zone -> its spine's report entry (up; down + 1)
   std::map<std::pair<std::string, std::string>, int> zone_links_;
+  static constexpr int kNoZoneLink = -2;
+  std::vector<int> island_spine_;      // [island] (index_fabric_tiers)
+  std::vector<int> island_zone_link_;  // [island a x islands + island b]
   std::vector<int> route_;
 };
 
