@@ -3,10 +3,14 @@
 // leaf-spine fabric, each in its own worker process as `hetplan simulate` runs it. Counters: the
 // worker's peak resident memory (MiB), the flows simulated, the wall time per flow (µs, the
 // worker's whole run over its flows: the figure whose flatness across sizes docs/twin.md#speed
-// follows) and the simulated step (s). Run ./build/bench/hetplan_bench --benchmark_filter=Twin.
+// follows), the same after the worker's start (the wall time of a worker that rejects an empty
+// input at once: process, libraries, parse) and the simulated step (s). Run
+// ./build/bench/hetplan_bench --benchmark_filter=Twin.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
+#include <limits>
 #include <stdexcept>
 
 #include "formats/loaders.hpp"
@@ -42,6 +46,18 @@ hetplan::sim::TwinInput large_plan(int stages, int dp, int global_batch, int nod
   return hetplan::sim::make_twin_input(scenario.cluster, scenario.workload, plan, estimate);
 }
 
+// The least of three starts of the worker on an input it rejects before simulating.
+double worker_start_s(const hetplan::sim::twin::WorkerCommand& worker) {
+  double least = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < 3; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    hetplan::sim::twin::run_workers({hetplan::sim::TwinInput{}}, worker, 1);
+    least = std::min(
+        least, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return least;
+}
+
 void simulate(benchmark::State& state, const hetplan::sim::TwinInput& input) {
   const hetplan::sim::twin::WorkerCommand worker{HETPLAN_TWIN_WORKER};
   long peak_kib = 0;
@@ -61,7 +77,11 @@ void simulate(benchmark::State& state, const hetplan::sim::TwinInput& input) {
     state.counters["step_s"] = outcome.result->step_time_s;
   }
   state.counters["peak_rss_MiB"] = static_cast<double>(peak_kib) / 1024.0;
-  if (flows > 0) state.counters["us_per_flow"] = wall_s / flows * 1e6;
+  if (flows > 0) {
+    state.counters["us_per_flow"] = wall_s / flows * 1e6;
+    const double started = static_cast<double>(state.iterations()) * worker_start_s(worker);
+    state.counters["us_per_flow_after_start"] = (wall_s - started) / flows * 1e6;
+  }
 }
 
 // 1,024 ranks: 8 stages x tp 8 x dp 16, 32 micro-batches of one sequence.
