@@ -85,7 +85,7 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
   } else if (!recomputes(kRecomputeMlp)) {
     // MLP: gated activations keep both halves of the up projection and the product; the last
     // of them is the down projection's input. The mlp module keeps only its input.
-    const double mlp_tensors = mlp_matrices(model.activation);
+    const double mlp_tensors = gated(model.activation) ? 3.0 : 2.0;
     bytes += tokens * f * ((mlp_tensors - 1.0) * e + lin) / t;
   }
   // Core attention: the s x s score matrices unless fused (flash) or recomputed (selective).

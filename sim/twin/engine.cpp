@@ -1,5 +1,7 @@
 #include "sim/twin/engine.hpp"
 
+#include <simgrid/s4u.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -10,7 +12,6 @@
 #include <numeric>
 #include <optional>
 #include <set>
-#include <simgrid/s4u.hpp>
 #include <stdexcept>
 #include <unordered_map>
 
