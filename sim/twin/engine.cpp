@@ -945,6 +945,8 @@ class Step {
       const double start = sg4::Engine::get_clock();
       t.waiter = sg4::Semaphore::create(0);
       t.waiter->acquire();
+      // Freed now, not with the step's transfers: half a million of them at 65,536 ranks.
+      t.waiter = nullptr;
       const double end = sg4::Engine::get_clock();
       account(s, d).breakdown.bubble_s += end - start;
       record(s, d, EventKind::receive_wait, mb, chunk, start, end);
