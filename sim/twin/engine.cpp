@@ -680,7 +680,7 @@ double jitter_factor(double cv, std::uint64_t key) {
 struct Transfer {
   bool done = false;
   double sent_s = 0;  // when the sender started, for the trace
-  sg4::SemaphorePtr waiter;
+  sg4::Semaphore* waiter = nullptr;  // the receiving actor's, while it waits
 };
 
 struct ReplicaAccount {
@@ -732,6 +732,7 @@ class Step {
     virtual_stages_ = p_ * v_;
     transfers_.resize(static_cast<std::size_t>(dp_) * std::max(0, virtual_stages_ - 1) * 2 *
                       static_cast<std::size_t>(m_));
+    wakers_.resize(static_cast<std::size_t>(p_) * dp_);
     orders_.resize(static_cast<std::size_t>(p_));
     last_backward_.assign(static_cast<std::size_t>(p_), std::vector<int>(v_, -1));
     double earlier = 0;  // the earlier stages' first chunks' forward passes
@@ -943,9 +944,12 @@ class Step {
     Transfer& t = transfer(d, edge, backward, mb);
     if (!t.done) {
       const double start = sg4::Engine::get_clock();
-      t.waiter = sg4::Semaphore::create(0);
-      t.waiter->acquire();
-      // Freed now, not with the step's transfers: half a million of them at 65,536 ranks.
+      // One semaphore per replica actor, made at its first wait: it waits for one transfer at
+      // a time, and a semaphore per wait cost half a million of them at 65,536 ranks.
+      sg4::SemaphorePtr& own = wakers_[static_cast<std::size_t>(s) * dp_ + d];
+      if (!own) own = sg4::Semaphore::create(0);
+      t.waiter = own.get();
+      own->acquire();
       t.waiter = nullptr;
       const double end = sg4::Engine::get_clock();
       account(s, d).breakdown.bubble_s += end - start;
@@ -1328,6 +1332,7 @@ class Step {
   std::function<void()> done_;
   int p_ = 1, v_ = 1, m_ = 1, dp_ = 1, virtual_stages_ = 1;
   std::vector<Transfer> transfers_;
+  std::vector<sg4::SemaphorePtr> wakers_;  // per stage and replica: receive()
   std::vector<std::vector<PipelineOp>> orders_;
   std::vector<std::vector<int>> last_backward_;  // [stage][chunk] index of its last backward
   std::vector<int> warmups_;  // [stage] its warm-up's forward operations (pipeline_warmup)
