@@ -167,4 +167,13 @@ CollectiveChoice best_collective(Collective collective, double bytes,
   return best;
 }
 
+double forwarded_all_to_all_time(double node_bytes, double network_bytes,
+                                 const CollectiveGroup& group) {
+  // With fast groups inside a node (ranks_per_fast_group), `intra` is the link between them: the
+  // slower in-node path carries the forwarded copies.
+  return collective_time(Collective::all_to_all, CollectiveAlgorithm::ring, 0.0, group) +
+         std::max(node_bytes / group.intra.bus_bandwidth,
+                  network_bytes / group.inter.bus_bandwidth);
+}
+
 }  // namespace hetplan::models

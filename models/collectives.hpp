@@ -53,4 +53,11 @@ struct CollectiveChoice {
 // The fastest algorithm for this collective, as the collective libraries' tuners pick.
 CollectiveChoice best_collective(Collective collective, double bytes, const CollectiveGroup& group);
 
+// An all-to-all whose cross-node part is forwarded (the flex dispatcher across nodes,
+// flex_forwarded_traffic): each rank sends `node_bytes` over the intra-node link and
+// `network_bytes` over its share of the node's NICs at once, and the slower decides; the
+// latency is the flat exchange's, n - 1 steps of the slower level's alpha.
+double forwarded_all_to_all_time(double node_bytes, double network_bytes,
+                                 const CollectiveGroup& group);
+
 }  // namespace hetplan::models

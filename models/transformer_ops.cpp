@@ -232,6 +232,18 @@ double dispatched_copies(int experts, int experts_per_token, int ep, MoeDispatch
   return ep * (1.0 - none);
 }
 
+FlexTraffic flex_forwarded_traffic(int experts, int experts_per_token, int ep, int nodes) {
+  if (nodes < 2 || ep <= nodes || ep % nodes != 0 || experts <= 0 || experts % ep != 0) return {};
+  // The share of tokens that need a given node (a given chip): its experts hold one or more of
+  // the token's, dispatched_copies over that many bins, divided by the bins.
+  const double node_hit =
+      dispatched_copies(experts, experts_per_token, nodes, MoeDispatcher::flex) / nodes;
+  const double chip_hit =
+      dispatched_copies(experts, experts_per_token, ep, MoeDispatcher::flex) / ep;
+  const int per_node = ep / nodes;
+  return {(nodes - 1) * node_hit, static_cast<double>(nodes) * (per_node - 1) * chip_hit};
+}
+
 std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice, bool dense_mlp) {
   const DType dtype = storage_dtype(slice.dtype);
   const double e = bytes_per_element(dtype);

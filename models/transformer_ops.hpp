@@ -62,6 +62,23 @@ inline TrainingSettings for_expert_parallel(TrainingSettings training, int exper
 // all-to-all's send buffer does.
 double dispatched_copies(int experts, int experts_per_token, int ep, MoeDispatcher dispatcher);
 
+// The flex dispatcher's traffic when its expert-parallel group spans `nodes` nodes of `ep /
+// nodes` chips each (DeepEP's internode kernels, docs/models/moe.md#forwarding): a token
+// crosses the network once for each other node holding any of its experts, to the chip of its
+// sender's index there, which forwards it over the intra-node link to the chips of its node
+// that hold any of its experts; the combine returns the same way. Expected copies per token a
+// chip sends, over routes that pick the experts uniformly:
+//   network = (nodes - 1) (1 - C(E - E/nodes, k) / C(E, k)),
+//   node    = nodes (ep / nodes - 1) (1 - C(E - E/ep, k) / C(E, k))
+// (its own tokens to the other chips of its node, and the tokens it forwards for the other
+// nodes). Both 0 when the group does not split evenly over several nodes (nodes < 2, or ep or
+// the experts not a multiple of nodes): the dispatch is then one flat exchange.
+struct FlexTraffic {
+  double network = 0;
+  double node = 0;
+};
+FlexTraffic flex_forwarded_traffic(int experts, int experts_per_token, int ep, int nodes);
+
 // How one chip sees a layer: micro-batch, sequence, tensor parallel degree and options.
 struct LayerSlice {
   int micro_batch = 1;

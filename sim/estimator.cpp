@@ -514,8 +514,23 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     }
     const double copies =
         models::dispatched_copies(model.experts, model.experts_per_token, ep, dispatcher);
-    const double sent = local * copies * model.hidden * e * slice.expert_imbalance;
-    const double a2a = models::best_collective(Collective::all_to_all, sent, k.ep_group).time;
+    const double token_bytes = local * model.hidden * e * slice.expert_imbalance;
+    const double sent = token_bytes * copies;
+    // Across nodes the flex dispatcher sends a token over the network once per node and
+    // forwards it inside the node (docs/models/moe.md#forwarding).
+    const int nodes = k.ep_group.nodes();
+    const models::FlexTraffic forwarded =
+        dispatcher == MoeDispatcher::flex && nodes * k.ep_group.ranks_per_node == ep
+            ? models::flex_forwarded_traffic(model.experts, model.experts_per_token, ep, nodes)
+            : models::FlexTraffic{};
+    double a2a = 0;
+    if (forwarded.network > 0) {
+      k.a2a_node_bytes = token_bytes * forwarded.node;
+      k.a2a_network_bytes = token_bytes * forwarded.network;
+      a2a = models::forwarded_all_to_all_time(k.a2a_node_bytes, k.a2a_network_bytes, k.ep_group);
+    } else {
+      a2a = models::best_collective(Collective::all_to_all, sent, k.ep_group).time;
+    }
     k.a2a_bytes = sent;
     k.a2a_s = a2a;
     if (training.overlap_ep_comm) {

@@ -181,6 +181,11 @@ struct StageKernel {
   DenseLayer dense_layer;
   double a2a_bytes = 0;  // one all-to-all's send buffer per chip (nccl-tests' size); 0 without ep
   double a2a_s = 0;      // one all-to-all over ep_group
+  // The flex dispatcher across nodes (models::flex_forwarded_traffic): what one all-to-all sends
+  // per chip over the intra-node link (its own copies and those it forwards) and over the
+  // network (one copy per other node); both 0 for a flat exchange of a2a_bytes.
+  double a2a_node_bytes = 0;
+  double a2a_network_bytes = 0;
   // The share of an all-to-all that the combined 1F1B schedule hides behind the other
   // micro-batch's compute (the chip's efficiency.ep_comm_overlap or the prior) when the workload
   // asks for the overlap and the stage has all-to-alls; 0 otherwise. Whether the plan allows

@@ -102,6 +102,8 @@ TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, cons
     // every algorithm, and its latency term is (ep - 1) steps).
     if (kernel.a2a_bytes > 0) {
       ts.a2a_bytes = kernel.a2a_bytes;
+      ts.a2a_node_bytes = kernel.a2a_node_bytes;
+      ts.a2a_network_bytes = kernel.a2a_network_bytes;
       ts.a2a_forward = se.ep_forward_all_to_alls;
       ts.a2a_backward = se.ep_backward_all_to_alls;
       ts.a2a_latency_s = models::collective_time(
@@ -297,14 +299,22 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
     if (ts.ep < 1 || ts.dp % ts.ep != 0) {
       bad(where + "ep " + std::to_string(ts.ep) + " must divide dp " + std::to_string(ts.dp));
     } else if (ts.ep > 1 && ts.a2a_bytes > 0) {
-      // Each exchange: every replica sends to the ep - 1 others of its group, per tensor rank.
+      // Each exchange: every replica sends to the ep - 1 others of its group, per tensor rank;
+      // forwarded, to the group's other chips on its node and to one chip on each other node
+      // the group spans (one node more when it does not start on a node's first chip).
+      long long peers = ts.ep - 1LL;
+      if (ts.a2a_network_bytes > 0) {
+        const long long local = std::clamp<long long>(ti.chips_per_node / ts.tp, 1, ts.ep);
+        peers = std::min(peers, (local - 1) + (ts.ep + local - 1) / local);
+      }
       a2a_flows += saturated_product(
-          {static_cast<long long>(ts.dp) * ts.tp, ts.ep - 1LL, 2LL * std::max(0, in.chunks),
+          {static_cast<long long>(ts.dp) * ts.tp, peers, 2LL * std::max(0, in.chunks),
            static_cast<long long>(std::max(0, in.micro_batches))},
           kMaxAllToAllFlows);
       a2a_flows = std::min(a2a_flows, kMaxAllToAllFlows + 1);
     }
-    if (!message_bytes(ts.a2a_bytes) || !non_negative(ts.a2a_latency_s))
+    if (!message_bytes(ts.a2a_bytes) || !message_bytes(ts.a2a_node_bytes) ||
+        !message_bytes(ts.a2a_network_bytes) || !non_negative(ts.a2a_latency_s))
       bad(where + "all-to-all bytes (at most 1e18) and latency must be finite and non-negative");
     if (ts.a2a_forward < 0 || ts.a2a_backward < 0)
       bad(where + "all-to-all counts must be non-negative");
@@ -357,7 +367,8 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
         " stage-boundary transfers (dp x stages x chunks x 2 x micro-batches)");
   if (a2a_flows > kMaxAllToAllFlows)
     bad("the step has more than " + std::to_string(kMaxAllToAllFlows) +
-        " all-to-all flows (dp x tp x (ep - 1) x chunks x 2 x micro-batches, over the stages)");
+        " all-to-all flows (dp x tp x each chip's peers in an exchange, ep - 1 or fewer when"
+        " forwarded, x chunks x 2 x micro-batches, over the stages)");
   for (const TwinStraggler& slow : in.stragglers) {
     if (slow.island < 0 || slow.island >= static_cast<int>(in.islands.size()) || slow.node < 0 ||
         !(slow.slowdown >= 1 && slow.slowdown <= 100))

@@ -63,6 +63,12 @@ struct TwinStage {
   // rank with tensor rank (Megatron's expert-parallel groups); ep divides dp.
   int ep = 1;
   double a2a_bytes = 0;      // one all-to-all's send buffer per chip (nccl-tests' size)
+  // The flex dispatcher across nodes (StageKernel::a2a_node_bytes, a2a_network_bytes): when
+  // a2a_network_bytes > 0 an all-to-all sends, per chip, a2a_node_bytes shared among the group's
+  // other chips on its node and a2a_network_bytes shared among the chips of its index in the
+  // group on the other nodes, instead of a2a_bytes / ep to every peer.
+  double a2a_node_bytes = 0;
+  double a2a_network_bytes = 0;
   int a2a_forward = 0;       // all-to-alls of one micro-batch's forward pass, all chunks
   int a2a_backward = 0;      // of its backward pass, with those of recomputed forwards
   double a2a_latency_s = 0;  // one all-to-all's latency term (steps x alpha), added analytically

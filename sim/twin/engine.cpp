@@ -1169,7 +1169,7 @@ class Step {
       current = std::make_shared<Exchange>();  // the group's next exchange
       exchange->start_s = arrived;
       sg4::this_actor::sleep_for(per_op * st.a2a_latency_s);
-      run_all_to_all(s, d / st.ep, per_op * st.a2a_bytes);
+      run_all_to_all(s, d / st.ep, per_op);
       for (int k = 1; k < st.ep; ++k) exchange->done->release();
     }
     const double end = sg4::Engine::get_clock();
@@ -1181,14 +1181,54 @@ class Step {
     record(s, d, EventKind::all_to_all, op.micro_batch, op.chunk, exchange->start_s, end);
   }
 
-  // The flows of one exchange of expert-parallel group g of stage s: for each tensor rank, each
-  // replica of the group sends `bytes / ep` (its send buffer's share for one peer) to every
-  // other one, carried as `/ efficiency` of the link kind like the collectives' flows.
-  void run_all_to_all(int s, int g, double bytes) {
+  // The flows of `count` all-to-alls of expert-parallel group g of stage s, carried as
+  // `/ efficiency` of the link kind like the collectives' flows. For each tensor rank, each
+  // replica of the group sends `a2a_bytes / ep` (its send buffer's share for one peer) to every
+  // other one; forwarded (a2a_network_bytes > 0, the flex dispatcher across nodes), it sends
+  // a2a_node_bytes shared among the group's other chips on its node and a2a_network_bytes
+  // shared among the chips of its index in the group on the other nodes.
+  void run_all_to_all(int s, int g, double count) {
     const TwinStage& st = in_.stages[s];
     const TwinIsland& ti = in_.islands[static_cast<std::size_t>(st.island)];
-    const double share = bytes / st.ep;
     FlowBatch batch(platform_.block());
+    if (st.a2a_network_bytes > 0) {
+      for (int j = 0; j < st.tp; ++j) {
+        // The group's chips by node: replicas follow each other on the island's chips.
+        std::vector<std::vector<int>> by_node;
+        int last_node = -1;
+        for (int a = 0; a < st.ep; ++a) {
+          const int c = chip(s, g * st.ep + a, j);
+          if (c / ti.chips_per_node != last_node) {
+            last_node = c / ti.chips_per_node;
+            by_node.emplace_back();
+          }
+          by_node.back().push_back(c);
+        }
+        const std::size_t nodes = by_node.size();
+        for (std::size_t n = 0; n < nodes; ++n) {
+          const std::vector<int>& mine = by_node[n];
+          for (std::size_t i = 0; i < mine.size(); ++i) {
+            if (mine.size() > 1) {
+              const double local = count * st.a2a_node_bytes /
+                                   static_cast<double>(mine.size() - 1) / ti.intra_efficiency;
+              for (std::size_t o = 0; o < mine.size(); ++o)
+                if (o != i) batch.add(st.island, mine[i], st.island, mine[o], local);
+            }
+            if (nodes < 2) continue;
+            const double remote = count * st.a2a_network_bytes / static_cast<double>(nodes - 1) /
+                                  ti.network_efficiency;
+            for (std::size_t other = 0; other < nodes; ++other) {
+              if (other == n) continue;
+              const std::vector<int>& theirs = by_node[other];
+              batch.add(st.island, mine[i], st.island, theirs[i % theirs.size()], remote);
+            }
+          }
+        }
+      }
+      sg4::Comm::wait_all(issue(batch));
+      return;
+    }
+    const double share = count * st.a2a_bytes / st.ep;
     for (int j = 0; j < st.tp; ++j) {
       for (int a = 0; a < st.ep; ++a) {
         const int from = chip(s, g * st.ep + a, j);

@@ -67,6 +67,8 @@ void fields(V& v, TwinStage& s) {
   v("dp", s.dp);
   v("ep", s.ep);
   v("a2a_bytes", s.a2a_bytes);
+  v("a2a_node_bytes", s.a2a_node_bytes);
+  v("a2a_network_bytes", s.a2a_network_bytes);
   v("a2a_forward", s.a2a_forward);
   v("a2a_backward", s.a2a_backward);
   v("a2a_latency_s", s.a2a_latency_s);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "models/transformer_ops.hpp"
 
@@ -238,6 +239,34 @@ TEST(Dispatch, FlexSendsOneCopyPerChipHoldingAnExpert) {
     EXPECT_LE(copies, 8.0 + 1e-12) << ep;
     EXPECT_LE(copies, ep + 1e-12) << ep;
     EXPECT_GT(copies, 1.0) << ep;
+  }
+}
+
+// Across nodes the flex dispatcher sends a token over the network once per other node holding
+// any of its experts and forwards it inside the node (docs/models/moe.md#forwarding), by hand:
+TEST(Dispatch, FlexForwardsAcrossNodes) {
+  // Mixtral's 8 experts, top 2, ep 4 on 2 nodes of 2 chips: a node (4 experts) is missed by
+  // C(4,2)/C(8,2) = 6/28 of the routes, a chip (2 experts) by 15/28. Network: 1 other node x
+  // 22/28 = 11/14 copies a token; intra-node: 2 nodes x 1 other chip x 13/28 = 13/14.
+  FlexTraffic t = flex_forwarded_traffic(8, 2, 4, 2);
+  EXPECT_NEAR(t.network, 11.0 / 14.0, 1e-12);
+  EXPECT_NEAR(t.node, 13.0 / 14.0, 1e-12);
+  // 16 experts, top 4, ep 8 on 4 nodes of 2 chips: a node (4 experts) is missed by
+  // C(12,4)/C(16,4) = 495/1820 = 99/364, a chip (2 experts) by C(14,4)/C(16,4) = 1001/1820 =
+  // 11/20. Network 3 x 265/364 = 795/364; intra-node 4 x 1 x 9/20 = 9/5.
+  t = flex_forwarded_traffic(16, 4, 8, 4);
+  EXPECT_NEAR(t.network, 795.0 / 364.0, 1e-12);
+  EXPECT_NEAR(t.node, 9.0 / 5.0, 1e-12);
+  // The flat exchange would send (ep - ep/nodes) x 9/20 = 6 x 9/20 = 2.7 copies over the
+  // network: forwarding sends fewer whenever a token's experts share a node.
+  EXPECT_LT(t.network, 8 * (9.0 / 20.0) * 6 / 8);
+  // Nothing to forward: one node, one chip per node, or a group or experts that do not split
+  // evenly over the nodes.
+  for (const auto& [experts, ep, nodes] :
+       {std::tuple{8, 4, 1}, std::tuple{8, 4, 4}, std::tuple{8, 6, 4}, std::tuple{6, 4, 2}}) {
+    t = flex_forwarded_traffic(experts, 2, ep, nodes);
+    EXPECT_EQ(t.network, 0.0) << experts << " " << ep << " " << nodes;
+    EXPECT_EQ(t.node, 0.0) << experts << " " << ep << " " << nodes;
   }
 }
 

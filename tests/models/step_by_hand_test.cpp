@@ -6,6 +6,8 @@
 // that latency and the 10 us kernel floor decide the small cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "sim/estimator.hpp"
 
 namespace hetplan::sim {
@@ -319,6 +321,42 @@ TEST(StepByHand, FlexDispatcherSendsOneCopyPerChip) {
   for (const std::string& note : other.assumptions)
     said |= note.find("DeepEP and HybridEP run on NVIDIA GPUs only") != std::string::npos;
   EXPECT_TRUE(said);
+}
+
+// Across nodes the flex dispatcher sends a token over the network once per node holding any of
+// its experts and forwards it inside the node (docs/models/moe.md#forwarding). The tiny mixture
+// (4 experts, 2 per token, one per chip) on ep 4 over 2 nodes of 2 chips, each chip with one
+// 25 GB/s NIC: a node (2 experts) is missed by C(2,2)/C(4,2) = 1/6 of the routes, so a token
+// crosses the network 5/6 times; a chip is missed by C(3,2)/C(4,2) = 1/2, so each chip sends
+// 2 nodes x 1 other chip x 1/2 = 1 copy a token over the intra-node link (its own and the ones
+// it forwards). Per all-to-all: 3 steps of 1 ms, then the slower of 16 tokens x 64 x 2 bytes x 1
+// at 100 GB/s and x 5/6 at 25 GB/s. The all-to-all dispatcher sends both copies: half of its
+// 2 copies a token over the network.
+TEST(StepByHand, FlexDispatcherForwardsAcrossNodes) {
+  Workload w = tiny_moe(8);
+  Plan plan = one_stage(1, 4, 2, 4);
+  Cluster two = one_node();
+  two.chips[0].family = "nvidia";
+  Island& island = two.islands[0];
+  island.nodes = 2;
+  island.chips_per_node = 2;
+  island.nic_count = 2;
+  island.nodes_per_leaf = 2;
+  const double token_bytes = 16 * 64 * 2;
+
+  const Estimate all_to_all = estimate_step(two, w, plan);
+  ASSERT_TRUE(all_to_all.feasible) << all_to_all.reasons.front();
+  const double flat =
+      3 * kAlpha + std::max(0.25 * 2 * token_bytes / kLink, 0.5 * 2 * token_bytes / 25e9);
+  EXPECT_NEAR(all_to_all.stages[0].ep_comm_s, 2 * 4 * flat, 1e-15);
+
+  w.training.moe_dispatcher = MoeDispatcher::flex;
+  const Estimate flex = estimate_step(two, w, plan);
+  ASSERT_TRUE(flex.feasible) << flex.reasons.front();
+  const double forwarded =
+      3 * kAlpha + std::max(token_bytes / kLink, 5.0 / 6.0 * token_bytes / 25e9);
+  EXPECT_NEAR(flex.stages[0].ep_comm_s, 2 * 4 * forwarded, 1e-15);
+  EXPECT_LT(forwarded, flat);
 }
 
 // FP8 on a layer large enough for the roofline: 2,048 tokens, hidden 1,024 (8 heads), SwiGLU

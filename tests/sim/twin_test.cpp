@@ -846,6 +846,48 @@ TEST(TwinExpertParallel, AllToAllTimeMatchesTheHandComputedExchange) {
               a2a_by_hand(st, 4, 7, 8), 1e-12);
 }
 
+// The flex dispatcher across nodes (docs/models/moe.md#forwarding), tp 1, one group of 16 on
+// two nodes: each chip sends a2a_node_bytes shared among its 7 peers on its node and
+// a2a_network_bytes to the one chip of its index on the other node, each part over its own link
+// (bytes / efficiency), and the slower decides; by hand, and as the collective model prices it.
+TEST(TwinExpertParallel, ForwardedAllToAllCrossesTheNetworkOncePerNode) {
+  TwinInput in = a2a_input(2, 2, 1.0, 1, 16, 16);
+  in.plan = "forwarded";
+  TwinStage& st = in.stages[0];
+  st.a2a_node_bytes = 192.0 * (1 << 20);
+  st.a2a_network_bytes = 20.0 * (1 << 20);
+  TwinInput network_bound = in;
+  network_bound.stages[0].a2a_node_bytes = 24.0 * (1 << 20);
+  ASSERT_EQ(problems_of(in), "");
+  const auto results = simulate({in, network_bound});
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const TwinStage& s = (i == 0 ? in : network_bound).stages[0];
+    auto by_hand = [&](int count) {
+      const double intra = count * s.a2a_node_bytes / 0.8 / 196e9;
+      const double inter = count * s.a2a_network_bytes / 0.9 / 25e9;
+      return count * s.a2a_latency_s + std::max(intra, inter);
+    };
+    const double m = in.micro_batches;
+    const double expected = m * (by_hand(s.a2a_forward) + by_hand(s.a2a_backward));
+    const TwinResult& r = results[i];
+    EXPECT_NEAR(r.breakdown.expert_parallel_s, expected, 1e-6 * expected) << i << describe(r);
+    EXPECT_NEAR(r.step_time_s, m * (s.forward_s + s.backward_s) + expected, 1e-6 * expected);
+    // Each exchange: every chip sends to its 7 peers on its node and to one on the other.
+    EXPECT_EQ(r.flows, static_cast<std::int64_t>(2 * m * 16 * (7 + 1))) << i;
+    models::CollectiveGroup group;
+    group.ranks = 16;
+    group.ranks_per_node = 8;
+    group.intra = {196e9 * 0.8, s.a2a_latency_s / 15};
+    group.inter = {25e9 * 0.9, s.a2a_latency_s / 15};
+    EXPECT_NEAR(4 * models::forwarded_all_to_all_time(s.a2a_node_bytes, s.a2a_network_bytes, group),
+                by_hand(4), 1e-12)
+        << i;
+  }
+  // The first is bound by the intra-node link (192 MiB at 157 GB/s against 20 MiB at 22.5 GB/s),
+  // the second by the network.
+  EXPECT_GT(results[0].breakdown.expert_parallel_s, results[1].breakdown.expert_parallel_s);
+}
+
 // The distributed optimizer's all-gather of the updated weights follows the optimizer step
 // (as in the estimator): one node of 8 chips, dp 8, a reduce-scatter hidden behind the last
 // backward pass, then the optimizer, then the ring all-gather, each rank sending 7/8 of the
@@ -1895,6 +1937,18 @@ TEST(TwinCheckExpertParallel, BytesLatencyAndCountsMustBeInRange) {
   EXPECT_TRUE(reports(
       in, "stage 0: all-to-all bytes (at most 1e18) and latency must be finite and non-negative"))
       << problems_of(in);
+  for (const double bad : {-1.0, std::numeric_limits<double>::infinity(), 1e30, std::nan("")}) {
+    in = good;
+    in.stages[0].a2a_node_bytes = bad;
+    EXPECT_TRUE(reports(
+        in, "stage 0: all-to-all bytes (at most 1e18) and latency must be finite and non-negative"))
+        << bad << ": " << problems_of(in);
+    in = good;
+    in.stages[0].a2a_network_bytes = bad;
+    EXPECT_TRUE(reports(
+        in, "stage 0: all-to-all bytes (at most 1e18) and latency must be finite and non-negative"))
+        << bad << ": " << problems_of(in);
+  }
   in = good;
   in.stages[0].a2a_latency_s = std::nan("");
   EXPECT_TRUE(reports(
@@ -1914,14 +1968,24 @@ TEST(TwinCheckExpertParallel, BytesLatencyAndCountsMustBeInRange) {
 
 TEST(TwinCheckExpertParallel, TooManyAllToAllFlowsAreRefused) {
   const std::string flows =
-      "the step has more than 50000000 all-to-all flows (dp x tp x (ep - 1) x chunks x 2 x "
-      "micro-batches, over the stages)";
+      "the step has more than 50000000 all-to-all flows (dp x tp x each chip's peers in an "
+      "exchange, ep - 1 or fewer when forwarded, x chunks x 2 x micro-batches, over the stages)";
   // 4,096 replicas in one group: 4,096 x 4,095 flows per exchange, two exchanges per
   // micro-batch: 4 micro-batches are 134 million flows.
   TwinInput in = a2a_input(512, 16, 1.0, 1, 4096, 4096);
   in.micro_batches = 4;
   EXPECT_TRUE(reports(in, flows)) << problems_of(in);
   in.micro_batches = 1;  // 33.5 million
+  EXPECT_FALSE(reports(in, flows)) << problems_of(in);
+  // Forwarded across the 512 nodes of 8 chips (the flex dispatcher): each chip sends to its 7
+  // neighbours and one chip on each of the 511 other nodes; the check counts 519 peers (one more
+  // node for a group that does not start on a node's first chip), not 4,095: 12 micro-batches
+  // are 51.0 million flows, 11 are 46.8 million.
+  in.stages[0].a2a_node_bytes = 1e6;
+  in.stages[0].a2a_network_bytes = 1e6;
+  in.micro_batches = 12;
+  EXPECT_TRUE(reports(in, flows)) << problems_of(in);
+  in.micro_batches = 11;
   EXPECT_FALSE(reports(in, flows)) << problems_of(in);
   // Products that overflow 64 bits still count as too many.
   in = a2a_input(2, 2, 1.0, 1, 16, 16);
