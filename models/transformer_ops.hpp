@@ -71,8 +71,9 @@ double dispatched_copies(int experts, int experts_per_token, int ep, MoeDispatch
 //   network = (nodes - 1) (1 - C(E - E/nodes, k) / C(E, k)),
 //   node    = nodes (ep / nodes - 1) (1 - C(E - E/ep, k) / C(E, k))
 // (its own tokens to the other chips of its node, and the tokens it forwards for the other
-// nodes). Both 0 when the group does not split evenly over several nodes (nodes < 2, or ep or
-// the experts not a multiple of nodes): the dispatch is then one flat exchange.
+// nodes). Both 0 when there is nothing to forward or the group does not split evenly (fewer
+// than two nodes, one chip a node, ep not a multiple of nodes, the experts not a multiple of
+// ep): the dispatch is then one flat exchange.
 struct FlexTraffic {
   double network = 0;
   double node = 0;

@@ -1182,66 +1182,74 @@ class Step {
   }
 
   // The flows of `count` all-to-alls of expert-parallel group g of stage s, carried as
-  // `/ efficiency` of the link kind like the collectives' flows. For each tensor rank, each
-  // replica of the group sends `a2a_bytes / ep` (its send buffer's share for one peer) to every
-  // other one; forwarded (a2a_network_bytes > 0, the flex dispatcher across nodes), it sends
-  // a2a_node_bytes shared among the group's other chips on its node and a2a_network_bytes
-  // shared among the chips of its index in the group on the other nodes.
+  // `/ efficiency` of the link kind like the collectives' flows, for each tensor rank: every
+  // replica of the group sends its send buffer's share to every other one, or the flex
+  // dispatcher's forwarded flows across nodes.
   void run_all_to_all(int s, int g, double count) {
-    const TwinStage& st = in_.stages[s];
-    const TwinIsland& ti = in_.islands[static_cast<std::size_t>(st.island)];
     FlowBatch batch(platform_.block());
-    if (st.a2a_network_bytes > 0) {
-      for (int j = 0; j < st.tp; ++j) {
-        // The group's chips by node: replicas follow each other on the island's chips.
-        std::vector<std::vector<int>> by_node;
-        int last_node = -1;
-        for (int a = 0; a < st.ep; ++a) {
-          const int c = chip(s, g * st.ep + a, j);
-          if (c / ti.chips_per_node != last_node) {
-            last_node = c / ti.chips_per_node;
-            by_node.emplace_back();
-          }
-          by_node.back().push_back(c);
-        }
-        const std::size_t nodes = by_node.size();
-        for (std::size_t n = 0; n < nodes; ++n) {
-          const std::vector<int>& mine = by_node[n];
-          for (std::size_t i = 0; i < mine.size(); ++i) {
-            if (mine.size() > 1) {
-              const double local = count * st.a2a_node_bytes /
-                                   static_cast<double>(mine.size() - 1) / ti.intra_efficiency;
-              for (std::size_t o = 0; o < mine.size(); ++o)
-                if (o != i) batch.add(st.island, mine[i], st.island, mine[o], local);
-            }
-            if (nodes < 2) continue;
-            const double remote = count * st.a2a_network_bytes / static_cast<double>(nodes - 1) /
-                                  ti.network_efficiency;
-            for (std::size_t other = 0; other < nodes; ++other) {
-              if (other == n) continue;
-              const std::vector<int>& theirs = by_node[other];
-              batch.add(st.island, mine[i], st.island, theirs[i % theirs.size()], remote);
-            }
-          }
-        }
-      }
-      sg4::Comm::wait_all(issue(batch));
-      return;
-    }
-    const double share = count * st.a2a_bytes / st.ep;
-    for (int j = 0; j < st.tp; ++j) {
-      for (int a = 0; a < st.ep; ++a) {
-        const int from = chip(s, g * st.ep + a, j);
-        for (int b = 0; b < st.ep; ++b) {
-          if (b == a) continue;
-          const int to = chip(s, g * st.ep + b, j);
-          const bool inside = platform_.same_node(st.island, from, st.island, to);
-          const double efficiency = inside ? ti.intra_efficiency : ti.network_efficiency;
-          batch.add(st.island, from, st.island, to, share / efficiency);
-        }
-      }
+    for (int j = 0; j < in_.stages[s].tp; ++j) {
+      if (in_.stages[s].a2a_network_bytes > 0)
+        add_forwarded_flows(batch, s, g, j, count);
+      else
+        add_exchange_flows(batch, s, g, j, count);
     }
     sg4::Comm::wait_all(issue(batch));
+  }
+
+  // Tensor rank j of group g: each replica sends `a2a_bytes / ep` to every other one.
+  void add_exchange_flows(FlowBatch& batch, int s, int g, int j, double count) {
+    const TwinStage& st = in_.stages[s];
+    const TwinIsland& ti = in_.islands[static_cast<std::size_t>(st.island)];
+    const double share = count * st.a2a_bytes / st.ep;
+    for (int a = 0; a < st.ep; ++a) {
+      const int from = chip(s, g * st.ep + a, j);
+      for (int b = 0; b < st.ep; ++b) {
+        if (b == a) continue;
+        const int to = chip(s, g * st.ep + b, j);
+        const bool inside = platform_.same_node(st.island, from, st.island, to);
+        const double efficiency = inside ? ti.intra_efficiency : ti.network_efficiency;
+        batch.add(st.island, from, st.island, to, share / efficiency);
+      }
+    }
+  }
+
+  // The flex dispatcher across nodes (a2a_network_bytes > 0), tensor rank j of group g: each
+  // chip sends a2a_node_bytes shared among the group's other chips on its node and
+  // a2a_network_bytes shared among the chips of its index in the group on the other nodes.
+  void add_forwarded_flows(FlowBatch& batch, int s, int g, int j, double count) {
+    const TwinStage& st = in_.stages[s];
+    const TwinIsland& ti = in_.islands[static_cast<std::size_t>(st.island)];
+    // The group's chips by node: replicas follow each other on the island's chips.
+    std::vector<std::vector<int>> by_node;
+    int last_node = -1;
+    for (int a = 0; a < st.ep; ++a) {
+      const int c = chip(s, g * st.ep + a, j);
+      if (c / ti.chips_per_node != last_node) {
+        last_node = c / ti.chips_per_node;
+        by_node.emplace_back();
+      }
+      by_node.back().push_back(c);
+    }
+    const std::size_t nodes = by_node.size();
+    const double remote = nodes > 1 ? count * st.a2a_network_bytes /
+                                          static_cast<double>(nodes - 1) / ti.network_efficiency
+                                    : 0.0;
+    for (std::size_t n = 0; n < nodes; ++n) {
+      const std::vector<int>& mine = by_node[n];
+      const double local = mine.size() > 1
+                               ? count * st.a2a_node_bytes / static_cast<double>(mine.size() - 1) /
+                                     ti.intra_efficiency
+                               : 0.0;
+      for (std::size_t i = 0; i < mine.size(); ++i) {
+        for (std::size_t o = 0; o < mine.size(); ++o)
+          if (o != i) batch.add(st.island, mine[i], st.island, mine[o], local);
+        for (std::size_t other = 0; other < nodes; ++other) {
+          if (other == n) continue;
+          const std::vector<int>& theirs = by_node[other];
+          batch.add(st.island, mine[i], st.island, theirs[i % theirs.size()], remote);
+        }
+      }
+    }
   }
 
   void ready(int s, int chunk) { syncs_[s].ready[static_cast<std::size_t>(chunk)]->release(); }
