@@ -176,6 +176,8 @@ std::string_view to_string(MoeDispatcher dispatcher) {
       return "alltoall";
     case MoeDispatcher::flex:
       return "flex";
+    case MoeDispatcher::gshard:
+      return "gshard";
   }
   return "alltoall";
 }

@@ -26,8 +26,10 @@ enum class Optimizer { adam, adamw, sgd };
 enum class Recompute { none, selective, full };
 // How a mixture's tokens reach their experts' chips (docs/models/moe.md#dispatcher):
 // Megatron-Core's all-to-all dispatcher sends one copy per routed expert; its flex dispatcher
-// (DeepEP, HybridEP) one per token and destination chip.
-enum class MoeDispatcher { all_to_all, flex };
+// (DeepEP, HybridEP) one per token and destination chip; GShard's dense dispatch (DeepSpeed-MoE's
+// sharded_moe.py and the MoE layers derived from it, e.g. ModelLink's legacy MoE) moves each
+// expert's capacity of token slots with einsums over one-hot [tokens, experts, capacity] masks.
+enum class MoeDispatcher { all_to_all, flex, gshard };
 
 struct ModelShape {
   // llama, qwen2, qwen3, mistral, gpt2, gpt_neox, opt, baichuan, chatglm, glm4, internlm2,
@@ -178,6 +180,11 @@ struct TrainingSettings {
   double expert_imbalance = 0;
   bool grouped_gemm = true;
   MoeDispatcher moe_dispatcher = MoeDispatcher::all_to_all;
+  // Experts padded to a capacity of capacity_factor x the mean routed tokens (0: dropless):
+  // Megatron-Core's --moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity, and
+  // every GShard-style layer. Each expert then computes exactly its capacity, whatever the
+  // routing (docs/models/moe.md#capacity).
+  double moe_capacity_factor = 0;
 };
 
 // Megatron-LM's default for where gradients accumulate and are reduced: in fp32 for bf16 (and

@@ -333,6 +333,23 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
         notes.push_back("The workload dispatches with the flex dispatcher, not passed: " + refused +
                         " (the estimate prices the all-to-all dispatcher's copies too).");
       }
+      if (training.moe_dispatcher == MoeDispatcher::gshard) {
+        notes.push_back(
+            std::string("The workload dispatches with GShard's einsums (DeepSpeed-MoE, "
+                        "ModelLink's legacy MoE), which ") +
+            (framework.mindspeed
+                 ? "MindSpeed-LLM runs only on its legacy models (its deepspeed_moe model "
+                   "type), which this export does not write"
+                 : framework.name + " does not have") +
+            ": its all-to-all dispatcher is passed, with the experts padded to the same "
+            "capacity; the estimate prices the einsums, which this launch would not run.");
+      }
+    }
+    if (training.moe_capacity_factor > 0) {
+      char factor[32];
+      std::snprintf(factor, sizeof factor, "%g", training.moe_capacity_factor);
+      parallel.push_back(std::string("--moe-expert-capacity-factor ") + factor);
+      parallel.push_back("--moe-pad-expert-input-to-capacity");
     }
     if (training.grouped_gemm) parallel.push_back("--moe-grouped-gemm");
     if (training.overlap_ep_comm) {

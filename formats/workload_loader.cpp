@@ -580,12 +580,19 @@ TrainingSettings read_training(const Field& field) {
     MapReader m(*moe);
     if (auto v = m.optional("imbalance")) t.expert_imbalance = v->as_number(1.0, 1000.0);
     if (auto v = m.optional("grouped_gemm")) t.grouped_gemm = v->as_bool();
-    if (auto v = m.optional("dispatcher")) {
+    std::optional<Field> dispatcher = m.optional("dispatcher");
+    if (dispatcher) {
       static constexpr MoeDispatcher kDispatchers[] = {MoeDispatcher::all_to_all,
-                                                       MoeDispatcher::flex};
-      t.moe_dispatcher = kDispatchers[v->as_choice({"alltoall", "flex"})];
+                                                       MoeDispatcher::flex, MoeDispatcher::gshard};
+      t.moe_dispatcher = kDispatchers[dispatcher->as_choice({"alltoall", "flex", "gshard"})];
     }
+    if (auto v = m.optional("capacity_factor")) t.moe_capacity_factor = v->as_number(0.01, 64.0);
     m.done();
+    if (t.moe_dispatcher == MoeDispatcher::gshard && t.moe_capacity_factor <= 0) {
+      dispatcher->fail(
+          "expected capacity_factor beside gshard (its dispatch masks give every expert a "
+          "capacity)");
+    }
   }
   map.done();
   if (t.global_batch % t.micro_batch != 0) {

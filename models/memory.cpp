@@ -78,7 +78,15 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
       const double product = recomputes(kRecomputeMoeAct) ? 0.0 : lin;
       bytes += local * model.experts * 4.0;
       bytes += assigned * (h * lin + model.expert_ffn / t * (2.0 * e + product));
-      bytes += local * k * h * e;
+      if (training.moe_dispatcher == MoeDispatcher::gshard) {
+        // GShard's combine einsum keeps the experts' padded output [experts, capacity, hidden]
+        // and the combine weights, the dispatch einsum its mask, both [tokens, experts,
+        // capacity] in the training dtype (docs/models/moe.md#gshard).
+        const double slots = local * k * expert_imbalance(training);
+        bytes += slots * h * e + 2.0 * local * slots * e;
+      } else {
+        bytes += local * k * h * e;
+      }
       if (model.shared_experts > 0 && !recomputes(kRecomputeSharedExperts))
         bytes += tokens * model.shared_experts * model.shared_expert_ffn / t * (2.0 * e + lin);
     }

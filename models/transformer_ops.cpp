@@ -72,8 +72,30 @@ void moe_block(std::vector<Op>& ops, const ModelShape& model, const LayerSlice& 
   // sigmoid) and top-k over the scores in fp32.
   ops.push_back(gemm("router", local, experts, h, 1, dtype));
   ops.push_back(elementwise("routing", OpClass::activation, 3.0 * local * experts * 4.0, 3, 2));
-  // Permutation: each token copied once per chosen expert, grouped by expert.
-  ops.push_back(elementwise("permute", OpClass::dropout, 2.0 * local * k * h * e));
+  const bool gshard = slice.dispatcher == MoeDispatcher::gshard;
+  // GShard's dense dispatch: every expert has `slots / experts` places (its capacity, with
+  // expert_imbalance the capacity factor) for the chip's `local` tokens.
+  const double slots = local * k * slice.expert_imbalance;
+  if (gshard) {
+    // The gate writes the combine weights [tokens, experts, capacity] in fp32 (two top-k terms
+    // and their sum) and the dispatch mask as booleans, and both are cast to the training
+    // dtype for the einsums: 4 + 4 + 4 + 1 bytes written or read per element, and the two
+    // casts 1 + e and 4 + e. Backward, the weights' gradient is cast back and reduced to the
+    // gates: e + 4 + 4.
+    const double masks = local * slots;
+    Op build =
+        elementwise("gshard_masks", OpClass::dropout, masks * (13.0 + (1.0 + e) + (4.0 + e)), 8, 4);
+    build.backward_bytes_factor = (e + 8.0) / (18.0 + 2.0 * e);
+    ops.push_back(build);
+    // einsum("sec,sm->ecm"): the slots gathered from the tokens, a GEMM over the tokens; its
+    // backward is the input's gradient alone (the mask has none).
+    Op dispatch = gemm("gshard_dispatch", slots, h, local, 1, dtype);
+    dispatch.backward_flops_factor = 1.0;
+    ops.push_back(dispatch);
+  } else {
+    // Permutation: each token copied once per chosen expert, grouped by expert.
+    ops.push_back(elementwise("permute", OpClass::dropout, 2.0 * local * k * h * e));
+  }
   // The chip's experts: tokens of every chip of the expert-parallel group, gathered over the
   // tensor-parallel group, experts_per_token copies each; per expert ep / experts of them.
   const double assigned = tokens * k * slice.expert_imbalance;
@@ -104,8 +126,14 @@ void moe_block(std::vector<Op>& ops, const ModelShape& model, const LayerSlice& 
     ops.push_back(cast);
   }
   ops.push_back(experts_gemm("experts_down", h, f / t));
-  // Back to the tokens' order, weighted by their routing scores and summed.
-  ops.push_back(elementwise("unpermute", OpClass::dropout, 2.0 * local * k * h * e));
+  if (gshard) {
+    // einsum("sec,ecm->sm"): the slots weighed back into the tokens; backward, the gradients
+    // of the experts' output and of the combine weights (both need one).
+    ops.push_back(gemm("gshard_combine", local, h, slots, 1, dtype));
+  } else {
+    // Back to the tokens' order, weighted by their routing scores and summed.
+    ops.push_back(elementwise("unpermute", OpClass::dropout, 2.0 * local * k * h * e));
+  }
   // Shared experts: a dense gated MLP every token passes through.
   if (model.shared_experts > 0) {
     const std::size_t shared = ops.size();
@@ -216,7 +244,7 @@ double chip_imbalance(double expert, int experts, int ep) {
 }
 
 double dispatched_copies(int experts, int experts_per_token, int ep, MoeDispatcher dispatcher) {
-  if (dispatcher == MoeDispatcher::all_to_all || ep <= 1 || experts <= 0 || experts % ep != 0)
+  if (dispatcher != MoeDispatcher::flex || ep <= 1 || experts <= 0 || experts % ep != 0)
     return experts_per_token;
   // The chance that none of a token's k experts is among one chip's E / ep: the k draws
   // without replacement all fall among the other E - E / ep experts.

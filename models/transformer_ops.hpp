@@ -95,6 +95,9 @@ struct LayerSlice {
   int ep = 1;
   double expert_imbalance = 1.0;
   bool grouped_gemm = true;
+  // gshard: einsums over dispatch and combine masks in place of the permutations, each expert
+  // padded to its capacity (expert_imbalance is then the capacity factor).
+  MoeDispatcher dispatcher = MoeDispatcher::all_to_all;
 };
 
 // The operators of one layer: a dense layer, or with `model.moe()` a mixture-of-experts one

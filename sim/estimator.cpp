@@ -215,7 +215,7 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   // Mixture of experts: the busiest expert's load over the mean (the workload's, else the prior),
   // and the busiest chip's, which the chip's compute, activations and exchanges carry.
   double expert_imbalance = training.expert_imbalance;
-  if (model.moe() && expert_imbalance <= 0) {
+  if (model.moe() && expert_imbalance <= 0 && training.moe_capacity_factor <= 0) {
     expert_imbalance = options.defaults.expert_imbalance;
     if (options.notes)
       k.assumptions.push_back("expert load imbalance unknown, prior " + fixed2(expert_imbalance) +
@@ -228,7 +228,11 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
                             " tokens is not modelled (it would cost less)");
   }
   TrainingSettings chip_training = training;
-  chip_training.expert_imbalance = models::chip_imbalance(expert_imbalance, model.experts, ep);
+  // Experts padded to a capacity compute exactly that on every chip, whatever the routing.
+  chip_training.expert_imbalance =
+      training.moe_capacity_factor > 0
+          ? training.moe_capacity_factor
+          : models::chip_imbalance(expert_imbalance, model.experts, ep);
   k.activations = models::layer_activations(model, chip_training, settings.micro_batch, tp);
   if (chip.memory_usable) {
     k.memory_usable = chip.memory_usable;
@@ -267,6 +271,7 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     slice.ep = ep;
     slice.grouped_gemm = training.grouped_gemm;
     slice.expert_imbalance = chip_training.expert_imbalance;
+    slice.dispatcher = training.moe_dispatcher;
     if (dp % ep != 0 || model.experts % ep != 0) {
       k.problems.push_back("ep " + std::to_string(ep) + " does not divide dp " +
                            std::to_string(dp) + " and the " + std::to_string(model.experts) +

@@ -38,6 +38,7 @@ struct CaseConfig {
   int dense_layers = 0, expert_groups = 1, expert_groups_per_token = 1, mtp_layers = 0;
   bool expert_bias = false;
   std::optional<formats::Field> moe_only;  // the first expert-only key given, for its error
+  std::optional<formats::Field> gshard_field;  // training.moe_dispatcher: gshard, for its error
   // parallel.chunk_layers: each stage's model chunks' layers (a layout of unequal chunks).
   std::vector<std::vector<int>> chunk_layers;
   std::optional<formats::Field> chunk_layers_field;
@@ -59,6 +60,8 @@ struct CaseConfig {
   std::optional<bool> fp32_grad_accumulation;
   // The token dispatcher (training.moe_dispatcher): Megatron-Core's all-to-all one unless said.
   std::optional<MoeDispatcher> moe_dispatcher;
+  // Experts padded to a capacity (training.moe_capacity_factor); dropless unless said.
+  double moe_capacity_factor = 0;
   int tp = 1, pp = 1, dp = 1, vpp = 1;
   bool sp = false;
   int chips = 0;
@@ -168,8 +171,13 @@ void read_section(formats::MapReader& section, CaseConfig& c) {
     if (auto v = map.optional("moe_force_balance")) c.moe_force_balance = v->as_bool();
     if (auto v = map.optional("moe_dispatcher")) {
       static constexpr MoeDispatcher kDispatchers[] = {MoeDispatcher::all_to_all,
-                                                       MoeDispatcher::flex};
-      c.moe_dispatcher = kDispatchers[v->as_choice({"alltoall", "flex"})];
+                                                       MoeDispatcher::flex, MoeDispatcher::gshard};
+      c.moe_dispatcher = kDispatchers[v->as_choice({"alltoall", "flex", "gshard"})];
+      if (c.moe_dispatcher == MoeDispatcher::gshard) c.gshard_field = *v;
+    }
+    if (auto v = map.optional("moe_capacity_factor")) {
+      c.moe_capacity_factor = v->as_number(0.01, 64.0);
+      if (!c.moe_only) c.moe_only = *v;
     }
     map.done();
   }
@@ -225,6 +233,11 @@ void check_complete(const formats::Field& node, const CaseConfig& c) {
                      "expected only with model.experts (it dispatches a mixture's tokens)");
   } else if (c.moe_only) {
     c.moe_only->fail_expected("only with model.experts (a mixture's key)");
+  }
+  if (c.gshard_field && c.moe_capacity_factor <= 0) {
+    c.gshard_field->fail(
+        "expected training.moe_capacity_factor beside gshard (its dispatch masks give every "
+        "expert a capacity)");
   }
   if (c.recompute_modules_field && c.recompute != Recompute::selective)
     c.recompute_modules_field->fail("expected training.recompute: selective beside it");
@@ -408,6 +421,7 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   t.overlap_ep_comm = c.overlap_ep_comm;
   if (c.moe_force_balance) t.expert_imbalance = 1.0;
   if (c.moe_dispatcher) t.moe_dispatcher = *c.moe_dispatcher;
+  t.moe_capacity_factor = c.moe_capacity_factor;
 
   Plan plan;
   plan.name = c.id;

@@ -176,6 +176,31 @@ TEST(PublishedRunsFormat, FlexDispatcherSendsFewerCopies) {
             "(it dispatches a mixture's tokens)");
 }
 
+// A mixture dispatched by GShard's einsums (training.moe_dispatcher: gshard) with its experts
+// padded to a capacity (training.moe_capacity_factor) pays the einsums beside the padded
+// experts; gshard needs the capacity, and the capacity a mixture.
+TEST(PublishedRunsFormat, GshardDispatcherPaysItsEinsums) {
+  test::TempFolder folder;
+  const std::string moe = kModel + ", experts: 8, experts_per_token: 2, expert_ffn: 1024";
+  auto predict = [&](const std::string& training) {
+    std::string text = one_case(moe, training);
+    text.replace(text.find("{tp: 8, pp: 1, dp: 1}"), 21, "{tp: 1, pp: 1, dp: 8, ep: 4}");
+    std::ofstream(folder.file("runs.yaml"), std::ios::trunc) << text;
+    return validate_published_runs(folder.path(), kProfiles).cases.at(0);
+  };
+  const CaseResult padded = predict(kTraining + ", moe_capacity_factor: 1.25");
+  const CaseResult gshard =
+      predict(kTraining + ", moe_dispatcher: gshard, moe_capacity_factor: 1.25");
+  EXPECT_GT(gshard.predicted, padded.predicted);  // a step time
+  EXPECT_EQ(error_of(one_case(moe, kTraining + ", moe_dispatcher: gshard")),
+            "runs.yaml:6:118: cases[0].training.moe_dispatcher: expected "
+            "training.moe_capacity_factor beside gshard (its dispatch masks give every expert a "
+            "capacity)");
+  EXPECT_EQ(error_of(one_case(kModel, kTraining + ", moe_capacity_factor: 1.25")),
+            "runs.yaml:6:123: cases[0].training.moe_capacity_factor: expected only with "
+            "model.experts (a mixture's key), got \"1.25\"");
+}
+
 // A layout of model chunks of unequal size (parallel.chunk_layers, one list per stage of vpp
 // counts) reaches the plan; its shape is checked at the field. A mixture's keys need experts;
 // latent attention needs all its widths.

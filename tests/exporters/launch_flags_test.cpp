@@ -209,6 +209,16 @@ std::vector<Case> cases() {
     }
     {
       Scenario s = six;
+      s.workload.model = hf_model("mixtral-8x7b-v0.1.json");
+      s.workload.training.moe_capacity_factor = 1.25;
+      add("mixtral-8x7b-v0.1.json with its experts padded to a capacity", s,
+          plan_on(island, {16, 16}, 2, 8, 1, 4));
+      s.workload.training.moe_dispatcher = MoeDispatcher::gshard;
+      add("mixtral-8x7b-v0.1.json with GShard's dispatch", s,
+          plan_on(island, {16, 16}, 2, 8, 1, 4));
+    }
+    {
+      Scenario s = six;
       s.workload.model = hf_model("qwen3-8b.json");
       s.workload.model.hidden = 2560;  // Qwen3-4B's width with the same heads: --kv-channels
       add("qwen3-8b.json at Qwen3-4B's width", s, plan_on(island, {18, 18}, 4, 2));

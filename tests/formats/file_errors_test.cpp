@@ -229,7 +229,15 @@ TEST(WorkloadErrors, UnknownMoeDispatcher) {
   EXPECT_EQ(workload_error("workload-moe-dispatcher.yaml"),
             kBad +
                 "workload-moe-dispatcher.yaml:9:21: training.moe.dispatcher: expected one of "
-                "alltoall or flex, got \"deepep\"");
+                "alltoall, flex or gshard, got \"deepep\"");
+}
+
+// GShard's masks have a capacity per expert: its dispatcher without one is refused.
+TEST(WorkloadErrors, GshardDispatcherWithoutCapacity) {
+  EXPECT_EQ(workload_error("workload-moe-gshard-without-capacity.yaml"),
+            kBad +
+                "workload-moe-gshard-without-capacity.yaml:9:21: training.moe.dispatcher: expected "
+                "capacity_factor beside gshard (its dispatch masks give every expert a capacity)");
 }
 
 TEST(ScenarioErrors, PlanStageIslandNotInCluster) {

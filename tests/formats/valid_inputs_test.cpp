@@ -145,6 +145,10 @@ TEST(ValidInputs, WorkloadMoeSettings) {
   const TrainingSettings defaults;
   EXPECT_EQ(defaults.moe_dispatcher, MoeDispatcher::all_to_all);
   EXPECT_TRUE(defaults.grouped_gemm);
+  EXPECT_EQ(defaults.moe_capacity_factor, 0.0);  // dropless
+  const Workload gshard = formats::load_workload(kDataDir + "/workload-moe-gshard.yaml");
+  EXPECT_EQ(gshard.training.moe_dispatcher, MoeDispatcher::gshard);
+  EXPECT_EQ(gshard.training.moe_capacity_factor, 1.1);
 }
 
 TEST(ValidInputs, GradientAccumulationDefaultsAsMegatron) {

@@ -242,6 +242,54 @@ TEST(Dispatch, FlexSendsOneCopyPerChipHoldingAnExpert) {
   }
 }
 
+// GShard's dense dispatch (docs/models/moe.md#gshard), by hand for Mixtral's shape on one chip
+// (tp 1, ep 2, 4,096 tokens, capacity factor 1.25): every expert has 4,096 x 2 x 1.25 / 8 = 1,280
+// places, 10,240 slots in all; the einsums are GEMMs over them in place of the permutations, and
+// the experts compute exactly their capacity whatever the imbalance.
+TEST(Dispatch, GshardDispatchIsTwoEinsumsOverTheCapacity) {
+  ModelShape m;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.ffn = 14336;
+  m.vocab = 32000;
+  m.experts = 8;
+  m.experts_per_token = 2;
+  m.expert_ffn = 14336;
+  LayerSlice slice{1, 4096, 1, false, true, DType::bf16};
+  slice.ep = 2;
+  slice.expert_imbalance = 1.25;  // the capacity factor, as the estimator sets it
+  slice.dispatcher = MoeDispatcher::gshard;
+  const double slots = 4096.0 * 2 * 1.25;
+  const Op* dispatch = nullptr;
+  const Op* combine = nullptr;
+  const Op* masks = nullptr;
+  const Op* gate_up = nullptr;
+  for (const Op& op : layer_ops(m, slice)) {
+    EXPECT_NE(op.name, "permute");
+    EXPECT_NE(op.name, "unpermute");
+    if (op.name == "gshard_dispatch") dispatch = &op;
+    if (op.name == "gshard_combine") combine = &op;
+    if (op.name == "gshard_masks") masks = &op;
+    if (op.name == "experts_gate_up") gate_up = &op;
+  }
+  ASSERT_TRUE(dispatch && combine && masks && gate_up);
+  // einsum("sec,sm->ecm"): (10,240 x 4,096) over the 4,096 tokens; backward the input's
+  // gradient alone. einsum("sec,ecm->sm"): (4,096 x 4,096) over the slots; backward two GEMMs.
+  EXPECT_DOUBLE_EQ(dispatch->flops, 2.0 * slots * 4096 * 4096);
+  EXPECT_DOUBLE_EQ(dispatch->backward_flops_factor, 1.0);
+  EXPECT_DOUBLE_EQ(combine->flops, 2.0 * 4096 * 4096 * slots);
+  EXPECT_DOUBLE_EQ(combine->backward_flops_factor, 2.0);
+  // The masks: 4,096 x 10,240 elements, fp32 weights built (13 bytes with the boolean mask) and
+  // both cast to BF16 (1 + 2, 4 + 2); backward 2 + 4 + 4.
+  EXPECT_DOUBLE_EQ(masks->bytes, 4096.0 * slots * 22.0);
+  EXPECT_DOUBLE_EQ(masks->bytes * masks->backward_bytes_factor, 4096.0 * slots * 10.0);
+  // The chip's 4 experts take 1,280 places from each of the 2 chips: 2,560 tokens each.
+  EXPECT_DOUBLE_EQ(gate_up->gemm.m, 2560.0);
+  EXPECT_DOUBLE_EQ(gate_up->gemm.batch, 4.0);
+  EXPECT_EQ(dispatched_copies(8, 2, 2, MoeDispatcher::gshard), 2.0);
+}
+
 // Across nodes the flex dispatcher sends a token over the network once per other node holding
 // any of its experts and forwards it inside the node (docs/models/moe.md#forwarding), by hand:
 TEST(Dispatch, FlexForwardsAcrossNodes) {

@@ -297,6 +297,41 @@ TEST(EstimatorOverlap, NoMc2ForMixtureOfExpertsOnAscend) {
   EXPECT_LT(tp_comm("dcu-k100", true), tp_comm("dcu-k100", false));
 }
 
+// Experts padded to a capacity compute exactly that on every chip (docs/models/moe.md#capacity):
+// with one expert a chip (ep 8 of Mixtral's 8) a capacity factor of 1.3 costs what a busiest
+// expert at 1.3 times the mean does; without expert parallelism the imbalance costs nothing (a
+// chip holds every expert) but the padding still does; and no imbalance prior is assumed.
+TEST(EstimatorCapacity, PaddedExpertsComputeTheirCapacity) {
+  const Scenario s =
+      formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/mixtral-mixed.yaml");
+  auto estimate = [&](int ep, double imbalance, double capacity) {
+    Workload w = s.workload;
+    w.training.expert_imbalance = imbalance;
+    w.training.moe_capacity_factor = capacity;
+    Plan plan;
+    plan.name = "capacity";
+    for (int i = 0; i < 4; ++i) {
+      PlanStage stage;
+      stage.island = "ascend-910b";
+      stage.first_layer = 8 * i;
+      stage.num_layers = 8;
+      stage.tp = 2;
+      stage.dp = 8;
+      stage.ep = ep;
+      plan.stages.push_back(stage);
+    }
+    return estimate_step(s.cluster, w, plan);
+  };
+  const Estimate padded = estimate(8, 0, 1.3);
+  const Estimate busiest = estimate(8, 1.3, 0);
+  EXPECT_DOUBLE_EQ(padded.step_time_s, busiest.step_time_s);
+  EXPECT_DOUBLE_EQ(padded.stages[1].ep_comm_s, busiest.stages[1].ep_comm_s);
+  EXPECT_GT(estimate(1, 0, 1.3).step_time_s, estimate(1, 1.3, 0).step_time_s);
+  EXPECT_DOUBLE_EQ(estimate(1, 1.3, 0).step_time_s, estimate(1, 1.0, 0).step_time_s);
+  for (const auto& a : padded.assumptions)
+    EXPECT_EQ(a.find("expert load imbalance unknown"), std::string::npos) << a;
+}
+
 // A plan that fits with less than the headroom free is flagged tight, not rejected.
 TEST(EstimatorMemory, TightPlansAreFlagged) {
   const Workload w = test::small_llama(16, 64);

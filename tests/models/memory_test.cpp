@@ -241,6 +241,32 @@ TEST(StageMemory, TransientBuffersOfTheStep) {
   EXPECT_DOUBLE_EQ(out.transient, collective + workspace + receive + gather + backward);
 }
 
+// GShard's einsums keep the dispatch mask and the combine weights, [tokens, experts, capacity]
+// each in the training dtype, and the experts' padded output in place of the unpermuted copies
+// (docs/models/moe.md#gshard), by hand: tp 1, 2,048 tokens, 8 experts, top 2, capacity 1.5.
+TEST(ActivationMemory, GshardKeepsItsMasksAndThePaddedOutput) {
+  ModelShape model = gpt_22b();
+  model.experts = 8;
+  model.experts_per_token = 2;
+  model.expert_ffn = 4096;
+  TrainingSettings training = fp16(false);
+  training.micro_batch = 1;
+  training.expert_imbalance = 1.5;  // the chip's load: the capacity factor
+  training.moe_capacity_factor = 1.5;
+  const double alltoall = layer_activation_bytes(model, training, 1, 1, Recompute::none, false);
+  training.moe_dispatcher = MoeDispatcher::gshard;
+  const double gshard = layer_activation_bytes(model, training, 1, 1, Recompute::none, false);
+  const double slots = 2048.0 * 2 * 1.5;
+  EXPECT_DOUBLE_EQ(gshard - alltoall,
+                   slots * 6144 * 2 + 2.0 * 2048 * slots * 2 - 2048.0 * 2 * 6144 * 2);
+  // Checkpointing the mixture keeps none of it.
+  training.recompute_modules = kRecomputeMoe;
+  const double kept = layer_activation_bytes(model, training, 1, 1, Recompute::selective, false);
+  training.moe_dispatcher = MoeDispatcher::all_to_all;
+  EXPECT_DOUBLE_EQ(kept,
+                   layer_activation_bytes(model, training, 1, 1, Recompute::selective, false));
+}
+
 // The planner sizes many stages of one kind with the layers' activations computed once; every
 // part of every stage's memory must come out as stage_memory computes it alone, bit for bit.
 TEST(StageMemory, PrecomputedLayerActivationsGiveTheSameMemory) {
