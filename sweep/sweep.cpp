@@ -297,9 +297,11 @@ Setter workload_setter(const Axis& axis, const std::vector<Segment>& rest) {
     if (field == "micro_batch") return training(&TrainingSettings::micro_batch, 1 << 16);
     if (field == "seq_len") return training(&TrainingSettings::seq_len, 1 << 24);
   }
-  unknown_path(axis, "a workload has no field to sweep there (model.layers, model.hidden, "
-                     "model.heads, model.kv_heads, model.ffn, model.vocab, "
-                     "training.global_batch, training.micro_batch, training.seq_len)");
+  unknown_path(axis,
+               "a workload has no field to sweep there (model.layers, model.hidden, "
+               "model.heads, model.kv_heads, model.ffn, model.vocab, "
+               "training.global_batch, training.micro_batch, training.seq_len, "
+               "training.moe.imbalance, training.moe.capacity_factor)");
 }
 
 Setter resolve(const Axis& axis, const Scenario& base) {
@@ -365,6 +367,23 @@ Setter resolve(const Axis& axis, const Scenario& base) {
   if (has(0, "chips", true))
     return chip_setter(axis, chip_index(axis, base, *p[0].selector),
                        std::vector<Segment>(p.begin() + 1, p.end()));
+  if (has(0, "workload", false) && p.size() == 4 && has(1, "training", false) &&
+      has(2, "moe", false) && !p[3].selector) {
+    // A mixture's expert load: what if the routing were less even, or the experts padded?
+    if (!base.workload.model.moe()) unknown_path(axis, "the workload's model has no experts");
+    if (p[3].name == "imbalance")
+      return [&axis](Scenario& s, const AxisValue& v) {
+        s.workload.training.expert_imbalance =
+            plain_value(axis, v, 1, 1000, "a ratio from 1 to 1000");
+      };
+    if (p[3].name == "capacity_factor")
+      return [&axis](Scenario& s, const AxisValue& v) {
+        s.workload.training.moe_capacity_factor =
+            plain_value(axis, v, 0.01, 64, "a factor from 0.01 to 64");
+      };
+    unknown_path(axis, "a workload's moe settings have no field \"" + p[3].name +
+                           "\" to sweep (imbalance, capacity_factor)");
+  }
   if (has(0, "workload", false))
     return workload_setter(axis, std::vector<Segment>(p.begin() + 1, p.end()));
   if (has(0, "reliability", false) && p.size() == 2) {

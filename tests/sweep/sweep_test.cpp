@@ -81,6 +81,28 @@ TEST(SweepFile, BadPathsAndValuesAreLocated) {
             "sweep.yaml:8:11: path: expected as many values as the first axis (2) to zip, got 1");
 }
 
+// A mixture's expert load can be swept (the busiest expert's share, the experts' capacity); on a
+// dense model the paths are refused, and the values are range-checked.
+TEST(SweepApply, ExpertLoadOfAMixture) {
+  const std::string mixtral = std::string(HETPLAN_SOURCE_DIR) + "/scenarios/mixtral-mixed.yaml";
+  Written written("schema: hetplan/sweep/v1\nname: t\nscenario: " + mixtral +
+                  "\naxes:\n  - path: workload.training.moe.imbalance\n    values: [1.5]\n"
+                  "  - path: workload.training.moe.capacity_factor\n    values: [1.2]\n");
+  const Sweep sweep = load_sweep(written.path);
+  Scenario s = formats::load_scenario(sweep.scenario);
+  apply(sweep, points(sweep).front(), s);
+  EXPECT_EQ(s.workload.training.expert_imbalance, 1.5);
+  EXPECT_EQ(s.workload.training.moe_capacity_factor, 1.2);
+  EXPECT_EQ(error_of(sweep_text("  - path: workload.training.moe.imbalance\n    values: [1.5]\n")),
+            "sweep.yaml:5:11: path: the workload's model has no experts in "
+            "\"workload.training.moe.imbalance\" (docs/sweep.md#paths lists the paths)");
+  EXPECT_EQ(error_of("schema: hetplan/sweep/v1\nname: t\nscenario: " + mixtral +
+                     "\naxes:\n  - path: workload.training.moe.capacity_factor\n"
+                     "    values: [0]\n"),
+            "sweep.yaml:6:14: workload.training.moe.capacity_factor: expected a factor from 0.01 "
+            "to 64, got \"0\"");
+}
+
 TEST(SweepFile, RangesGenerateTheirValues) {
   Written written(sweep_text("  - path: cluster.islands[dcu-k100].nodes\n"
                              "    range: {from: 4, to: 32, steps: 4, scale: log}\n"
