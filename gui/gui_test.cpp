@@ -725,6 +725,63 @@ class MainWindowTest : public QObject {
     expect_rows(window, planner::search_plans(formats::load_scenario(scenario.toStdString())));
   }
 
+  // A mixture's expert load and dispatch, set in the workload tab as a person would: disabled
+  // for a dense model; unset figures show what the estimate assumes; GShard's dispatch without
+  // a capacity is refused with the loader's line at the field; accepted values reach the
+  // scenario and the file.
+  void editsAMixturesExpertSettings() {
+    QTemporaryDir site;
+    copy_bundled_data(site);
+    MainWindow window;
+    QVERIFY(window.open_scenario(site.filePath(QStringLiteral("scenarios/default.yaml"))));
+    auto* imbalance =
+        qobject_cast<QLineEdit*>(window.workload_field(QStringLiteral("training.moe.imbalance")));
+    QVERIFY(imbalance && !imbalance->isEnabled());
+    QVERIFY(window.open_scenario(site.filePath(QStringLiteral("scenarios/mixtral-mixed.yaml"))));
+    const QString workload_file =
+        site.filePath(QStringLiteral("workloads/mixtral-8x7b-pretrain.yaml"));
+    auto* capacity = qobject_cast<QLineEdit*>(
+        window.workload_field(QStringLiteral("training.moe.capacity_factor")));
+    auto* dispatcher =
+        qobject_cast<QComboBox*>(window.workload_field(QStringLiteral("training.moe.dispatcher")));
+    auto* grouped = qobject_cast<QCheckBox*>(
+        window.workload_field(QStringLiteral("training.moe.grouped_gemm")));
+    QVERIFY(capacity && dispatcher && grouped);
+    QVERIFY(imbalance->isEnabled() && capacity->isEnabled() && dispatcher->isEnabled());
+    QVERIFY(imbalance->text().isEmpty());
+    QCOMPARE(imbalance->placeholderText(), QStringLiteral("prior 1.25"));
+    QCOMPARE(dispatcher->currentText(), QStringLiteral("alltoall"));
+    QVERIFY(grouped->isChecked());
+    const std::string moe = "moe";
+    QVERIFY(!window.edit_workload({std::string("training"), moe, std::string("dispatcher")},
+                                  QStringLiteral("gshard")));
+    QVERIFY2(window.message().contains(QStringLiteral("expected capacity_factor beside gshard")),
+             qPrintable(window.message()));
+    QCOMPARE(dispatcher->currentText(), QStringLiteral("alltoall"));  // what the scenario keeps
+    QVERIFY(!dispatcher->toolTip().isEmpty());
+    QVERIFY2(window.edit_workload({std::string("training"), moe, std::string("imbalance")},
+                                  QStringLiteral("1.4")),
+             qPrintable(window.message()));
+    QVERIFY2(window.edit_workload({std::string("training"), moe, std::string("capacity_factor")},
+                                  QStringLiteral("1.1")),
+             qPrintable(window.message()));
+    QVERIFY2(window.edit_workload({std::string("training"), moe, std::string("dispatcher")},
+                                  QStringLiteral("gshard")),
+             qPrintable(window.message()));
+    const TrainingSettings& t = window.scenario()->workload.training;
+    QCOMPARE(t.expert_imbalance, 1.4);
+    QCOMPARE(t.moe_capacity_factor, 1.1);
+    QCOMPARE(t.moe_dispatcher, MoeDispatcher::gshard);
+    QCOMPARE(imbalance->text(), QStringLiteral("1.4"));
+    QCOMPARE(dispatcher->currentText(), QStringLiteral("gshard"));
+    QVERIFY(window.save_edits());
+    const QString saved = QString::fromUtf8(file_bytes(workload_file));
+    QVERIFY2(saved.contains(
+                 QStringLiteral("moe: {dispatcher: gshard, capacity_factor: 1.1, imbalance: 1.4, "
+                                "grouped_gemm: true}")),
+             qPrintable(saved));
+  }
+
   // The window speaks Simplified Chinese under a zh_CN locale, English elsewhere.
   void theChineseTranslationShipsAndOthersKeepEnglish() {
     QVERIFY(!install_translation(*QCoreApplication::instance(), QLocale(QLocale::French)));

@@ -54,6 +54,7 @@
 #include "formats/yaml_edit.hpp"
 #include "gui/export_dialog.hpp"
 #include "gui/pipeline_diagram.hpp"
+#include "models/transformer_ops.hpp"
 
 namespace hetplan::gui {
 namespace {
@@ -392,6 +393,12 @@ MainWindow::MainWindow(QWidget* parent)
   add_switch(QStringLiteral("training.overlap.tp_comm"), tr("Overlap tensor-parallel communication (MC2 on Ascend)"));
   add_switch(QStringLiteral("training.overlap.ep_comm"),
              tr("Overlap expert-parallel all-to-alls with the other micro-batch"));
+  // A mixture's expert load and dispatch (docs/models/moe.md); enabled for mixtures only.
+  add_line(QStringLiteral("training.moe.imbalance"), tr("Busiest expert's load over the mean"));
+  add_line(QStringLiteral("training.moe.capacity_factor"), tr("Experts padded to a capacity of"));
+  add_choice(QStringLiteral("training.moe.dispatcher"), tr("Token dispatcher"),
+             {QStringLiteral("alltoall"), QStringLiteral("flex"), QStringLiteral("gshard")});
+  add_switch(QStringLiteral("training.moe.grouped_gemm"), tr("Grouped GEMM for a chip's experts"));
   tabs_->addTab(workload_tab, tr("Workload"));
   islands_->set_field_editor([this](int row, IslandsModel::Column column, const QString& value, QString& error) {
     return edit_island(row, column, value, error);
@@ -587,6 +594,27 @@ void MainWindow::refresh_workload_form() {
   set_switch("training.overlap.param_gather", t.overlap_param_gather);
   set_switch("training.overlap.tp_comm", t.overlap_tp_comm);
   set_switch("training.overlap.ep_comm", t.overlap_ep_comm);
+  // A mixture's settings: unset figures show what the estimate assumes in their place.
+  auto set_number = [&](const char* key, double value, const QString& unset) {
+    auto* edit = qobject_cast<QLineEdit*>(workload_fields_.value(QString::fromLatin1(key)));
+    if (!edit) return;
+    const QSignalBlocker block(edit);
+    edit->setText(value > 0 ? QString::number(value) : QString());
+    edit->setPlaceholderText(unset);
+    edit->setModified(false);
+  };
+  set_number("training.moe.imbalance", t.expert_imbalance,
+             tr("prior %1").arg(models::kExpertImbalancePrior));
+  set_number("training.moe.capacity_factor", t.moe_capacity_factor, tr("none (dropless)"));
+  set_choice("training.moe.dispatcher", text_of(to_string(t.moe_dispatcher)));
+  set_switch("training.moe.grouped_gemm", t.grouped_gemm);
+  for (const char* key : {"training.moe.imbalance", "training.moe.capacity_factor",
+                          "training.moe.dispatcher", "training.moe.grouped_gemm"}) {
+    if (QWidget* field = workload_fields_.value(QString::fromLatin1(key))) {
+      field->setEnabled(m.moe());
+      field->setToolTip(m.moe() ? QString() : tr("The model has no experts"));
+    }
+  }
 }
 
 QString MainWindow::message() const { return message_->text(); }
