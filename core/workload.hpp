@@ -180,11 +180,14 @@ struct TrainingSettings {
   double expert_imbalance = 0;
   bool grouped_gemm = true;
   MoeDispatcher moe_dispatcher = MoeDispatcher::all_to_all;
-  // Experts padded to a capacity of capacity_factor x the mean routed tokens (0: dropless):
-  // Megatron-Core's --moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity, and
-  // every GShard-style layer. Each expert then computes exactly its capacity, whatever the
-  // routing (docs/models/moe.md#capacity).
+  // Experts capped at a capacity of capacity_factor x the mean routed tokens (0: dropless), the
+  // tokens above it dropped: Megatron-Core's --moe-expert-capacity-factor, and every GShard-style
+  // layer. Padded to it (pad_to_capacity, Megatron-Core's --moe-pad-expert-input-to-capacity,
+  // and always under GShard), each expert computes exactly its capacity whatever the routing;
+  // unpadded, the busiest chip carries the lesser of its imbalance and the capacity
+  // (docs/models/moe.md#capacity).
   double moe_capacity_factor = 0;
+  bool moe_pad_to_capacity = true;
 };
 
 // Megatron-LM's default for where gradients accumulate and are reduced: in fp32 for bf16 (and

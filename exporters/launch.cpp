@@ -349,7 +349,7 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
       char factor[32];
       std::snprintf(factor, sizeof factor, "%g", training.moe_capacity_factor);
       parallel.push_back(std::string("--moe-expert-capacity-factor ") + factor);
-      parallel.push_back("--moe-pad-expert-input-to-capacity");
+      if (training.moe_pad_to_capacity) parallel.push_back("--moe-pad-expert-input-to-capacity");
     }
     if (training.grouped_gemm) parallel.push_back("--moe-grouped-gemm");
     if (training.overlap_ep_comm) {

@@ -587,7 +587,16 @@ TrainingSettings read_training(const Field& field) {
       t.moe_dispatcher = kDispatchers[dispatcher->as_choice({"alltoall", "flex", "gshard"})];
     }
     if (auto v = m.optional("capacity_factor")) t.moe_capacity_factor = v->as_number(0.01, 64.0);
+    std::optional<Field> pad = m.optional("pad_to_capacity");
+    if (pad) t.moe_pad_to_capacity = pad->as_bool();
     m.done();
+    if (pad && t.moe_capacity_factor <= 0)
+      pad->fail("expected capacity_factor beside it (it pads the experts to their capacity)");
+    if (t.moe_dispatcher == MoeDispatcher::gshard && !t.moe_pad_to_capacity) {
+      pad->fail(
+          "expected true with dispatcher gshard (GShard's masks give every expert its whole "
+          "capacity)");
+    }
     if (t.moe_dispatcher == MoeDispatcher::gshard && t.moe_capacity_factor <= 0) {
       dispatcher->fail(
           "expected capacity_factor beside gshard (its dispatch masks give every expert a "

@@ -752,6 +752,9 @@ class MainWindowTest : public QObject {
     QCOMPARE(imbalance->placeholderText(), QStringLiteral("prior 1.25"));
     QCOMPARE(dispatcher->currentText(), QStringLiteral("alltoall"));
     QVERIFY(grouped->isChecked());
+    auto* pad = qobject_cast<QCheckBox*>(
+        window.workload_field(QStringLiteral("training.moe.pad_to_capacity")));
+    QVERIFY(pad && pad->isEnabled() && pad->isChecked());  // the default: padded
     const std::string moe = "moe";
     QVERIFY(!window.edit_workload({std::string("training"), moe, std::string("dispatcher")},
                                   QStringLiteral("gshard")));

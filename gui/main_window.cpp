@@ -395,7 +395,9 @@ MainWindow::MainWindow(QWidget* parent)
              tr("Overlap expert-parallel all-to-alls with the other micro-batch"));
   // A mixture's expert load and dispatch (docs/models/moe.md); enabled for mixtures only.
   add_line(QStringLiteral("training.moe.imbalance"), tr("Busiest expert's load over the mean"));
-  add_line(QStringLiteral("training.moe.capacity_factor"), tr("Experts padded to a capacity of"));
+  add_line(QStringLiteral("training.moe.capacity_factor"), tr("Experts capped at a capacity of"));
+  add_switch(QStringLiteral("training.moe.pad_to_capacity"),
+             tr("Pad every expert to its capacity"));
   add_choice(QStringLiteral("training.moe.dispatcher"), tr("Token dispatcher"),
              {QStringLiteral("alltoall"), QStringLiteral("flex"), QStringLiteral("gshard")});
   add_switch(QStringLiteral("training.moe.grouped_gemm"), tr("Grouped GEMM for a chip's experts"));
@@ -608,8 +610,10 @@ void MainWindow::refresh_workload_form() {
   set_number("training.moe.capacity_factor", t.moe_capacity_factor, tr("none (dropless)"));
   set_choice("training.moe.dispatcher", text_of(to_string(t.moe_dispatcher)));
   set_switch("training.moe.grouped_gemm", t.grouped_gemm);
-  for (const char* key : {"training.moe.imbalance", "training.moe.capacity_factor",
-                          "training.moe.dispatcher", "training.moe.grouped_gemm"}) {
+  set_switch("training.moe.pad_to_capacity", t.moe_pad_to_capacity);
+  for (const char* key :
+       {"training.moe.imbalance", "training.moe.capacity_factor", "training.moe.pad_to_capacity",
+        "training.moe.dispatcher", "training.moe.grouped_gemm"}) {
     if (QWidget* field = workload_fields_.value(QString::fromLatin1(key))) {
       field->setEnabled(m.moe());
       field->setToolTip(m.moe() ? QString() : tr("The model has no experts"));

@@ -215,7 +215,8 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   // Mixture of experts: the busiest expert's load over the mean (the workload's, else the prior),
   // and the busiest chip's, which the chip's compute, activations and exchanges carry.
   double expert_imbalance = training.expert_imbalance;
-  if (model.moe() && expert_imbalance <= 0 && training.moe_capacity_factor <= 0) {
+  if (model.moe() && expert_imbalance <= 0 &&
+      !(training.moe_capacity_factor > 0 && training.moe_pad_to_capacity)) {
     expert_imbalance = options.defaults.expert_imbalance;
     if (options.notes)
       k.assumptions.push_back("expert load imbalance unknown, prior " + fixed2(expert_imbalance) +
@@ -228,11 +229,13 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
                             " tokens is not modelled (it would cost less)");
   }
   TrainingSettings chip_training = training;
-  // Experts padded to a capacity compute exactly that on every chip, whatever the routing.
-  chip_training.expert_imbalance =
-      training.moe_capacity_factor > 0
-          ? training.moe_capacity_factor
-          : models::chip_imbalance(expert_imbalance, model.experts, ep);
+  // Experts padded to a capacity compute exactly that on every chip, whatever the routing;
+  // capped without padding, the busiest chip carries no more than the capacity.
+  const double load = models::chip_imbalance(expert_imbalance, model.experts, ep);
+  const double capacity = training.moe_capacity_factor;
+  chip_training.expert_imbalance = capacity <= 0                  ? load
+                                   : training.moe_pad_to_capacity ? capacity
+                                                                  : std::min(load, capacity);
   k.activations = models::layer_activations(model, chip_training, settings.micro_batch, tp);
   if (chip.memory_usable) {
     k.memory_usable = chip.memory_usable;

@@ -285,7 +285,7 @@ note: exported unvalidated, as asked; every file says so</source>
 <context>
     <name>hetplan::gui::MainWindow</name>
     <message>
-        <location filename="../main_window.cpp" line="1103"/>
+        <location filename="../main_window.cpp" line="1106"/>
         <source>&lt;p&gt;expert-parallel all-to-all %1 s (exposed)&lt;/p&gt;</source>
         <translation>&lt;p&gt;专家并行 all-to-all %1 秒（未掩盖）&lt;/p&gt;</translation>
     </message>
@@ -441,7 +441,7 @@ note: exported unvalidated, as asked; every file says so</source>
     </message>
     <message>
         <location filename="../main_window.cpp" line="288"/>
-        <location filename="../main_window.cpp" line="1185"/>
+        <location filename="../main_window.cpp" line="1188"/>
         <source>optimizer</source>
         <comment>the optimizer step</comment>
         <translation>优化器</translation>
@@ -582,198 +582,193 @@ note: exported unvalidated, as asked; every file says so</source>
         <translation>最忙专家的负载与平均负载之比</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="398"/>
-        <source>Experts padded to a capacity of</source>
-        <translation>专家按容量填充，容量系数</translation>
-    </message>
-    <message>
-        <location filename="../main_window.cpp" line="399"/>
+        <location filename="../main_window.cpp" line="400"/>
         <source>Token dispatcher</source>
         <translation>Token 分发器</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="401"/>
+        <location filename="../main_window.cpp" line="402"/>
         <source>Grouped GEMM for a chip&apos;s experts</source>
         <translation>同一芯片上的专家使用分组 GEMM</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="402"/>
+        <location filename="../main_window.cpp" line="403"/>
         <source>Workload</source>
         <translation>训练负载</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="411"/>
+        <location filename="../main_window.cpp" line="412"/>
         <source>Save the Chrome trace</source>
         <translation>保存 Chrome 跟踪文件</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="412"/>
+        <location filename="../main_window.cpp" line="413"/>
         <source>Chrome traces (*.json)</source>
         <translation>Chrome 跟踪文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="436"/>
+        <location filename="../main_window.cpp" line="437"/>
         <source>islands changed: search again for plans on the changed cluster</source>
         <translation>计算岛已修改：请在修改后的集群上重新搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="443"/>
+        <location filename="../main_window.cpp" line="444"/>
         <source>searching: %1 of %2 settings, %3 plans scored, %4 pruned (%5)</source>
         <translation>搜索中：已尝试 %1 / %2 组设置，评估 %3 个方案，剪枝 %4 个（%5）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="461"/>
+        <location filename="../main_window.cpp" line="462"/>
         <source>simulation cancelled</source>
         <translation>仿真已取消</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="520"/>
+        <location filename="../main_window.cpp" line="521"/>
         <source>%1: written inline in %2</source>
         <translation>%1：直接写在 %2 中</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="521"/>
+        <location filename="../main_window.cpp" line="522"/>
         <source>%1: from the Hugging Face config %2 (edit that file to change the model)</source>
         <translation>%1：来自 Hugging Face 配置 %2（修改模型请编辑该文件）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="537"/>
+        <location filename="../main_window.cpp" line="538"/>
         <source>%1 B parameters, %2 B active per token</source>
         <translation>%1 B 参数，每个 token 激活 %2 B</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="540"/>
+        <location filename="../main_window.cpp" line="541"/>
         <source>%1 B parameters</source>
         <translation>%1 B 参数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="542"/>
+        <location filename="../main_window.cpp" line="543"/>
         <source>mixture of experts: %1 routed experts of FFN %2, %3 per token</source>
         <translation>混合专家：%1 个路由专家（FFN %2），每个 token 选 %3 个</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="547"/>
+        <location filename="../main_window.cpp" line="548"/>
         <source>, %1 shared of FFN %2</source>
         <translation>，%1 个共享专家（FFN %2）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="553"/>
+        <location filename="../main_window.cpp" line="554"/>
         <source>latent attention: K/V rank %1, Q rank %2, rotary dimensions %3</source>
         <translation>多头潜在注意力（MLA）：K/V 秩 %1，Q 秩 %2，旋转位置维度 %3</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="555"/>
+        <location filename="../main_window.cpp" line="556"/>
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="562"/>
+        <location filename="../main_window.cpp" line="563"/>
         <source>The workload writes its model inline</source>
         <translation>该训练负载直接写出了模型结构</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="607"/>
+        <location filename="../main_window.cpp" line="608"/>
         <source>prior %1</source>
         <translation>先验值 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="608"/>
+        <location filename="../main_window.cpp" line="609"/>
         <source>none (dropless)</source>
         <translation>无（不丢弃 token）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="615"/>
+        <location filename="../main_window.cpp" line="618"/>
         <source>The model has no experts</source>
         <translation>该模型没有专家</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="638"/>
+        <location filename="../main_window.cpp" line="641"/>
         <source>internal error: %1</source>
         <translation>内部错误：%1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="498"/>
+        <location filename="../main_window.cpp" line="499"/>
         <source>Scenario %1: workload %2 (%3 layers, hidden %4, %5 heads) on cluster %6, %7 islands; objective %8</source>
         <translation>场景 %1：负载 %2（%3 层，隐藏维度 %4，%5 个注意力头），集群 %6，%7 个计算岛；目标 %8</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="507"/>
-        <location filename="../main_window.cpp" line="1036"/>
+        <location filename="../main_window.cpp" line="508"/>
+        <location filename="../main_window.cpp" line="1039"/>
         <source>cost</source>
         <translation>成本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="507"/>
+        <location filename="../main_window.cpp" line="508"/>
         <source>throughput</source>
         <translation>吞吐</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="659"/>
+        <location filename="../main_window.cpp" line="662"/>
         <source>opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="671"/>
+        <location filename="../main_window.cpp" line="674"/>
         <source>searching...</source>
         <translation>搜索中...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="679"/>
+        <location filename="../main_window.cpp" line="682"/>
         <source>simulating plan %1 on the fabric...</source>
         <translation>正在网络上仿真方案 %1...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="686"/>
+        <location filename="../main_window.cpp" line="689"/>
         <source>stopping the simulation...</source>
         <translation>正在停止仿真...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="690"/>
+        <location filename="../main_window.cpp" line="693"/>
         <source>stopping the search...</source>
         <translation>正在停止搜索...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="872"/>
+        <location filename="../main_window.cpp" line="875"/>
         <source>saved %1</source>
         <translation>已保存 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="881"/>
+        <location filename="../main_window.cpp" line="884"/>
         <source>pinned plan %1 for comparison</source>
         <translation>已固定方案 %1 用于比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="922"/>
+        <location filename="../main_window.cpp" line="925"/>
         <source>trace written to %1 (open it in Perfetto, ui.perfetto.dev)</source>
         <translation>跟踪文件已写入 %1（可在 Perfetto，ui.perfetto.dev 中打开）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="932"/>
+        <location filename="../main_window.cpp" line="935"/>
         <source>searched %1 settings, scored %2 plans, %3 more pruned by a bound</source>
         <translation>已搜索 %1 组设置，评估 %2 个方案，另有 %3 个被上界剪枝</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="939"/>
+        <location filename="../main_window.cpp" line="942"/>
         <source>; stopped early (%1): the best plans found until then</source>
         <translation>；提前停止（%1）：以下为停止前找到的最佳方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="947"/>
+        <location filename="../main_window.cpp" line="950"/>
         <source>&lt;p&gt;&lt;b&gt;Rejected candidates, by constraint pass&lt;/b&gt;&lt;/p&gt;</source>
         <translation>&lt;p&gt;&lt;b&gt;按约束检查分类的被拒候选&lt;/b&gt;&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1014"/>
+        <location filename="../main_window.cpp" line="1017"/>
         <source> (none known)</source>
         <translation>（均未知）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1032"/>
+        <location filename="../main_window.cpp" line="1035"/>
         <source>tokens/s</source>
         <translation>tokens/s</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="983"/>
+        <location filename="../main_window.cpp" line="986"/>
         <source>pool</source>
         <translation>资源池</translation>
     </message>
@@ -793,208 +788,218 @@ note: exported unvalidated, as asked; every file says so</source>
         <translation>每条流水线的计算岛数：</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="548"/>
+        <location filename="../main_window.cpp" line="398"/>
+        <source>Experts capped at a capacity of</source>
+        <translation>专家容量上限系数</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="399"/>
+        <source>Pad every expert to its capacity</source>
+        <translation>将每个专家填充到其容量</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="549"/>
         <source>; the first layer dense</source>
         <translation>；第一层为稠密层</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="549"/>
+        <location filename="../main_window.cpp" line="550"/>
         <source>; the first %1 layers dense</source>
         <translation>；前 %1 层为稠密层</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="559"/>
+        <location filename="../main_window.cpp" line="560"/>
         <source>multi-token prediction modules: %1, on the last stage</source>
         <translation>多 token 预测（MTP）模块：%1 个，位于最后一个流水线阶段</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="818"/>
+        <location filename="../main_window.cpp" line="821"/>
         <source>workload changed: search again for plans of the changed workload</source>
         <translation>训练负载已修改：请为修改后的负载重新搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="871"/>
+        <location filename="../main_window.cpp" line="874"/>
         <source>nothing to save: the files already say this</source>
         <translation>无需保存：文件内容已相同</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="893"/>
+        <location filename="../main_window.cpp" line="896"/>
         <source>error: the islands or the workload were edited here; save them first (exports name the files a plan was made from)</source>
         <translation>error: 计算岛或训练负载已在此修改；请先保存（导出文件会注明方案所依据的文件）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="937"/>
+        <location filename="../main_window.cpp" line="940"/>
         <source>; task-level pipelines span at most %1 islands</source>
         <translation>；任务级流水线最多跨越 %1 个计算岛</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="985"/>
+        <location filename="../main_window.cpp" line="988"/>
         <source>task-level</source>
         <translation>任务级混合</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="996"/>
+        <location filename="../main_window.cpp" line="999"/>
         <source>replica groups</source>
         <translation>跨芯片副本组</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1090"/>
+        <location filename="../main_window.cpp" line="1093"/>
         <source>&lt;p&gt;step %1 s, %2 tokens/s, MFU %3 %; %4 micro-batches of %5&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒，%2 tokens/s，MFU %3 %；%4 个大小为 %5 的微批次&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1096"/>
+        <location filename="../main_window.cpp" line="1099"/>
         <source>&lt;p&gt;compute %1 s (bottleneck stage), bubble %2 s, optimizer %3 s&lt;br&gt;exposed communication: tensor-parallel %4 s, pipeline %5 s, cross-island %6 s, data-parallel %7 s&lt;/p&gt;</source>
         <translation>&lt;p&gt;计算 %1 秒（瓶颈阶段），流水线气泡 %2 秒，优化器 %3 秒&lt;br&gt;未被掩盖的通信：张量并行 %4 秒，流水线 %5 秒，跨计算岛 %6 秒，数据并行 %7 秒&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1106"/>
+        <location filename="../main_window.cpp" line="1109"/>
         <source>&lt;p&gt;Assumed (priors where a profile leaves a figure unknown):&lt;/p&gt;&lt;ul&gt;</source>
         <translation>&lt;p&gt;假设（芯片画像中未知的数值所用的先验值）：&lt;/p&gt;&lt;ul&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1114"/>
+        <location filename="../main_window.cpp" line="1117"/>
         <source>weights</source>
         <translation>权重</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1115"/>
+        <location filename="../main_window.cpp" line="1118"/>
         <source>gradients</source>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1158"/>
+        <location filename="../main_window.cpp" line="1161"/>
         <source>&lt;p&gt;one step of %1 ranks on the fabric (%2 flows, seed %3)&lt;/p&gt;</source>
         <translation>&lt;p&gt;在网络上仿真 %1 个 rank 的一个训练步（%2 条流，随机种子 %3）&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1165"/>
+        <location filename="../main_window.cpp" line="1168"/>
         <source>&lt;p&gt;step %1 s (analytic %2 s, %3 %)&lt;br&gt;%4 tokens/s, MFU %5 %&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒（解析模型 %2 秒，%3 %）&lt;br&gt;%4 tokens/s，MFU %5 %&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1170"/>
+        <location filename="../main_window.cpp" line="1173"/>
         <source>&lt;p&gt;where the step goes (stage %1, dp %2, the last to finish):&lt;/p&gt;</source>
         <translation>&lt;p&gt;训练步时间构成（最后完成的阶段 %1，dp %2）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1181"/>
+        <location filename="../main_window.cpp" line="1184"/>
         <source>compute</source>
         <translation>计算</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1181"/>
+        <location filename="../main_window.cpp" line="1184"/>
         <source>tensor parallel</source>
         <translation>张量并行</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1182"/>
+        <location filename="../main_window.cpp" line="1185"/>
         <source>pipeline sends</source>
         <translation>流水线发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1182"/>
+        <location filename="../main_window.cpp" line="1185"/>
         <source>cross-island sends</source>
         <translation>跨计算岛发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1183"/>
+        <location filename="../main_window.cpp" line="1186"/>
         <source>data parallel (exposed)</source>
         <translation>数据并行（未掩盖）</translation>
     </message>
     <message>
         <location filename="../main_window.cpp" line="287"/>
-        <location filename="../main_window.cpp" line="1184"/>
+        <location filename="../main_window.cpp" line="1187"/>
         <source>expert-parallel all-to-all</source>
         <translation>专家并行 all-to-all</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1184"/>
+        <location filename="../main_window.cpp" line="1187"/>
         <source>pipeline bubble</source>
         <translation>流水线气泡</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1185"/>
+        <location filename="../main_window.cpp" line="1188"/>
         <source>stragglers</source>
         <translation>慢节点</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1189"/>
+        <location filename="../main_window.cpp" line="1192"/>
         <source>&lt;p&gt;most loaded links (time at full rate during the step):&lt;/p&gt;</source>
         <translation>&lt;p&gt;负载最高的链路（训练步中满速传输的时间）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1190"/>
+        <location filename="../main_window.cpp" line="1193"/>
         <source>&lt;p&gt;none: no traffic left the chips&apos; nodes&lt;/p&gt;</source>
         <translation>&lt;p&gt;无：没有流量离开芯片所在节点&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1196"/>
+        <location filename="../main_window.cpp" line="1199"/>
         <source>&lt;p&gt;goodput %1 tokens/s (%2 % of the time is useful)</source>
         <translation>&lt;p&gt;有效吞吐 %1 tokens/s（%2 % 的时间有效）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1200"/>
+        <location filename="../main_window.cpp" line="1203"/>
         <source>&lt;br&gt;job MTBF %1 h; checkpoint every %2 steps (%3 h; Young %4 h, Daly %5 h)</source>
         <translation>&lt;br&gt;作业 MTBF %1 小时；每 %2 步保存一次检查点（%3 小时；Young %4 小时，Daly %5 小时）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1215"/>
+        <location filename="../main_window.cpp" line="1218"/>
         <source>simulated plan %1: step %2 s</source>
         <translation>已仿真方案 %1：单步 %2 秒</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1116"/>
+        <location filename="../main_window.cpp" line="1119"/>
         <source>optimizer</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1032"/>
+        <location filename="../main_window.cpp" line="1035"/>
         <source>Tokens/s</source>
         <translation>Tokens/s</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1034"/>
+        <location filename="../main_window.cpp" line="1037"/>
         <source>Chips used</source>
         <translation>所用芯片数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1034"/>
+        <location filename="../main_window.cpp" line="1037"/>
         <source>chips</source>
         <translation>芯片数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1036"/>
+        <location filename="../main_window.cpp" line="1039"/>
         <source>Cost per million tokens</source>
         <translation>每百万 tokens 成本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1038"/>
+        <location filename="../main_window.cpp" line="1041"/>
         <source>Software stacks to run</source>
         <translation>需运行的软件栈</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1038"/>
+        <location filename="../main_window.cpp" line="1041"/>
         <source>stacks</source>
         <translation>软件栈</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1117"/>
+        <location filename="../main_window.cpp" line="1120"/>
         <source>activations</source>
         <translation>激活</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1118"/>
+        <location filename="../main_window.cpp" line="1121"/>
         <source>buffers</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1120"/>
+        <location filename="../main_window.cpp" line="1123"/>
         <source>usable</source>
         <translation>可用显存</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1136"/>
+        <location filename="../main_window.cpp" line="1139"/>
         <source>Memory per chip of each stage (0, 1, ...), GiB</source>
         <translation>各阶段（0, 1, ...）每芯片显存，GiB</translation>
     </message>

@@ -240,6 +240,19 @@ TEST(WorkloadErrors, GshardDispatcherWithoutCapacity) {
                 "capacity_factor beside gshard (its dispatch masks give every expert a capacity)");
 }
 
+// Padding needs a capacity to pad to, and GShard's masks always pad.
+TEST(WorkloadErrors, PaddingNeedsACapacityAndGshardPads) {
+  EXPECT_EQ(workload_error("workload-moe-pad-without-capacity.yaml"),
+            kBad +
+                "workload-moe-pad-without-capacity.yaml:9:26: training.moe.pad_to_capacity: "
+                "expected capacity_factor beside it (it pads the experts to their capacity)");
+  EXPECT_EQ(
+      workload_error("workload-moe-gshard-unpadded.yaml"),
+      kBad +
+          "workload-moe-gshard-unpadded.yaml:9:69: training.moe.pad_to_capacity: expected "
+          "true with dispatcher gshard (GShard's masks give every expert its whole capacity)");
+}
+
 TEST(ScenarioErrors, PlanStageIslandNotInCluster) {
   EXPECT_EQ(scenario_error("scenario-unknown-island.yaml"),
             kBad + "scenario-unknown-island.yaml:5:7: plan: " + kBad +

@@ -149,6 +149,7 @@ TEST(ValidInputs, WorkloadMoeSettings) {
   const Workload gshard = formats::load_workload(kDataDir + "/workload-moe-gshard.yaml");
   EXPECT_EQ(gshard.training.moe_dispatcher, MoeDispatcher::gshard);
   EXPECT_EQ(gshard.training.moe_capacity_factor, 1.1);
+  EXPECT_TRUE(gshard.training.moe_pad_to_capacity);  // the default: padded
 }
 
 TEST(ValidInputs, GradientAccumulationDefaultsAsMegatron) {

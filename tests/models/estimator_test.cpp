@@ -330,6 +330,31 @@ TEST(EstimatorCapacity, PaddedExpertsComputeTheirCapacity) {
   EXPECT_DOUBLE_EQ(estimate(1, 1.3, 0).step_time_s, estimate(1, 1.0, 0).step_time_s);
   for (const auto& a : padded.assumptions)
     EXPECT_EQ(a.find("expert load imbalance unknown"), std::string::npos) << a;
+  // Capped without padding (Megatron-Core's capacity without --moe-pad-expert-input-to-capacity):
+  // the busiest chip carries the lesser of its imbalance and the capacity.
+  auto unpadded = [&](int ep, double imbalance, double capacity) {
+    Scenario t = s;
+    t.workload.training.moe_pad_to_capacity = false;
+    Workload w = t.workload;
+    w.training.expert_imbalance = imbalance;
+    w.training.moe_capacity_factor = capacity;
+    Plan plan;
+    plan.name = "unpadded";
+    for (int i = 0; i < 4; ++i) {
+      PlanStage stage;
+      stage.island = "ascend-910b";
+      stage.first_layer = 8 * i;
+      stage.num_layers = 8;
+      stage.tp = 2;
+      stage.dp = 8;
+      stage.ep = ep;
+      plan.stages.push_back(stage);
+    }
+    return estimate_step(s.cluster, w, plan).step_time_s;
+  };
+  EXPECT_DOUBLE_EQ(unpadded(8, 1.5, 1.2), estimate(8, 1.2, 0).step_time_s);
+  EXPECT_DOUBLE_EQ(unpadded(8, 1.5, 2.0), estimate(8, 1.5, 0).step_time_s);
+  EXPECT_DOUBLE_EQ(unpadded(1, 1.5, 1.2), estimate(1, 1.0, 0).step_time_s);
 }
 
 // A plan that fits with less than the headroom free is flagged tight, not rejected.
