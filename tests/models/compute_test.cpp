@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <tuple>
+#include <vector>
 
 #include "models/transformer_ops.hpp"
 
@@ -265,7 +266,8 @@ TEST(Dispatch, GshardDispatchIsTwoEinsumsOverTheCapacity) {
   const Op* combine = nullptr;
   const Op* masks = nullptr;
   const Op* gate_up = nullptr;
-  for (const Op& op : layer_ops(m, slice)) {
+  const std::vector<Op> ops = layer_ops(m, slice);
+  for (const Op& op : ops) {
     EXPECT_NE(op.name, "permute");
     EXPECT_NE(op.name, "unpermute");
     if (op.name == "gshard_dispatch") dispatch = &op;
