@@ -153,20 +153,22 @@ TEST(PublishedRunsFormat, ForcedBalanceGivesTheExpertsTheMeanLoad) {
             "(it balances a mixture's experts)");
 }
 
+// A case of kMixture over 8 chips with ep 4 (tp 1, dp 8), predicted.
+const std::string kMixture = kModel + ", experts: 8, experts_per_token: 2, expert_ffn: 1024";
+CaseResult predict_mixture(const std::string& training) {
+  test::TempFolder folder;
+  std::string text = one_case(kMixture, training);
+  text.replace(text.find("{tp: 8, pp: 1, dp: 1}"), 21, "{tp: 1, pp: 1, dp: 8, ep: 4}");
+  std::ofstream(folder.file("runs.yaml")) << text;
+  return validate_published_runs(folder.path(), kProfiles).cases.at(0);
+}
+
 // A mixture dispatched by the flex dispatcher (DeepEP) sends fewer copies of its tokens than
 // the all-to-all one, the default; the field belongs to mixtures only.
 TEST(PublishedRunsFormat, FlexDispatcherSendsFewerCopies) {
-  test::TempFolder folder;
-  const std::string moe = kModel + ", experts: 8, experts_per_token: 2, expert_ffn: 1024";
-  auto predict = [&](const std::string& training) {
-    std::string text = one_case(moe, training);
-    text.replace(text.find("{tp: 8, pp: 1, dp: 1}"), 21, "{tp: 1, pp: 1, dp: 8, ep: 4}");
-    std::ofstream(folder.file("runs.yaml"), std::ios::trunc) << text;
-    return validate_published_runs(folder.path(), kProfiles).cases.at(0);
-  };
-  const CaseResult plain = predict(kTraining);
-  const CaseResult all_to_all = predict(kTraining + ", moe_dispatcher: alltoall");
-  const CaseResult flex = predict(kTraining + ", moe_dispatcher: flex");
+  const CaseResult plain = predict_mixture(kTraining);
+  const CaseResult all_to_all = predict_mixture(kTraining + ", moe_dispatcher: alltoall");
+  const CaseResult flex = predict_mixture(kTraining + ", moe_dispatcher: flex");
   ASSERT_GT(plain.breakdown.expert_parallel_s, 0.0);
   EXPECT_EQ(all_to_all.predicted, plain.predicted);
   EXPECT_LT(flex.breakdown.expert_parallel_s, plain.breakdown.expert_parallel_s);
@@ -180,19 +182,11 @@ TEST(PublishedRunsFormat, FlexDispatcherSendsFewerCopies) {
 // padded to a capacity (training.moe_capacity_factor) pays the einsums beside the padded
 // experts; gshard needs the capacity, and the capacity a mixture.
 TEST(PublishedRunsFormat, GshardDispatcherPaysItsEinsums) {
-  test::TempFolder folder;
-  const std::string moe = kModel + ", experts: 8, experts_per_token: 2, expert_ffn: 1024";
-  auto predict = [&](const std::string& training) {
-    std::string text = one_case(moe, training);
-    text.replace(text.find("{tp: 8, pp: 1, dp: 1}"), 21, "{tp: 1, pp: 1, dp: 8, ep: 4}");
-    std::ofstream(folder.file("runs.yaml"), std::ios::trunc) << text;
-    return validate_published_runs(folder.path(), kProfiles).cases.at(0);
-  };
-  const CaseResult padded = predict(kTraining + ", moe_capacity_factor: 1.25");
+  const CaseResult padded = predict_mixture(kTraining + ", moe_capacity_factor: 1.25");
   const CaseResult gshard =
-      predict(kTraining + ", moe_dispatcher: gshard, moe_capacity_factor: 1.25");
+      predict_mixture(kTraining + ", moe_dispatcher: gshard, moe_capacity_factor: 1.25");
   EXPECT_GT(gshard.predicted, padded.predicted);  // a step time
-  EXPECT_EQ(error_of(one_case(moe, kTraining + ", moe_dispatcher: gshard")),
+  EXPECT_EQ(error_of(one_case(kMixture, kTraining + ", moe_dispatcher: gshard")),
             "runs.yaml:6:118: cases[0].training.moe_dispatcher: expected "
             "training.moe_capacity_factor beside gshard (its dispatch masks give every expert a "
             "capacity)");

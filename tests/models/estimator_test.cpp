@@ -7,6 +7,7 @@
 #include "formats/loaders.hpp"
 #include "models/transformer_ops.hpp"
 #include "tests/support/llama.hpp"
+#include "tests/support/plans.hpp"
 
 namespace hetplan::sim {
 namespace {
@@ -304,23 +305,12 @@ TEST(EstimatorOverlap, NoMc2ForMixtureOfExpertsOnAscend) {
 TEST(EstimatorCapacity, PaddedExpertsComputeTheirCapacity) {
   const Scenario s =
       formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/mixtral-mixed.yaml");
-  auto estimate = [&](int ep, double imbalance, double capacity) {
+  auto estimate = [&](int ep, double imbalance, double capacity, bool pad = true) {
     Workload w = s.workload;
     w.training.expert_imbalance = imbalance;
     w.training.moe_capacity_factor = capacity;
-    Plan plan;
-    plan.name = "capacity";
-    for (int i = 0; i < 4; ++i) {
-      PlanStage stage;
-      stage.island = "ascend-910b";
-      stage.first_layer = 8 * i;
-      stage.num_layers = 8;
-      stage.tp = 2;
-      stage.dp = 8;
-      stage.ep = ep;
-      plan.stages.push_back(stage);
-    }
-    return estimate_step(s.cluster, w, plan);
+    w.training.moe_pad_to_capacity = pad;
+    return estimate_step(s.cluster, w, test::plan_on("ascend-910b", {8, 8, 8, 8}, 2, 8, 1, ep));
   };
   const Estimate padded = estimate(8, 0, 1.3);
   const Estimate busiest = estimate(8, 1.3, 0);
@@ -332,29 +322,9 @@ TEST(EstimatorCapacity, PaddedExpertsComputeTheirCapacity) {
     EXPECT_EQ(a.find("expert load imbalance unknown"), std::string::npos) << a;
   // Capped without padding (Megatron-Core's capacity without --moe-pad-expert-input-to-capacity):
   // the busiest chip carries the lesser of its imbalance and the capacity.
-  auto unpadded = [&](int ep, double imbalance, double capacity) {
-    Scenario t = s;
-    t.workload.training.moe_pad_to_capacity = false;
-    Workload w = t.workload;
-    w.training.expert_imbalance = imbalance;
-    w.training.moe_capacity_factor = capacity;
-    Plan plan;
-    plan.name = "unpadded";
-    for (int i = 0; i < 4; ++i) {
-      PlanStage stage;
-      stage.island = "ascend-910b";
-      stage.first_layer = 8 * i;
-      stage.num_layers = 8;
-      stage.tp = 2;
-      stage.dp = 8;
-      stage.ep = ep;
-      plan.stages.push_back(stage);
-    }
-    return estimate_step(s.cluster, w, plan).step_time_s;
-  };
-  EXPECT_DOUBLE_EQ(unpadded(8, 1.5, 1.2), estimate(8, 1.2, 0).step_time_s);
-  EXPECT_DOUBLE_EQ(unpadded(8, 1.5, 2.0), estimate(8, 1.5, 0).step_time_s);
-  EXPECT_DOUBLE_EQ(unpadded(1, 1.5, 1.2), estimate(1, 1.0, 0).step_time_s);
+  EXPECT_DOUBLE_EQ(estimate(8, 1.5, 1.2, false).step_time_s, estimate(8, 1.2, 0).step_time_s);
+  EXPECT_DOUBLE_EQ(estimate(8, 1.5, 2.0, false).step_time_s, estimate(8, 1.5, 0).step_time_s);
+  EXPECT_DOUBLE_EQ(estimate(1, 1.5, 1.2, false).step_time_s, estimate(1, 1.0, 0).step_time_s);
 }
 
 // A plan that fits with less than the headroom free is flagged tight, not rejected.
