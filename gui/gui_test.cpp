@@ -737,6 +737,7 @@ class MainWindowTest : public QObject {
     auto* imbalance =
         qobject_cast<QLineEdit*>(window.workload_field(QStringLiteral("training.moe.imbalance")));
     QVERIFY(imbalance && !imbalance->isEnabled());
+    QVERIFY(imbalance->placeholderText().isEmpty());  // no prior shown for a dense model
     QVERIFY(window.open_scenario(site.filePath(QStringLiteral("scenarios/mixtral-mixed.yaml"))));
     const QString workload_file =
         site.filePath(QStringLiteral("workloads/mixtral-8x7b-pretrain.yaml"));

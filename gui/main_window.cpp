@@ -605,9 +605,11 @@ void MainWindow::refresh_workload_form() {
     edit->setPlaceholderText(unset);
     edit->setModified(false);
   };
+  // A dense model has no expert figures to assume: its disabled fields stay blank.
   set_number("training.moe.imbalance", t.expert_imbalance,
-             tr("prior %1").arg(models::kExpertImbalancePrior));
-  set_number("training.moe.capacity_factor", t.moe_capacity_factor, tr("none (dropless)"));
+             m.moe() ? tr("prior %1").arg(models::kExpertImbalancePrior) : QString());
+  set_number("training.moe.capacity_factor", t.moe_capacity_factor,
+             m.moe() ? tr("none (dropless)") : QString());
   set_choice("training.moe.dispatcher", text_of(to_string(t.moe_dispatcher)));
   set_switch("training.moe.grouped_gemm", t.grouped_gemm);
   set_switch("training.moe.pad_to_capacity", t.moe_pad_to_capacity);
