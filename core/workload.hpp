@@ -141,6 +141,14 @@ inline constexpr unsigned kRecomputeSharedExperts = 1u << 6;
 inline constexpr std::string_view kRecomputeModuleNames[] = {
     "core_attn", "mla_up_proj", "moe_act", "layernorm", "mlp", "moe", "shared_experts"};
 
+// Operators a framework may run as PyTorch's reference operators instead of one fused kernel
+// (docs/models/compute.md#unfused): RMSNorm (MindSpeed's --use-fused-rmsnorm not passed, a
+// Hugging Face model's LlamaRMSNorm, Megatron's local RMSNorm) and the SwiGLU product
+// (`silu(gate) * up`; MindSpeed's --use-fused-swiglu not passed). A bit each.
+inline constexpr unsigned kUnfusedRmsnorm = 1u << 0;
+inline constexpr unsigned kUnfusedSwiglu = 1u << 1;
+inline constexpr std::string_view kUnfusedNames[] = {"rmsnorm", "swiglu"};
+
 struct TrainingSettings {
   int seq_len = 0;
   int global_batch = 0;  // sequences per optimizer step
@@ -188,6 +196,9 @@ struct TrainingSettings {
   // (docs/models/moe.md#capacity).
   double moe_capacity_factor = 0;
   bool moe_pad_to_capacity = true;
+  // The operators run unfused (kUnfused* bits); none by default, as Megatron-Core with
+  // Transformer Engine and MindSpeed-LLM's scripts run them.
+  unsigned unfused = 0;
 };
 
 // Megatron-LM's default for where gradients accumulate and are reduced: in fp32 for bf16 (and

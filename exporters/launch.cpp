@@ -590,6 +590,28 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
                     "needs a layer spec with them.");
   }
   if (model.activation == Activation::swiglu) model_args.push_back("--swiglu");
+  // The fused norm and SwiGLU kernels the estimate priced (docs/models/compute.md#unfused):
+  // MindSpeed-LLM runs its reference operators unless asked for the fused ones; Megatron-Core
+  // with Transformer Engine fuses both and has no argument to run them unfused.
+  {
+    const bool unfused_norm =
+        model.norm == Norm::rmsnorm && (training.unfused & kUnfusedRmsnorm) != 0;
+    const bool unfused_swiglu =
+        model.activation == Activation::swiglu && (training.unfused & kUnfusedSwiglu) != 0;
+    if (framework.mindspeed) {
+      if (model.norm == Norm::rmsnorm && !unfused_norm) model_args.push_back("--use-fused-rmsnorm");
+      if (model.activation == Activation::swiglu && !unfused_swiglu)
+        model_args.push_back("--use-fused-swiglu");
+    } else if (unfused_norm || unfused_swiglu) {
+      notes.push_back(std::string("The workload runs ") +
+                      (unfused_norm && unfused_swiglu ? "RMSNorm and SwiGLU"
+                       : unfused_norm                 ? "RMSNorm"
+                                                      : "SwiGLU") +
+                      " unfused, which Megatron-LM's arguments cannot ask for (Megatron-Core "
+                      "with Transformer Engine fuses them): the run will be faster than the "
+                      "estimate.");
+    }
+  }
   // A gated GELU MLP (Gemma's): MindSpeed-LLM's --geglu; Megatron-LM's arguments have only the
   // gated SiLU.
   if (model.activation == Activation::geglu) {

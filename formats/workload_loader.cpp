@@ -502,7 +502,7 @@ ModelShape read_inline(const Field& field) {
   return model;
 }
 
-TrainingSettings read_training(const Field& field) {
+TrainingSettings read_training(const Field& field, const ModelShape& model) {
   MapReader map(field);
   TrainingSettings t;
   t.seq_len = static_cast<int>(map.required("seq_len").as_int(1, 1 << 22));
@@ -532,6 +532,7 @@ TrainingSettings read_training(const Field& field) {
     if (t.recompute != Recompute::selective)
       modules->fail("expected recompute: selective beside it");
   }
+  if (auto unfused = map.optional("unfused")) t.unfused = read_unfused(*unfused, model);
   if (auto sp = map.optional("sequence_parallel")) t.sequence_parallel = sp->as_bool();
   if (auto flash = map.optional("flash_attention")) t.flash_attention = flash->as_bool();
   auto legacy_overlap = map.optional("overlap_grad_reduce");
@@ -627,6 +628,22 @@ unsigned read_recompute_modules(const Field& list) {
   return out;
 }
 
+unsigned read_unfused(const Field& list, const ModelShape& model) {
+  unsigned out = 0;
+  for (const Field& name : list.elements()) {
+    const unsigned bit = 1u << name.as_choice({kUnfusedNames[0], kUnfusedNames[1]});
+    if ((out & bit) != 0) name.fail("expected each operator once");
+    if (bit == kUnfusedRmsnorm && model.norm != Norm::rmsnorm)
+      name.fail(
+          "expected rmsnorm only for a model whose norm is RMSNorm (its LayerNorm is one "
+          "native kernel either way)");
+    if (bit == kUnfusedSwiglu && model.activation != Activation::swiglu)
+      name.fail("expected swiglu only for a model whose MLP is SwiGLU");
+    out |= bit;
+  }
+  return out;
+}
+
 ModelShape parse_hf_config(const std::string& text, const std::string& file_name) {
   const YAML::Node root = parse_document(text, file_name);
   const Field field(root, "", std::make_shared<const std::string>(file_name));
@@ -668,7 +685,7 @@ Workload load_workload(const std::string& path) {
         "expected hf_config (a config.json path) or shape (the model written inline)");
   }
   model.done();
-  workload.training = read_training(root.required("training"));
+  workload.training = read_training(root.required("training"), workload.model);
   root.done();
   return workload;
 }

@@ -69,6 +69,23 @@ std::size_t scalar_length(const std::string& text, std::size_t at, bool in_flow)
   return end - at;
 }
 
+// The end (one past its closing bracket) of the flow collection that starts at `at` ('[' or
+// '{'), across nested collections and quoted scalars.
+std::size_t flow_end(const std::string& text, std::size_t at, const std::string& where) {
+  int depth = 0;
+  for (std::size_t i = at; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"' || c == '\'') {
+      i += scalar_length(text, i, true) - 1;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ']' || c == '}') && --depth == 0) {
+      return i + 1;
+    }
+  }
+  throw std::invalid_argument(where + ": an unterminated list");
+}
+
 // `key: value` for the steps left, as nested flow mappings: {a: {b: value}} is "a: {b: value}".
 std::string entry_for(const YamlPath& path, std::size_t from, const std::string& value) {
   std::string out = value;
@@ -144,6 +161,13 @@ std::string set_yaml_value(const std::string& text, const YamlPath& path, const 
     }
   }
   const std::string where = to_string(path);
+  if (node.IsSequence() && node.Style() == YAML::EmitterStyle::Flow) {
+    // A list written [a, b] is replaced whole.
+    const std::size_t at = offset_of(node, text, where);
+    if (at >= text.size() || text[at] != '[')
+      throw std::invalid_argument(where + ": not where the list starts");
+    return text.substr(0, at) + value + text.substr(flow_end(text, at, where));
+  }
   if (!node.IsScalar()) throw std::invalid_argument(where + ": not a single value");
   const std::size_t at = offset_of(node, text, where);
   const std::size_t length = scalar_length(text, at, parent.Style() == YAML::EmitterStyle::Flow);

@@ -22,12 +22,13 @@ std::string to_string(const YamlPath& path);  // "islands[2].nodes"
 std::string yaml_quoted(std::string_view text);
 
 // The text with the scalar at `path` set to `value` (YAML as it should be written: 32, true,
-// bf16, "200 Gbps", {count: 4, speed: 200 Gbps}). A key the document lacks is added to its
+// bf16, "200 Gbps", {count: 4, speed: 200 Gbps}); a list written in flow style ([a, b]) is
+// replaced whole. A key the document lacks is added to its
 // mapping (in the mapping's style: a line at its keys' indentation, or an entry of a flow
 // mapping); missing mappings on the way are added as flow mappings. `file_name` names the text
 // in errors. Throws std::invalid_argument when the path cannot be followed (a sequence index past
-// its end, a step into a scalar, a value at the path that is not a scalar) and InputError when
-// the text does not parse.
+// its end, a step into a scalar, a value at the path that is neither a scalar nor a flow list) and
+// InputError when the text does not parse.
 std::string set_yaml_value(const std::string& text, const YamlPath& path, const std::string& value,
                            const std::string& file_name);
 

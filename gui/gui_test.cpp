@@ -786,6 +786,36 @@ class MainWindowTest : public QObject {
              qPrintable(saved));
   }
 
+  // The unfused switches write the workload's list (training.unfused) as one flow list, a name
+  // per switch that is on, and the estimate reads it back.
+  void switchesOperatorsUnfused() {
+    QTemporaryDir site;
+    copy_bundled_data(site);
+    MainWindow window;
+    QVERIFY(window.open_scenario(site.filePath(QStringLiteral("scenarios/default.yaml"))));
+    auto* norm =
+        qobject_cast<QCheckBox*>(window.workload_field(QStringLiteral("training.unfused.rmsnorm")));
+    auto* swiglu =
+        qobject_cast<QCheckBox*>(window.workload_field(QStringLiteral("training.unfused.swiglu")));
+    QVERIFY(norm && swiglu);
+    QVERIFY(norm->isEnabled() && swiglu->isEnabled());  // Llama 2: RMSNorm and SwiGLU
+    QVERIFY(!norm->isChecked() && !swiglu->isChecked());
+    norm->click();
+    QVERIFY2(norm->isChecked(), qPrintable(window.message()));
+    QCOMPARE(window.scenario()->workload.training.unfused, kUnfusedRmsnorm);
+    swiglu->click();
+    QCOMPARE(window.scenario()->workload.training.unfused, kUnfusedRmsnorm | kUnfusedSwiglu);
+    norm->click();
+    QCOMPARE(window.scenario()->workload.training.unfused, kUnfusedSwiglu);
+    QVERIFY(!norm->isChecked() && swiglu->isChecked());
+    QVERIFY(window.save_edits());
+    const QString saved = QString::fromUtf8(file_bytes(site.filePath(
+        QString::fromStdString(std::filesystem::relative(window.scenario()->workload.location.file,
+                                                         site.path().toStdString())
+                                   .generic_string()))));
+    QVERIFY2(saved.contains(QStringLiteral("unfused: [swiglu]")), qPrintable(saved));
+  }
+
   // The window speaks Simplified Chinese under a zh_CN locale, English elsewhere.
   void theChineseTranslationShipsAndOthersKeepEnglish() {
     QVERIFY(!install_translation(*QCoreApplication::instance(), QLocale(QLocale::French)));

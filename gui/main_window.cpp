@@ -40,9 +40,11 @@
 #include <QVBoxLayout>
 #include <QValueAxis>
 #include <algorithm>
+#include <bit>
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <set>
 
@@ -393,6 +395,30 @@ MainWindow::MainWindow(QWidget* parent)
   add_switch(QStringLiteral("training.overlap.tp_comm"), tr("Overlap tensor-parallel communication (MC2 on Ascend)"));
   add_switch(QStringLiteral("training.overlap.ep_comm"),
              tr("Overlap expert-parallel all-to-alls with the other micro-batch"));
+  // Operators the framework runs as PyTorch's reference operators (training.unfused, a list;
+  // docs/models/compute.md#unfused): a switch each, enabled when the model has the operator.
+  auto add_unfused = [&](unsigned bit, const QString& label) {
+    const std::string_view name = kUnfusedNames[std::countr_zero(bit)];
+    auto* box = new QCheckBox(label, workload_tab);
+    workload_fields_.insert(
+        QStringLiteral("training.unfused.") +
+            QString::fromLatin1(name.data(), static_cast<qsizetype>(name.size())),
+        box);
+    workload_form->addRow(QString(), box);
+    connect(box, &QCheckBox::clicked, this, [this, bit](bool on) {
+      if (!scenario_) return;
+      const unsigned now = scenario_->workload.training.unfused;
+      const unsigned bits = on ? now | bit : now & ~bit;
+      std::string list;
+      for (unsigned i = 0; i < std::size(kUnfusedNames); ++i) {
+        if ((bits & (1u << i)) == 0) continue;
+        list += (list.empty() ? "" : ", ") + std::string(kUnfusedNames[i]);
+      }
+      edit_workload_yaml({std::string("training"), std::string("unfused")}, "[" + list + "]");
+    });
+  };
+  add_unfused(kUnfusedRmsnorm, tr("RMSNorm unfused (PyTorch's reference operators)"));
+  add_unfused(kUnfusedSwiglu, tr("SwiGLU unfused (silu and a product)"));
   // A mixture's expert load and dispatch (docs/models/moe.md); enabled for mixtures only.
   add_line(QStringLiteral("training.moe.imbalance"), tr("Busiest expert's load over the mean"));
   add_line(QStringLiteral("training.moe.capacity_factor"), tr("Experts capped at a capacity of"));
@@ -596,6 +622,20 @@ void MainWindow::refresh_workload_form() {
   set_switch("training.overlap.param_gather", t.overlap_param_gather);
   set_switch("training.overlap.tp_comm", t.overlap_tp_comm);
   set_switch("training.overlap.ep_comm", t.overlap_ep_comm);
+  set_switch("training.unfused.rmsnorm", (t.unfused & kUnfusedRmsnorm) != 0);
+  set_switch("training.unfused.swiglu", (t.unfused & kUnfusedSwiglu) != 0);
+  {
+    auto enable = [&](const char* key, bool has, const QString& why) {
+      if (QWidget* field = workload_fields_.value(QString::fromLatin1(key))) {
+        field->setEnabled(has);
+        field->setToolTip(has ? QString() : why);
+      }
+    };
+    enable("training.unfused.rmsnorm", m.norm == Norm::rmsnorm,
+           tr("The model's norm is LayerNorm, one native kernel either way"));
+    enable("training.unfused.swiglu", m.activation == Activation::swiglu,
+           tr("The model's MLP is not SwiGLU"));
+  }
   // A mixture's settings: unset figures show what the estimate assumes in their place.
   auto set_number = [&](const char* key, double value, const QString& unset) {
     auto* edit = qobject_cast<QLineEdit*>(workload_fields_.value(QString::fromLatin1(key)));
@@ -796,11 +836,15 @@ bool MainWindow::edit_island(int row, IslandsModel::Column column, const QString
 }
 
 bool MainWindow::edit_workload(const formats::YamlPath& key, const QString& value) {
+  return edit_workload_yaml(key, yaml_scalar(value));
+}
+
+bool MainWindow::edit_workload_yaml(const formats::YamlPath& key, const std::string& yaml) {
   if (!scenario_ || runner_->running() || simulation_runner_->running()) return false;
   const std::string path = scenario_->workload.location.file;
   QWidget* field = workload_fields_.value(QString::fromStdString(formats::to_string(key)));
   try {
-    const std::string text = formats::set_yaml_value(workload_text(), key, yaml_scalar(value), path);
+    const std::string text = formats::set_yaml_value(workload_text(), key, yaml, path);
     Workload edited = load_as(path, text, formats::load_workload);
     edited.location.file = path;
     scenario_->workload = std::move(edited);

@@ -61,6 +61,8 @@ class MainWindow : public QMainWindow {
   // YAML would read more into it), checked by the loader. False with its one line in the status
   // bar and at the field.
   bool edit_workload(const formats::YamlPath& path, const QString& value);
+  // The same with `yaml` written as it is (a list such as [rmsnorm, swiglu]), not as one scalar.
+  bool edit_workload_yaml(const formats::YamlPath& path, const std::string& yaml);
   // Makes the workload's model the Hugging Face config.json at `path` (written relative to the
   // workload file, as its hf_config); a workload that writes its model inline keeps it.
   bool use_model_config(const QString& path);

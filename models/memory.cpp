@@ -39,7 +39,13 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
   // inputs), dropout masks.
   // The norms' outputs are discarded under the layernorm module.
   const double norm_outputs = recomputes(kRecomputeLayernorm) ? 0.0 : 2.0 * lin;
-  double bytes = tokens * h * (2.0 * e + norm_outputs + 2.0 * mask) / r;
+  // An unfused RMSNorm keeps the fp32 copy of its input and its normalised output before the
+  // weight (for the weight's gradient) instead of its input: 4 bytes more per element
+  // (docs/models/memory.md#unfused). An unfused SwiGLU also keeps silu(gate).
+  const double norm_extra =
+      model.norm == Norm::rmsnorm && (training.unfused & kUnfusedRmsnorm) != 0 ? 4.0 : 0.0;
+  const double silu_kept = (training.unfused & kUnfusedSwiglu) != 0 ? e : 0.0;
+  double bytes = tokens * h * (2.0 * (e + norm_extra) + norm_outputs + 2.0 * mask) / r;
   // Tensor-parallel region: Q, K and V, the output projection's input (Q and the output are
   // heads x head size wide: h, but for Qwen3's heads), and the pre-norm Q and K that Qwen3's
   // per-head norms keep.
@@ -52,7 +58,7 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
     // the output projection's input).
     const double local = tokens / r;
     const double latents = static_cast<double>(model.q_lora_rank) + model.kv_lora_rank;
-    bytes += local * latents * (e + lin);
+    bytes += local * latents * (e + norm_extra + lin);
     const double heads = model.heads / t;
     const double qk = static_cast<double>(model.qk_nope_head_dim) + model.qk_rope_head_dim;
     // The mla_up_proj module discards Q, K and V (the up-projections' and rotary outputs).
@@ -60,10 +66,10 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
     bytes += tokens * heads * (qkv * e + model.v_head_dim * lin);
   } else {
     bytes += tokens * ((w / t + 2.0 * kv_chip) * e + w / t * lin);
-    if (model.qk_norm) bytes += tokens * (w / t + kv_chip) * e;
+    if (model.qk_norm) bytes += tokens * (w / t + kv_chip) * (e + norm_extra);
   }
   // GLM-4's extra norms keep their inputs.
-  bytes += model.extra_norms * tokens * h * e / r;
+  bytes += model.extra_norms * tokens * h * (e + norm_extra) / r;
   if (model.moe() && !dense_mlp) {
     // Mixture of experts (docs/models/moe.md#memory): the routing scores in fp32, the tokens'
     // copies the experts take (gathered over tp, the busiest chip's load; the experts' first
@@ -77,7 +83,7 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
     if (!recomputes(kRecomputeMoe)) {
       const double product = recomputes(kRecomputeMoeAct) ? 0.0 : lin;
       bytes += local * model.experts * 4.0;
-      bytes += assigned * (h * lin + model.expert_ffn / t * (2.0 * e + product));
+      bytes += assigned * (h * lin + model.expert_ffn / t * (2.0 * e + silu_kept + product));
       if (training.moe_dispatcher == MoeDispatcher::gshard) {
         // GShard's combine einsum keeps the experts' padded output [experts, capacity, hidden]
         // and the combine weights, the dispatch einsum its mask, both [tokens, experts,
@@ -88,13 +94,14 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
         bytes += local * k * h * e;
       }
       if (model.shared_experts > 0 && !recomputes(kRecomputeSharedExperts))
-        bytes += tokens * model.shared_experts * model.shared_expert_ffn / t * (2.0 * e + lin);
+        bytes += tokens * model.shared_experts * model.shared_expert_ffn / t *
+                 (2.0 * e + silu_kept + lin);
     }
   } else if (!recomputes(kRecomputeMlp)) {
     // MLP: gated activations keep both halves of the up projection and the product; the last
     // of them is the down projection's input. The mlp module keeps only its input.
     const double mlp_tensors = gated(model.activation) ? 3.0 : 2.0;
-    bytes += tokens * f * ((mlp_tensors - 1.0) * e + lin) / t;
+    bytes += tokens * f * ((mlp_tensors - 1.0) * e + silu_kept + lin) / t;
   }
   // Core attention: the s x s score matrices unless fused (flash) or recomputed (selective).
   const double heads = model.heads / t;

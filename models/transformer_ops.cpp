@@ -28,6 +28,35 @@ Op elementwise(std::string_view name, OpClass op_class, double bytes, int kernel
   return op;
 }
 
+// A norm over `elements` values of `e` bytes (`count` alike norms in one operator). Fused, one
+// kernel reads the input and writes the output (two kernels backward: the input gradient and
+// the weight gradient's reduction). Unfused RMSNorm is the reference code,
+// `(x.float() * rsqrt(x.float().pow(2).mean(-1) + eps)).type_as(x) * weight`, whose operators
+// each read and write the whole tensor, in fp32 between the two casts
+// (docs/models/compute.md#unfused): forward 28 + 4e bytes per element in 8 kernels (6 when the
+// input is already fp32), backward 76 + 8e in 14 (12).
+Op norm(std::string_view name, double elements, double e, const ModelShape& model,
+        const LayerSlice& slice, int count = 1) {
+  if (model.norm != Norm::rmsnorm || (slice.unfused & kUnfusedRmsnorm) == 0)
+    return elementwise(name, OpClass::norm, 2.0 * elements * e, count, 2 * count);
+  const bool cast = e < 4.0;
+  Op op = elementwise(name, OpClass::norm, (28.0 + 4.0 * e) * elements, count * (cast ? 8 : 6),
+                      count * (cast ? 14 : 12));
+  op.backward_bytes_factor = (76.0 + 8.0 * e) / (28.0 + 4.0 * e);
+  return op;
+}
+
+// The SwiGLU product `silu(gate) * up` over `elements` outputs of `e` bytes: one fused kernel
+// (reads both halves, writes the product), or unfused a silu kernel and a multiply (5 e bytes
+// per output forward in 2 kernels; backward the multiply's two gradients and silu's, 9 e in 3).
+Op swiglu(std::string_view name, double elements, double e, const LayerSlice& slice) {
+  if ((slice.unfused & kUnfusedSwiglu) == 0)
+    return elementwise(name, OpClass::activation, 3.0 * elements * e);
+  Op op = elementwise(name, OpClass::activation, 5.0 * elements * e, 2, 3);
+  op.backward_bytes_factor = 9.0 / 5.0;
+  return op;
+}
+
 // A linear layer's GEMM `x W` (m tokens, n outputs, k inputs). Under the fp8 recipe its
 // operands are FP8 and its output BF16, and a cast kernel before it reads the BF16 input
 // and writes the FP8 copy (and, backward, the same for the output gradient); Transformer
@@ -118,7 +147,7 @@ void moe_block(std::vector<Op>& ops, const ModelShape& model, const LayerSlice& 
     ops.push_back(cast);
   }
   ops.push_back(experts_gemm("experts_gate_up", 2.0 * f / t, h));
-  ops.push_back(elementwise("experts_swiglu", OpClass::activation, 3.0 * assigned * f / t * e));
+  ops.push_back(swiglu("experts_swiglu", assigned * f / t, e, slice));
   ops.back().modules |= kRecomputeMoeAct;
   if (slice.dtype == DType::fp8) {
     Op cast = elementwise("fp8_cast", OpClass::dropout, assigned * f / t * 3.0);
@@ -139,7 +168,7 @@ void moe_block(std::vector<Op>& ops, const ModelShape& model, const LayerSlice& 
     const std::size_t shared = ops.size();
     const double s = static_cast<double>(model.shared_experts) * model.shared_expert_ffn;
     linear(ops, "shared_gate_up", tokens, 2.0 * s / t, h, slice.dtype);
-    ops.push_back(elementwise("shared_swiglu", OpClass::activation, 3.0 * tokens * s / t * e));
+    ops.push_back(swiglu("shared_swiglu", tokens * s / t, e, slice));
     linear(ops, "shared_down", tokens, h, s / t, slice.dtype);
     tag(ops, shared, kRecomputeSharedExperts);
   }
@@ -213,7 +242,7 @@ void latent_attention(std::vector<Op>& ops, const ModelShape& model, const Layer
   const double kv_rank = model.kv_lora_rank;
   if (q_rank > 0) {
     linear(ops, "q_down_proj", local, q_rank, h, slice.dtype);
-    ops.push_back(elementwise("q_norm", OpClass::norm, 2.0 * local * q_rank * e, 1, 2));
+    ops.push_back(norm("q_norm", local * q_rank, e, model, slice));
     const std::size_t up = ops.size();
     linear(ops, "q_up_proj", tokens, heads * qk, q_rank, slice.dtype);
     tag(ops, up, kRecomputeMlaUpProj);
@@ -223,7 +252,7 @@ void latent_attention(std::vector<Op>& ops, const ModelShape& model, const Layer
   // K and V: down to the latent and the shared rotary key, the latent's norm, up to every
   // head's no-rope key and value.
   linear(ops, "kv_down_proj", local, kv_rank + rope, h, slice.dtype);
-  ops.push_back(elementwise("kv_norm", OpClass::norm, 2.0 * local * kv_rank * e, 1, 2));
+  ops.push_back(norm("kv_norm", local * kv_rank, e, model, slice));
   const std::size_t up = ops.size();  // the up-projections and the rotary parts: mla_up_proj
   linear(ops, "kv_up_proj", tokens, heads * (nope + v), kv_rank, slice.dtype);
   // Rotary embedding of every head's rope part of Q and of the one shared rope key, then Q and
@@ -292,7 +321,7 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice, bool
   // Attention block.
   // Norms: one kernel forward, two backward (input gradient, weight-gradient reduction);
   // rotary embeddings one kernel each for Q and K.
-  ops.push_back(elementwise("input_norm", OpClass::norm, 2.0 * replicated_tokens * h * e, 1, 2));
+  ops.push_back(norm("input_norm", replicated_tokens * h, e, model, slice));
   ops.back().modules |= kRecomputeLayernorm;
   if (model.latent_attention()) {
     latent_attention(ops, model, slice);
@@ -300,8 +329,7 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice, bool
     linear(ops, "qkv_proj", tokens, w / t + 2.0 * kv_chip, h, slice.dtype);
     if (model.qk_norm) {
       // Qwen3 normalises each head of Q and of K: two norms, each way.
-      ops.push_back(
-          elementwise("qk_norm", OpClass::norm, 2.0 * tokens * (w / t + kv_chip) * e, 2, 4));
+      ops.push_back(norm("qk_norm", tokens * (w / t + kv_chip), e, model, slice, 2));
     }
     ops.push_back(elementwise("rope", OpClass::rope, 2.0 * tokens * (w / t + kv_chip) * e, 2, 2));
     core_attention(ops, model, slice, d, d, tokens * (2.0 * w / t + 2.0 * kv_chip) * e);
@@ -309,13 +337,12 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice, bool
   linear(ops, "attention_out_proj", tokens, h, w / t, slice.dtype);
   // GLM-4's norms after the attention and after the MLP (counted here, both alike).
   for (int i = 0; i < model.extra_norms; ++i)
-    ops.push_back(elementwise("post_norm", OpClass::norm, 2.0 * replicated_tokens * h * e, 1, 2));
+    ops.push_back(norm("post_norm", replicated_tokens * h, e, model, slice));
   // One kernel each way (backward, the residual's gradient is added to the branch's).
   ops.push_back(elementwise("residual_add", OpClass::dropout,
                             (model.dropout ? 4.0 * e + 1.0 : 3.0 * e) * replicated_tokens * h));
   // MLP block.
-  ops.push_back(
-      elementwise("post_attention_norm", OpClass::norm, 2.0 * replicated_tokens * h * e, 1, 2));
+  ops.push_back(norm("post_attention_norm", replicated_tokens * h, e, model, slice));
   ops.back().modules |= kRecomputeLayernorm;
   const std::size_t mlp = ops.size();  // a dense MLP's operators: the mlp module
   if (model.moe() && !dense_mlp) {
@@ -323,8 +350,12 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice, bool
   } else {
     if (gated(model.activation)) {
       linear(ops, "mlp_gate_up", tokens, 2.0 * f / t, h, slice.dtype);
-      ops.push_back(
-          elementwise(to_string(model.activation), OpClass::activation, 3.0 * tokens * f / t * e));
+      if (model.activation == Activation::swiglu) {
+        ops.push_back(swiglu("swiglu", tokens * f / t, e, slice));
+      } else {
+        ops.push_back(elementwise(to_string(model.activation), OpClass::activation,
+                                  3.0 * tokens * f / t * e));
+      }
     } else {
       linear(ops, "mlp_up", tokens, f / t, h, slice.dtype);
       ops.push_back(elementwise(model.activation == Activation::gelu ? "gelu" : "relu",
@@ -353,8 +384,7 @@ std::vector<Op> head_ops(const ModelShape& model, const LayerSlice& slice) {
   const double tokens = static_cast<double>(slice.micro_batch) * slice.seq_len;
   const double replicated_tokens = slice.sequence_parallel ? tokens / t : tokens;
   std::vector<Op> ops;
-  ops.push_back(
-      elementwise("final_norm", OpClass::norm, 2.0 * replicated_tokens * model.hidden * e, 1, 2));
+  ops.push_back(norm("final_norm", replicated_tokens * model.hidden, e, model, slice));
   ops.push_back(gemm("logits", tokens, model.vocab / t, model.hidden, 1, dtype));
   // Megatron's vocabulary-parallel cross entropy in fp32: cast, max, subtract, exp, sum, log
   // and the target gather forward (its max and sum are all-reduced); softmax minus one-hot
@@ -374,9 +404,8 @@ std::vector<Op> head_ops(const ModelShape& model, const LayerSlice& slice) {
     const std::vector<Op> output(ops.begin(), ops.end());
     for (int depth = 0; depth < model.mtp_layers; ++depth) {
       ops.insert(ops.end(), lookup.begin(), lookup.end());
-      for (int norm = 0; norm < 2; ++norm)
-        ops.push_back(elementwise("mtp_norm", OpClass::norm,
-                                  2.0 * replicated_tokens * model.hidden * e, 1, 2));
+      for (int i = 0; i < 2; ++i)
+        ops.push_back(norm("mtp_norm", replicated_tokens * model.hidden, e, model, slice));
       linear(ops, "mtp_projection", tokens, model.hidden / t, 2.0 * model.hidden, slice.dtype);
       ops.insert(ops.end(), layer.begin(), layer.end());
       ops.insert(ops.end(), output.begin(), output.end());

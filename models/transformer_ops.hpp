@@ -98,6 +98,8 @@ struct LayerSlice {
   // gshard: einsums over dispatch and combine masks in place of the permutations, each expert
   // padded to its capacity (expert_imbalance is then the capacity factor).
   MoeDispatcher dispatcher = MoeDispatcher::all_to_all;
+  // Operators run as PyTorch's reference operators (TrainingSettings::unfused bits).
+  unsigned unfused = 0;
 };
 
 // The operators of one layer: a dense layer, or with `model.moe()` a mixture-of-experts one

@@ -658,8 +658,9 @@ std::vector<int> Searcher::expert_parallel_sizes(int dp) const {
 std::vector<IslandInfo> Searcher::check_islands(DType dtype) {
   std::vector<IslandInfo> out(cluster_.islands.size());
   const TrainingSettings& training = scenario_.workload.training;
-  const models::LayerSlice slice{training.micro_batch,       training.seq_len, 1,
-                                 training.sequence_parallel, training.flash_attention, dtype};
+  models::LayerSlice slice{training.micro_batch,       training.seq_len,         1,
+                           training.sequence_parallel, training.flash_attention, dtype};
+  slice.unfused = training.unfused;
   const auto layer = models::layer_ops(model_, slice);
   const auto embedding = models::embedding_ops(model_, slice);
   const auto head = models::head_ops(model_, slice);

@@ -48,6 +48,9 @@ struct CaseConfig {
   // training.recompute_modules (with selective): Megatron-Core's --recompute-modules.
   std::optional<unsigned> recompute_modules;
   std::optional<formats::Field> recompute_modules_field;
+  // training.unfused: the operators the run's framework left unfused (read against the model
+  // once the case's model is known).
+  std::optional<formats::Field> unfused_field;
   std::optional<bool> flash_attention;
   int zero = 0;
   bool overlap_grad_reduce = false, overlap_param_gather = false, overlap_tp_comm = false,
@@ -156,6 +159,7 @@ void read_section(formats::MapReader& section, CaseConfig& c) {
       c.recompute_modules = formats::read_recompute_modules(*v);
       c.recompute_modules_field = *v;
     }
+    if (auto v = map.optional("unfused")) c.unfused_field = *v;
     if (auto v = map.optional("flash_attention")) c.flash_attention = v->as_bool();
     if (auto v = map.optional("zero")) c.zero = static_cast<int>(v->as_int(0, 3));
     if (auto v = map.optional("grad_accumulation"))
@@ -422,6 +426,7 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   if (c.moe_force_balance) t.expert_imbalance = 1.0;
   if (c.moe_dispatcher) t.moe_dispatcher = *c.moe_dispatcher;
   t.moe_capacity_factor = c.moe_capacity_factor;
+  if (c.unfused_field) t.unfused = formats::read_unfused(*c.unfused_field, m);
 
   Plan plan;
   plan.name = c.id;

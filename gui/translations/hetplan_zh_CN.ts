@@ -285,721 +285,741 @@ note: exported unvalidated, as asked; every file says so</source>
 <context>
     <name>hetplan::gui::MainWindow</name>
     <message>
-        <location filename="../main_window.cpp" line="1106"/>
+        <location filename="../main_window.cpp" line="1152"/>
         <source>&lt;p&gt;expert-parallel all-to-all %1 s (exposed)&lt;/p&gt;</source>
         <translation>&lt;p&gt;专家并行 all-to-all %1 秒（未掩盖）&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="134"/>
+        <location filename="../main_window.cpp" line="136"/>
         <source>hetplan</source>
         <translation>hetplan</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="137"/>
+        <location filename="../main_window.cpp" line="139"/>
         <source>Plan</source>
         <translation>方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="138"/>
+        <location filename="../main_window.cpp" line="140"/>
         <source>Open scenario...</source>
         <translation>打开场景...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="142"/>
+        <location filename="../main_window.cpp" line="144"/>
         <source>Search plans</source>
         <translation>搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="149"/>
+        <location filename="../main_window.cpp" line="151"/>
         <source>all</source>
         <translation>全部</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="153"/>
+        <location filename="../main_window.cpp" line="155"/>
         <source>The most islands one task-level pipeline may span (all: no cap). A cap bounds the search&apos;s time on sites of many islands.</source>
         <translation>一条任务级流水线最多可跨越的计算岛数（全部：不设上限）。在计算岛很多的站点上，上限可约束搜索时间。</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="160"/>
+        <location filename="../main_window.cpp" line="162"/>
         <source>Simulate plan</source>
         <translation>仿真方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="161"/>
+        <location filename="../main_window.cpp" line="163"/>
         <source>Simulate one step of the plan in the detail tab on the cluster&apos;s fabric</source>
         <translation>在集群网络上仿真详情页中方案的一个训练步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="162"/>
+        <location filename="../main_window.cpp" line="164"/>
         <source>Pin for comparison</source>
         <translation>固定以便比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="163"/>
+        <location filename="../main_window.cpp" line="165"/>
         <source>Keep the plan in the detail tab to compare it with others, also after editing the islands</source>
         <translation>保留详情页中的方案，用于和其他方案比较（修改计算岛后仍保留）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="164"/>
+        <location filename="../main_window.cpp" line="166"/>
         <source>Export plan...</source>
         <translation>导出方案...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="165"/>
+        <location filename="../main_window.cpp" line="167"/>
         <source>Write the plan in the detail tab for the scheduler: Volcano Job, plan JSON, launch arguments, labels</source>
         <translation>为调度器写出详情页中的方案：Volcano 作业、方案 JSON、启动参数、节点标签</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="166"/>
+        <location filename="../main_window.cpp" line="168"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="168"/>
+        <location filename="../main_window.cpp" line="170"/>
         <source>Open a scenario</source>
         <translation>打开场景</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="169"/>
+        <location filename="../main_window.cpp" line="171"/>
         <source>Scenarios (*.yaml *.yml)</source>
         <translation>场景文件 (*.yaml *.yml)</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="206"/>
+        <location filename="../main_window.cpp" line="208"/>
         <source>Filter plans: any text of a row (an island, &quot;task-level&quot;, &quot;tp8&quot;, ...)</source>
         <translation>筛选方案：行中的任意文字（计算岛、&quot;task-level&quot;、&quot;tp8&quot; 等）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="239"/>
+        <location filename="../main_window.cpp" line="241"/>
         <source>Three states and why</source>
         <translation>三种形态与原因</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="248"/>
+        <location filename="../main_window.cpp" line="250"/>
         <source>Stages in pipeline order, coloured by vendor. &lt;b&gt;Thick arrow&lt;/b&gt;: a cross-island boundary (activations cross vendors over the fabric); dashed border: the stage does not fit in memory.</source>
         <translation>按流水线顺序排列的阶段，颜色表示厂商。&lt;b&gt;粗箭头&lt;/b&gt;：跨计算岛边界（激活值经网络跨厂商传输）；虚线边框：该阶段显存放不下。</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="263"/>
+        <location filename="../main_window.cpp" line="265"/>
         <source>Plan detail</source>
         <translation>方案详情</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="271"/>
+        <location filename="../main_window.cpp" line="273"/>
         <source>Zoom in</source>
         <translation>放大</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="272"/>
+        <location filename="../main_window.cpp" line="274"/>
         <source>Zoom out</source>
         <translation>缩小</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="273"/>
+        <location filename="../main_window.cpp" line="275"/>
         <source>Whole step</source>
         <translation>整个训练步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="274"/>
+        <location filename="../main_window.cpp" line="276"/>
         <source>Save trace for Perfetto...</source>
         <translation>保存 Perfetto 跟踪文件...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="277"/>
+        <location filename="../main_window.cpp" line="279"/>
         <source>Every replica</source>
         <translation>所有副本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="278"/>
+        <location filename="../main_window.cpp" line="280"/>
         <source>Show every data-parallel replica of each stage, not only the first</source>
         <translation>显示每个阶段的所有数据并行副本，而不只是第一个</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="284"/>
+        <location filename="../main_window.cpp" line="286"/>
         <source>forward</source>
         <translation>前向</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="284"/>
+        <location filename="../main_window.cpp" line="286"/>
         <source>backward</source>
         <translation>反向</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="285"/>
+        <location filename="../main_window.cpp" line="287"/>
         <source>pipeline send</source>
         <translation>流水线发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="285"/>
+        <location filename="../main_window.cpp" line="287"/>
         <source>waiting</source>
         <translation>等待</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="286"/>
+        <location filename="../main_window.cpp" line="288"/>
         <source>gradient sync</source>
         <translation>梯度同步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="288"/>
-        <location filename="../main_window.cpp" line="1188"/>
+        <location filename="../main_window.cpp" line="290"/>
+        <location filename="../main_window.cpp" line="1234"/>
         <source>optimizer</source>
         <comment>the optimizer step</comment>
         <translation>优化器</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="304"/>
+        <location filename="../main_window.cpp" line="306"/>
         <source>Simulated step</source>
         <translation>仿真训练步</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="309"/>
+        <location filename="../main_window.cpp" line="311"/>
         <source>Pin a plan (Pin for comparison), then pick another plan, or edit the islands and search again: the two are compared here, the changes better in green and worse in red.</source>
         <translation>先固定一个方案（固定以便比较），再选择另一个方案，或修改计算岛后重新搜索：两者在此对比，变好的用绿色，变差的用红色。</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="319"/>
+        <location filename="../main_window.cpp" line="321"/>
         <source>Compare</source>
         <translation>比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="325"/>
+        <location filename="../main_window.cpp" line="327"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="328"/>
+        <location filename="../main_window.cpp" line="330"/>
         <source>Structure</source>
         <translation>结构</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="329"/>
+        <location filename="../main_window.cpp" line="331"/>
         <source>Choose config.json...</source>
         <translation>选择 config.json...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="336"/>
+        <location filename="../main_window.cpp" line="338"/>
         <source>A Hugging Face config.json</source>
         <translation>Hugging Face 的 config.json</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="337"/>
+        <location filename="../main_window.cpp" line="339"/>
         <source>Model configs (*.json)</source>
         <translation>模型配置 (*.json)</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="374"/>
+        <location filename="../main_window.cpp" line="376"/>
         <source>Layers</source>
         <translation>层数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="375"/>
+        <location filename="../main_window.cpp" line="377"/>
         <source>Hidden size</source>
         <translation>隐藏维度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="376"/>
+        <location filename="../main_window.cpp" line="378"/>
         <source>Attention heads</source>
         <translation>注意力头数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="377"/>
+        <location filename="../main_window.cpp" line="379"/>
         <source>Key/value heads</source>
         <translation>键/值头数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="378"/>
+        <location filename="../main_window.cpp" line="380"/>
         <source>FFN size</source>
         <translation>FFN 维度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="379"/>
+        <location filename="../main_window.cpp" line="381"/>
         <source>Vocabulary</source>
         <translation>词表大小</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="380"/>
+        <location filename="../main_window.cpp" line="382"/>
         <source>Sequence length</source>
         <translation>序列长度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="381"/>
+        <location filename="../main_window.cpp" line="383"/>
         <source>Global batch (sequences)</source>
         <translation>全局批大小（序列）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="382"/>
+        <location filename="../main_window.cpp" line="384"/>
         <source>Micro-batch (sequences)</source>
         <translation>微批大小（序列）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="383"/>
+        <location filename="../main_window.cpp" line="385"/>
         <source>Data type</source>
         <translation>数据类型</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="385"/>
+        <location filename="../main_window.cpp" line="387"/>
         <source>Recompute</source>
         <translation>重计算</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="387"/>
+        <location filename="../main_window.cpp" line="389"/>
         <source>ZeRO stage</source>
         <translation>ZeRO 阶段</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="389"/>
+        <location filename="../main_window.cpp" line="391"/>
         <source>Sequence parallelism</source>
         <translation>序列并行</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="390"/>
+        <location filename="../main_window.cpp" line="392"/>
         <source>Fused (flash) attention</source>
         <translation>融合（Flash）注意力</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="391"/>
+        <location filename="../main_window.cpp" line="393"/>
         <source>Overlap the gradient reduce-scatter with backward</source>
         <translation>梯度 reduce-scatter 与反向计算重叠</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="392"/>
+        <location filename="../main_window.cpp" line="394"/>
         <source>Overlap the weight all-gather with the next forward</source>
         <translation>权重 all-gather 与下一次前向计算重叠</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="393"/>
+        <location filename="../main_window.cpp" line="395"/>
         <source>Overlap tensor-parallel communication (MC2 on Ascend)</source>
         <translation>张量并行通信与计算重叠（昇腾 MC2）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="395"/>
+        <location filename="../main_window.cpp" line="397"/>
         <source>Overlap expert-parallel all-to-alls with the other micro-batch</source>
         <translation>专家并行 all-to-all 与另一微批次的计算重叠</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="397"/>
+        <location filename="../main_window.cpp" line="419"/>
+        <source>RMSNorm unfused (PyTorch&apos;s reference operators)</source>
+        <translation>RMSNorm 未融合（PyTorch 参考实现的逐个算子）</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="420"/>
+        <source>SwiGLU unfused (silu and a product)</source>
+        <translation>SwiGLU 未融合（silu 与乘法两个算子）</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="422"/>
         <source>Busiest expert&apos;s load over the mean</source>
         <translation>最忙专家的负载与平均负载之比</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="400"/>
+        <location filename="../main_window.cpp" line="426"/>
         <source>Token dispatcher</source>
         <translation>Token 分发器</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="402"/>
+        <location filename="../main_window.cpp" line="428"/>
         <source>Grouped GEMM for a chip&apos;s experts</source>
         <translation>同一芯片上的专家使用分组 GEMM</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="403"/>
+        <location filename="../main_window.cpp" line="429"/>
         <source>Workload</source>
         <translation>训练负载</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="412"/>
+        <location filename="../main_window.cpp" line="438"/>
         <source>Save the Chrome trace</source>
         <translation>保存 Chrome 跟踪文件</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="413"/>
+        <location filename="../main_window.cpp" line="439"/>
         <source>Chrome traces (*.json)</source>
         <translation>Chrome 跟踪文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="437"/>
+        <location filename="../main_window.cpp" line="463"/>
         <source>islands changed: search again for plans on the changed cluster</source>
         <translation>计算岛已修改：请在修改后的集群上重新搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="444"/>
+        <location filename="../main_window.cpp" line="470"/>
         <source>searching: %1 of %2 settings, %3 plans scored, %4 pruned (%5)</source>
         <translation>搜索中：已尝试 %1 / %2 组设置，评估 %3 个方案，剪枝 %4 个（%5）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="462"/>
+        <location filename="../main_window.cpp" line="488"/>
         <source>simulation cancelled</source>
         <translation>仿真已取消</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="521"/>
+        <location filename="../main_window.cpp" line="547"/>
         <source>%1: written inline in %2</source>
         <translation>%1：直接写在 %2 中</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="522"/>
+        <location filename="../main_window.cpp" line="548"/>
         <source>%1: from the Hugging Face config %2 (edit that file to change the model)</source>
         <translation>%1：来自 Hugging Face 配置 %2（修改模型请编辑该文件）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="538"/>
+        <location filename="../main_window.cpp" line="564"/>
         <source>%1 B parameters, %2 B active per token</source>
         <translation>%1 B 参数，每个 token 激活 %2 B</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="541"/>
+        <location filename="../main_window.cpp" line="567"/>
         <source>%1 B parameters</source>
         <translation>%1 B 参数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="543"/>
+        <location filename="../main_window.cpp" line="569"/>
         <source>mixture of experts: %1 routed experts of FFN %2, %3 per token</source>
         <translation>混合专家：%1 个路由专家（FFN %2），每个 token 选 %3 个</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="548"/>
+        <location filename="../main_window.cpp" line="574"/>
         <source>, %1 shared of FFN %2</source>
         <translation>，%1 个共享专家（FFN %2）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="554"/>
+        <location filename="../main_window.cpp" line="580"/>
         <source>latent attention: K/V rank %1, Q rank %2, rotary dimensions %3</source>
         <translation>多头潜在注意力（MLA）：K/V 秩 %1，Q 秩 %2，旋转位置维度 %3</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="556"/>
+        <location filename="../main_window.cpp" line="582"/>
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="563"/>
+        <location filename="../main_window.cpp" line="589"/>
         <source>The workload writes its model inline</source>
         <translation>该训练负载直接写出了模型结构</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="608"/>
+        <location filename="../main_window.cpp" line="634"/>
+        <source>The model&apos;s norm is LayerNorm, one native kernel either way</source>
+        <translation>模型的归一化是 LayerNorm，无论如何都是一个原生内核</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="636"/>
+        <source>The model&apos;s MLP is not SwiGLU</source>
+        <translation>模型的 MLP 不是 SwiGLU</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="649"/>
         <source>prior %1</source>
         <translation>先验值 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="609"/>
+        <location filename="../main_window.cpp" line="651"/>
         <source>none (dropless)</source>
         <translation>无（不丢弃 token）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="618"/>
+        <location filename="../main_window.cpp" line="660"/>
         <source>The model has no experts</source>
         <translation>该模型没有专家</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="641"/>
+        <location filename="../main_window.cpp" line="683"/>
         <source>internal error: %1</source>
         <translation>内部错误：%1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="499"/>
+        <location filename="../main_window.cpp" line="525"/>
         <source>Scenario %1: workload %2 (%3 layers, hidden %4, %5 heads) on cluster %6, %7 islands; objective %8</source>
         <translation>场景 %1：负载 %2（%3 层，隐藏维度 %4，%5 个注意力头），集群 %6，%7 个计算岛；目标 %8</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="508"/>
-        <location filename="../main_window.cpp" line="1039"/>
+        <location filename="../main_window.cpp" line="534"/>
+        <location filename="../main_window.cpp" line="1085"/>
         <source>cost</source>
         <translation>成本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="508"/>
+        <location filename="../main_window.cpp" line="534"/>
         <source>throughput</source>
         <translation>吞吐</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="662"/>
+        <location filename="../main_window.cpp" line="704"/>
         <source>opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="674"/>
+        <location filename="../main_window.cpp" line="716"/>
         <source>searching...</source>
         <translation>搜索中...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="682"/>
+        <location filename="../main_window.cpp" line="724"/>
         <source>simulating plan %1 on the fabric...</source>
         <translation>正在网络上仿真方案 %1...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="689"/>
+        <location filename="../main_window.cpp" line="731"/>
         <source>stopping the simulation...</source>
         <translation>正在停止仿真...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="693"/>
+        <location filename="../main_window.cpp" line="735"/>
         <source>stopping the search...</source>
         <translation>正在停止搜索...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="875"/>
+        <location filename="../main_window.cpp" line="921"/>
         <source>saved %1</source>
         <translation>已保存 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="884"/>
+        <location filename="../main_window.cpp" line="930"/>
         <source>pinned plan %1 for comparison</source>
         <translation>已固定方案 %1 用于比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="925"/>
+        <location filename="../main_window.cpp" line="971"/>
         <source>trace written to %1 (open it in Perfetto, ui.perfetto.dev)</source>
         <translation>跟踪文件已写入 %1（可在 Perfetto，ui.perfetto.dev 中打开）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="935"/>
+        <location filename="../main_window.cpp" line="981"/>
         <source>searched %1 settings, scored %2 plans, %3 more pruned by a bound</source>
         <translation>已搜索 %1 组设置，评估 %2 个方案，另有 %3 个被上界剪枝</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="942"/>
+        <location filename="../main_window.cpp" line="988"/>
         <source>; stopped early (%1): the best plans found until then</source>
         <translation>；提前停止（%1）：以下为停止前找到的最佳方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="950"/>
+        <location filename="../main_window.cpp" line="996"/>
         <source>&lt;p&gt;&lt;b&gt;Rejected candidates, by constraint pass&lt;/b&gt;&lt;/p&gt;</source>
         <translation>&lt;p&gt;&lt;b&gt;按约束检查分类的被拒候选&lt;/b&gt;&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1017"/>
+        <location filename="../main_window.cpp" line="1063"/>
         <source> (none known)</source>
         <translation>（均未知）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1035"/>
+        <location filename="../main_window.cpp" line="1081"/>
         <source>tokens/s</source>
         <translation>tokens/s</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="986"/>
+        <location filename="../main_window.cpp" line="1032"/>
         <source>pool</source>
         <translation>资源池</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="139"/>
+        <location filename="../main_window.cpp" line="141"/>
         <source>Save</source>
         <translation>保存</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="140"/>
+        <location filename="../main_window.cpp" line="142"/>
         <source>Write the edited islands and workload into their files</source>
         <translation>把修改后的计算岛和训练负载写回各自的文件</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="145"/>
+        <location filename="../main_window.cpp" line="147"/>
         <source>Islands per pipeline:</source>
         <translation>每条流水线的计算岛数：</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="398"/>
+        <location filename="../main_window.cpp" line="423"/>
         <source>Experts capped at a capacity of</source>
         <translation>专家容量上限系数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="399"/>
+        <location filename="../main_window.cpp" line="425"/>
         <source>Pad every expert to its capacity</source>
         <translation>将每个专家填充到其容量</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="549"/>
+        <location filename="../main_window.cpp" line="575"/>
         <source>; the first layer dense</source>
         <translation>；第一层为稠密层</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="550"/>
+        <location filename="../main_window.cpp" line="576"/>
         <source>; the first %1 layers dense</source>
         <translation>；前 %1 层为稠密层</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="560"/>
+        <location filename="../main_window.cpp" line="586"/>
         <source>multi-token prediction modules: %1, on the last stage</source>
         <translation>多 token 预测（MTP）模块：%1 个，位于最后一个流水线阶段</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="821"/>
+        <location filename="../main_window.cpp" line="867"/>
         <source>workload changed: search again for plans of the changed workload</source>
         <translation>训练负载已修改：请为修改后的负载重新搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="874"/>
+        <location filename="../main_window.cpp" line="920"/>
         <source>nothing to save: the files already say this</source>
         <translation>无需保存：文件内容已相同</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="896"/>
+        <location filename="../main_window.cpp" line="942"/>
         <source>error: the islands or the workload were edited here; save them first (exports name the files a plan was made from)</source>
         <translation>error: 计算岛或训练负载已在此修改；请先保存（导出文件会注明方案所依据的文件）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="940"/>
+        <location filename="../main_window.cpp" line="986"/>
         <source>; task-level pipelines span at most %1 islands</source>
         <translation>；任务级流水线最多跨越 %1 个计算岛</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="988"/>
+        <location filename="../main_window.cpp" line="1034"/>
         <source>task-level</source>
         <translation>任务级混合</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="999"/>
+        <location filename="../main_window.cpp" line="1045"/>
         <source>replica groups</source>
         <translation>跨芯片副本组</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1093"/>
+        <location filename="../main_window.cpp" line="1139"/>
         <source>&lt;p&gt;step %1 s, %2 tokens/s, MFU %3 %; %4 micro-batches of %5&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒，%2 tokens/s，MFU %3 %；%4 个大小为 %5 的微批次&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1099"/>
+        <location filename="../main_window.cpp" line="1145"/>
         <source>&lt;p&gt;compute %1 s (bottleneck stage), bubble %2 s, optimizer %3 s&lt;br&gt;exposed communication: tensor-parallel %4 s, pipeline %5 s, cross-island %6 s, data-parallel %7 s&lt;/p&gt;</source>
         <translation>&lt;p&gt;计算 %1 秒（瓶颈阶段），流水线气泡 %2 秒，优化器 %3 秒&lt;br&gt;未被掩盖的通信：张量并行 %4 秒，流水线 %5 秒，跨计算岛 %6 秒，数据并行 %7 秒&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1109"/>
+        <location filename="../main_window.cpp" line="1155"/>
         <source>&lt;p&gt;Assumed (priors where a profile leaves a figure unknown):&lt;/p&gt;&lt;ul&gt;</source>
         <translation>&lt;p&gt;假设（芯片画像中未知的数值所用的先验值）：&lt;/p&gt;&lt;ul&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1117"/>
+        <location filename="../main_window.cpp" line="1163"/>
         <source>weights</source>
         <translation>权重</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1118"/>
+        <location filename="../main_window.cpp" line="1164"/>
         <source>gradients</source>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1161"/>
+        <location filename="../main_window.cpp" line="1207"/>
         <source>&lt;p&gt;one step of %1 ranks on the fabric (%2 flows, seed %3)&lt;/p&gt;</source>
         <translation>&lt;p&gt;在网络上仿真 %1 个 rank 的一个训练步（%2 条流，随机种子 %3）&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1168"/>
+        <location filename="../main_window.cpp" line="1214"/>
         <source>&lt;p&gt;step %1 s (analytic %2 s, %3 %)&lt;br&gt;%4 tokens/s, MFU %5 %&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒（解析模型 %2 秒，%3 %）&lt;br&gt;%4 tokens/s，MFU %5 %&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1173"/>
+        <location filename="../main_window.cpp" line="1219"/>
         <source>&lt;p&gt;where the step goes (stage %1, dp %2, the last to finish):&lt;/p&gt;</source>
         <translation>&lt;p&gt;训练步时间构成（最后完成的阶段 %1，dp %2）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1184"/>
+        <location filename="../main_window.cpp" line="1230"/>
         <source>compute</source>
         <translation>计算</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1184"/>
+        <location filename="../main_window.cpp" line="1230"/>
         <source>tensor parallel</source>
         <translation>张量并行</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1185"/>
+        <location filename="../main_window.cpp" line="1231"/>
         <source>pipeline sends</source>
         <translation>流水线发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1185"/>
+        <location filename="../main_window.cpp" line="1231"/>
         <source>cross-island sends</source>
         <translation>跨计算岛发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1186"/>
+        <location filename="../main_window.cpp" line="1232"/>
         <source>data parallel (exposed)</source>
         <translation>数据并行（未掩盖）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="287"/>
-        <location filename="../main_window.cpp" line="1187"/>
+        <location filename="../main_window.cpp" line="289"/>
+        <location filename="../main_window.cpp" line="1233"/>
         <source>expert-parallel all-to-all</source>
         <translation>专家并行 all-to-all</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1187"/>
+        <location filename="../main_window.cpp" line="1233"/>
         <source>pipeline bubble</source>
         <translation>流水线气泡</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1188"/>
+        <location filename="../main_window.cpp" line="1234"/>
         <source>stragglers</source>
         <translation>慢节点</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1192"/>
+        <location filename="../main_window.cpp" line="1238"/>
         <source>&lt;p&gt;most loaded links (time at full rate during the step):&lt;/p&gt;</source>
         <translation>&lt;p&gt;负载最高的链路（训练步中满速传输的时间）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1193"/>
+        <location filename="../main_window.cpp" line="1239"/>
         <source>&lt;p&gt;none: no traffic left the chips&apos; nodes&lt;/p&gt;</source>
         <translation>&lt;p&gt;无：没有流量离开芯片所在节点&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1199"/>
+        <location filename="../main_window.cpp" line="1245"/>
         <source>&lt;p&gt;goodput %1 tokens/s (%2 % of the time is useful)</source>
         <translation>&lt;p&gt;有效吞吐 %1 tokens/s（%2 % 的时间有效）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1203"/>
+        <location filename="../main_window.cpp" line="1249"/>
         <source>&lt;br&gt;job MTBF %1 h; checkpoint every %2 steps (%3 h; Young %4 h, Daly %5 h)</source>
         <translation>&lt;br&gt;作业 MTBF %1 小时；每 %2 步保存一次检查点（%3 小时；Young %4 小时，Daly %5 小时）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1218"/>
+        <location filename="../main_window.cpp" line="1264"/>
         <source>simulated plan %1: step %2 s</source>
         <translation>已仿真方案 %1：单步 %2 秒</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1119"/>
+        <location filename="../main_window.cpp" line="1165"/>
         <source>optimizer</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1035"/>
+        <location filename="../main_window.cpp" line="1081"/>
         <source>Tokens/s</source>
         <translation>Tokens/s</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1037"/>
+        <location filename="../main_window.cpp" line="1083"/>
         <source>Chips used</source>
         <translation>所用芯片数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1037"/>
+        <location filename="../main_window.cpp" line="1083"/>
         <source>chips</source>
         <translation>芯片数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1039"/>
+        <location filename="../main_window.cpp" line="1085"/>
         <source>Cost per million tokens</source>
         <translation>每百万 tokens 成本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1041"/>
+        <location filename="../main_window.cpp" line="1087"/>
         <source>Software stacks to run</source>
         <translation>需运行的软件栈</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1041"/>
+        <location filename="../main_window.cpp" line="1087"/>
         <source>stacks</source>
         <translation>软件栈</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1120"/>
+        <location filename="../main_window.cpp" line="1166"/>
         <source>activations</source>
         <translation>激活</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1121"/>
+        <location filename="../main_window.cpp" line="1167"/>
         <source>buffers</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1123"/>
+        <location filename="../main_window.cpp" line="1169"/>
         <source>usable</source>
         <translation>可用显存</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1139"/>
+        <location filename="../main_window.cpp" line="1185"/>
         <source>Memory per chip of each stage (0, 1, ...), GiB</source>
         <translation>各阶段（0, 1, ...）每芯片显存，GiB</translation>
     </message>

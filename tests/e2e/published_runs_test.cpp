@@ -195,6 +195,24 @@ TEST(PublishedRunsFormat, GshardDispatcherPaysItsEinsums) {
             "model.experts (a mixture's key), got \"1.25\"");
 }
 
+// training.unfused: a run whose framework left RMSNorm and SwiGLU unfused is predicted slower;
+// an operator the case's model does not have is refused at the list's element.
+TEST(PublishedRunsFormat, UnfusedOperatorsCostTheirBytes) {
+  auto predict = [](const std::string& text) {
+    test::TempFolder folder;
+    std::ofstream(folder.file("runs.yaml")) << text;
+    return validate_published_runs(folder.path(), kProfiles).cases.at(0).predicted;
+  };
+  const double fused = predict(one_case(kModel, kTraining));
+  const double unfused = predict(one_case(kModel, kTraining + ", unfused: [rmsnorm, swiglu]"));
+  EXPECT_GT(unfused, fused);  // a step time
+  EXPECT_EQ(error_of(one_case("arch: gpt, layers: 4, hidden: 1024, heads: 8, ffn: 4h, vocab: "
+                              "32000, seq_len: 2048",
+                              kTraining + ", unfused: [swiglu]")),
+            "runs.yaml:6:112: cases[0].training.unfused[0]: expected swiglu only for a model "
+            "whose MLP is SwiGLU");
+}
+
 // A layout of model chunks of unequal size (parallel.chunk_layers, one list per stage of vpp
 // counts) reaches the plan; its shape is checked at the field. A mixture's keys need experts;
 // latent attention needs all its widths.

@@ -497,6 +497,35 @@ namespace hetplan::exporters {
 namespace {
 
 // The workload's overlaps reach the launch arguments: --overlap-grad-reduce and
+// The fused kernels the estimate priced are asked for: MindSpeed-LLM runs RMSNorm and SwiGLU as
+// reference operators without --use-fused-rmsnorm and --use-fused-swiglu; Megatron-LM's
+// Transformer Engine layers fuse them and have no argument to unfuse them, so a workload that
+// runs them unfused gets a note there (docs/export.md).
+TEST(Launch, FusedNormAndSwigluAsTheEstimatePricedThem) {
+  Scenario s = scenario();
+  ASSERT_EQ(s.workload.model.norm, Norm::rmsnorm);
+  ASSERT_EQ(s.workload.model.activation, Activation::swiglu);
+  ExportInput input = input_for(reference());
+  input.scenario = &s;
+  auto files = export_megatron(input);
+  auto ascend = sourced(file_named(files, "launch-ascend-910b.sh").text, "HETPLAN_MODEL_ARGS");
+  auto dcu = sourced(file_named(files, "launch-dcu-k100.sh").text, "HETPLAN_MODEL_ARGS");
+  EXPECT_TRUE(has_flag(ascend, "--use-fused-rmsnorm"));
+  EXPECT_TRUE(has_flag(ascend, "--use-fused-swiglu"));
+  EXPECT_FALSE(has_flag(dcu, "--use-fused-rmsnorm"));
+  EXPECT_EQ(comments(file_named(files, "launch-dcu-k100.sh").text).find("unfused"),
+            std::string::npos);
+
+  s.workload.training.unfused = kUnfusedRmsnorm;
+  files = export_megatron(input);
+  ascend = sourced(file_named(files, "launch-ascend-910b.sh").text, "HETPLAN_MODEL_ARGS");
+  EXPECT_FALSE(has_flag(ascend, "--use-fused-rmsnorm"));
+  EXPECT_TRUE(has_flag(ascend, "--use-fused-swiglu"));
+  EXPECT_NE(comments(file_named(files, "launch-dcu-k100.sh").text)
+                .find("The workload runs RMSNorm unfused"),
+            std::string::npos);
+}
+
 // --overlap-param-gather (with the distributed optimizer) wherever dp > 1, and the
 // tensor-parallel overlap as each framework names it (MC2 on Ascend), only with sequence
 // parallelism.

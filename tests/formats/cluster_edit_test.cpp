@@ -172,6 +172,19 @@ TEST(YamlEdit, UnicodeBeforeAValueKeepsItsPlace) {
             "islands:\n  - {name: \"岛\", zone: 甲, nodes: 12}\n");
 }
 
+// A list written in flow style is replaced whole (the workload's `unfused`), across nested
+// brackets and quoted commas; a block list is not a single value.
+TEST(YamlEdit, ReplacesAFlowListWhole) {
+  const std::string text = "training: {unfused: [rmsnorm, \"sw]ig,lu\"], seq_len: 4096}  # x\n";
+  EXPECT_EQ(
+      set_yaml_value(text, {std::string("training"), std::string("unfused")}, "[swiglu]", "w.yaml"),
+      "training: {unfused: [swiglu], seq_len: 4096}  # x\n");
+  EXPECT_EQ(set_yaml_value("a: [[1, 2], {b: [3]}]\nc: 1\n", {std::string("a")}, "[]", "w.yaml"),
+            "a: []\nc: 1\n");
+  EXPECT_THROW(set_yaml_value("a:\n  - 1\n  - 2\n", {std::string("a")}, "[3]", "w.yaml"),
+               std::invalid_argument);
+}
+
 TEST(YamlEdit, APathItCannotFollowIsRefused) {
   const std::string text = "islands:\n  - {name: a, nodes: 4}\nname: x\nlist: [1, 2]\n";
   EXPECT_THROW(set_yaml_value(text, {std::string("islands"), std::size_t{3}, std::string("nodes")}, "1", "c.yaml"),
@@ -179,6 +192,7 @@ TEST(YamlEdit, APathItCannotFollowIsRefused) {
   EXPECT_THROW(set_yaml_value(text, {std::string("name"), std::string("deeper")}, "1", "c.yaml"),
                std::invalid_argument);
   EXPECT_THROW(set_yaml_value(text, {std::string("islands")}, "1", "c.yaml"), std::invalid_argument);
+  EXPECT_THROW(set_yaml_value("a: [1, {b: 2}\n", {std::string("a")}, "1", "c.yaml"), InputError);
   EXPECT_THROW(set_yaml_value(text, {std::string("missing"), std::size_t{0}}, "1", "c.yaml"),
                std::invalid_argument);
   EXPECT_THROW(set_yaml_value("a: [\n", {std::string("a")}, "1", "c.yaml"), InputError);

@@ -180,6 +180,28 @@ TEST(WorkloadErrors, RecomputeModulesNeedSelectiveRecomputeAndKnownNames) {
                 "expected each module once");
 }
 
+// The operators a framework leaves unfused: each name once, from its list, and only one the
+// model has (GPT-2's LayerNorm is one native kernel either way, its MLP is not SwiGLU).
+TEST(WorkloadErrors, UnfusedOperatorsAreKnownOnesTheModelHas) {
+  EXPECT_EQ(workload_error("workload-unfused-unknown.yaml"),
+            kBad +
+                "workload-unfused-unknown.yaml:9:21: training.unfused[1]: expected one of "
+                "rmsnorm or swiglu, got \"rope\"");
+  EXPECT_EQ(workload_error("workload-unfused-twice.yaml"),
+            kBad +
+                "workload-unfused-twice.yaml:9:30: training.unfused[2]: expected each "
+                "operator once");
+  EXPECT_EQ(workload_error("workload-unfused-layernorm.yaml"),
+            kBad +
+                "workload-unfused-layernorm.yaml:9:13: training.unfused[0]: expected rmsnorm "
+                "only for a model whose norm is RMSNorm (its LayerNorm is one native kernel "
+                "either way)");
+  EXPECT_EQ(workload_error("workload-unfused-gelu.yaml"),
+            kBad +
+                "workload-unfused-gelu.yaml:9:13: training.unfused[0]: expected swiglu only "
+                "for a model whose MLP is SwiGLU");
+}
+
 // A mixture written inline: its keys only with experts, top-k within the experts, and latent
 // attention's widths together.
 TEST(WorkloadErrors, InlineMixtureAndLatentAttentionKeysComeTogether) {

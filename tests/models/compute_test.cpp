@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 
+#include "models/memory.hpp"
 #include "models/transformer_ops.hpp"
 
 namespace hetplan::models {
@@ -346,6 +347,89 @@ TEST(Imbalance, AChipOfSeveralExpertsVariesLessThanOneExpert) {
   t.expert_imbalance = 2.0;
   EXPECT_EQ(for_expert_parallel(t, 64, 1).expert_imbalance, 1.0);
   EXPECT_EQ(for_expert_parallel(t, 64, 64).expert_imbalance, 2.0);
+}
+
+// RMSNorm and SwiGLU as PyTorch's reference operators (docs/models/compute.md#unfused), by hand
+// for a LLaMA-style layer on one chip: 1,024 tokens, hidden 4,096, FFN 11,008, BF16.
+// RMSNorm forward: cast to fp32 (2 + 4 bytes an element), pow (4 + 4), mean (4), x * rsqrt
+// (4 + 4), cast back (4 + 2), times the weight (2 + 2): 36 bytes in 8 kernels (with the eps
+// add and the rsqrt); backward: the weight's product and its gradient's reduction (2 + 2, 2 + 2
+// + 2, 2), the cast (2 + 4), the product's two gradients (4 + 4, 4 + 4 + 4, 4), the mean's
+// (4), pow's (4 + 4, 4 + 4, 4 + 4 + 4), the two paths' sum (4 + 4 + 4) and the cast (4 + 2):
+// 92 bytes in 14. SwiGLU: silu (2 + 2) and the product (4 + 2), 10 bytes an output; backward
+// 18 in 3.
+TEST(UnfusedOperators, RmsnormAndSwigluAsPyTorchsReferenceOperators) {
+  ModelShape m;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 32;
+  m.ffn = 11008;
+  m.vocab = 32000;
+  m.norm = Norm::rmsnorm;
+  m.activation = Activation::swiglu;
+  LayerSlice slice{1, 1024, 1, false, true, DType::bf16};
+  auto find = [](const std::vector<Op>& ops, std::string_view name) {
+    for (const Op& op : ops)
+      if (op.name == name) return op;
+    ADD_FAILURE() << "no operator " << name;
+    return Op{};
+  };
+  const double n = 1024.0 * 4096;    // a norm's elements
+  const double nf = 1024.0 * 11008;  // the SwiGLU's outputs
+  const auto fused = layer_ops(m, slice);
+  EXPECT_DOUBLE_EQ(find(fused, "input_norm").bytes, 4.0 * n);
+  EXPECT_EQ(find(fused, "input_norm").kernels, 1);
+  EXPECT_DOUBLE_EQ(find(fused, "swiglu").bytes, 6.0 * nf);
+  EXPECT_EQ(find(fused, "swiglu").kernels, 1);
+
+  slice.unfused = kUnfusedRmsnorm | kUnfusedSwiglu;
+  const auto unfused = layer_ops(m, slice);
+  for (const char* name : {"input_norm", "post_attention_norm"}) {
+    const Op norm = find(unfused, name);
+    EXPECT_DOUBLE_EQ(norm.bytes, 36.0 * n);
+    EXPECT_DOUBLE_EQ(norm.bytes * norm.backward_bytes_factor, 92.0 * n);
+    EXPECT_EQ(norm.kernels, 8);
+    EXPECT_EQ(norm.backward_kernels, 14);
+  }
+  const Op swiglu = find(unfused, "swiglu");
+  EXPECT_DOUBLE_EQ(swiglu.bytes, 10.0 * nf);
+  EXPECT_DOUBLE_EQ(swiglu.bytes * swiglu.backward_bytes_factor, 18.0 * nf);
+  EXPECT_EQ(swiglu.kernels, 2);
+  EXPECT_EQ(swiglu.backward_kernels, 3);
+  EXPECT_DOUBLE_EQ(find(head_ops(m, slice), "final_norm").bytes, 36.0 * n);
+
+  // In fp32 the two casts go: forward 44 bytes in 6 kernels, backward 108 in 12.
+  slice.dtype = DType::fp32;
+  const Op fp32 = find(layer_ops(m, slice), "input_norm");
+  EXPECT_DOUBLE_EQ(fp32.bytes, 44.0 * n);
+  EXPECT_DOUBLE_EQ(fp32.bytes * fp32.backward_bytes_factor, 108.0 * n);
+  EXPECT_EQ(fp32.kernels, 6);
+  EXPECT_EQ(fp32.backward_kernels, 12);
+}
+
+// What the unfused operators keep for the backward pass: each RMSNorm the fp32 copy of its
+// input and its output before the weight instead of its input (4 bytes more an element), the
+// SwiGLU also silu(gate) (2 bytes an FFN element). tp 2 with sequence parallelism: the norms'
+// 1,024 x 4,096 elements are split, the MLP's 1,024 x 11,008 too.
+TEST(UnfusedOperators, KeepTheirIntermediateTensors) {
+  ModelShape m;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 32;
+  m.ffn = 11008;
+  m.vocab = 32000;
+  m.norm = Norm::rmsnorm;
+  m.activation = Activation::swiglu;
+  TrainingSettings t;
+  t.seq_len = 1024;
+  t.dtype = DType::bf16;
+  t.sequence_parallel = true;
+  const double fused = layer_activation_bytes(m, t, 1, 2, Recompute::none);
+  t.unfused = kUnfusedRmsnorm | kUnfusedSwiglu;
+  const double unfused = layer_activation_bytes(m, t, 1, 2, Recompute::none);
+  EXPECT_DOUBLE_EQ(unfused - fused, 2.0 * 4.0 * 1024 * 4096 / 2 + 2.0 * 1024 * 11008 / 2);
+  // Full recompute keeps only the layer's input either way.
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, t, 1, 2, Recompute::full), 1024.0 * 4096 * 2 / 2);
 }
 
 }  // namespace
