@@ -144,10 +144,13 @@ inline constexpr std::string_view kRecomputeModuleNames[] = {
 // Operators a framework may run as PyTorch's reference operators instead of one fused kernel
 // (docs/models/compute.md#unfused): RMSNorm (MindSpeed's --use-fused-rmsnorm not passed, a
 // Hugging Face model's LlamaRMSNorm, Megatron's local RMSNorm) and the SwiGLU product
-// (`silu(gate) * up`; MindSpeed's --use-fused-swiglu not passed). A bit each.
+// (`silu(gate) * up`; MindSpeed's --use-fused-swiglu not passed) and the rotary embedding
+// (`x * cos + rotate_half(x) * sin`; MindSpeed's --use-fused-rotary-pos-emb not passed). A bit
+// each.
 inline constexpr unsigned kUnfusedRmsnorm = 1u << 0;
 inline constexpr unsigned kUnfusedSwiglu = 1u << 1;
-inline constexpr std::string_view kUnfusedNames[] = {"rmsnorm", "swiglu"};
+inline constexpr unsigned kUnfusedRope = 1u << 2;
+inline constexpr std::string_view kUnfusedNames[] = {"rmsnorm", "swiglu", "rope"};
 
 struct TrainingSettings {
   int seq_len = 0;

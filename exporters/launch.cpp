@@ -598,15 +598,19 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
         model.norm == Norm::rmsnorm && (training.unfused & kUnfusedRmsnorm) != 0;
     const bool unfused_swiglu =
         model.activation == Activation::swiglu && (training.unfused & kUnfusedSwiglu) != 0;
+    const bool unfused_rope = !model.learned_positions && (training.unfused & kUnfusedRope) != 0;
     if (framework.mindspeed) {
       if (model.norm == Norm::rmsnorm && !unfused_norm) model_args.push_back("--use-fused-rmsnorm");
       if (model.activation == Activation::swiglu && !unfused_swiglu)
         model_args.push_back("--use-fused-swiglu");
-    } else if (unfused_norm || unfused_swiglu) {
-      notes.push_back(std::string("The workload runs ") +
-                      (unfused_norm && unfused_swiglu ? "RMSNorm and SwiGLU"
-                       : unfused_norm                 ? "RMSNorm"
-                                                      : "SwiGLU") +
+      if (!model.learned_positions && (training.unfused & kUnfusedRope) == 0)
+        model_args.push_back("--use-fused-rotary-pos-emb");
+    } else if (unfused_norm || unfused_swiglu || unfused_rope) {
+      std::vector<std::string> names;
+      if (unfused_norm) names.emplace_back("RMSNorm");
+      if (unfused_swiglu) names.emplace_back("SwiGLU");
+      if (unfused_rope) names.emplace_back("the rotary embedding");
+      notes.push_back("The workload runs " + join(names, ", ") +
                       " unfused, which Megatron-LM's arguments cannot ask for (Megatron-Core "
                       "with Transformer Engine fuses them): the run will be faster than the "
                       "estimate.");

@@ -41,9 +41,10 @@ class Field;
 // mlp, moe, shared_experts) as TrainingSettings::recompute_modules bits; an unknown or repeated
 // name is an input error at it.
 unsigned read_recompute_modules(const Field& list);
-// A list of operators run as PyTorch's reference operators (rmsnorm, swiglu) as
+// A list of operators run as PyTorch's reference operators (rmsnorm, swiglu, rope) as
 // TrainingSettings::unfused bits; an unknown or repeated name, or one the model does not have
-// (rmsnorm beside a LayerNorm, swiglu beside another activation), is an input error at it.
+// (rmsnorm beside a LayerNorm, swiglu beside another activation, rope beside learned
+// positions), is an input error at it.
 unsigned read_unfused(const Field& list, const ModelShape& model);
 
 // A whole input file (size-limited). Throws InputError naming the file when it cannot be read.

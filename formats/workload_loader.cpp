@@ -631,7 +631,8 @@ unsigned read_recompute_modules(const Field& list) {
 unsigned read_unfused(const Field& list, const ModelShape& model) {
   unsigned out = 0;
   for (const Field& name : list.elements()) {
-    const unsigned bit = 1u << name.as_choice({kUnfusedNames[0], kUnfusedNames[1]});
+    const unsigned bit =
+        1u << name.as_choice({kUnfusedNames[0], kUnfusedNames[1], kUnfusedNames[2]});
     if ((out & bit) != 0) name.fail("expected each operator once");
     if (bit == kUnfusedRmsnorm && model.norm != Norm::rmsnorm)
       name.fail(
@@ -639,6 +640,8 @@ unsigned read_unfused(const Field& list, const ModelShape& model) {
           "native kernel either way)");
     if (bit == kUnfusedSwiglu && model.activation != Activation::swiglu)
       name.fail("expected swiglu only for a model whose MLP is SwiGLU");
+    if (bit == kUnfusedRope && model.learned_positions)
+      name.fail("expected rope only for a model with rotary positions (this one learns them)");
     out |= bit;
   }
   return out;

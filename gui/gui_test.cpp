@@ -797,14 +797,20 @@ class MainWindowTest : public QObject {
         qobject_cast<QCheckBox*>(window.workload_field(QStringLiteral("training.unfused.rmsnorm")));
     auto* swiglu =
         qobject_cast<QCheckBox*>(window.workload_field(QStringLiteral("training.unfused.swiglu")));
-    QVERIFY(norm && swiglu);
-    QVERIFY(norm->isEnabled() && swiglu->isEnabled());  // Llama 2: RMSNorm and SwiGLU
+    auto* rope =
+        qobject_cast<QCheckBox*>(window.workload_field(QStringLiteral("training.unfused.rope")));
+    QVERIFY(norm && swiglu && rope);
+    QVERIFY(norm->isEnabled() && swiglu->isEnabled() && rope->isEnabled());  // Llama 2
     QVERIFY(!norm->isChecked() && !swiglu->isChecked());
     norm->click();
     QVERIFY2(norm->isChecked(), qPrintable(window.message()));
     QCOMPARE(window.scenario()->workload.training.unfused, kUnfusedRmsnorm);
     swiglu->click();
     QCOMPARE(window.scenario()->workload.training.unfused, kUnfusedRmsnorm | kUnfusedSwiglu);
+    rope->click();
+    QCOMPARE(window.scenario()->workload.training.unfused,
+             kUnfusedRmsnorm | kUnfusedSwiglu | kUnfusedRope);
+    rope->click();
     norm->click();
     QCOMPARE(window.scenario()->workload.training.unfused, kUnfusedSwiglu);
     QVERIFY(!norm->isChecked() && swiglu->isChecked());

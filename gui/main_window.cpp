@@ -419,6 +419,7 @@ MainWindow::MainWindow(QWidget* parent)
   };
   add_unfused(kUnfusedRmsnorm, tr("RMSNorm unfused (PyTorch's reference operators)"));
   add_unfused(kUnfusedSwiglu, tr("SwiGLU unfused (silu and a product)"));
+  add_unfused(kUnfusedRope, tr("Rotary embedding unfused (rotate_half, products and a sum)"));
   // A mixture's expert load and dispatch (docs/models/moe.md); enabled for mixtures only.
   add_line(QStringLiteral("training.moe.imbalance"), tr("Busiest expert's load over the mean"));
   add_line(QStringLiteral("training.moe.capacity_factor"), tr("Experts capped at a capacity of"));
@@ -624,6 +625,7 @@ void MainWindow::refresh_workload_form() {
   set_switch("training.overlap.ep_comm", t.overlap_ep_comm);
   set_switch("training.unfused.rmsnorm", (t.unfused & kUnfusedRmsnorm) != 0);
   set_switch("training.unfused.swiglu", (t.unfused & kUnfusedSwiglu) != 0);
+  set_switch("training.unfused.rope", (t.unfused & kUnfusedRope) != 0);
   {
     auto enable = [&](const char* key, bool has, const QString& why) {
       if (QWidget* field = workload_fields_.value(QString::fromLatin1(key))) {
@@ -635,6 +637,8 @@ void MainWindow::refresh_workload_form() {
            tr("The model's norm is LayerNorm, one native kernel either way"));
     enable("training.unfused.swiglu", m.activation == Activation::swiglu,
            tr("The model's MLP is not SwiGLU"));
+    enable("training.unfused.rope", !m.learned_positions,
+           tr("The model learns its positions: it has no rotary embedding"));
   }
   // A mixture's settings: unset figures show what the estimate assumes in their place.
   auto set_number = [&](const char* key, double value, const QString& unset) {

@@ -57,6 +57,21 @@ Op swiglu(std::string_view name, double elements, double e, const LayerSlice& sl
   return op;
 }
 
+// The rotary embedding of `elements` values of Q and K together (`tensors` tensors: Q and K,
+// or latent attention's rope parts). Fused, one kernel a tensor each way reads and writes it.
+// Unfused it is `x * cos + rotate_half(x) * sin` with `rotate_half(x) = cat(-x2, x1)`: forward
+// the negation (e), the concatenation (2e), the two products (2e each) and the sum (3e), 10 e
+// bytes an element in 5 kernels a tensor; backward each product's input gradient (2e each; cos
+// and sin need none), the negation's (e), the halves' gradients joined (2e) and the two paths
+// summed (3e): 10 e in 5 (docs/models/compute.md#unfused).
+Op rotary(double elements, double e, int tensors, const LayerSlice& slice) {
+  if ((slice.unfused & kUnfusedRope) == 0)
+    return elementwise("rope", OpClass::rope, 2.0 * elements * e, tensors, tensors);
+  Op op = elementwise("rope", OpClass::rope, 10.0 * elements * e, 5 * tensors, 5 * tensors);
+  op.backward_bytes_factor = 1.0;
+  return op;
+}
+
 // A linear layer's GEMM `x W` (m tokens, n outputs, k inputs). Under the fp8 recipe its
 // operands are FP8 and its output BF16, and a cast kernel before it reads the BF16 input
 // and writes the FP8 copy (and, backward, the same for the output gradient); Transformer
@@ -257,8 +272,7 @@ void latent_attention(std::vector<Op>& ops, const ModelShape& model, const Layer
   linear(ops, "kv_up_proj", tokens, heads * (nope + v), kv_rank, slice.dtype);
   // Rotary embedding of every head's rope part of Q and of the one shared rope key, then Q and
   // K assembled from their no-rope and rope parts (the shared key copied to every head).
-  ops.push_back(
-      elementwise("rope", OpClass::rope, 2.0 * tokens * (heads * rope + rope) * e, 2, 2));
+  ops.push_back(rotary(tokens * (heads * rope + rope), e, 2, slice));
   ops.push_back(elementwise("qk_concat", OpClass::dropout, 2.0 * 2.0 * tokens * heads * qk * e));
   tag(ops, up, kRecomputeMlaUpProj);
   core_attention(ops, model, slice, qk, v, tokens * heads * (2.0 * qk + 2.0 * v) * e);
@@ -331,7 +345,9 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice, bool
       // Qwen3 normalises each head of Q and of K: two norms, each way.
       ops.push_back(norm("qk_norm", tokens * (w / t + kv_chip), e, model, slice, 2));
     }
-    ops.push_back(elementwise("rope", OpClass::rope, 2.0 * tokens * (w / t + kv_chip) * e, 2, 2));
+    // Rotary embeddings of Q and K; a model that learns its positions adds them to the
+    // embedding instead (embedding_ops).
+    if (!model.learned_positions) ops.push_back(rotary(tokens * (w / t + kv_chip), e, 2, slice));
     core_attention(ops, model, slice, d, d, tokens * (2.0 * w / t + 2.0 * kv_chip) * e);
   }
   linear(ops, "attention_out_proj", tokens, h, w / t, slice.dtype);

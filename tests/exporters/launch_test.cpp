@@ -512,17 +512,19 @@ TEST(Launch, FusedNormAndSwigluAsTheEstimatePricedThem) {
   auto dcu = sourced(file_named(files, "launch-dcu-k100.sh").text, "HETPLAN_MODEL_ARGS");
   EXPECT_TRUE(has_flag(ascend, "--use-fused-rmsnorm"));
   EXPECT_TRUE(has_flag(ascend, "--use-fused-swiglu"));
+  EXPECT_TRUE(has_flag(ascend, "--use-fused-rotary-pos-emb"));
   EXPECT_FALSE(has_flag(dcu, "--use-fused-rmsnorm"));
   EXPECT_EQ(comments(file_named(files, "launch-dcu-k100.sh").text).find("unfused"),
             std::string::npos);
 
-  s.workload.training.unfused = kUnfusedRmsnorm;
+  s.workload.training.unfused = kUnfusedRmsnorm | kUnfusedRope;
   files = export_megatron(input);
   ascend = sourced(file_named(files, "launch-ascend-910b.sh").text, "HETPLAN_MODEL_ARGS");
   EXPECT_FALSE(has_flag(ascend, "--use-fused-rmsnorm"));
   EXPECT_TRUE(has_flag(ascend, "--use-fused-swiglu"));
+  EXPECT_FALSE(has_flag(ascend, "--use-fused-rotary-pos-emb"));
   EXPECT_NE(comments(file_named(files, "launch-dcu-k100.sh").text)
-                .find("The workload runs RMSNorm unfused"),
+                .find("The workload runs RMSNorm, the rotary embedding unfused"),
             std::string::npos);
 }
 

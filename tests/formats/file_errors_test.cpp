@@ -186,7 +186,7 @@ TEST(WorkloadErrors, UnfusedOperatorsAreKnownOnesTheModelHas) {
   EXPECT_EQ(workload_error("workload-unfused-unknown.yaml"),
             kBad +
                 "workload-unfused-unknown.yaml:9:21: training.unfused[1]: expected one of "
-                "rmsnorm or swiglu, got \"rope\"");
+                "rmsnorm, swiglu or rope, got \"rotary\"");
   EXPECT_EQ(workload_error("workload-unfused-twice.yaml"),
             kBad +
                 "workload-unfused-twice.yaml:9:30: training.unfused[2]: expected each "
@@ -196,6 +196,10 @@ TEST(WorkloadErrors, UnfusedOperatorsAreKnownOnesTheModelHas) {
                 "workload-unfused-layernorm.yaml:9:13: training.unfused[0]: expected rmsnorm "
                 "only for a model whose norm is RMSNorm (its LayerNorm is one native kernel "
                 "either way)");
+  EXPECT_EQ(workload_error("workload-unfused-learned-positions.yaml"),
+            kBad +
+                "workload-unfused-learned-positions.yaml:9:13: training.unfused[0]: expected "
+                "rope only for a model with rotary positions (this one learns them)");
   EXPECT_EQ(workload_error("workload-unfused-gelu.yaml"),
             kBad +
                 "workload-unfused-gelu.yaml:9:13: training.unfused[0]: expected swiglu only "

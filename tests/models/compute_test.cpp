@@ -397,6 +397,22 @@ TEST(UnfusedOperators, RmsnormAndSwigluAsPyTorchsReferenceOperators) {
   EXPECT_EQ(swiglu.kernels, 2);
   EXPECT_EQ(swiglu.backward_kernels, 3);
   EXPECT_DOUBLE_EQ(find(head_ops(m, slice), "final_norm").bytes, 36.0 * n);
+  // The rotary embedding of Q and K (1,024 x (4,096 + 4,096) elements): fused 2 e an element,
+  // one kernel a tensor each way; unfused 10 e both ways, 5 kernels a tensor.
+  const double qk = 1024.0 * (4096 + 4096);
+  EXPECT_DOUBLE_EQ(find(fused, "rope").bytes, 4.0 * qk);
+  EXPECT_EQ(find(fused, "rope").kernels, 2);
+  EXPECT_DOUBLE_EQ(find(unfused, "rope").bytes, 4.0 * qk);  // not asked for: still fused
+  slice.unfused |= kUnfusedRope;
+  const Op rope = find(layer_ops(m, slice), "rope");
+  EXPECT_DOUBLE_EQ(rope.bytes, 20.0 * qk);
+  EXPECT_DOUBLE_EQ(rope.bytes * rope.backward_bytes_factor, 20.0 * qk);
+  EXPECT_EQ(rope.kernels, 10);
+  EXPECT_EQ(rope.backward_kernels, 10);
+  // A model that learns its positions has no rotary embedding at all.
+  m.learned_positions = true;
+  for (const Op& op : layer_ops(m, slice)) EXPECT_NE(op.name, "rope");
+  m.learned_positions = false;
 
   // In fp32 the two casts go: forward 44 bytes in 6 kernels, backward 108 in 12.
   slice.dtype = DType::fp32;
