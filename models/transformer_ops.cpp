@@ -345,8 +345,8 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice, bool
       // Qwen3 normalises each head of Q and of K: two norms, each way.
       ops.push_back(norm("qk_norm", tokens * (w / t + kv_chip), e, model, slice, 2));
     }
-    // Rotary embeddings of Q and K; a model that learns its positions adds them to the
-    // embedding instead (embedding_ops).
+    // Rotary embeddings of Q and K; a model that learns its positions has none (it adds a
+    // position table's rows to the embedding once, on the first stage: not counted).
     if (!model.learned_positions) ops.push_back(rotary(tokens * (w / t + kv_chip), e, 2, slice));
     core_attention(ops, model, slice, d, d, tokens * (2.0 * w / t + 2.0 * kv_chip) * e);
   }
