@@ -151,6 +151,14 @@ inline constexpr unsigned kUnfusedRmsnorm = 1u << 0;
 inline constexpr unsigned kUnfusedSwiglu = 1u << 1;
 inline constexpr unsigned kUnfusedRope = 1u << 2;
 inline constexpr std::string_view kUnfusedNames[] = {"rmsnorm", "swiglu", "rope"};
+// The kUnfused* operators `model` has (a LayerNorm is one native kernel either way; a model
+// that learns its positions has no rotary embedding). The estimate, the memory model and the
+// exports apply TrainingSettings::unfused only to these; the workload loader refuses the others.
+inline unsigned unfusable_operators(const ModelShape& model) {
+  return (model.norm == Norm::rmsnorm ? kUnfusedRmsnorm : 0u) |
+         (model.activation == Activation::swiglu ? kUnfusedSwiglu : 0u) |
+         (model.learned_positions ? 0u : kUnfusedRope);
+}
 
 struct TrainingSettings {
   int seq_len = 0;

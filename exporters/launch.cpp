@@ -590,26 +590,24 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
                     "needs a layer spec with them.");
   }
   if (model.activation == Activation::swiglu) model_args.push_back("--swiglu");
-  // The fused norm and SwiGLU kernels the estimate priced (docs/models/compute.md#unfused):
-  // MindSpeed-LLM runs its reference operators unless asked for the fused ones; Megatron-Core
-  // with Transformer Engine fuses both and has no argument to run them unfused.
+  // The fused norm, SwiGLU and rotary kernels the estimate priced
+  // (docs/models/compute.md#unfused): MindSpeed-LLM runs its reference operators unless asked
+  // for the fused ones; Megatron-Core with Transformer Engine fuses them and has no argument to
+  // run them unfused.
   {
-    const bool unfused_norm =
-        model.norm == Norm::rmsnorm && (training.unfused & kUnfusedRmsnorm) != 0;
-    const bool unfused_swiglu =
-        model.activation == Activation::swiglu && (training.unfused & kUnfusedSwiglu) != 0;
-    const bool unfused_rope = !model.learned_positions && (training.unfused & kUnfusedRope) != 0;
-    if (framework.mindspeed) {
-      if (model.norm == Norm::rmsnorm && !unfused_norm) model_args.push_back("--use-fused-rmsnorm");
-      if (model.activation == Activation::swiglu && !unfused_swiglu)
-        model_args.push_back("--use-fused-swiglu");
-      if (!model.learned_positions && (training.unfused & kUnfusedRope) == 0)
-        model_args.push_back("--use-fused-rotary-pos-emb");
-    } else if (unfused_norm || unfused_swiglu || unfused_rope) {
-      std::vector<std::string> names;
-      if (unfused_norm) names.emplace_back("RMSNorm");
-      if (unfused_swiglu) names.emplace_back("SwiGLU");
-      if (unfused_rope) names.emplace_back("the rotary embedding");
+    static constexpr const char* kFusedFlag[] = {"--use-fused-rmsnorm", "--use-fused-swiglu",
+                                                 "--use-fused-rotary-pos-emb"};
+    static constexpr const char* kOperator[] = {"RMSNorm", "SwiGLU", "the rotary embedding"};
+    const unsigned has = unfusable_operators(model);
+    const unsigned unfused = training.unfused & has;
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < std::size(kFusedFlag); ++i) {
+      const unsigned bit = 1u << i;
+      if (framework.mindspeed && (has & bit) != 0 && (unfused & bit) == 0)
+        model_args.push_back(kFusedFlag[i]);
+      if ((unfused & bit) != 0) names.emplace_back(kOperator[i]);
+    }
+    if (!framework.mindspeed && !names.empty()) {
       notes.push_back("The workload runs " + join(names, ", ") +
                       " unfused, which Megatron-LM's arguments cannot ask for (Megatron-Core "
                       "with Transformer Engine fuses them): the run will be faster than the "

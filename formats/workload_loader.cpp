@@ -1,5 +1,6 @@
 // Reads workloads (docs/formats/workload.md) and Hugging Face config.json files.
 #include <algorithm>
+#include <bit>
 #include <optional>
 
 #include "formats/document.hpp"
@@ -634,14 +635,14 @@ unsigned read_unfused(const Field& list, const ModelShape& model) {
     const unsigned bit =
         1u << name.as_choice({kUnfusedNames[0], kUnfusedNames[1], kUnfusedNames[2]});
     if ((out & bit) != 0) name.fail("expected each operator once");
-    if (bit == kUnfusedRmsnorm && model.norm != Norm::rmsnorm)
-      name.fail(
-          "expected rmsnorm only for a model whose norm is RMSNorm (its LayerNorm is one "
-          "native kernel either way)");
-    if (bit == kUnfusedSwiglu && model.activation != Activation::swiglu)
-      name.fail("expected swiglu only for a model whose MLP is SwiGLU");
-    if (bit == kUnfusedRope && model.learned_positions)
-      name.fail("expected rope only for a model with rotary positions (this one learns them)");
+    if ((unfusable_operators(model) & bit) == 0) {
+      static constexpr const char* kWithout[] = {
+          "expected rmsnorm only for a model whose norm is RMSNorm (its LayerNorm is one native "
+          "kernel either way)",
+          "expected swiglu only for a model whose MLP is SwiGLU",
+          "expected rope only for a model with rotary positions (this one learns them)"};
+      name.fail(kWithout[std::countr_zero(bit)]);
+    }
     out |= bit;
   }
   return out;

@@ -623,22 +623,23 @@ void MainWindow::refresh_workload_form() {
   set_switch("training.overlap.param_gather", t.overlap_param_gather);
   set_switch("training.overlap.tp_comm", t.overlap_tp_comm);
   set_switch("training.overlap.ep_comm", t.overlap_ep_comm);
-  set_switch("training.unfused.rmsnorm", (t.unfused & kUnfusedRmsnorm) != 0);
-  set_switch("training.unfused.swiglu", (t.unfused & kUnfusedSwiglu) != 0);
-  set_switch("training.unfused.rope", (t.unfused & kUnfusedRope) != 0);
   {
-    auto enable = [&](const char* key, bool has, const QString& why) {
-      if (QWidget* field = workload_fields_.value(QString::fromLatin1(key))) {
-        field->setEnabled(has);
-        field->setToolTip(has ? QString() : why);
+    // A switch per operator, enabled when the model has it.
+    const QString without[] = {tr("The model's norm is LayerNorm, one native kernel either way"),
+                               tr("The model's MLP is not SwiGLU"),
+                               tr("The model learns its positions: it has no rotary embedding")};
+    const unsigned has = unfusable_operators(m);
+    for (std::size_t i = 0; i < std::size(kUnfusedNames); ++i) {
+      const unsigned bit = 1u << i;
+      const QString key = QStringLiteral("training.unfused.") +
+                          QString::fromLatin1(kUnfusedNames[i].data(),
+                                              static_cast<qsizetype>(kUnfusedNames[i].size()));
+      set_switch(key.toLatin1().constData(), (t.unfused & bit) != 0);
+      if (QWidget* field = workload_fields_.value(key)) {
+        field->setEnabled((has & bit) != 0);
+        field->setToolTip((has & bit) != 0 ? QString() : without[i]);
       }
-    };
-    enable("training.unfused.rmsnorm", m.norm == Norm::rmsnorm,
-           tr("The model's norm is LayerNorm, one native kernel either way"));
-    enable("training.unfused.swiglu", m.activation == Activation::swiglu,
-           tr("The model's MLP is not SwiGLU"));
-    enable("training.unfused.rope", !m.learned_positions,
-           tr("The model learns its positions: it has no rotary embedding"));
+    }
   }
   // A mixture's settings: unset figures show what the estimate assumes in their place.
   auto set_number = [&](const char* key, double value, const QString& unset) {

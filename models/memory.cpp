@@ -42,9 +42,9 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
   // An unfused RMSNorm keeps the fp32 copy of its input and its normalised output before the
   // weight (for the weight's gradient) instead of its input: 4 bytes more per element
   // (docs/models/memory.md#unfused). An unfused SwiGLU also keeps silu(gate).
-  const double norm_extra =
-      model.norm == Norm::rmsnorm && (training.unfused & kUnfusedRmsnorm) != 0 ? 4.0 : 0.0;
-  const double silu_kept = (training.unfused & kUnfusedSwiglu) != 0 ? e : 0.0;
+  const unsigned unfused = training.unfused & unfusable_operators(model);
+  const double norm_extra = (unfused & kUnfusedRmsnorm) != 0 ? 4.0 : 0.0;
+  const double silu_kept = (unfused & kUnfusedSwiglu) != 0 ? e : 0.0;
   double bytes = tokens * h * (2.0 * (e + norm_extra) + norm_outputs + 2.0 * mask) / r;
   // Tensor-parallel region: Q, K and V, the output projection's input (Q and the output are
   // heads x head size wide: h, but for Qwen3's heads), and the pre-norm Q and K that Qwen3's

@@ -35,9 +35,8 @@ Op elementwise(std::string_view name, OpClass op_class, double bytes, int kernel
 // each read and write the whole tensor, in fp32 between the two casts
 // (docs/models/compute.md#unfused): forward 28 + 4e bytes per element in 8 kernels (6 when the
 // input is already fp32), backward 76 + 8e in 14 (12).
-Op norm(std::string_view name, double elements, double e, const ModelShape& model,
-        const LayerSlice& slice, int count = 1) {
-  if (model.norm != Norm::rmsnorm || (slice.unfused & kUnfusedRmsnorm) == 0)
+Op norm(std::string_view name, double elements, double e, const LayerSlice& slice, int count = 1) {
+  if ((slice.unfused & kUnfusedRmsnorm) == 0)
     return elementwise(name, OpClass::norm, 2.0 * elements * e, count, 2 * count);
   const bool cast = e < 4.0;
   Op op = elementwise(name, OpClass::norm, (28.0 + 4.0 * e) * elements, count * (cast ? 8 : 6),
@@ -257,7 +256,7 @@ void latent_attention(std::vector<Op>& ops, const ModelShape& model, const Layer
   const double kv_rank = model.kv_lora_rank;
   if (q_rank > 0) {
     linear(ops, "q_down_proj", local, q_rank, h, slice.dtype);
-    ops.push_back(norm("q_norm", local * q_rank, e, model, slice));
+    ops.push_back(norm("q_norm", local * q_rank, e, slice));
     const std::size_t up = ops.size();
     linear(ops, "q_up_proj", tokens, heads * qk, q_rank, slice.dtype);
     tag(ops, up, kRecomputeMlaUpProj);
@@ -267,7 +266,7 @@ void latent_attention(std::vector<Op>& ops, const ModelShape& model, const Layer
   // K and V: down to the latent and the shared rotary key, the latent's norm, up to every
   // head's no-rope key and value.
   linear(ops, "kv_down_proj", local, kv_rank + rope, h, slice.dtype);
-  ops.push_back(norm("kv_norm", local * kv_rank, e, model, slice));
+  ops.push_back(norm("kv_norm", local * kv_rank, e, slice));
   const std::size_t up = ops.size();  // the up-projections and the rotary parts: mla_up_proj
   linear(ops, "kv_up_proj", tokens, heads * (nope + v), kv_rank, slice.dtype);
   // Rotary embedding of every head's rope part of Q and of the one shared rope key, then Q and
@@ -335,7 +334,7 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice, bool
   // Attention block.
   // Norms: one kernel forward, two backward (input gradient, weight-gradient reduction);
   // rotary embeddings one kernel each for Q and K.
-  ops.push_back(norm("input_norm", replicated_tokens * h, e, model, slice));
+  ops.push_back(norm("input_norm", replicated_tokens * h, e, slice));
   ops.back().modules |= kRecomputeLayernorm;
   if (model.latent_attention()) {
     latent_attention(ops, model, slice);
@@ -343,7 +342,7 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice, bool
     linear(ops, "qkv_proj", tokens, w / t + 2.0 * kv_chip, h, slice.dtype);
     if (model.qk_norm) {
       // Qwen3 normalises each head of Q and of K: two norms, each way.
-      ops.push_back(norm("qk_norm", tokens * (w / t + kv_chip), e, model, slice, 2));
+      ops.push_back(norm("qk_norm", tokens * (w / t + kv_chip), e, slice, 2));
     }
     // Rotary embeddings of Q and K; a model that learns its positions has none (it adds a
     // position table's rows to the embedding once, on the first stage: not counted).
@@ -353,12 +352,12 @@ std::vector<Op> layer_ops(const ModelShape& model, const LayerSlice& slice, bool
   linear(ops, "attention_out_proj", tokens, h, w / t, slice.dtype);
   // GLM-4's norms after the attention and after the MLP (counted here, both alike).
   for (int i = 0; i < model.extra_norms; ++i)
-    ops.push_back(norm("post_norm", replicated_tokens * h, e, model, slice));
+    ops.push_back(norm("post_norm", replicated_tokens * h, e, slice));
   // One kernel each way (backward, the residual's gradient is added to the branch's).
   ops.push_back(elementwise("residual_add", OpClass::dropout,
                             (model.dropout ? 4.0 * e + 1.0 : 3.0 * e) * replicated_tokens * h));
   // MLP block.
-  ops.push_back(norm("post_attention_norm", replicated_tokens * h, e, model, slice));
+  ops.push_back(norm("post_attention_norm", replicated_tokens * h, e, slice));
   ops.back().modules |= kRecomputeLayernorm;
   const std::size_t mlp = ops.size();  // a dense MLP's operators: the mlp module
   if (model.moe() && !dense_mlp) {
@@ -400,7 +399,7 @@ std::vector<Op> head_ops(const ModelShape& model, const LayerSlice& slice) {
   const double tokens = static_cast<double>(slice.micro_batch) * slice.seq_len;
   const double replicated_tokens = slice.sequence_parallel ? tokens / t : tokens;
   std::vector<Op> ops;
-  ops.push_back(norm("final_norm", replicated_tokens * model.hidden, e, model, slice));
+  ops.push_back(norm("final_norm", replicated_tokens * model.hidden, e, slice));
   ops.push_back(gemm("logits", tokens, model.vocab / t, model.hidden, 1, dtype));
   // Megatron's vocabulary-parallel cross entropy in fp32: cast, max, subtract, exp, sum, log
   // and the target gather forward (its max and sum are all-reduced); softmax minus one-hot
@@ -421,7 +420,7 @@ std::vector<Op> head_ops(const ModelShape& model, const LayerSlice& slice) {
     for (int depth = 0; depth < model.mtp_layers; ++depth) {
       ops.insert(ops.end(), lookup.begin(), lookup.end());
       for (int i = 0; i < 2; ++i)
-        ops.push_back(norm("mtp_norm", replicated_tokens * model.hidden, e, model, slice));
+        ops.push_back(norm("mtp_norm", replicated_tokens * model.hidden, e, slice));
       linear(ops, "mtp_projection", tokens, model.hidden / t, 2.0 * model.hidden, slice.dtype);
       ops.insert(ops.end(), layer.begin(), layer.end());
       ops.insert(ops.end(), output.begin(), output.end());

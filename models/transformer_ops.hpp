@@ -98,7 +98,8 @@ struct LayerSlice {
   // gshard: einsums over dispatch and combine masks in place of the permutations, each expert
   // padded to its capacity (expert_imbalance is then the capacity factor).
   MoeDispatcher dispatcher = MoeDispatcher::all_to_all;
-  // Operators run as PyTorch's reference operators (TrainingSettings::unfused bits).
+  // Operators run as PyTorch's reference operators (TrainingSettings::unfused bits, only those
+  // the model has: unfusable_operators).
   unsigned unfused = 0;
 };
 

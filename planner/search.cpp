@@ -660,7 +660,7 @@ std::vector<IslandInfo> Searcher::check_islands(DType dtype) {
   const TrainingSettings& training = scenario_.workload.training;
   models::LayerSlice slice{training.micro_batch,       training.seq_len,         1,
                            training.sequence_parallel, training.flash_attention, dtype};
-  slice.unfused = training.unfused;
+  slice.unfused = training.unfused & unfusable_operators(model_);
   const auto layer = models::layer_ops(model_, slice);
   const auto embedding = models::embedding_ops(model_, slice);
   const auto head = models::head_ops(model_, slice);

@@ -270,7 +270,7 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   models::LayerSlice slice{settings.micro_batch,          training.seq_len, tp,
                            training.sequence_parallel, training.flash_attention,
                            training.dtype};
-  slice.unfused = training.unfused;
+  slice.unfused = training.unfused & unfusable_operators(model);
   if (model.moe()) {
     slice.ep = ep;
     slice.grouped_gemm = training.grouped_gemm;

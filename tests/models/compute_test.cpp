@@ -8,6 +8,7 @@
 
 #include "models/memory.hpp"
 #include "models/transformer_ops.hpp"
+#include "tests/support/llama.hpp"
 
 namespace hetplan::models {
 namespace {
@@ -350,7 +351,7 @@ TEST(Imbalance, AChipOfSeveralExpertsVariesLessThanOneExpert) {
 }
 
 // RMSNorm and SwiGLU as PyTorch's reference operators (docs/models/compute.md#unfused), by hand
-// for a LLaMA-style layer on one chip: 1,024 tokens, hidden 4,096, FFN 11,008, BF16.
+// for a Llama-2-7B layer on one chip: 1,024 tokens, hidden 4,096, FFN 11,008, BF16.
 // RMSNorm forward: cast to fp32 (2 + 4 bytes an element), pow (4 + 4), mean (4), x * rsqrt
 // (4 + 4), cast back (4 + 2), times the weight (2 + 2): 36 bytes in 8 kernels (with the eps
 // add and the rsqrt); backward: the weight's product and its gradient's reduction (2 + 2, 2 + 2
@@ -359,14 +360,7 @@ TEST(Imbalance, AChipOfSeveralExpertsVariesLessThanOneExpert) {
 // 92 bytes in 14. SwiGLU: silu (2 + 2) and the product (4 + 2), 10 bytes an output; backward
 // 18 in 3.
 TEST(UnfusedOperators, RmsnormAndSwigluAsPyTorchsReferenceOperators) {
-  ModelShape m;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 32;
-  m.ffn = 11008;
-  m.vocab = 32000;
-  m.norm = Norm::rmsnorm;
-  m.activation = Activation::swiglu;
+  ModelShape m = test::llama2_7b();
   LayerSlice slice{1, 1024, 1, false, true, DType::bf16};
   auto find = [](const std::vector<Op>& ops, std::string_view name) {
     for (const Op& op : ops)
@@ -428,14 +422,7 @@ TEST(UnfusedOperators, RmsnormAndSwigluAsPyTorchsReferenceOperators) {
 // SwiGLU also silu(gate) (2 bytes an FFN element). tp 2 with sequence parallelism: the norms'
 // 1,024 x 4,096 elements are split, the MLP's 1,024 x 11,008 too.
 TEST(UnfusedOperators, KeepTheirIntermediateTensors) {
-  ModelShape m;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 32;
-  m.ffn = 11008;
-  m.vocab = 32000;
-  m.norm = Norm::rmsnorm;
-  m.activation = Activation::swiglu;
+  ModelShape m = test::llama2_7b();
   TrainingSettings t;
   t.seq_len = 1024;
   t.dtype = DType::bf16;
