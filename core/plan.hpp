@@ -34,15 +34,24 @@ struct PlanStage {
   // stage's `recompute_layers` needs its `recompute: full`).
   std::optional<Recompute> recompute = std::nullopt;
   std::optional<int> recompute_layers = std::nullopt;
-  // Expert parallelism (mixture-of-experts models): the experts spread over ep of the stage's
-  // dp replicas (ep divides dp and the experts); each expert's GEMMs split over tp.
+  // Expert parallelism (mixture-of-experts models): the experts spread over ep ranks of the
+  // stage (ep divides the experts) and each expert's GEMMs over etp ranks (expert tensor
+  // parallelism; 0: as tp), Megatron-Core's expert groups: etp consecutive ranks, ep of them
+  // etp apart, ep x etp dividing tp x dp (docs/models/moe.md#parallelism). With etp = tp the
+  // experts spread over ep of the stage's dp replicas.
   int ep = 1;
+  int etp = 0;
   // Under the interleaved schedule, the layers of each of the stage's model chunks in chunk
   // order (virtual_stages entries summing to num_layers), for layouts of unequal chunks such as
   // Megatron's --pipeline-model-parallel-layout; empty: num_layers / virtual_stages each.
   std::vector<int> chunk_layers = {};
   SourceLocation chunk_layers_location = {};  // its field
 };
+
+// The expert tensor parallelism of a stage: its etp, else its tp.
+inline int expert_tp(const PlanStage& stage) {
+  return stage.etp > 0 ? stage.etp : stage.tp;
+}
 
 // The layers of chunk `chunk` of `stage` with `chunks` model chunks per stage.
 inline int chunk_layer_count(const PlanStage& stage, int chunk, int chunks) {

@@ -316,10 +316,12 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
     parallel.push_back("--recompute-num-layers 1");
   }
   if (model.moe()) {
-    // One expert-parallel size per launch: the island's stages' own, when they agree.
+    // One expert-parallel and expert tensor-parallel size per launch: the island's stages' own,
+    // when they agree.
     const int ep = plan.stages[part.stages.front()].ep;
+    const int etp = expert_tp(plan.stages[part.stages.front()]);
     parallel.push_back("--expert-model-parallel-size " + std::to_string(ep));
-    parallel.push_back("--expert-tensor-parallel-size " + std::to_string(tp));
+    parallel.push_back("--expert-tensor-parallel-size " + std::to_string(etp));
     const std::string refused = training.moe_dispatcher == MoeDispatcher::flex
                                     ? sim::flex_dispatcher_refusal(*part.chip)
                                     : std::string();
@@ -376,10 +378,12 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
       }
     }
     for (const std::size_t i : part.stages) {
-      if (plan.stages[i].ep == ep) continue;
+      if (plan.stages[i].ep == ep && expert_tp(plan.stages[i]) == etp) continue;
       notes.push_back("The stages of this island differ in expert parallelism; " + framework.name +
-                      " takes one --expert-model-parallel-size per job (written: stage " +
-                      std::to_string(part.stages.front()) + "'s, " + std::to_string(ep) + ").");
+                      " takes one --expert-model-parallel-size and one "
+                      "--expert-tensor-parallel-size per job (written: stage " +
+                      std::to_string(part.stages.front()) + "'s, ep " + std::to_string(ep) +
+                      " and etp " + std::to_string(etp) + ").");
       break;
     }
   }

@@ -65,6 +65,7 @@ ExportedFile export_plan_json(const ExportInput& input) {
                                  {"tp", s.tp},
                                  {"dp", s.dp}};
     if (s.ep > 1) stage["ep"] = s.ep;
+    if (s.etp > 0 && s.etp != s.tp) stage["etp"] = s.etp;
     if (s.recompute) stage["recompute"] = to_string(*s.recompute);
     if (s.recompute_layers) stage["recompute_layers"] = *s.recompute_layers;
     if (!s.chunk_layers.empty()) stage["chunk_layers"] = s.chunk_layers;

@@ -38,10 +38,22 @@ std::vector<PlanStage> read_stages(const Field& stages) {
     stage.num_layers = static_cast<int>(map.required("num_layers").as_int(1, 100000));
     stage.tp = static_cast<int>(map.required("tp").as_int(1, 1024));
     stage.dp = static_cast<int>(map.required("dp").as_int(1, 1 << 20));
-    if (auto ep = map.optional("ep")) {
-      stage.ep = static_cast<int>(ep->as_int(1, 1 << 20));
-      if (stage.dp % stage.ep != 0)
+    const std::optional<Field> ep = map.optional("ep");
+    if (ep) stage.ep = static_cast<int>(ep->as_int(1, 1 << 20));
+    if (auto etp = map.optional("etp")) {
+      stage.etp = static_cast<int>(etp->as_int(1, 1024));
+      if ((static_cast<long long>(stage.tp) * stage.dp) % stage.etp != 0)
+        etp->fail_expected("a divisor of the stage's tp x dp (" +
+                           std::to_string(static_cast<long long>(stage.tp) * stage.dp) + ")");
+    }
+    // The expert groups tile the stage's ranks: ep groups of etp (ep divides dp when etp is tp).
+    const long long expert_ranks = static_cast<long long>(stage.ep) * expert_tp(stage);
+    if (ep && (static_cast<long long>(stage.tp) * stage.dp) % expert_ranks != 0) {
+      if (stage.etp == 0)
         ep->fail_expected("a divisor of the stage's dp (" + std::to_string(stage.dp) + ")");
+      ep->fail_expected("ep x etp (" + std::to_string(expert_ranks) +
+                        ") dividing the stage's tp x dp (" +
+                        std::to_string(static_cast<long long>(stage.tp) * stage.dp) + ")");
     }
     read_recompute(map, stage.recompute, stage.recompute_layers);
     if (auto chunks = map.optional("chunk_layers")) {
@@ -380,6 +392,11 @@ void check_stages(const std::vector<PlanStage>& stages, const std::string& path,
                                  std::to_string(stage.ep)
                            : "expected 1: the model has no experts, got " +
                                  std::to_string(stage.ep));
+    }
+    if (stage.etp > 0 && stage.etp != stage.tp && !workload.model.moe()) {
+      throw InputError(stage.location, at + ".etp",
+                       "expected the stage's tp (" + std::to_string(stage.tp) +
+                           "): the model has no experts, got " + std::to_string(stage.etp));
     }
     if (!stage.chunk_layers.empty()) {
       if (virtual_stages < 2 ||

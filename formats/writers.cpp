@@ -59,6 +59,7 @@ std::string plan_yaml(const Plan& plan, const std::string& comment) {
       out << indent << "- {island: " << stage.island << ", first_layer: " << stage.first_layer
           << ", num_layers: " << stage.num_layers << ", tp: " << stage.tp << ", dp: " << stage.dp;
       if (stage.ep > 1) out << ", ep: " << stage.ep;
+      if (stage.etp > 0 && stage.etp != stage.tp) out << ", etp: " << stage.etp;
       if (stage.recompute) out << ", recompute: " << to_string(*stage.recompute);
       if (stage.recompute_layers) out << ", recompute_layers: " << *stage.recompute_layers;
       if (!stage.chunk_layers.empty()) {

@@ -10,7 +10,8 @@
 namespace hetplan::models {
 
 double layer_activation_bytes(const ModelShape& model, const TrainingSettings& training,
-                              int micro_batch, int tp, Recompute recompute, bool dense_mlp) {
+                              int micro_batch, int tp, Recompute recompute, bool dense_mlp,
+                              int etp) {
   const double e = bytes_per_element(storage_dtype(training.dtype));
   const double t = tp;
   const double tokens = static_cast<double>(micro_batch) * training.seq_len;
@@ -72,18 +73,22 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
   bytes += model.extra_norms * tokens * h * (e + norm_extra) / r;
   if (model.moe() && !dense_mlp) {
     // Mixture of experts (docs/models/moe.md#memory): the routing scores in fp32, the tokens'
-    // copies the experts take (gathered over tp, the busiest chip's load; the experts' first
-    // linear input) with both halves of their gated projection and its product (the second
-    // linear input), the experts' outputs the combine weighs, and the shared experts' gated MLP.
-    // The moe module keeps only the layer's input (counted above); moe_act discards the
-    // experts' activation output, shared_experts the shared experts' tensors.
+    // copies the experts take (gathered over the etp ranks that split each expert, the busiest
+    // chip's load; the experts' first linear input) with both halves of their gated projection
+    // and its product (the second linear input), the experts' outputs the combine weighs, and
+    // the shared experts' gated MLP. The moe module keeps only the layer's input (counted
+    // above); moe_act discards the experts' activation output, shared_experts the shared
+    // experts' tensors.
     const double local = tokens / r;
     const double k = model.experts_per_token;
-    const double assigned = tokens * k * expert_imbalance(training);
+    const double experts_tp = etp > 0 ? etp : t;
+    const double gathered = experts_tp == t ? tokens : tokens / t * experts_tp;
+    const double assigned = gathered * k * expert_imbalance(training);
     if (!recomputes(kRecomputeMoe)) {
       const double product = recomputes(kRecomputeMoeAct) ? 0.0 : lin;
       bytes += local * model.experts * 4.0;
-      bytes += assigned * (h * lin + model.expert_ffn / t * (2.0 * e + silu_kept + product));
+      bytes +=
+          assigned * (h * lin + model.expert_ffn / experts_tp * (2.0 * e + silu_kept + product));
       if (training.moe_dispatcher == MoeDispatcher::gshard) {
         // GShard's combine einsum keeps the experts' padded output [experts, capacity, hidden]
         // and the combine weights, the dispatch einsum its mask, both [tokens, experts,
@@ -117,15 +122,16 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
 }
 
 LayerActivations layer_activations(const ModelShape& model, const TrainingSettings& training,
-                                   int micro_batch, int tp) {
+                                   int micro_batch, int tp, int etp) {
   LayerActivations out;
   out.micro_batch = micro_batch;
   out.tp = tp;
+  out.etp = etp;
   out.expert_imbalance = expert_imbalance(training);
   for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
     const int i = static_cast<int>(mode);
-    out.kept[i] = layer_activation_bytes(model, training, micro_batch, tp, mode, false);
-    out.dense_kept[i] = layer_activation_bytes(model, training, micro_batch, tp, mode, true);
+    out.kept[i] = layer_activation_bytes(model, training, micro_batch, tp, mode, false, etp);
+    out.dense_kept[i] = layer_activation_bytes(model, training, micro_batch, tp, mode, true, etp);
   }
   return out;
 }
@@ -175,12 +181,13 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   const double dp = stage.zero_shards > 0 ? stage.zero_shards : stage.dp;
   const double e = bytes_per_element(storage_dtype(training.dtype));
 
-  // A mixture-of-experts layer: its routed experts split over tp and ep, the rest over tp.
+  // A mixture-of-experts layer: its routed experts split over etp and ep, the rest over tp.
   double layer = model.layer_parameters() / t;
   double expert_layer = 0;
+  const double experts_tp = stage.expert_tp();
   if (model.moe()) {
     const double routed = model.routed_expert_parameters();
-    expert_layer = routed / (t * stage.ep);
+    expert_layer = routed / (experts_tp * stage.ep);
     layer = (model.layer_parameters(model.layers - 1) - routed) / t + expert_layer;
   }
   // A mixture's dense layers: all of the layer split over tp.
@@ -212,8 +219,9 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   out.parameters = parameters;
   out.expert_parameters = (moe_count + (mtp_moe ? mtp : 0)) * expert_layer;
   const double dense = parameters - out.expert_parameters;
-  // Experts are shared by every ep-th replica: ZeRO shards them over dp / ep.
-  const double expert_dp = std::max(1.0, dp / stage.ep);
+  // The ranks holding the same experts (the expert data-parallel group, Megatron-Core's edp):
+  // tp x dp / (ep x etp), dp / ep with etp = tp. ZeRO shards the experts over them.
+  const double expert_dp = std::max(1.0, dp * t / (stage.ep * experts_tp));
 
   const double grad_bytes = training.fp32_grad_accumulation ? 4.0 : e;
   double optimizer_bytes = 0;  // per parameter
@@ -247,13 +255,14 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   // The busiest chip's load (the mean without expert parallelism).
   const TrainingSettings chip_training = for_expert_parallel(training, model.experts, stage.ep);
   const LayerActivations* table = stage.layer_activations;
-  if (table && (table->micro_batch != stage.micro_batch || table->tp != stage.tp ||
-                table->expert_imbalance != expert_imbalance(chip_training)))
+  if (table &&
+      (table->micro_batch != stage.micro_batch || table->tp != stage.tp ||
+       table->etp != stage.etp || table->expert_imbalance != expert_imbalance(chip_training)))
     table = nullptr;
   auto layer_bytes = [&](Recompute mode, bool dense_mlp = false) {
     return table ? table->bytes(mode, dense_mlp)
                  : layer_activation_bytes(model, chip_training, stage.micro_batch, stage.tp, mode,
-                                          dense_mlp);
+                                          dense_mlp, stage.etp);
   };
   out.activation_per_layer = layer_bytes(stage.recompute);
   const int p = stage.pipeline_stages;

@@ -20,6 +20,7 @@ namespace hetplan::models {
 struct LayerActivations {
   int micro_batch = 0;
   int tp = 0;
+  int etp = 0;                  // expert tensor parallelism (0: as tp)
   double expert_imbalance = 0;  // the busiest chip's routed tokens over the mean it assumed
   double kept[3] = {};        // by Recompute: none, selective, full
   double dense_kept[3] = {};  // the same for a mixture-of-experts model's dense layer
@@ -38,7 +39,9 @@ struct StageShape {
   bool has_head = false;       // last stage
   int tp = 1;
   int dp = 1;
-  int ep = 1;  // expert parallelism: the routed experts spread over ep replicas
+  int ep = 1;   // expert parallelism: the routed experts spread over ep ranks, etp apart
+  int etp = 0;  // expert tensor parallelism: each expert split over etp ranks (0: as tp)
+  int expert_tp() const { return etp > 0 ? etp : tp; }
   int pipeline_stages = 1;
   int stage_index = 0;
   int virtual_stages = 1;
@@ -99,12 +102,13 @@ inline constexpr double kWorkspaceBytes = 64.0 * (1ull << 20);
 // Activation bytes one layer keeps for the backward pass, for one micro-batch on one chip;
 // `dense_mlp`: a mixture-of-experts model's dense layer. `training` as the chip sees it, its
 // imbalance the busiest chip's (for_expert_parallel).
+// `etp`: a mixture's expert tensor parallelism (0: as tp).
 double layer_activation_bytes(const ModelShape& model, const TrainingSettings& training,
-                              int micro_batch, int tp, Recompute recompute,
-                              bool dense_mlp = false);
+                              int micro_batch, int tp, Recompute recompute, bool dense_mlp = false,
+                              int etp = 0);
 // layer_activation_bytes for every recompute mode, dense and not.
 LayerActivations layer_activations(const ModelShape& model, const TrainingSettings& training,
-                                   int micro_batch, int tp);
+                                   int micro_batch, int tp, int etp = 0);
 
 // The forward operations stage `stage` (0-based, of `stages`) runs before its first backward
 // operation under Megatron-LM's schedules over `micro_batches` micro-batches of `chunks` model

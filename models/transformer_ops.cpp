@@ -139,9 +139,13 @@ void moe_block(std::vector<Op>& ops, const ModelShape& model, const LayerSlice& 
     // Permutation: each token copied once per chosen expert, grouped by expert.
     ops.push_back(elementwise("permute", OpClass::dropout, 2.0 * local * k * h * e));
   }
-  // The chip's experts: tokens of every chip of the expert-parallel group, gathered over the
-  // tensor-parallel group, experts_per_token copies each; per expert ep / experts of them.
-  const double assigned = tokens * k * slice.expert_imbalance;
+  // The chip's experts: the copies the expert-parallel group routes to them, gathered over the
+  // etp ranks that split each expert (Megatron-Core's expert tensor parallelism): etp chips'
+  // own tokens (a tensor-parallel group's share without sequence parallelism), experts_per_token
+  // copies each, the busiest chip's load. With etp = tp that is the micro-batch's tokens.
+  const double etp = slice.expert_tp();
+  const double own = slice.sequence_parallel ? local : tokens / t;
+  const double assigned = (etp == t ? tokens : own * etp) * k * slice.expert_imbalance;
   const double per_expert = assigned / local_experts;
   const double f = model.expert_ffn;
   const int kernels = slice.grouped_gemm ? 1 : static_cast<int>(local_experts);
@@ -157,18 +161,18 @@ void moe_block(std::vector<Op>& ops, const ModelShape& model, const LayerSlice& 
   };
   if (slice.dtype == DType::fp8) {
     Op cast = elementwise("fp8_cast", OpClass::dropout, assigned * h * 3.0);
-    cast.backward_bytes_factor = 2.0 * f / t / h;
+    cast.backward_bytes_factor = 2.0 * f / etp / h;
     ops.push_back(cast);
   }
-  ops.push_back(experts_gemm("experts_gate_up", 2.0 * f / t, h));
-  ops.push_back(swiglu("experts_swiglu", assigned * f / t, e, slice));
+  ops.push_back(experts_gemm("experts_gate_up", 2.0 * f / etp, h));
+  ops.push_back(swiglu("experts_swiglu", assigned * f / etp, e, slice));
   ops.back().modules |= kRecomputeMoeAct;
   if (slice.dtype == DType::fp8) {
-    Op cast = elementwise("fp8_cast", OpClass::dropout, assigned * f / t * 3.0);
-    cast.backward_bytes_factor = h / (f / t);
+    Op cast = elementwise("fp8_cast", OpClass::dropout, assigned * f / etp * 3.0);
+    cast.backward_bytes_factor = h / (f / etp);
     ops.push_back(cast);
   }
-  ops.push_back(experts_gemm("experts_down", h, f / t));
+  ops.push_back(experts_gemm("experts_down", h, f / etp));
   if (gshard) {
     // einsum("sec,ecm->sm"): the slots weighed back into the tokens; backward, the gradients
     // of the experts' output and of the combine weights (both need one).

@@ -88,11 +88,13 @@ struct LayerSlice {
   bool sequence_parallel = false;
   bool flash_attention = true;
   DType dtype = DType::bf16;  // the training dtype (fp8: FP8 linear GEMMs over BF16)
-  // Mixture-of-experts layers (docs/models/moe.md): experts spread over `ep` ranks of the
-  // data-parallel group, each expert's GEMMs split over tp (Megatron's expert tensor
-  // parallelism equal to tp), the busiest rank's tokens `expert_imbalance` times the mean, the
-  // local experts' GEMMs in one grouped kernel or one kernel each.
+  // Mixture-of-experts layers (docs/models/moe.md): experts spread over `ep` ranks, each
+  // expert's GEMMs split over `etp` ranks (Megatron-Core's expert tensor parallelism; 0: as
+  // tp), the busiest rank's tokens `expert_imbalance` times the mean, the local experts' GEMMs
+  // in one grouped kernel or one kernel each.
   int ep = 1;
+  int etp = 0;
+  int expert_tp() const { return etp > 0 ? etp : tp; }
   double expert_imbalance = 1.0;
   bool grouped_gemm = true;
   // gshard: einsums over dispatch and combine masks in place of the permutations, each expert

@@ -202,7 +202,7 @@ StepSettings step_settings(const Workload& workload, const Plan& plan) {
 
 StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
                               const StepSettings& settings, const Island& island, int tp, int dp,
-                              const EstimateOptions& options, int ep) {
+                              const EstimateOptions& options, int ep, int etp) {
   const TrainingSettings& training = settings.training;
   const ChipProfile& chip = cluster.chip_of(island);
   StageKernel k;
@@ -211,6 +211,12 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   k.tp = tp;
   k.dp = dp;
   k.ep = ep;
+  if (etp <= 0) etp = tp;
+  k.etp = etp;
+  // The expert groups tile the stage's tp x dp ranks (Megatron-Core's expert rank order: etp
+  // innermost, then ep, then the expert data-parallel ranks).
+  const bool expert_groups_fit =
+      (static_cast<long long>(tp) * dp) % (static_cast<long long>(ep) * etp) == 0;
   k.memory_capacity = chip.memory_capacity;
   // Mixture of experts: the busiest expert's load over the mean (the workload's, else the prior),
   // and the busiest chip's, which the chip's compute, activations and exchanges carry.
@@ -236,7 +242,7 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   chip_training.expert_imbalance = capacity <= 0                  ? load
                                    : training.moe_pad_to_capacity ? capacity
                                                                   : std::min(load, capacity);
-  k.activations = models::layer_activations(model, chip_training, settings.micro_batch, tp);
+  k.activations = models::layer_activations(model, chip_training, settings.micro_batch, tp, etp);
   if (chip.memory_usable) {
     k.memory_usable = chip.memory_usable;
   } else if (chip.memory_capacity) {
@@ -273,13 +279,18 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   slice.unfused = training.unfused & unfusable_operators(model);
   if (model.moe()) {
     slice.ep = ep;
+    slice.etp = etp;
     slice.grouped_gemm = training.grouped_gemm;
     slice.expert_imbalance = chip_training.expert_imbalance;
     slice.dispatcher = training.moe_dispatcher;
-    if (dp % ep != 0 || model.experts % ep != 0) {
+    if (etp == tp && (dp % ep != 0 || model.experts % ep != 0)) {
       k.problems.push_back("ep " + std::to_string(ep) + " does not divide dp " +
                            std::to_string(dp) + " and the " + std::to_string(model.experts) +
                            " experts");
+    } else if (!expert_groups_fit || model.experts % ep != 0) {
+      k.problems.push_back("ep " + std::to_string(ep) + " x etp " + std::to_string(etp) +
+                           " does not divide tp x dp " + std::to_string(tp * dp) + ", or ep the " +
+                           std::to_string(model.experts) + " experts");
     }
     if (tp > 1 && !training.sequence_parallel) {
       k.problems.push_back("mixture-of-experts layers with tp " + std::to_string(tp) +
@@ -287,6 +298,8 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     }
   } else if (ep != 1) {
     k.problems.push_back("ep " + std::to_string(ep) + " on a model without experts");
+  } else if (etp != tp) {
+    k.problems.push_back("etp " + std::to_string(etp) + " on a model without experts");
   }
   const auto layer = models::layer_ops(model, slice);
   // A mixture's dense layers (DeepSeek's first_k_dense_replace): their operators are the MoE
@@ -319,12 +332,13 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   }
   k.dp_group = make_group(k.links, dp, tp, leaf_scale);
   k.tp_group = make_group(k.links, tp, 1, leaf_scale);
-  // Expert parallelism among the data-parallel replicas (Megatron-Core with expert tensor
-  // parallelism equal to tp): ep neighbours hold the experts between them, every ep-th replica
-  // the same experts.
-  if (ep > 1 && dp % ep == 0) {
-    k.ep_group = make_group(k.links, ep, tp, leaf_scale);
-    k.expert_dp_group = make_group(k.links, dp / ep, tp * ep, leaf_scale);
+  // Expert parallelism (Megatron-Core's expert groups): etp consecutive ranks split each
+  // expert, ep such groups etp apart hold the experts between them, and the ranks ep x etp apart
+  // the same experts. With etp = tp: ep neighbouring replicas, every ep-th the same experts.
+  k.etp_group = etp == tp ? k.tp_group : make_group(k.links, etp, 1, leaf_scale);
+  if (expert_groups_fit && (ep > 1 || etp != tp)) {
+    k.ep_group = make_group(k.links, ep, etp, leaf_scale);
+    k.expert_dp_group = make_group(k.links, tp * dp / (ep * etp), ep * etp, leaf_scale);
   } else {
     k.expert_dp_group = k.dp_group;
   }
@@ -371,6 +385,16 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   const double e = bytes_per_element(storage_dtype(training.dtype));
   const double tokens = static_cast<double>(settings.micro_batch) * training.seq_len;
   const double activation = tokens * model.hidden * e;
+  // A mixture's dispatched copies are gathered over the etp ranks that split each expert before
+  // the experts and reduce-scattered after them (their etp chips' tokens, experts_per_token
+  // copies each, the busiest chip's share): one pass's time, forward or backward.
+  double routed_pass = 0;
+  if (model.moe() && etp > 1) {
+    const double gathered = etp == tp ? activation : tokens / tp * etp * model.hidden * e;
+    const double routed = gathered * model.experts_per_token * slice.expert_imbalance;
+    routed_pass = models::best_collective(Collective::all_gather, routed, k.etp_group).time +
+                  models::best_collective(Collective::reduce_scatter, routed, k.etp_group).time;
+  }
   if (tp > 1) {
     const CollectiveGroup& group = k.tp_group;
     const double all_reduce =
@@ -472,12 +496,9 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
         out.second = forward_exposed;
       }
       if (moe_mlp) {
-        // The dispatched tokens are gathered over the tensor-parallel group before the experts
-        // and reduce-scattered after them (experts_per_token copies of each token, the busiest
-        // chip's share); shared experts have a dense MLP's collectives. Forward and backward.
-        const double routed = activation * model.experts_per_token * slice.expert_imbalance;
-        double pass = models::best_collective(Collective::all_gather, routed, group).time +
-                      models::best_collective(Collective::reduce_scatter, routed, group).time;
+        // The dispatched copies' gather and reduce-scatter over the etp group (above); shared
+        // experts have a dense MLP's collectives. Forward and backward.
+        double pass = routed_pass;
         if (model.shared_experts > 0) pass += all_reduce;
         out.first += 2.0 * pass;
         out.second += pass;
@@ -501,8 +522,13 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
                                           collective(Collective::all_reduce, 2.0 * activation);
       k.mtp_tp_s = model.mtp_layers * (k.layer_tp_s + projection + 2.0 * k.boundary_tp_s);
     }
+  } else if (routed_pass > 0) {
+    // No tensor parallelism, experts split over etp > 1 ranks: only the mixture's gathers.
+    k.layer_tp_s = 2.0 * routed_pass;
+    k.layer_recompute_tp_s = routed_pass;
+    if (model.mtp_layers > 0 && model.mtp_moe_layer()) k.mtp_tp_s = model.mtp_layers * k.layer_tp_s;
   }
-  if (model.moe() && ep > 1 && dp % ep == 0) {
+  if (model.moe() && ep > 1 && expert_groups_fit) {
     // Expert parallelism: each chip sends its tokens' copies to the chips of their experts and
     // takes the results back (dispatch and combine), forward and backward. The nccl-tests size
     // of an all-to-all is each rank's send buffer: its share of the micro-batch's tokens (the
@@ -707,6 +733,7 @@ models::StageMemory slot_memory(const ModelShape& model, const StepSettings& set
   shape.tp = kernel.tp;
   shape.dp = kernel.dp;
   shape.ep = kernel.ep;
+  shape.etp = kernel.etp;
   shape.pipeline_stages = stages;
   shape.stage_index = stage_index;
   shape.virtual_stages = settings.virtual_stages;
@@ -730,16 +757,19 @@ double exposed_beside(double collective_s, double gemm_s, double overlap) {
 StageSyncTimes stage_sync_times(const StageKernel& k, const TrainingSettings& training,
                                 const models::StageMemory& memory) {
   StageSyncTimes out;
-  if (k.dp <= 1) return out;
+  // With experts split over fewer ranks than tp (etp below tp), ranks of one replica may hold
+  // the same experts: their gradients are reduced even without data parallelism.
+  if (k.dp <= 1 && k.expert_dp_group.ranks <= 1) return out;
   // Data-parallel gradient reduction (reduce-scatter with a sharded optimizer, then an
   // all-gather of the updated weights; all-reduce otherwise): the dense parameters over every
-  // replica, the routed experts' over the replicas that hold the same experts.
+  // replica, the routed experts' over the ranks that hold the same experts.
   const double experts = memory.expert_parameters;
   const double dense = memory.parameters - experts;
-  for (const SyncCollective& sync : dp_sync_collectives(training, dense)) {
-    const double time = models::best_collective(sync.kind, sync.bytes, k.dp_group).time;
-    (sync.kind == Collective::all_gather ? out.param_gather_s : out.dp_sync_s) += time;
-  }
+  if (k.dp > 1)
+    for (const SyncCollective& sync : dp_sync_collectives(training, dense)) {
+      const double time = models::best_collective(sync.kind, sync.bytes, k.dp_group).time;
+      (sync.kind == Collective::all_gather ? out.param_gather_s : out.dp_sync_s) += time;
+    }
   if (experts > 0 && k.expert_dp_group.ranks > 1) {
     for (const SyncCollective& sync : dp_sync_collectives(training, experts)) {
       const double time = models::best_collective(sync.kind, sync.bytes, k.expert_dp_group).time;
@@ -943,8 +973,9 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     if (k.has_rates) {
       // Optimizer step: Adam reads gradients, master weights and both moments, writes them
       // back and writes the low-precision weights (docs/models/estimator.md#optimizer).
-      // Experts' parameters are shared by every ep-th replica only: their optimizer states
-      // shard over dp / ep replicas, their gradients reduce among those.
+      // Experts' parameters are shared by the ranks ep x etp apart only (every ep-th replica
+      // with etp = tp): their optimizer states shard over those, their gradients reduce among
+      // them.
       const double experts = se.memory.expert_parameters;
       const double dense = se.memory.parameters - experts;
       const double expert_dp = static_cast<double>(k.expert_dp_group.ranks);
@@ -959,7 +990,7 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
       se.optimizer_s = (dense / (sharded ? shards : 1.0) + experts / (sharded ? expert_shards : 1.0)) *
                        bytes_per_param / k.memory_bandwidth;
 
-      if (k.dp > 1) {
+      if (k.dp > 1 || k.expert_dp_group.ranks > 1) {
         const StageSyncTimes times =
             syncs ? (*syncs)[static_cast<std::size_t>(i)] : stage_sync_times(k, training, se.memory);
         se.dp_sync_s = times.dp_sync_s;
@@ -1171,18 +1202,19 @@ Estimate estimate_step(const Cluster& cluster, const Workload& workload, const P
   }
   const std::vector<int> dense_layers = pipeline_dense_layers(workload.model, plan.stages, v);
 
-  // One kernel per distinct (island, tp, dp, ep), in the order stages first use them.
+  // One kernel per distinct (island, tp, dp, ep, etp), in the order stages first use them.
   std::vector<StageKernel> kernels;
   kernels.reserve(plan.stages.size());
   std::vector<StageSlot> slots;
   for (const auto& stage : plan.stages) {
     const Island& island = *cluster.find_island(stage.island);
     auto found = std::find_if(kernels.begin(), kernels.end(), [&](const StageKernel& k) {
-      return k.island == &island && k.tp == stage.tp && k.dp == stage.dp && k.ep == stage.ep;
+      return k.island == &island && k.tp == stage.tp && k.dp == stage.dp && k.ep == stage.ep &&
+             k.etp == expert_tp(stage);
     });
     if (found == kernels.end()) {
       kernels.push_back(make_stage_kernel(cluster, workload.model, settings, island, stage.tp,
-                                          stage.dp, options, stage.ep));
+                                          stage.dp, options, stage.ep, expert_tp(stage)));
       found = std::prev(kernels.end());
     }
     slots.push_back({&*found, stage.first_layer, stage.num_layers, &stage.location});

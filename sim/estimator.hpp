@@ -154,7 +154,8 @@ struct StageKernel {
   const ChipProfile* chip = nullptr;
   int tp = 1;
   int dp = 1;
-  int ep = 1;  // expert parallelism (mixture-of-experts models)
+  int ep = 1;              // expert parallelism (mixture-of-experts models)
+  int etp = 1;             // expert tensor parallelism: each expert split over etp ranks
   bool has_rates = false;  // false: the chip cannot run the dtype; see problems
   double peak_flops = 0;
   double memory_bandwidth = 0;  // achieved B/s (nominal x efficiency)
@@ -204,8 +205,10 @@ struct StageKernel {
   IslandLinks links;
   models::CollectiveGroup tp_group;
   models::CollectiveGroup dp_group;
-  models::CollectiveGroup ep_group;         // ep ranks, stride tp
-  models::CollectiveGroup expert_dp_group;  // dp / ep ranks, stride tp x ep: experts' gradients
+  models::CollectiveGroup ep_group;   // ep ranks, stride etp
+  models::CollectiveGroup etp_group;  // etp consecutive ranks (the tp group when etp = tp)
+  // tp x dp / (ep x etp) ranks, stride ep x etp: the experts' gradients
+  models::CollectiveGroup expert_dp_group;
   double boundary_gather_s = 0;  // receiving a boundary without sequence parallelism: the tp group's all-gather
   std::optional<double> memory_capacity;
   std::optional<double> memory_usable;
@@ -295,10 +298,11 @@ int stage_dense_layers(const ModelShape& model, int first_layer, int num_layers,
 std::vector<int> pipeline_dense_layers(const ModelShape& model,
                                        const std::vector<PlanStage>& stages, int virtual_stages);
 
-// `ep`: expert parallelism of a mixture-of-experts model (1 otherwise).
+// `ep`: expert parallelism of a mixture-of-experts model (1 otherwise); `etp` its expert tensor
+// parallelism (0: as tp; docs/models/moe.md#parallelism).
 StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
                               const StepSettings& settings, const Island& island, int tp, int dp,
-                              const EstimateOptions& options = {}, int ep = 1);
+                              const EstimateOptions& options = {}, int ep = 1, int etp = 0);
 
 // Seconds of a tensor-parallel collective of `collective_s` that stay exposed beside a GEMM of
 // `gemm_s`, when overlapped execution hides at most `overlap` of it (docs/models/estimator.md#overlap).

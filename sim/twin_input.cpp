@@ -61,8 +61,9 @@ TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, cons
     const PlanStage& stage = plan.stages[s];
     const Island& island = *cluster.find_island(stage.island);
     auto [it, added] = island_index.emplace(island.name, static_cast<int>(in.islands.size()));
-    const StageKernel kernel = make_stage_kernel(cluster, workload.model, settings, island,
-                                                 stage.tp, stage.dp, options.estimate, stage.ep);
+    const StageKernel kernel =
+        make_stage_kernel(cluster, workload.model, settings, island, stage.tp, stage.dp,
+                          options.estimate, stage.ep, expert_tp(stage));
     if (added) {
       const IslandLinks& links = kernel.links;
       TwinIsland& ti = in.islands.emplace_back();
@@ -87,6 +88,7 @@ TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, cons
     ts.tp = stage.tp;
     ts.dp = stage.dp;
     ts.ep = stage.ep;
+    ts.etp = expert_tp(stage) == stage.tp ? 0 : expert_tp(stage);
     next_chip[static_cast<std::size_t>(index)] += stage.tp * stage.dp;
     const StageEstimate& se = estimate.stages.at(s);
     ts.forward_s = se.forward_s;
@@ -296,7 +298,11 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
             static_cast<long long>(ti.nodes) * ti.chips_per_node)
       bad(where + "its chips lie outside island " + ti.name);
     if (ts.dp != in.stages.front().dp) bad(where + "every stage needs the same dp");
-    if (ts.ep < 1 || ts.dp % ts.ep != 0) {
+    if (ts.etp != 0 && ts.etp != ts.tp) {
+      bad(where + "experts split over " + std::to_string(ts.etp) + " ranks (etp) and tp " +
+          std::to_string(ts.tp) +
+          ": the twin simulates expert tensor parallelism equal to tp only");
+    } else if (ts.ep < 1 || ts.dp % ts.ep != 0) {
       bad(where + "ep " + std::to_string(ts.ep) + " must divide dp " + std::to_string(ts.dp));
     } else if (ts.ep > 1 && ts.a2a_bytes > 0) {
       // Each exchange: every replica sends to the ep - 1 others of its group, per tensor rank;

@@ -62,6 +62,9 @@ struct TwinStage {
   // Expert parallelism: replicas d of one group d / ep exchange their routed tokens, tensor
   // rank with tensor rank (Megatron's expert-parallel groups); ep divides dp.
   int ep = 1;
+  // Expert tensor parallelism (0: as tp). The twin simulates only etp = tp; a plan whose
+  // experts split otherwise is refused (check_twin_input).
+  int etp = 0;
   double a2a_bytes = 0;      // one all-to-all's send buffer per chip (nccl-tests' size)
   // The flex dispatcher across nodes (StageKernel::a2a_node_bytes, a2a_network_bytes): when
   // a2a_network_bytes > 0 an all-to-all sends, per chip, a2a_node_bytes shared among the group's

@@ -30,6 +30,7 @@ struct CaseConfig {
   int experts = 0, experts_per_token = 0, expert_ffn = 0, shared_experts = 0,
       shared_expert_ffn = 0;
   int ep = 1;
+  int etp = 0;        // expert tensor parallelism (0: as tp)
   int head_size = 0;  // a head's width apart from hidden / heads (Qwen3)
   bool qk_norm = false, qkv_bias = false;
   // Multi-head latent attention (DeepSeek-V2/V3), a mixture's dense first layers, grouped
@@ -192,6 +193,7 @@ void read_section(formats::MapReader& section, CaseConfig& c) {
     if (auto v = map.optional("dp")) c.dp = integer(*v);
     if (auto v = map.optional("vpp")) c.vpp = integer(*v);
     if (auto v = map.optional("ep")) c.ep = integer(*v);
+    if (auto v = map.optional("etp")) c.etp = integer(*v);
     if (auto v = map.optional("sp")) c.sp = v->as_bool();
     if (auto v = map.optional("chunk_layers")) {
       c.chunk_layers.clear();
@@ -446,6 +448,7 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
     stage.tp = c.tp;
     stage.dp = c.dp;
     stage.ep = c.ep;
+    stage.etp = c.etp;
     first += stage.num_layers;
     plan.stages.push_back(stage);
   }
@@ -596,10 +599,18 @@ ValidationReport validate_published_runs(const std::string& folder,
       if (c.chips != c.tp * c.pp * c.dp)
         chips->fail("expected tp x pp x dp = " + std::to_string(c.tp * c.pp * c.dp) +
                     " chips, got " + std::to_string(c.chips));
-      if (c.ep > 1 && (c.dp % c.ep != 0 || c.experts % c.ep != 0)) {
+      const int etp = c.etp > 0 ? c.etp : c.tp;
+      if (c.etp > 0 && (c.tp * c.dp) % c.etp != 0) {
+        throw InputError(node.location(), node.path() + ".parallel.etp",
+                         "expected a divisor of tp x dp (" + std::to_string(c.tp * c.dp) +
+                             "), got " + std::to_string(c.etp));
+      }
+      if (c.ep > 1 && ((c.tp * c.dp) % (c.ep * etp) != 0 || c.experts % c.ep != 0)) {
         throw InputError(node.location(), node.path() + ".parallel.ep",
-                         "expected a divisor of dp (" + std::to_string(c.dp) +
-                             ") and of the experts (" + std::to_string(c.experts) + "), got " +
+                         (etp == c.tp ? "expected a divisor of dp (" + std::to_string(c.dp) + ")"
+                                      : "expected ep x etp dividing tp x dp (" +
+                                            std::to_string(c.tp * c.dp) + ")") +
+                             " and of the experts (" + std::to_string(c.experts) + "), got " +
                              std::to_string(c.ep));
       }
       prepared.push_back(

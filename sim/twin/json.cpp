@@ -66,6 +66,7 @@ void fields(V& v, TwinStage& s) {
   v("tp", s.tp);
   v("dp", s.dp);
   v("ep", s.ep);
+  v("etp", s.etp);
   v("a2a_bytes", s.a2a_bytes);
   v("a2a_node_bytes", s.a2a_node_bytes);
   v("a2a_network_bytes", s.a2a_network_bytes);

@@ -195,6 +195,31 @@ TEST(PublishedRunsFormat, GshardDispatcherPaysItsEinsums) {
             "model.experts (a mixture's key), got \"1.25\"");
 }
 
+// parallel.etp: a mixture's experts split over other than tp ranks (Megatron-Core's expert
+// tensor parallelism). tp 2 x dp 4 with ep 8 only fits with each expert whole on a chip (etp 1):
+// the same case without etp is refused at its ep, and an etp that does not divide tp x dp at
+// its etp. A chip's experts then take only its own tokens' copies: less memory.
+TEST(PublishedRunsFormat, ExpertTensorParallelismIsReadAsStated) {
+  test::TempFolder folder;
+  auto with = [&](const std::string& parallel) {
+    std::string text = one_case(kMixture, kTraining);
+    text.replace(text.find("{tp: 8, pp: 1, dp: 1}"), 21, parallel);
+    return text;
+  };
+  std::ofstream(folder.file("runs.yaml")) << with("{tp: 2, pp: 1, dp: 4, ep: 8, etp: 1, sp: true}");
+  const CaseResult folded = validate_published_runs(folder.path(), kProfiles).cases.at(0);
+  EXPECT_TRUE(folded.feasible) << (folded.reasons.empty() ? "" : folded.reasons.front());
+  std::ofstream(folder.file("runs.yaml"), std::ios::trunc)
+      << with("{tp: 2, pp: 1, dp: 4, ep: 4, etp: 2, sp: true}");
+  const CaseResult split = validate_published_runs(folder.path(), kProfiles).cases.at(0);
+  EXPECT_LT(folded.predicted_memory_gib, split.predicted_memory_gib);
+  EXPECT_EQ(error_of(with("{tp: 2, pp: 1, dp: 4, ep: 8}")),
+            "runs.yaml:4:5: cases[0].parallel.ep: expected a divisor of dp (4) and of the "
+            "experts (8), got 8");
+  EXPECT_EQ(error_of(with("{tp: 2, pp: 1, dp: 4, ep: 4, etp: 3}")),
+            "runs.yaml:4:5: cases[0].parallel.etp: expected a divisor of tp x dp (8), got 3");
+}
+
 // training.unfused: a run whose framework left RMSNorm and SwiGLU unfused is predicted slower;
 // an operator the case's model does not have is refused at the list's element.
 TEST(PublishedRunsFormat, UnfusedOperatorsCostTheirBytes) {

@@ -677,6 +677,20 @@ TEST(Launch, MixtureOfExperts) {
   EXPECT_EQ(value_of(parallel, "--moe-token-dispatcher-type"), "alltoall");
   EXPECT_TRUE(has_flag(parallel, "--moe-grouped-gemm"));
   EXPECT_EQ(comments(text).find("differ in expert parallelism"), std::string::npos);
+  {
+    // Experts whole on each chip (etp 1, ep 16 over tp 2 x dp 8): the launch says so.
+    Plan folded = plan;
+    for (auto& stage : folded.stages) {
+      stage.ep = 8;
+      stage.etp = 1;
+    }
+    ExportInput folded_input = input_for(folded);
+    folded_input.scenario = &s;
+    const auto args = sourced(export_megatron(folded_input)[0].text, "HETPLAN_PARALLEL_ARGS");
+    EXPECT_EQ(value_of(args, "--expert-model-parallel-size"), "8");
+    EXPECT_EQ(value_of(args, "--expert-tensor-parallel-size"), "1");
+    EXPECT_EQ(value_of(args, "--tensor-model-parallel-size"), "2");
+  }
   plan.stages[1].ep = 8;
   text = export_megatron(input)[0].text;
   EXPECT_NE(comments(text).find("The stages of this island differ in expert parallelism"),

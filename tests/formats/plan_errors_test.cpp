@@ -217,6 +217,32 @@ TEST_F(PlanReferences, ExpertParallelism) {
             2);
 }
 
+// Expert tensor parallelism (docs/models/moe.md#parallelism): etp divides the stage's tp x dp,
+// and ep x etp does too (so ep may exceed dp when etp is below tp); a model without experts
+// takes only its tp.
+TEST_F(PlanReferences, ExpertTensorParallelism) {
+  EXPECT_EQ(check(replaced(kPlan, "tp: 4, dp: 2}", "tp: 4, dp: 2, etp: 3}")),
+            "plan.yaml:4:71: stages[0].etp: expected a divisor of the stage's tp x dp (8), got "
+            "\"3\"");
+  EXPECT_EQ(check(replaced(kPlan, "tp: 4, dp: 2}", "tp: 4, dp: 2, ep: 4, etp: 4}")),
+            "plan.yaml:4:70: stages[0].ep: expected ep x etp (16) dividing the stage's tp x dp "
+            "(8), got \"4\"");
+  EXPECT_EQ(check(replaced(kPlan, "tp: 4, dp: 2}", "tp: 4, dp: 2, etp: 1}")),
+            "plan.yaml:4:5: stages[0].etp: expected the stage's tp (4): the model has no experts, "
+            "got 1");
+  // ep 8 over a stage of tp 4 x dp 2 with each expert whole on one chip: loads, and the plan
+  // writer keeps the etp it differs from tp.
+  const Plan folded =
+      parse_plan(replaced(kPlan, "tp: 4, dp: 2}", "tp: 4, dp: 2, ep: 8, etp: 1}"), "plan.yaml");
+  EXPECT_EQ(folded.stages[0].ep, 8);
+  EXPECT_EQ(folded.stages[0].etp, 1);
+  EXPECT_EQ(expert_tp(folded.stages[0]), 1);
+  EXPECT_EQ(expert_tp(folded.stages[1]), 8);
+  const Plan again = parse_plan(formats::plan_yaml(folded), "again.yaml");
+  EXPECT_EQ(again.stages[0].etp, 1);
+  EXPECT_EQ(again.stages[1].etp, 0);
+}
+
 TEST_F(PlanReferences, LayersNotMultipleOfVirtualStages) {
   const std::string text =
       replaced(kPlan, "name: two-stage\n", "name: two-stage\nschedule: interleaved\nvirtual_stages: 3\n");
