@@ -113,9 +113,10 @@ TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, cons
       if (in.combined) ts.a2a_overlap = kernel.ep_overlap;
     }
     in.peak_flops += static_cast<double>(stage.tp) * stage.dp * kernel.peak_flops;
-    if (stage.dp > 1) {
+    if (stage.dp > 1 || kernel.expert_dp_group.ranks > 1) {
       // As the estimator synchronises them: the dense parameters over every replica, then the
-      // routed experts' over the replicas that hold the same experts.
+      // routed experts' over the ranks that hold the same experts (with etp below tp, ranks of
+      // one replica may hold the same experts: then even without data parallelism).
       auto lower_sync = [&](double parameters, const models::CollectiveGroup& group, bool experts) {
         for (const SyncCollective& sync : dp_sync_collectives(training, parameters)) {
           TwinCollective& tc = ts.dp_sync.emplace_back();
@@ -127,9 +128,9 @@ TwinInput make_twin_input(const Cluster& cluster, const Workload& workload, cons
         }
       };
       const double experts = se.memory.expert_parameters;
-      lower_sync(se.memory.parameters - experts, kernel.dp_group, false);
+      if (stage.dp > 1) lower_sync(se.memory.parameters - experts, kernel.dp_group, false);
       if (experts > 0 && kernel.expert_dp_group.ranks > 1)
-        lower_sync(experts, kernel.expert_dp_group, stage.ep > 1);
+        lower_sync(experts, kernel.expert_dp_group, stage.ep > 1 || expert_tp(stage) != stage.tp);
     }
   }
   for (std::size_t i = 0; i < in.islands.size(); ++i) {
@@ -298,19 +299,24 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
             static_cast<long long>(ti.nodes) * ti.chips_per_node)
       bad(where + "its chips lie outside island " + ti.name);
     if (ts.dp != in.stages.front().dp) bad(where + "every stage needs the same dp");
-    if (ts.etp != 0 && ts.etp != ts.tp) {
-      bad(where + "experts split over " + std::to_string(ts.etp) + " ranks (etp) and tp " +
-          std::to_string(ts.tp) +
-          ": the twin simulates expert tensor parallelism equal to tp only");
-    } else if (ts.ep < 1 || ts.dp % ts.ep != 0) {
-      bad(where + "ep " + std::to_string(ts.ep) + " must divide dp " + std::to_string(ts.dp));
+    const long long etp = ts.etp > 0 ? ts.etp : ts.tp;
+    const long long expert_block = static_cast<long long>(ts.ep) * etp;
+    if (ts.etp < 0 || ts.etp > kMaxRanks) {
+      bad(where + "etp must be in [0, " + std::to_string(kMaxRanks) + "] (0: as tp)");
+    } else if (ts.ep < 1 || (static_cast<long long>(ts.tp) * ts.dp) % expert_block != 0) {
+      bad(where + "ep " + std::to_string(ts.ep) + " x etp " + std::to_string(etp) +
+          " must divide tp x dp " + std::to_string(static_cast<long long>(ts.tp) * ts.dp));
+    } else if (expert_block % ts.tp != 0 && ts.tp % expert_block != 0) {
+      // Megatron-Core allows it; the twin's exchanges take whole replicas or parts of one.
+      bad(where + "expert groups of ep x etp = " + std::to_string(expert_block) +
+          " ranks that straddle replicas of tp " + std::to_string(ts.tp) + " are not simulated");
     } else if (ts.ep > 1 && ts.a2a_bytes > 0) {
       // Each exchange: every replica sends to the ep - 1 others of its group, per tensor rank;
       // forwarded, to the group's other chips on its node and to one chip on each other node
       // the group spans (one node more when it does not start on a node's first chip).
       long long peers = ts.ep - 1LL;
       if (ts.a2a_network_bytes > 0) {
-        const long long local = std::clamp<long long>(ti.chips_per_node / ts.tp, 1, ts.ep);
+        const long long local = std::clamp<long long>(ti.chips_per_node / etp, 1, ts.ep);
         peers = std::min(peers, (local - 1) + (ts.ep + local - 1) / local);
       }
       a2a_flows += saturated_product(

@@ -47,9 +47,9 @@ struct TwinCollective {
   models::CollectiveAlgorithm algorithm = models::CollectiveAlgorithm::ring;
   double bytes = 0;      // nccl-tests' buffer size, all model chunks together
   double latency_s = 0;  // the algorithm's latency term (steps x alpha), added analytically
-  // The routed experts' gradients: over the expert data-parallel groups (replicas r, r + ep,
-  // r + 2 ep, ... with the same tp rank), which hold the same experts, rather than over all
-  // replicas.
+  // The routed experts' gradients: over the expert data-parallel groups (the ranks ep x etp
+  // apart; with etp = tp, replicas r, r + ep, r + 2 ep, ... with the same tp rank), which hold
+  // the same experts, rather than over all replicas.
   bool experts = false;
 };
 
@@ -60,10 +60,11 @@ struct TwinStage {
   int tp = 1;
   int dp = 1;
   // Expert parallelism: replicas d of one group d / ep exchange their routed tokens, tensor
-  // rank with tensor rank (Megatron's expert-parallel groups); ep divides dp.
+  // rank with tensor rank (Megatron's expert-parallel groups); ep divides dp. With expert tensor
+  // parallelism etp other than tp (0: as tp) the groups are ranks etp apart in blocks of
+  // ep x etp ranks (Megatron-Core's expert rank order), which must hold whole replicas or lie
+  // inside one (check_twin_input).
   int ep = 1;
-  // Expert tensor parallelism (0: as tp). The twin simulates only etp = tp; a plan whose
-  // experts split otherwise is refused (check_twin_input).
   int etp = 0;
   double a2a_bytes = 0;      // one all-to-all's send buffer per chip (nccl-tests' size)
   // The flex dispatcher across nodes (StageKernel::a2a_node_bytes, a2a_network_bytes): when

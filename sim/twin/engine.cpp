@@ -99,6 +99,8 @@ int chip_block(const std::vector<TwinInput>& jobs) {
     if (!job.chip_blocks) return 1;
     for (const TwinStage& st : job.stages) {
       if (st.tp != job.stages.front().tp) return 1;
+      // Experts folded over the tensor-parallel ranks exchange between ranks of one replica.
+      if (st.etp > 0 && st.etp != st.tp) return 1;
       block = std::gcd(block, st.tp);
     }
   }
@@ -753,7 +755,8 @@ class Step {
     for (int s = 0; s < p_; ++s) {
       const TwinStage& st = in.stages[s];
       if (st.ep < 2 || st.a2a_bytes <= 0 || st.a2a_forward + st.a2a_backward <= 0) continue;
-      for (int g = 0; g < dp_ / st.ep; ++g) exchanges_[s].push_back(std::make_shared<Exchange>());
+      for (int g = 0; g < dp_ / exchange_replicas(st); ++g)
+        exchanges_[s].push_back(std::make_shared<Exchange>());
     }
     helpers_.resize(static_cast<std::size_t>(p_));
     for (int s = 0; s < p_; ++s) {
@@ -1160,17 +1163,18 @@ class Step {
     const int count = op.pass == Pass::forward ? st.a2a_forward : st.a2a_backward;
     if (count <= 0) return;
     const double per_op = part(st, op.chunk, count);  // all-to-alls in this operation
-    std::shared_ptr<Exchange>& current = exchanges_[s][static_cast<std::size_t>(d / st.ep)];
+    const int replicas = exchange_replicas(st);
+    std::shared_ptr<Exchange>& current = exchanges_[s][static_cast<std::size_t>(d / replicas)];
     const std::shared_ptr<Exchange> exchange = current;
     const double arrived = sg4::Engine::get_clock();
-    if (++exchange->arrived < st.ep) {
+    if (++exchange->arrived < replicas) {
       exchange->done->acquire();
     } else {
       current = std::make_shared<Exchange>();  // the group's next exchange
       exchange->start_s = arrived;
       sg4::this_actor::sleep_for(per_op * st.a2a_latency_s);
-      run_all_to_all(s, d / st.ep, per_op);
-      for (int k = 1; k < st.ep; ++k) exchange->done->release();
+      run_all_to_all(s, d / replicas, per_op);
+      for (int k = 1; k < replicas; ++k) exchange->done->release();
     }
     const double end = sg4::Engine::get_clock();
     if (!counted) return;
@@ -1181,31 +1185,53 @@ class Step {
     record(s, d, EventKind::all_to_all, op.micro_batch, op.chunk, exchange->start_s, end);
   }
 
-  // The flows of `count` all-to-alls of expert-parallel group g of stage s, carried as
-  // `/ efficiency` of the link kind like the collectives' flows, for each tensor rank: every
-  // replica of the group sends its send buffer's share to every other one, or the flex
-  // dispatcher's forwarded flows across nodes.
+  // The experts' tensor parallelism of a stage: its etp, else its tp.
+  static int expert_tp(const TwinStage& st) { return st.etp > 0 ? st.etp : st.tp; }
+  // The replicas that exchange together: those holding one block of ep x etp consecutive ranks
+  // (Megatron-Core's expert groups: etp innermost, then ep), one replica when a replica's tensor
+  // ranks hold whole blocks; ep replicas with etp = tp.
+  static int exchange_replicas(const TwinStage& st) {
+    return std::max(1, st.ep * expert_tp(st) / st.tp);
+  }
+
+  // The flows of `count` all-to-alls of exchange g of stage s (replicas g x R to (g + 1) x R - 1,
+  // R = exchange_replicas), carried as `/ efficiency` of the link kind like the collectives'
+  // flows, for each expert-parallel group among their ranks (ranks base + e + etp x a, a below
+  // ep, of each block of ep x etp ranks; with etp = tp, tensor rank e of ep replicas): every
+  // member sends each other one its send buffer's share, or the flex dispatcher's forwarded
+  // flows across nodes.
   void run_all_to_all(int s, int g, double count) {
+    const TwinStage& st = in_.stages[s];
+    const int etp = expert_tp(st);
+    const int block = st.ep * etp;
+    const int first = g * exchange_replicas(st) * st.tp;
+    const int last = first + exchange_replicas(st) * st.tp;
     FlowBatch batch(platform_.block());
-    for (int j = 0; j < in_.stages[s].tp; ++j) {
-      if (in_.stages[s].a2a_network_bytes > 0)
-        add_forwarded_flows(batch, s, g, j, count);
-      else
-        add_exchange_flows(batch, s, g, j, count);
+    std::vector<int>& members = a2a_members_;
+    members.resize(static_cast<std::size_t>(st.ep));
+    for (int base = first; base < last; base += block) {
+      for (int e = 0; e < etp; ++e) {
+        for (int a = 0; a < st.ep; ++a) {
+          const int rank = base + e + etp * a;
+          members[static_cast<std::size_t>(a)] = chip(s, rank / st.tp, rank % st.tp);
+        }
+        if (st.a2a_network_bytes > 0)
+          add_forwarded_flows(batch, s, members, count);
+        else
+          add_exchange_flows(batch, s, members, count);
+      }
     }
     sg4::Comm::wait_all(issue(batch));
   }
 
-  // Tensor rank j of group g: each replica sends `a2a_bytes / ep` to every other one.
-  void add_exchange_flows(FlowBatch& batch, int s, int g, int j, double count) {
+  // One expert-parallel group's chips: each sends `a2a_bytes / ep` to every other one.
+  void add_exchange_flows(FlowBatch& batch, int s, const std::vector<int>& members, double count) {
     const TwinStage& st = in_.stages[s];
     const TwinIsland& ti = in_.islands[static_cast<std::size_t>(st.island)];
     const double share = count * st.a2a_bytes / st.ep;
-    for (int a = 0; a < st.ep; ++a) {
-      const int from = chip(s, g * st.ep + a, j);
-      for (int b = 0; b < st.ep; ++b) {
-        if (b == a) continue;
-        const int to = chip(s, g * st.ep + b, j);
+    for (const int from : members) {
+      for (const int to : members) {
+        if (to == from) continue;
         const bool inside = platform_.same_node(st.island, from, st.island, to);
         const double efficiency = inside ? ti.intra_efficiency : ti.network_efficiency;
         batch.add(st.island, from, st.island, to, share / efficiency);
@@ -1213,17 +1239,16 @@ class Step {
     }
   }
 
-  // The flex dispatcher across nodes (a2a_network_bytes > 0), tensor rank j of group g: each
-  // chip sends a2a_node_bytes shared among the group's other chips on its node and
+  // The flex dispatcher across nodes (a2a_network_bytes > 0), one expert-parallel group's chips:
+  // each sends a2a_node_bytes shared among the group's other chips on its node and
   // a2a_network_bytes shared among the chips of its index in the group on the other nodes.
-  void add_forwarded_flows(FlowBatch& batch, int s, int g, int j, double count) {
+  void add_forwarded_flows(FlowBatch& batch, int s, const std::vector<int>& members, double count) {
     const TwinStage& st = in_.stages[s];
     const TwinIsland& ti = in_.islands[static_cast<std::size_t>(st.island)];
-    // The group's chips by node: replicas follow each other on the island's chips.
+    // The group's chips by node: its ranks follow each other on the island's chips.
     std::vector<std::vector<int>> by_node;
     int last_node = -1;
-    for (int a = 0; a < st.ep; ++a) {
-      const int c = chip(s, g * st.ep + a, j);
+    for (const int c : members) {
       if (c / ti.chips_per_node != last_node) {
         last_node = c / ti.chips_per_node;
         by_node.emplace_back();
@@ -1301,18 +1326,25 @@ class Step {
   void run_collective(int s, const TwinCollective& c, double bytes) {
     const TwinStage& st = in_.stages[s];
     const TwinIsland& ti = in_.islands[static_cast<std::size_t>(st.island)];
-    const int stride = c.experts ? st.ep : 1;  // replicas r, r + stride, ... form a group
-    const int n = st.dp / stride;
+    // The groups: for the dense parameters tensor rank j of every replica; for the experts' the
+    // ranks holding the same experts, every (ep x etp)-th rank from each of the first ep x etp
+    // (with etp = tp: tensor rank j of replicas r, r + ep, ...).
+    const int etp = c.experts ? expert_tp(st) : st.tp;
+    const int stride = c.experts ? st.ep * etp : st.tp;  // ranks apart within a group
+    const int n = st.dp * st.tp / stride;
     std::vector<std::vector<PlannedFlow>> phases;
     auto ring = [&](std::vector<PlannedFlow>& out, const std::vector<int>& ranks, double each) {
       if (ranks.size() < 2) return;
       for (std::size_t i = 0; i < ranks.size(); ++i)
         out.push_back({ranks[i], ranks[(i + 1) % ranks.size()], each});
     };
-    for (int group = 0; group < st.tp * stride; ++group) {
-      const int j = group / stride;
+    for (int group = 0; group < stride; ++group) {
+      // The group's first rank: its etp rank outermost, as the groups were numbered before.
+      const int groups_per_rank = stride / etp;
+      const int first = group % groups_per_rank * etp + group / groups_per_rank;
       std::vector<int> ranks;
-      for (int d = group % stride; d < st.dp; d += stride) ranks.push_back(chip(s, d, j));
+      for (int r = first; r < st.dp * st.tp; r += stride)
+        ranks.push_back(chip(s, r / st.tp, r % st.tp));
       if (c.algorithm != CollectiveAlgorithm::hierarchical) {
         if (phases.empty()) phases.resize(1);
         ring(phases[0], ranks, models::bus_factor(c.kind, n) * bytes);
@@ -1391,6 +1423,7 @@ class Step {
   std::vector<double> forward_hidden_s_;
   // [stage][expert-parallel group]: the exchange its replicas arrive at next
   std::vector<std::vector<std::shared_ptr<Exchange>>> exchanges_;
+  std::vector<int> a2a_members_;  // run_all_to_all's, kept between calls
   // [stage][replica]: the exchange helpers of the combined schedule (paired_exchanges)
   std::vector<std::vector<ExchangeHelper>> helpers_;
   std::vector<std::vector<double>> slow_;  // [island][node] slowdown

@@ -169,20 +169,37 @@ TEST(ExpertTensorParallel, ExpertGradientsReduceWithoutDataParallelism) {
   EXPECT_EQ(whole.stages[0].dp_sync_s, 0.0);
 }
 
-// The twin simulates expert tensor parallelism equal to tp only, and says so.
-TEST(ExpertTensorParallel, TheTwinRefusesOtherExpertSplits) {
+// The twin takes the folded plan as the estimator prices it: the same all-to-all send buffer,
+// the experts' gradients over the ranks that hold the same experts (4 with etp 1: ep x etp = 4
+// of the stage's 16 ranks), marked as the experts', and simulates it; with etp = tp written out
+// the input is the one without it.
+TEST(ExpertTensorParallel, TheTwinTakesFoldedExperts) {
   Scenario s = mixtral();
   s.workload.training.global_batch = 64;
+  s.workload.training.zero_stage = 1;
   Plan plan = test::plan_on("dcu-k100", {8, 8, 8, 8}, 2, 8, 1, 4);
   for (auto& stage : plan.stages) stage.etp = 1;
   const Estimate estimate = estimate_step(s.cluster, s.workload, plan);
   ASSERT_TRUE(estimate.feasible) << estimate.reasons.front();
   const TwinInput input = make_twin_input(s.cluster, s.workload, plan, estimate);
-  const auto problems = check_twin_input(input);
-  ASSERT_FALSE(problems.empty());
-  EXPECT_NE(problems.front().find("the twin simulates expert tensor parallelism equal to tp only"),
-            std::string::npos)
-      << problems.front();
+  EXPECT_EQ(check_twin_input(input), std::vector<std::string>{});
+  ASSERT_EQ(input.stages.size(), 4u);
+  EXPECT_EQ(input.stages[0].etp, 1);
+  EXPECT_EQ(input.stages[0].ep, 4);
+  bool expert_sync = false;
+  for (const TwinCollective& c : input.stages[0].dp_sync) expert_sync |= c.experts;
+  EXPECT_TRUE(expert_sync);
+
+  Plan written = test::plan_on("dcu-k100", {8, 8, 8, 8}, 2, 8, 1, 4);
+  Plan explicit_tp = written;
+  for (auto& stage : explicit_tp.stages) stage.etp = 2;
+  const TwinInput a = make_twin_input(s.cluster, s.workload, written,
+                                      estimate_step(s.cluster, s.workload, written));
+  const TwinInput b = make_twin_input(s.cluster, s.workload, explicit_tp,
+                                      estimate_step(s.cluster, s.workload, explicit_tp));
+  EXPECT_EQ(b.stages[0].etp, 0);
+  EXPECT_EQ(a.stages[0].a2a_bytes, b.stages[0].a2a_bytes);
+  EXPECT_EQ(a.stages[0].forward_s, b.stages[0].forward_s);
 }
 
 }  // namespace

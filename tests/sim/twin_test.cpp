@@ -790,21 +790,28 @@ double a2a_by_hand(const TwinStage& st, int count, int intra_peers, int inter_pe
   return count * st.a2a_latency_s + std::max(intra, inter);
 }
 
-// Three groupings of 16 chips on two nodes, each all-to-all's time computed by hand from the
+// Five groupings of 16 chips on two nodes, each all-to-all's time computed by hand from the
 // links and bytes: (a) tp 1, one group of 16 across both nodes: 7 peers on the chip's node, 8 on
 // the other; (b) tp 1, ep 8: two groups, each inside its node; (c) tp 2, dp 8, ep 8: tensor rank
-// j exchanges with tensor rank j of the 7 other replicas, 3 of them on its node.
+// j exchanges with tensor rank j of the 7 other replicas, 3 of them on its node; with the experts
+// whole on each chip (etp 1, Megatron-Core's expert groups of ep x etp consecutive ranks):
+// (d) tp 2, dp 8, ep 16: one group of all 16 chips, as (a); (e) tp 4, dp 4, ep 2: each pair of
+// tensor ranks of a replica exchanges inside its node, 1 peer each.
 TEST(TwinExpertParallel, AllToAllTimeMatchesTheHandComputedExchange) {
   struct Case {
     const char* name;
     int tp, dp, ep, intra_peers, inter_peers;
+    int etp = 0;
   };
   const Case cases[] = {{"ep 16 across two nodes", 1, 16, 16, 7, 8},
                         {"ep 8 inside each node", 1, 16, 8, 7, 0},
-                        {"tp 2, ep 8 across two nodes", 2, 8, 8, 3, 4}};
+                        {"tp 2, ep 8 across two nodes", 2, 8, 8, 3, 4},
+                        {"tp 2, ep 16, etp 1 across two nodes", 2, 8, 16, 7, 8, 1},
+                        {"tp 4, ep 2, etp 1 inside each replica", 4, 4, 2, 1, 0, 1}};
   std::vector<TwinInput> inputs;
   for (const Case& c : cases) {
     inputs.push_back(a2a_input(2, 2, 1.0, c.tp, c.dp, c.ep));
+    inputs.back().stages[0].etp = c.etp;
     inputs.back().plan = c.name;
     ASSERT_EQ(problems_of(inputs.back()), "") << c.name;
   }
@@ -830,8 +837,9 @@ TEST(TwinExpertParallel, AllToAllTimeMatchesTheHandComputedExchange) {
     EXPECT_NEAR(r.breakdown.total(), r.step_time_s, 1e-9 * r.step_time_s) << c.name;
     // One exchange per pass and micro-batch: each replica sends to ep - 1 peers, one flow for
     // its tp ranks together (their chips are one host of the platform: each chip has its own
-    // NIC here, docs/twin.md#speed).
-    EXPECT_EQ(r.flows, static_cast<std::int64_t>(2 * m * c.dp * (c.ep - 1))) << c.name;
+    // NIC here, docs/twin.md#speed); with etp below tp each chip its own flows.
+    const int hosts = c.etp > 0 ? c.dp * c.tp : c.dp;
+    EXPECT_EQ(r.flows, static_cast<std::int64_t>(2 * m * hosts * (c.ep - 1))) << c.name;
   }
   // The collective model prices the same all-to-all alike (models/collectives.cpp): each of
   // (a)'s 4 forward all-to-alls with the chips' achievable bandwidths and a latency of 1/15 of
@@ -1911,13 +1919,28 @@ TEST(TwinCheckExpertParallel, TheGroupsMustDivideTheReplicas) {
   TwinInput in = a2a_input(2, 2, 1.0, 1, 16, 16);
   ASSERT_EQ(problems_of(in), "");
   in.stages[0].ep = 6;
-  EXPECT_TRUE(reports(in, "stage 0: ep 6 must divide dp 16")) << problems_of(in);
+  EXPECT_TRUE(reports(in, "stage 0: ep 6 x etp 1 must divide tp x dp 16")) << problems_of(in);
   in.stages[0].ep = 32;
-  EXPECT_TRUE(reports(in, "stage 0: ep 32 must divide dp 16")) << problems_of(in);
+  EXPECT_TRUE(reports(in, "stage 0: ep 32 x etp 1 must divide tp x dp 16")) << problems_of(in);
   in.stages[0].ep = 0;
-  EXPECT_TRUE(reports(in, "stage 0: ep 0 must divide dp 16")) << problems_of(in);
+  EXPECT_TRUE(reports(in, "stage 0: ep 0 x etp 1 must divide tp x dp 16")) << problems_of(in);
   in.stages[0].ep = -4;
-  EXPECT_TRUE(reports(in, "stage 0: ep -4 must divide dp 16")) << problems_of(in);
+  EXPECT_TRUE(reports(in, "stage 0: ep -4 x etp 1 must divide tp x dp 16")) << problems_of(in);
+  // Experts folded over tensor ranks: tp 4 x dp 4 takes ep 8 with etp 2 (blocks of 16 ranks,
+  // four replicas), not blocks that straddle replicas (ep 3 x etp 2 = 6 of tp 4), nor an etp
+  // outside its range.
+  in = a2a_input(2, 2, 1.0, 4, 4, 8);
+  in.stages[0].etp = 2;
+  EXPECT_EQ(problems_of(in), "");
+  in.stages[0].ep = 3;
+  in.stages[0].dp = 3;
+  EXPECT_TRUE(reports(in,
+                      "stage 0: expert groups of ep x etp = 6 ranks that straddle replicas of "
+                      "tp 4 are not simulated"))
+      << problems_of(in);
+  in = a2a_input(2, 2, 1.0, 4, 4, 8);
+  in.stages[0].etp = -1;
+  EXPECT_TRUE(reports(in, "stage 0: etp must be in [0, 131072] (0: as tp)")) << problems_of(in);
 }
 
 TEST(TwinCheckExpertParallel, BytesLatencyAndCountsMustBeInRange) {
@@ -2087,7 +2110,8 @@ TEST(TwinJson, MalformedInputsNameTheField) {
 }
 
 TEST(TwinJson, ExpertParallelFieldsSurviveTheRoundTrip) {
-  TwinInput input = a2a_input(2, 2, 1.0, 1, 16, 8);
+  TwinInput input = a2a_input(2, 2, 1.0, 2, 8, 8);
+  input.stages[0].etp = 1;
   input.stages[0].a2a_bytes = 12345.5;
   input.stages[0].a2a_latency_s = 3.25e-5;
   TwinCollective& sync = input.stages[0].dp_sync.emplace_back();
@@ -2099,6 +2123,7 @@ TEST(TwinJson, ExpertParallelFieldsSurviveTheRoundTrip) {
   const TwinInput back = twin::input_from_json(nlohmann::json::parse(text));
   EXPECT_EQ(twin::to_json(back).dump(), text);
   EXPECT_EQ(back.stages[0].ep, 8);
+  EXPECT_EQ(back.stages[0].etp, 1);
   EXPECT_EQ(back.stages[0].a2a_bytes, 12345.5);
   EXPECT_EQ(back.stages[0].a2a_forward, 4);
   EXPECT_EQ(back.stages[0].a2a_backward, 6);
@@ -2109,6 +2134,9 @@ TEST(TwinJson, ExpertParallelFieldsSurviveTheRoundTrip) {
   nlohmann::json missing = nlohmann::json::parse(text);
   missing["stages"][0].erase("a2a_bytes");
   EXPECT_EQ(read_error(missing), "input.stages[0].a2a_bytes: missing");
+  nlohmann::json no_etp = nlohmann::json::parse(text);
+  no_etp["stages"][0].erase("etp");
+  EXPECT_EQ(read_error(no_etp), "input.stages[0].etp: missing");
   nlohmann::json fraction = nlohmann::json::parse(text);
   fraction["stages"][0]["a2a_forward"] = 1.5;
   EXPECT_EQ(read_error(fraction), "input.stages[0].a2a_forward: expected an integer");
