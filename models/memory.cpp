@@ -126,7 +126,7 @@ LayerActivations layer_activations(const ModelShape& model, const TrainingSettin
   LayerActivations out;
   out.micro_batch = micro_batch;
   out.tp = tp;
-  out.etp = etp;
+  out.etp = etp > 0 ? etp : tp;
   out.expert_imbalance = expert_imbalance(training);
   for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
     const int i = static_cast<int>(mode);
@@ -255,9 +255,9 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
   // The busiest chip's load (the mean without expert parallelism).
   const TrainingSettings chip_training = for_expert_parallel(training, model.experts, stage.ep);
   const LayerActivations* table = stage.layer_activations;
-  if (table &&
-      (table->micro_batch != stage.micro_batch || table->tp != stage.tp ||
-       table->etp != stage.etp || table->expert_imbalance != expert_imbalance(chip_training)))
+  if (table && (table->micro_batch != stage.micro_batch || table->tp != stage.tp ||
+                table->etp != stage.expert_tp() ||
+                table->expert_imbalance != expert_imbalance(chip_training)))
     table = nullptr;
   auto layer_bytes = [&](Recompute mode, bool dense_mlp = false) {
     return table ? table->bytes(mode, dense_mlp)

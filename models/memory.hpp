@@ -20,7 +20,7 @@ namespace hetplan::models {
 struct LayerActivations {
   int micro_batch = 0;
   int tp = 0;
-  int etp = 0;                  // expert tensor parallelism (0: as tp)
+  int etp = 0;                  // expert tensor parallelism (tp when not folded)
   double expert_imbalance = 0;  // the busiest chip's routed tokens over the mean it assumed
   double kept[3] = {};        // by Recompute: none, selective, full
   double dense_kept[3] = {};  // the same for a mixture-of-experts model's dense layer
