@@ -66,12 +66,20 @@ std::string estimate_text(const sim::Estimate& e, const Plan& plan) {
   for (std::size_t i = 0; i < e.stages.size(); ++i) {
     const auto& s = e.stages[i];
     char line[256];
-    std::snprintf(line, sizeof line, "%-6zu %-20s %3d-%-5d %3d %3d  %8.1f ms  %s / %s%s\n", i,
+    std::snprintf(line, sizeof line, "%-6zu %-20s %3d-%-5d %3d %3d  %8.1f ms  %s / %s%s", i,
                   s.island.c_str(), s.first_layer, s.first_layer + s.num_layers - 1, s.tp, s.dp,
                   1e3 * s.micro_batch_s, gib(s.memory.total()).c_str(),
                   s.memory_capacity > 0 ? gib(s.memory_usable).c_str() : "unknown",
                   s.fits ? (s.tight ? "  TIGHT" : "") : "  DOES NOT FIT");
     out += line;
+    // A mixture's expert parallelism, and its expert tensor parallelism when folded.
+    if (i < plan.stages.size()) {
+      const PlanStage& ps = plan.stages[i];
+      if (ps.ep > 1) out += "  ep " + std::to_string(ps.ep);
+      if (expert_tp(ps) != ps.tp)
+        out += (ps.ep > 1 ? ", etp " : "  etp ") + std::to_string(expert_tp(ps));
+    }
+    out += "\n";
   }
   for (const auto& assumption : e.assumptions) out += "  assumption: " + assumption + "\n";
   return out;

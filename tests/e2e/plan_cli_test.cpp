@@ -347,3 +347,37 @@ TEST(PlanCli, TimingsGoToStderrOnly) {
 }
 
 }  // namespace
+
+namespace hetplan::e2e {
+namespace {
+
+// `hetplan eval` names a stage's expert parallelism, and its expert tensor parallelism when the
+// plan folds the experts over the tensor-parallel ranks (etp 1 under tp 2).
+TEST(EvalCli, StagesNameTheirExpertParallelism) {
+  const TempFolder folder;
+  const std::string path = folder.file("folded.yaml");
+  std::ofstream(path)
+      << "schema: hetplan/plan/v1\n"
+         "name: folded\n"
+         "stages:\n"
+         "  - {island: dcu-k100, first_layer: 0, num_layers: 8, tp: 2, dp: 8, ep: 4}\n"
+         "  - {island: dcu-k100, first_layer: 8, num_layers: 8, tp: 2, dp: 8, ep: 8, etp: 1}\n"
+         "  - {island: dcu-k100, first_layer: 16, num_layers: 8, tp: 2, dp: 8, ep: 4}\n"
+         "  - {island: dcu-k100, first_layer: 24, num_layers: 8, tp: 2, dp: 8}\n";
+  const CliRun run = hetplan("eval scenarios/mixtral-mixed.yaml --plan " + path);
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  std::vector<std::string> stage_lines;
+  std::istringstream lines(run.out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("0 ", 0) == 0 || line.rfind("1 ", 0) == 0 || line.rfind("2 ", 0) == 0 ||
+        line.rfind("3 ", 0) == 0)
+      stage_lines.push_back(line);
+  ASSERT_EQ(stage_lines.size(), 4u) << run.out;
+  EXPECT_NE(stage_lines[0].find("  ep 4"), std::string::npos) << stage_lines[0];
+  EXPECT_EQ(stage_lines[0].find("etp"), std::string::npos) << stage_lines[0];
+  EXPECT_NE(stage_lines[1].find("  ep 8, etp 1"), std::string::npos) << stage_lines[1];
+  EXPECT_EQ(stage_lines[3].find("ep"), std::string::npos) << stage_lines[3];
+}
+
+}  // namespace
+}  // namespace hetplan::e2e
