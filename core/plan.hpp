@@ -48,9 +48,13 @@ struct PlanStage {
   SourceLocation chunk_layers_location = {};  // its field
 };
 
-// The expert tensor parallelism of a stage: its etp, else its tp.
+// Expert tensor parallelism as written (0: unset) resolved against the tp it defaults to, and
+// that of a stage.
+inline int expert_tp(int etp, int tp) {
+  return etp > 0 ? etp : tp;
+}
 inline int expert_tp(const PlanStage& stage) {
-  return stage.etp > 0 ? stage.etp : stage.tp;
+  return expert_tp(stage.etp, stage.tp);
 }
 
 // The layers of chunk `chunk` of `stage` with `chunks` model chunks per stage.

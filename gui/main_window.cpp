@@ -1126,10 +1126,7 @@ void MainWindow::show_plan(const planner::RankedPlan* plan) {
       d.num_layers = s.num_layers;
       d.tp = s.tp;
       d.dp = s.dp;
-      if (i < plan->plan.stages.size()) {
-        d.ep = plan->plan.stages[i].ep;
-        d.etp = plan->plan.stages[i].etp;
-      }
+      if (i < plan->plan.stages.size()) d.ep = plan->plan.stages[i].ep;
       d.fits = s.fits;
       d.cross_island_boundary = s.cross_island_boundary;
       diagram.push_back(d);

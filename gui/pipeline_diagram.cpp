@@ -88,17 +88,14 @@ void PipelineDiagram::paintEvent(QPaintEvent*) {
     p.fillRect(QRect(r.left() + 1, r.top() + 1, 6, r.height() - 2), fill);
     p.setPen(palette().text().color());
     const QRect inside = r.adjusted(12, 3, -4, -3);
-    const QStringList lines{
-        s.island,
-        tr("stage %1, layers %2-%3")
-            .arg(i)
-            .arg(s.first_layer)
-            .arg(s.first_layer + s.num_layers - 1),
-        (s.etp > 0 && s.etp != s.tp
-             ? tr("tp %1 x dp %2, ep %3, etp %4").arg(s.tp).arg(s.dp).arg(s.ep).arg(s.etp)
-         : s.ep > 1 ? tr("tp %1 x dp %2, ep %3").arg(s.tp).arg(s.dp).arg(s.ep)
-                    : tr("tp %1 x dp %2").arg(s.tp).arg(s.dp)) +
-            (s.fits ? QString() : tr(", does not fit"))};
+    const QStringList lines{s.island,
+                            tr("stage %1, layers %2-%3")
+                                .arg(i)
+                                .arg(s.first_layer)
+                                .arg(s.first_layer + s.num_layers - 1),
+                            (s.ep > 1 ? tr("tp %1 x dp %2, ep %3").arg(s.tp).arg(s.dp).arg(s.ep)
+                                      : tr("tp %1 x dp %2").arg(s.tp).arg(s.dp)) +
+                                (s.fits ? QString() : tr(", does not fit"))};
     const int line_height = inside.height() / 3;
     for (int k = 0; k < 3; ++k) {
       QFont font = p.font();

@@ -19,8 +19,7 @@ struct DiagramStage {
   int num_layers = 0;
   int tp = 1;
   int dp = 1;
-  int ep = 1;   // expert parallelism among the dp replicas
-  int etp = 0;  // expert tensor parallelism when it differs from tp (0: as tp)
+  int ep = 1;  // expert parallelism among the dp replicas
   bool fits = true;
   bool cross_island_boundary = false;  // its sends to the next stage cross islands
 };

@@ -81,7 +81,7 @@ double layer_activation_bytes(const ModelShape& model, const TrainingSettings& t
     // experts' tensors.
     const double local = tokens / r;
     const double k = model.experts_per_token;
-    const double experts_tp = etp > 0 ? etp : t;
+    const double experts_tp = expert_tp(etp, tp);
     const double gathered = experts_tp == t ? tokens : tokens / t * experts_tp;
     const double assigned = gathered * k * expert_imbalance(training);
     if (!recomputes(kRecomputeMoe)) {
@@ -126,7 +126,7 @@ LayerActivations layer_activations(const ModelShape& model, const TrainingSettin
   LayerActivations out;
   out.micro_batch = micro_batch;
   out.tp = tp;
-  out.etp = etp > 0 ? etp : tp;
+  out.etp = expert_tp(etp, tp);
   out.expert_imbalance = expert_imbalance(training);
   for (Recompute mode : {Recompute::none, Recompute::selective, Recompute::full}) {
     const int i = static_cast<int>(mode);

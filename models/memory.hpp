@@ -41,7 +41,7 @@ struct StageShape {
   int dp = 1;
   int ep = 1;   // expert parallelism: the routed experts spread over ep ranks, etp apart
   int etp = 0;  // expert tensor parallelism: each expert split over etp ranks (0: as tp)
-  int expert_tp() const { return etp > 0 ? etp : tp; }
+  int expert_tp() const { return hetplan::expert_tp(etp, tp); }
   int pipeline_stages = 1;
   int stage_index = 0;
   int virtual_stages = 1;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/chip.hpp"
+#include "core/plan.hpp"
 #include "core/workload.hpp"
 
 namespace hetplan::models {
@@ -94,7 +95,7 @@ struct LayerSlice {
   // in one grouped kernel or one kernel each.
   int ep = 1;
   int etp = 0;
-  int expert_tp() const { return etp > 0 ? etp : tp; }
+  int expert_tp() const { return hetplan::expert_tp(etp, tp); }
   double expert_imbalance = 1.0;
   bool grouped_gemm = true;
   // gshard: einsums over dispatch and combine masks in place of the permutations, each expert

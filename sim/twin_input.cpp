@@ -299,7 +299,7 @@ std::vector<std::string> check_twin_input(const TwinInput& in) {
             static_cast<long long>(ti.nodes) * ti.chips_per_node)
       bad(where + "its chips lie outside island " + ti.name);
     if (ts.dp != in.stages.front().dp) bad(where + "every stage needs the same dp");
-    const long long etp = ts.etp > 0 ? ts.etp : ts.tp;
+    const long long etp = expert_tp(ts.etp, ts.tp);
     const long long expert_block = static_cast<long long>(ts.ep) * etp;
     if (ts.etp < 0 || ts.etp > kMaxRanks) {
       bad(where + "etp must be in [0, " + std::to_string(kMaxRanks) + "] (0: as tp)");

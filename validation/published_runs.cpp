@@ -599,7 +599,7 @@ ValidationReport validate_published_runs(const std::string& folder,
       if (c.chips != c.tp * c.pp * c.dp)
         chips->fail("expected tp x pp x dp = " + std::to_string(c.tp * c.pp * c.dp) +
                     " chips, got " + std::to_string(c.chips));
-      const int etp = c.etp > 0 ? c.etp : c.tp;
+      const int etp = expert_tp(c.etp, c.tp);
       if (c.etp > 0 && (c.tp * c.dp) % c.etp != 0) {
         throw InputError(node.location(), node.path() + ".parallel.etp",
                          "expected a divisor of tp x dp (" + std::to_string(c.tp * c.dp) +

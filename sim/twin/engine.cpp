@@ -1186,7 +1186,7 @@ class Step {
   }
 
   // The experts' tensor parallelism of a stage: its etp, else its tp.
-  static int expert_tp(const TwinStage& st) { return st.etp > 0 ? st.etp : st.tp; }
+  static int expert_tp(const TwinStage& st) { return hetplan::expert_tp(st.etp, st.tp); }
   // The replicas that exchange together: those holding one block of ep x etp consecutive ranks
   // (Megatron-Core's expert groups: etp innermost, then ep), one replica when a replica's tensor
   // ranks hold whole blocks; ep replicas with etp = tp.
