@@ -4,7 +4,8 @@
 // worker's peak resident memory (MiB), the flows simulated, the wall time per flow (µs, the
 // worker's whole run over its flows: the figure whose flatness across sizes docs/twin.md#speed
 // follows), the same after the worker's start (the wall time of a worker that rejects an empty
-// input at once: process, libraries, parse) and the simulated step (s). Run
+// input at once: process, libraries, parse), the simulated step (s) and the ranks simulated
+// (fewer than the plan's when alike replicas are folded). Run
 // ./build/bench/hetplan_bench --benchmark_filter=Twin.
 #include <benchmark/benchmark.h>
 
@@ -75,6 +76,7 @@ void simulate(benchmark::State& state, const hetplan::sim::TwinInput& input) {
     flows += static_cast<double>(outcome.result->flows);
     state.counters["flows"] = static_cast<double>(outcome.result->flows);
     state.counters["step_s"] = outcome.result->step_time_s;
+    state.counters["simulated_ranks"] = static_cast<double>(outcome.result->simulated_ranks);
   }
   state.counters["peak_rss_MiB"] = static_cast<double>(peak_kib) / 1024.0;
   if (flows > 0) {
@@ -101,6 +103,22 @@ void BM_Twin65536Ranks(benchmark::State& state) {
   simulate(state, large_plan(16, 512, 16384, 8192));
 }
 BENCHMARK(BM_Twin65536Ranks)->Unit(benchmark::kSecond)->Iterations(1);
+
+// The last two with every replica simulated (docs/twin.md#folding): the cost of the engine
+// itself, as plans whose replicas differ (jitter, slow nodes) run it.
+void BM_Twin8192RanksWhole(benchmark::State& state) {
+  auto input = large_plan(16, 64, 2048);
+  input.fold_replicas = false;
+  simulate(state, input);
+}
+BENCHMARK(BM_Twin8192RanksWhole)->Unit(benchmark::kSecond)->Iterations(1);
+
+void BM_Twin65536RanksWhole(benchmark::State& state) {
+  auto input = large_plan(16, 512, 16384, 8192);
+  input.fold_replicas = false;
+  simulate(state, input);
+}
+BENCHMARK(BM_Twin65536RanksWhole)->Unit(benchmark::kSecond)->Iterations(1);
 
 // GPT-3 175B (96 layers, hidden 12288, 96 heads, GELU MLP of 4 h, vocabulary 50257, 2,048
 // tokens, Brown et al. 2020) on 512 nodes of the same island: 8 stages x tp 8 x dp 64 under the

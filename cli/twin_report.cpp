@@ -33,6 +33,9 @@ std::string simulation_text(const Simulated& s) {
   out += "plan " + r.plan + ": simulated one step of " + std::to_string(r.ranks) +
          " ranks on the fabric (" + std::to_string(r.flows) + " flows, seed " +
          std::to_string(s.seed) + ")\n";
+  if (r.simulated_ranks < r.ranks)
+    out += "alike replicas folded: " + std::to_string(r.simulated_ranks) + " of the " +
+           std::to_string(r.ranks) + " ranks simulated, standing for all\n";
   out += "step time      " + fixed(r.step_time_s, 3) + " s   (analytic " +
          fixed(s.analytic_step_time_s, 3) + " s, " +
          (r.step_time_s >= s.analytic_step_time_s ? "+" : "") +
@@ -151,6 +154,7 @@ nlohmann::ordered_json simulation_json(const Simulated& s) {
     out["goodput"] = nullptr;
   }
   out["ranks"] = r.ranks;
+  out["simulated_ranks"] = r.simulated_ranks;
   out["flows"] = r.flows;
   out["notes"] = s.notes;
   return out;

@@ -146,6 +146,9 @@ struct TwinInput {
   // flows to another replica's as one (docs/twin.md#speed): the same step with fewer flows.
   // False: one host and one flow per chip (to check that nothing moves).
   bool chip_blocks = true;
+  // Periods of alike replicas simulated twice instead of every one (docs/twin.md#folding): the
+  // same step with fewer flows. False: every replica (to check that nothing moves).
+  bool fold_replicas = true;
   // Output.
   std::string trace_path;  // empty: no trace
 };
@@ -194,7 +197,8 @@ struct TwinResult {
   std::vector<TwinBreakdown> stage_breakdown;  // per stage, of its last replica to finish
   std::vector<TwinLinkLoad> links;     // the most loaded links, most loaded first
   std::int64_t ranks = 0;
-  std::int64_t flows = 0;  // network flows simulated
+  std::int64_t simulated_ranks = 0;  // the ranks simulated: fewer than `ranks` when folded
+  std::int64_t flows = 0;            // network flows simulated
 };
 
 // Several jobs on one fabric: a resource pool's jobs, each lowered on its own by

@@ -1,7 +1,5 @@
 #include "sim/twin/engine.hpp"
 
-#include <simgrid/s4u.hpp>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -12,11 +10,13 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <simgrid/s4u.hpp>
 #include <stdexcept>
 #include <unordered_map>
 
 #include "sim/pipeline_schedule.hpp"
 #include "sim/seeded.hpp"
+#include "sim/twin/fold.hpp"
 
 namespace hetplan::sim::twin {
 
@@ -78,6 +78,12 @@ struct LinkInfo {
   double speed = 0;
   double bytes = 0;
   std::vector<double> job_bytes;  // per job, when several jobs share the platform
+  // A node's or a leaf group's link, for a folded plan's report (unfolded_links): its island,
+  // node or leaf (-1: neither), and its name after the number.
+  int island = -1;
+  int node = -1;
+  int leaf = -1;
+  std::string tail;
 };
 
 // Whether blocks of `block` consecutive chips fit island `ti`: whole blocks in a node and in a
@@ -365,8 +371,11 @@ class Platform {
   }
 
   int add_link(std::string name, TwinLinkKind kind, double speed) {
-    links_.push_back({std::move(name), kind, speed, 0.0,
-                      std::vector<double>(jobs_ > 1 ? static_cast<std::size_t>(jobs_) : 0, 0.0)});
+    LinkInfo& info = links_.emplace_back();
+    info.name = std::move(name);
+    info.kind = kind;
+    info.speed = speed;
+    info.job_bytes.assign(jobs_ > 1 ? static_cast<std::size_t>(jobs_) : 0, 0.0);
     return static_cast<int>(links_.size()) - 1;
   }
   // A split-duplex SimGrid link and its two report entries (up, then down).
@@ -377,6 +386,18 @@ class Platform {
     sg4::Link* link = zone->create_split_duplex_link(name, speed)->set_latency(latency)->seal();
     link_objects_.insert(link_objects_.end(), 2, link);
     return link;
+  }
+
+  // The last link's two report entries as island i's node or leaf link; `tail`: their name
+  // after the number, less the direction.
+  void place(std::size_t island, int node, int leaf, const std::string& tail) {
+    for (std::size_t e = links_.size() - 2; e < links_.size(); ++e) {
+      LinkInfo& info = links_[e];
+      info.island = static_cast<int>(island);
+      info.node = node;
+      info.leaf = leaf;
+      info.tail = tail + (e % 2 == 0 ? " (up)" : " (down)");
+    }
   }
 
   // From a leaf group into its zone: the leaf's uplinks, then the spine when it limits.
@@ -468,6 +489,7 @@ class Platform {
                      ti.name + " node " + std::to_string(node) + " " +
                          range("nic", unit * lay.nics_per_unit, lay.nics_per_unit),
                      TwinLinkKind::nic, ti.nic_speed * lay.nics_per_unit, nic_latency));
+          place(i, node, -1, " " + range("nic", unit * lay.nics_per_unit, lay.nics_per_unit));
         }
       }
       for (int b = 0; b < ti.nodes * lay.blocks_per_node; ++b) {
@@ -477,6 +499,8 @@ class Platform {
                                          range("chip", (b % lay.blocks_per_node) * block_, block_) +
                                          " intra",
                                      TwinLinkKind::intra, ti.intra_speed * block_, 0.0));
+        place(i, node, -1,
+              " " + range("chip", (b % lay.blocks_per_node) * block_, block_) + " intra");
       }
       for (int node = 0; node < ti.nodes; ++node) {
         for (int group = 0; group < lay.groups; ++group) {
@@ -484,12 +508,14 @@ class Platform {
               duplex(zone, ti.name + " n" + std::to_string(node) + " g" + std::to_string(group),
                      ti.name + " node " + std::to_string(node) + " group " + std::to_string(group),
                      TwinLinkKind::cross_group, ti.cross_group_speed * ti.intra_group, 0.0));
+          place(i, node, -1, " group " + std::to_string(group));
         }
       }
       for (int leaf = 0; leaf < lay.leaves; ++leaf) {
         uplinks.push_back(duplex(zone, ti.name + " leaf" + std::to_string(leaf) + " uplink",
                                  ti.name + " leaf " + std::to_string(leaf) + " uplink",
                                  TwinLinkKind::leaf_uplink, ti.uplink_speed, uplink_latency));
+        place(i, -1, leaf, " uplink");
       }
     }
     // Then the zones: each island's leaf groups, and in them its nodes with their blocks of
@@ -731,6 +757,7 @@ class Step {
     v_ = in.chunks;
     m_ = in.micro_batches;
     dp_ = in.stages.front().dp;
+    full_dp_ = dp_;
     virtual_stages_ = p_ * v_;
     transfers_.resize(static_cast<std::size_t>(dp_) * std::max(0, virtual_stages_ - 1) * 2 *
                       static_cast<std::size_t>(m_));
@@ -811,13 +838,20 @@ class Step {
   // Called by the last replica to finish, from its actor.
   void on_finish(std::function<void()> done) { done_ = std::move(done); }
 
+  // A folded plan (fold_replicas): its stages have `dp` replicas, of which the step simulates
+  // dp_ (two periods); the gradient collectives' bus factors are those of all of them.
+  void set_full_dp(int dp) { full_dp_ = dp; }
+
   // Times from the step's start; `links`: the platform's most loaded links, all jobs' bytes.
   TwinResult result(const TwinInput& in, bool links = true) const {
     auto finish = [&](int i) { return accounts_[static_cast<std::size_t>(i)].finish_s - start_s_; };
     TwinResult out;
     out.plan = in.plan;
     out.flows = flows_;
-    for (const auto& st : in.stages) out.ranks += static_cast<std::int64_t>(st.tp) * st.dp;
+    for (const auto& st : in.stages) {
+      out.ranks += static_cast<std::int64_t>(st.tp) * st.dp;
+      out.simulated_ranks += static_cast<std::int64_t>(st.tp) * dp_;
+    }
     out.stage_finish_s.assign(static_cast<std::size_t>(p_), 0.0);
     out.stage_first_finish_s.assign(static_cast<std::size_t>(p_), 0.0);
     int critical = 0;
@@ -1331,7 +1365,7 @@ class Step {
     // (with etp = tp: tensor rank j of replicas r, r + ep, ...).
     const int etp = c.experts ? expert_tp(st) : st.tp;
     const int stride = c.experts ? st.ep * etp : st.tp;  // ranks apart within a group
-    const int n = st.dp * st.tp / stride;
+    const int n = full_dp_ * st.tp / stride;
     std::vector<std::vector<PlannedFlow>> phases;
     auto ring = [&](std::vector<PlannedFlow>& out, const std::vector<int>& ranks, double each) {
       if (ranks.size() < 2) return;
@@ -1360,7 +1394,8 @@ class Step {
       }
       std::size_t local = 0;
       for (const auto& node : by_node) local = std::max(local, node.size());
-      const int nodes = static_cast<int>(by_node.size());
+      // Folded, the group spans full_dp_ / dp_ times the nodes simulated (whole periods).
+      const int nodes = static_cast<int>(by_node.size()) * full_dp_ / dp_;
       auto intra = [&](std::vector<PlannedFlow>& out, Collective kind) {
         for (const auto& node : by_node)
           ring(out, node,
@@ -1411,6 +1446,7 @@ class Step {
   int finished_ = 0;  // replicas done
   std::function<void()> done_;
   int p_ = 1, v_ = 1, m_ = 1, dp_ = 1, virtual_stages_ = 1;
+  int full_dp_ = 1;  // set_full_dp
   std::vector<Transfer> transfers_;
   std::vector<sg4::SemaphorePtr> wakers_;  // per stage and replica: receive()
   std::vector<std::vector<PipelineOp>> orders_;
@@ -1432,12 +1468,64 @@ class Step {
 
 }  // namespace
 
+namespace {
+
+// A folded plan's links as the whole plan has them (docs/twin.md#folding): each node's and leaf
+// group's links once for every node or leaf group it stands for, the shared tiers' bytes and
+// capacity scaled back.
+std::vector<LinkInfo> unfolded_links(const std::vector<LinkInfo>& links, const Folding& f,
+                                     const TwinInput& plan) {
+  std::vector<LinkInfo> out;
+  for (const LinkInfo& link : links) {
+    if (link.bytes <= 0) continue;
+    if (link.island < 0) {
+      LinkInfo whole = link;
+      whole.bytes *= f.scale;
+      whole.speed *= f.scale;
+      out.push_back(std::move(whole));
+      continue;
+    }
+    const TwinIsland& ti = plan.islands[static_cast<std::size_t>(link.island)];
+    const int per_leaf = ti.nodes_per_leaf;
+    // A leaf group's link stands for the leaf groups of its first node's images.
+    const int node = link.node >= 0 ? link.node : link.leaf * per_leaf;
+    for (const int image : f.images(link.island, node)) {
+      LinkInfo copy;
+      copy.kind = link.kind;
+      copy.speed = link.speed;
+      copy.bytes = link.bytes;
+      copy.name = link.node >= 0
+                      ? ti.name + " node " + std::to_string(image) + link.tail
+                      : ti.name + " leaf " + std::to_string(image / per_leaf) + link.tail;
+      out.push_back(std::move(copy));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 TwinResult simulate_step(const TwinInput& input, Timeline* timeline) {
   int argc = 1;
   char name[] = "hetplan-twin";
   char* argv[] = {name, nullptr};
   sg4::Engine engine(&argc, argv);
   configure();
+  // A trace shows every replica: folded plans are simulated whole when one is asked for.
+  const std::optional<Folding> folding = timeline ? std::nullopt : fold_replicas(input);
+  if (folding) {
+    const TwinInput& folded = folding->input;
+    Platform platform(folded, chip_block({folded}));
+    Step step(folded, platform, nullptr);
+    step.set_full_dp(folding->full_dp);
+    step.launch();
+    engine.run();
+    TwinResult out = step.result(input, false);
+    const std::vector<LinkInfo> links = unfolded_links(platform.links(), *folding, input);
+    for (const LinkInfo* link : most_loaded(links, [](const LinkInfo&) { return true; }))
+      out.links.push_back(load_of(*link, out.step_time_s));
+    return out;
+  }
   Platform platform(input, chip_block({input}));
   Step step(input, platform, timeline);
   step.launch();

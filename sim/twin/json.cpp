@@ -111,6 +111,7 @@ void fields(V& v, TwinInput& in) {
   v("jitter", in.jitter);
   v("stragglers", in.stragglers);
   v("chip_blocks", in.chip_blocks);
+  v("fold_replicas", in.fold_replicas);
   v("trace_path", in.trace_path);
 }
 
@@ -151,6 +152,7 @@ void fields(V& v, TwinResult& r) {
   v("stage_breakdown", r.stage_breakdown);
   v("links", r.links);
   v("ranks", r.ranks);
+  v("simulated_ranks", r.simulated_ranks);
   v("flows", r.flows);
 }
 

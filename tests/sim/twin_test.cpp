@@ -1298,6 +1298,131 @@ TEST(TwinAgreement, DeepSeekPipelinesWithTheDenseLayerMatchTheAnalyticStep) {
   }
 }
 
+// --- alike replicas folded -------------------------------------------------------------------
+
+// `folded` simulated two periods of alike replicas (docs/twin.md#folding), `whole` every one:
+// the same step, breakdown, stages' finishes and most loaded links.
+void expect_same_step(const TwinResult& folded, const TwinResult& whole) {
+  const double tolerance = 1e-9 * whole.step_time_s;
+  EXPECT_NEAR(folded.step_time_s, whole.step_time_s, tolerance);
+  const TwinBreakdown& f = folded.breakdown;
+  const TwinBreakdown& w = whole.breakdown;
+  EXPECT_NEAR(f.compute_s, w.compute_s, tolerance);
+  EXPECT_NEAR(f.pipeline_s, w.pipeline_s, tolerance);
+  EXPECT_NEAR(f.cross_island_s, w.cross_island_s, tolerance);
+  EXPECT_NEAR(f.data_parallel_s, w.data_parallel_s, tolerance);
+  EXPECT_NEAR(f.expert_parallel_s, w.expert_parallel_s, tolerance);
+  EXPECT_NEAR(f.bubble_s, w.bubble_s, tolerance);
+  EXPECT_NEAR(f.optimizer_s, w.optimizer_s, tolerance);
+  EXPECT_EQ(folded.critical_stage, whole.critical_stage);
+  EXPECT_EQ(folded.critical_replica, whole.critical_replica);
+  ASSERT_EQ(folded.stage_finish_s.size(), whole.stage_finish_s.size());
+  for (std::size_t s = 0; s < whole.stage_finish_s.size(); ++s) {
+    EXPECT_NEAR(folded.stage_finish_s[s], whole.stage_finish_s[s], tolerance);
+    EXPECT_NEAR(folded.stage_first_finish_s[s], whole.stage_first_finish_s[s], tolerance);
+  }
+  EXPECT_EQ(folded.ranks, whole.ranks);
+  EXPECT_EQ(whole.simulated_ranks, whole.ranks);
+  EXPECT_LT(folded.simulated_ranks, folded.ranks) << "the plan was not folded";
+  EXPECT_LT(folded.flows, whole.flows);
+  ASSERT_EQ(folded.links.size(), whole.links.size());
+  for (std::size_t l = 0; l < whole.links.size(); ++l) {
+    const TwinLinkLoad& a = folded.links[l];
+    const TwinLinkLoad& b = whole.links[l];
+    EXPECT_EQ(a.name, b.name) << "link " << l;
+    EXPECT_EQ(a.kind, b.kind) << b.name;
+    EXPECT_NEAR(a.speed, b.speed, 1e-9 * b.speed) << b.name;
+    EXPECT_NEAR(a.bytes, b.bytes, 1e-9 * b.bytes) << b.name;
+    EXPECT_NEAR(a.busy_s, b.busy_s, 1e-9 * b.busy_s) << b.name;
+  }
+}
+
+// Plans whose replicas fall into periods that fill whole leaf groups simulate the same step
+// folded as whole: pipelines whose boundaries cross a 2:1 spine beside an exposed all-reduce,
+// tp 2 with several replicas a node and the distributed optimizer's overlapped all-gather, an
+// interleaved schedule, a stage on each of two islands, and an expert-parallel exchange under a
+// 4:1 leaf uplink.
+TEST(TwinFolding, AlikeReplicasSimulateTheSameStep) {
+  std::vector<TwinInput> inputs;
+  {
+    // 12 nodes, 2 a leaf, spine 2:1; 2 stages x tp 8 x dp 6: a period is 2 replicas (a leaf).
+    Scenario s = small_scenario(12, 2, 1.0);
+    s.cluster.fabric.spine_oversubscription = 2;
+    s.workload.training.global_batch = 48;
+    inputs.push_back(lower(s, even_plan(s, 2, 8, 6, "spine")));
+  }
+  {
+    // tp 2: 4 replicas a node, a period of 8 (two nodes); ZeRO 1 with both overlaps.
+    Scenario s = small_scenario(12, 2, 2.0);
+    s.workload.training.zero_stage = 1;
+    s.workload.training.overlap_grad_reduce = true;
+    s.workload.training.overlap_param_gather = true;
+    s.workload.training.global_batch = 96;
+    inputs.push_back(lower(s, even_plan(s, 2, 2, 24, "tp2-zero1")));
+  }
+  {
+    Scenario s = small_scenario(12, 2, 2.0);
+    s.workload.training.global_batch = 48;
+    Plan plan = even_plan(s, 2, 8, 6, "interleaved");
+    plan.schedule = Schedule::interleaved;
+    plan.virtual_stages = 2;
+    formats::check_plan_references(plan, s.cluster, s.workload);
+    inputs.push_back(lower(s, plan));
+  }
+  {
+    // Two islands of 6 nodes in one zone behind a 2:1 spine; a stage on each.
+    Scenario s = small_scenario(6, 2, 1.0);
+    s.cluster.fabric.spine_oversubscription = 2;
+    Island second = s.cluster.islands.front();
+    second.name = "npu-b";
+    s.cluster.islands.push_back(second);
+    s.workload.training.global_batch = 48;
+    Plan plan = even_plan(s, 2, 8, 6, "two-islands");
+    plan.stages[1].island = "npu-b";
+    formats::check_plan_references(plan, s.cluster, s.workload);
+    inputs.push_back(lower(s, plan));
+  }
+  // 6 nodes, 2 a leaf, 4:1; tp 1, dp 48, ep 8: a period is 16 replicas (a leaf).
+  inputs.push_back(a2a_input(6, 2, 4.0, 1, 48, 8));
+  std::vector<TwinInput> both;
+  for (const TwinInput& in : inputs) {
+    ASSERT_EQ(problems_of(in), "") << in.plan;
+    both.push_back(in);
+    both.back().fold_replicas = false;
+    both.push_back(in);
+  }
+  const auto results = simulate(both);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const TwinResult& whole = results[2 * i];
+    const TwinResult& folded = results[2 * i + 1];
+    SCOPED_TRACE(inputs[i].plan);
+    std::cout << "[folded] " << describe(folded) << ", " << folded.simulated_ranks << " of "
+              << folded.ranks << " ranks, " << folded.flows << " flows\n[whole]  "
+              << describe(whole) << ", " << whole.flows << " flows\n";
+    expect_same_step(folded, whole);
+  }
+}
+
+// Nothing that tells replicas apart is folded: jitter, a slow node, or periods that do not
+// fill whole leaf groups (here a replica a node, two nodes a leaf, stages of 3 replicas).
+TEST(TwinFolding, ReplicasThatDifferAreSimulatedEach) {
+  Scenario s = small_scenario(12, 2, 1.0);
+  s.workload.training.global_batch = 48;
+  const Plan plan = even_plan(s, 2, 8, 6, "alike");
+  TwinOptions jitter;
+  jitter.jitter = 0.05;
+  TwinOptions slow;
+  slow.stragglers = {{"npu", 3, 1.2}};
+  Scenario odd = small_scenario(6, 2, 1.0);
+  odd.workload.training.global_batch = 48;
+  const std::vector<TwinInput> inputs{lower(s, plan), lower(s, plan, jitter), lower(s, plan, slow),
+                                      lower(odd, even_plan(odd, 2, 8, 3, "odd"))};
+  const auto results = simulate(inputs);
+  EXPECT_LT(results[0].simulated_ranks, results[0].ranks);
+  for (std::size_t i = 1; i < results.size(); ++i)
+    EXPECT_EQ(results[i].simulated_ranks, results[i].ranks) << inputs[i].plan << " " << i;
+}
+
 // --- a straggler ------------------------------------------------------------------------------
 
 // One node 1.5x slower: the replica on it falls behind, its whole pipeline replica waits for
@@ -2028,7 +2153,8 @@ TEST(TwinJson, InputsSurviveTheRoundTrip) {
   options.jitter = 0.125;
   options.stragglers.push_back({"dcu-k100", 3, 1.75});
   options.trace_path = "out/trace \"quoted\".json";
-  const TwinInput input = lower(scenario, reference_plan(scenario), options);
+  TwinInput input = lower(scenario, reference_plan(scenario), options);
+  input.fold_replicas = false;  // not the default
   ASSERT_EQ(input.stragglers.size(), 1u);
   const std::string text = twin::to_json(input).dump();
   const TwinInput back = twin::input_from_json(nlohmann::json::parse(text));
@@ -2040,6 +2166,7 @@ TEST(TwinJson, InputsSurviveTheRoundTrip) {
   EXPECT_EQ(back.activation_bytes, input.activation_bytes);
   EXPECT_EQ(back.overlap_grad_reduce, input.overlap_grad_reduce);
   EXPECT_EQ(back.overlap_param_gather, input.overlap_param_gather);
+  EXPECT_EQ(back.fold_replicas, input.fold_replicas);
   ASSERT_EQ(back.stages.size(), input.stages.size());
   for (std::size_t s = 0; s < input.stages.size(); ++s) {
     EXPECT_EQ(back.stages[s].first_chip, input.stages[s].first_chip);
