@@ -1214,10 +1214,6 @@ void MainWindow::show_simulation(std::shared_ptr<const Simulation> simulation) {
               .arg(r.ranks)
               .arg(r.flows)
               .arg(simulation_->seed);
-  if (r.simulated_ranks < r.ranks)
-    html += tr("<p>alike replicas folded: %1 of the %2 ranks simulated, standing for all</p>")
-                .arg(r.simulated_ranks)
-                .arg(r.ranks);
   const double delta = simulation_->analytic_step_time_s > 0
                            ? 100 * (r.step_time_s / simulation_->analytic_step_time_s - 1)
                            : 0;

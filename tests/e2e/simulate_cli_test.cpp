@@ -90,6 +90,36 @@ TEST(SimulateCli, SameInputsGiveByteIdenticalOutput) {
   EXPECT_EQ(text_a.out, text_b.out);
 }
 
+// A plan whose replicas fall into alike periods (docs/twin.md#folding) is simulated folded, and
+// says so; with a trace asked for, every replica is simulated, to the same step and breakdown.
+TEST(SimulateCli, AlikeReplicasAreFoldedToTheSameStep) {
+  const std::string command =
+      "simulate scenarios/six-vendors.yaml --plan tests/e2e/data/simulate/six-vendors-folded.yaml";
+  const CliRun text = hetplan(command, " 2>/dev/null");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("alike replicas folded: 1536 of the 3072 ranks simulated"),
+            std::string::npos)
+      << text.out;
+  const CliRun folded = hetplan(command + " --json", " 2>/dev/null");
+  ASSERT_EQ(folded.exit_code, 0) << folded.out;
+  const TempFolder folder;
+  ASSERT_FALSE(folder.path().empty());
+  const CliRun whole =
+      hetplan(command + " --json --trace " + folder.path() + "/step.json", " 2>/dev/null");
+  ASSERT_EQ(whole.exit_code, 0) << whole.out;
+  const auto f = nlohmann::json::parse(folded.out);
+  const auto w = nlohmann::json::parse(whole.out);
+  EXPECT_EQ(f.at("ranks"), 3072);
+  EXPECT_EQ(f.at("simulated_ranks"), 1536);
+  EXPECT_EQ(w.at("simulated_ranks"), 3072);
+  EXPECT_LT(f.at("flows").get<double>(), w.at("flows").get<double>());
+  // Six significant digits in the report: the same figures.
+  EXPECT_EQ(f.at("step_time_s"), w.at("step_time_s"));
+  EXPECT_EQ(f.at("breakdown"), w.at("breakdown"));
+  EXPECT_EQ(f.at("stage_finish_s"), w.at("stage_finish_s"));
+  EXPECT_EQ(f.at("links"), w.at("links"));
+}
+
 TEST(SimulateCli, TraceIsWrittenInOnePiece) {
   const TempFolder folder;
   ASSERT_FALSE(folder.path().empty());
