@@ -8,14 +8,15 @@
 // worker relies on before any of it reaches SimGrid.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/cluster.hpp"
-#include "core/scenario.hpp"
 #include "core/plan.hpp"
+#include "core/scenario.hpp"
 #include "core/workload.hpp"
 #include "models/collectives.hpp"
 #include "sim/estimator.hpp"
@@ -91,6 +92,13 @@ struct TwinStage {
   // adding up to 1. Empty: 1 / chunks each.
   std::vector<double> chunk_share;
 };
+
+// The replicas of a stage that exchange routed tokens together: those holding one block of
+// ep x etp consecutive ranks (Megatron-Core's expert groups: etp innermost, then ep), one
+// replica when a replica's tensor ranks hold whole blocks; ep replicas with etp = tp.
+inline int exchange_replicas(const TwinStage& st) {
+  return std::max(1, st.ep * expert_tp(st.etp, st.tp) / st.tp);
+}
 
 struct TwinZoneLink {
   std::string zone_a;

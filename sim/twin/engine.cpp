@@ -1221,12 +1221,6 @@ class Step {
 
   // The experts' tensor parallelism of a stage: its etp, else its tp.
   static int expert_tp(const TwinStage& st) { return hetplan::expert_tp(st.etp, st.tp); }
-  // The replicas that exchange together: those holding one block of ep x etp consecutive ranks
-  // (Megatron-Core's expert groups: etp innermost, then ep), one replica when a replica's tensor
-  // ranks hold whole blocks; ep replicas with etp = tp.
-  static int exchange_replicas(const TwinStage& st) {
-    return std::max(1, st.ep * expert_tp(st) / st.tp);
-  }
 
   // The flows of `count` all-to-alls of exchange g of stage s (replicas g x R to (g + 1) x R - 1,
   // R = exchange_replicas), carried as `/ efficiency` of the link kind like the collectives'
@@ -1480,8 +1474,8 @@ std::vector<LinkInfo> unfolded_links(const std::vector<LinkInfo>& links, const F
     if (link.bytes <= 0) continue;
     if (link.island < 0) {
       LinkInfo whole = link;
-      whole.bytes *= f.scale;
-      whole.speed *= f.scale;
+      whole.bytes *= f.scale();
+      whole.speed *= f.scale();
       out.push_back(std::move(whole));
       continue;
     }
@@ -1513,23 +1507,19 @@ TwinResult simulate_step(const TwinInput& input, Timeline* timeline) {
   configure();
   // A trace shows every replica: folded plans are simulated whole when one is asked for.
   const std::optional<Folding> folding = timeline ? std::nullopt : fold_replicas(input);
+  const TwinInput& simulated = folding ? folding->input : input;
+  Platform platform(simulated, chip_block({simulated}));
+  Step step(simulated, platform, timeline);
+  if (folding) step.set_full_dp(folding->full_dp);
+  step.launch();
+  engine.run();
   if (folding) {
-    const TwinInput& folded = folding->input;
-    Platform platform(folded, chip_block({folded}));
-    Step step(folded, platform, nullptr);
-    step.set_full_dp(folding->full_dp);
-    step.launch();
-    engine.run();
     TwinResult out = step.result(input, false);
     const std::vector<LinkInfo> links = unfolded_links(platform.links(), *folding, input);
     for (const LinkInfo* link : most_loaded(links, [](const LinkInfo&) { return true; }))
       out.links.push_back(load_of(*link, out.step_time_s));
     return out;
   }
-  Platform platform(input, chip_block({input}));
-  Step step(input, platform, timeline);
-  step.launch();
-  engine.run();
   if (timeline) {
     std::stable_sort(timeline->arrows.begin(), timeline->arrows.end(),
                      [](const Arrow& a, const Arrow& b) {

@@ -3,16 +3,9 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "core/plan.hpp"
-
 namespace hetplan::sim::twin {
 
 namespace {
-
-// The replicas that exchange routed tokens together (the engine's exchange_replicas).
-int exchange_replicas(const TwinStage& st) {
-  return std::max(1, st.ep * expert_tp(st.etp, st.tp) / st.tp);
-}
 
 // Whether periods of `k` replicas fill whole leaf groups of every stage's island, hold whole
 // expert-parallel exchanges, and start on a leaf group's first chip.
@@ -43,9 +36,7 @@ std::vector<int> Folding::images(int island, int node) const {
 std::optional<Folding> fold_replicas(const TwinInput& in) {
   if (!in.fold_replicas || in.stages.empty() || in.jitter > 0 || !in.stragglers.empty())
     return std::nullopt;
-  const int dp = in.stages.front().dp;
-  for (const TwinStage& st : in.stages)
-    if (st.dp != dp) return std::nullopt;
+  const int dp = in.stages.front().dp;  // every stage's (check_twin_input)
   // Every island holds stages (the folded island is made of their chips).
   std::vector<bool> used(in.islands.size(), false);
   for (const TwinStage& st : in.stages) used[static_cast<std::size_t>(st.island)] = true;
@@ -64,7 +55,6 @@ std::optional<Folding> fold_replicas(const TwinInput& in) {
   Folding f;
   f.period = k;
   f.full_dp = dp;
-  f.scale = static_cast<double>(dp) / (2.0 * k);
   f.input = in;
   f.nodes.resize(in.islands.size());
   std::vector<int> next_node(in.islands.size(), 0);
@@ -80,8 +70,8 @@ std::optional<Folding> fold_replicas(const TwinInput& in) {
     next_node[i] += 2 * period_nodes;
   }
   for (std::size_t i = 0; i < in.islands.size(); ++i) f.input.islands[i].nodes = next_node[i];
-  for (TwinSpine& spine : f.input.spines) spine.speed /= f.scale;
-  for (TwinZoneLink& link : f.input.zone_links) link.speed /= f.scale;
+  for (TwinSpine& spine : f.input.spines) spine.speed /= f.scale();
+  for (TwinZoneLink& link : f.input.zone_links) link.speed /= f.scale();
   return f;
 }
 

@@ -28,10 +28,11 @@ struct Folding {
   TwinInput input;  // two periods of every stage
   int period = 1;   // replicas per period
   int full_dp = 1;  // the plan's replicas per stage
-  // Traffic on the shared tiers (spines, zone links) of the whole plan over the folded one's:
-  // full_dp / (2 period). Their capacities in `input` are divided by it.
-  double scale = 1;
   std::vector<std::vector<FoldedNode>> nodes;  // [island][node of the folded input]
+
+  // Traffic on the shared tiers (spines, zone links) of the whole plan over the folded one's.
+  // Their capacities in `input` are divided by it.
+  double scale() const { return full_dp / (2.0 * period); }
 
   // The plan's nodes that node `node` of island `island` of the folded input stands for: the
   // first period's stands for the plan's first, the second for every other one.
