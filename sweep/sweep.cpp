@@ -1,11 +1,12 @@
 #include "sweep/sweep.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <random>
-#include <regex>
 #include <set>
 
 #include "core/units.hpp"
@@ -21,13 +22,43 @@ using formats::MapReader;
 constexpr std::size_t kMaxPoints = 1'000'000;
 constexpr std::int64_t kMaxSteps = 100'000;
 
-// "8", "2.5e-3", "200 Gbps" -> the number and the unit text after it.
+// "8", "2.5e-3", "200 Gbps" -> the number and the unit text after it. Scanned by hand: a
+// regular expression's matcher recurses once per character and overflows the stack on long
+// input.
 bool split_number(const std::string& text, double& number, std::string& unit) {
-  static const std::regex pattern(R"(^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*(.*?)\s*$)");
-  std::smatch match;
-  if (!std::regex_match(text, match, pattern)) return false;
-  number = std::stod(match[1]);
-  unit = match[2];
+  const std::size_t n = text.size();
+  auto space = [&](std::size_t k) {
+    return std::isspace(static_cast<unsigned char>(text[k])) != 0;
+  };
+  auto digit = [&](std::size_t k) {
+    return k < n && std::isdigit(static_cast<unsigned char>(text[k])) != 0;
+  };
+  std::size_t i = 0;
+  while (i < n && space(i)) ++i;
+  const std::size_t start = i;
+  if (i < n && (text[i] == '+' || text[i] == '-')) ++i;
+  std::size_t digits = 0;
+  for (; digit(i); ++i) ++digits;
+  if (i < n && text[i] == '.') {
+    for (++i; digit(i); ++i) ++digits;
+  }
+  if (digits == 0) return false;
+  if (i < n && (text[i] == 'e' || text[i] == 'E')) {
+    std::size_t j = i + 1;
+    if (j < n && (text[j] == '+' || text[j] == '-')) ++j;
+    if (digit(j)) {
+      while (digit(j)) ++j;
+      i = j;
+    }
+  }
+  const char* first =
+      text.data() + start + (text[start] == '+' ? 1 : 0);  // from_chars takes no '+'
+  const auto [end_of_number, error] = std::from_chars(first, text.data() + i, number);
+  if (error != std::errc() || end_of_number != text.data() + i) return false;
+  std::size_t end = n;
+  while (end > i && space(end - 1)) --end;
+  while (i < end && space(i)) ++i;
+  unit = text.substr(i, end - i);
   return std::isfinite(number);
 }
 

@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <regex>
+#include <optional>
 #include <set>
 
 #include "core/input_file.hpp"
@@ -216,15 +217,55 @@ double CsvTable::number(const CsvRow& row, std::string_view column) const {
   return *value;
 }
 
+namespace {
+
+// "github.com/OWNER/NAME" in `line`: OWNER/NAME, or empty. Scanned by hand, as are the other
+// patterns of this file: std::regex's matcher recurses once per character and overflows the
+// stack on a long line.
+std::string github_repo(const std::string& line) {
+  auto name_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-';
+  };
+  constexpr std::string_view kHost = "github.com/";
+  for (std::size_t at = line.find(kHost); at != std::string::npos; at = line.find(kHost, at + 1)) {
+    std::size_t i = at + kHost.size();
+    const std::size_t owner = i;
+    while (i < line.size() && name_char(line[i])) ++i;
+    if (i == owner || i >= line.size() || line[i] != '/') continue;
+    const std::size_t name = ++i;
+    while (i < line.size() && name_char(line[i])) ++i;
+    if (i > name) return line.substr(owner, i - owner);
+  }
+  return "";
+}
+
+// A whole word of exactly 40 lowercase hexadecimal digits in `line` (a git commit), or empty.
+std::string commit_hash(const std::string& line) {
+  auto word_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+  };
+  auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  for (std::size_t i = 0; i < line.size();) {
+    if (!word_char(line[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t end = i;
+    bool all_hex = true;
+    for (; end < line.size() && word_char(line[end]); ++end) all_hex &= hex(line[end]);
+    if (all_hex && end - i == 40) return line.substr(i, 40);
+    i = end;
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string CsvTable::source() const {
-  static const std::regex repo(R"(github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+))");
-  static const std::regex commit(R"(\b([0-9a-f]{40})\b)");
   std::string found_repo, found_commit;
   for (const auto& line : comments) {
-    std::smatch match;
-    if (found_repo.empty() && std::regex_search(line, match, repo)) found_repo = match[1];
-    if (found_commit.empty() && std::regex_search(line, match, commit))
-      found_commit = std::string(match[1]).substr(0, 7);
+    if (found_repo.empty()) found_repo = github_repo(line);
+    if (found_commit.empty()) found_commit = commit_hash(line).substr(0, 7);
   }
   if (!found_repo.empty() && !found_commit.empty()) return found_repo + " @ " + found_commit;
   if (!found_repo.empty()) return found_repo;
@@ -347,11 +388,35 @@ MicrobenchRows read_mamf_optuna(const std::string& path, const std::string& devi
   return out;
 }
 
+namespace {
+
+// "m=4096 n=4096 k=4096" -> the three dimensions (each 1 to 10^9), or nothing.
+std::optional<std::array<double, 3>> gemm_shape(const std::string& param) {
+  std::array<double, 3> shape{};
+  std::size_t i = 0;
+  for (std::size_t d = 0; d < 3; ++d) {
+    const std::string key = std::string(1, "mnk"[d]) + "=";
+    if (d > 0) {
+      if (i >= param.size() || param[i] != ' ') return std::nullopt;
+      ++i;
+    }
+    if (param.compare(i, key.size(), key) != 0) return std::nullopt;
+    i += key.size();
+    const std::size_t digits = i;
+    while (i < param.size() && std::isdigit(static_cast<unsigned char>(param[i])) != 0) ++i;
+    if (i == digits || i - digits > 9) return std::nullopt;
+    shape[d] = std::stod(param.substr(digits, i - digits));
+  }
+  if (i != param.size() || shape[0] < 1 || shape[1] < 1 || shape[2] < 1) return std::nullopt;
+  return shape;
+}
+
+}  // namespace
+
 MicrobenchRows read_azure_benchmarking_guide(const std::string& path, const std::string& gpu) {
   const CsvTable table = read_microbench_csv(path);
   MicrobenchRows out = start(table);
   Skips skips(file_name(path));
-  static const std::regex gemm_param(R"(m=(\d+) n=(\d+) k=(\d+))");
   // BabelStream's default arrays: 2^25 doubles; the kernels' traffic in arrays.
   constexpr double kStreamElements = 33554432.0;
   constexpr double kDoubleBytes = 8.0;
@@ -370,14 +435,13 @@ MicrobenchRows read_azure_benchmarking_guide(const std::string& path, const std:
     const std::string& param = table.text(row, "param");
     if (kind.starts_with("gemm_cublaslt_")) {
       const auto dtype = dtype_named(kind.substr(std::string("gemm_cublaslt_").size()));
-      std::smatch match;
       if (!dtype)
         table.fail(row, "kind", "expected gemm_cublaslt_fp16 or _fp8, got " + hetplan::quoted(kind));
-      if (!std::regex_match(param, match, gemm_param))
+      const auto shape = gemm_shape(param);
+      if (!shape)
         table.fail(row, "param", "expected \"m=M n=N k=K\", got " + hetplan::quoted(param));
       expect_unit(row, "TFLOPS");
-      out.gemm.push_back(gemm_from_tflops(*dtype, "unstated", std::stod(match[1]),
-                                          std::stod(match[2]), std::stod(match[3]),
+      out.gemm.push_back(gemm_from_tflops(*dtype, "unstated", (*shape)[0], (*shape)[1], (*shape)[2],
                                           table.number(row, "value")));
     } else if (kind == "hbm_babelstream") {
       const auto it = stream.find(param);

@@ -3,13 +3,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <regex>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "formats/document.hpp"
 #include "formats/loaders.hpp"
 #include "sim/estimator.hpp"
@@ -70,6 +71,7 @@ struct CaseConfig {
   bool sp = false;
   int chips = 0;
   std::string chip, intra_node, network;
+  std::optional<SourceLocation> chip_location;  // where `hardware.chip` was given
   int chips_per_node = 0;
   SourceLocation location;  // the case's
   std::optional<formats::Field> measured;
@@ -81,7 +83,10 @@ int integer(const formats::Field& field) {
 
 void read_hardware(const formats::Field& field, CaseConfig& c) {
   formats::MapReader map(field);
-  if (auto v = map.optional("chip")) c.chip = v->as_string();
+  if (auto v = map.optional("chip")) {
+    c.chip = v->as_string();
+    c.chip_location = v->location();
+  }
   if (auto v = map.optional("chips_per_node")) c.chips_per_node = integer(*v);
   if (auto v = map.optional("intra_node")) c.intra_node = v->as_string();
   if (auto v = map.optional("network")) c.network = v->as_string();
@@ -267,42 +272,176 @@ void check_complete(const formats::Field& node, const CaseConfig& c) {
   }
 }
 
-// The chip profile a published hardware description names. A800 is A100 silicon with NVLink
-// limited to 400 GB/s (200 GB/s each way), which the source states.
+// Figures in free text, read by hand rather than with std::regex, whose matcher recurses once
+// per character and overflows the stack on long input.
+
+// The number at text[i] (digits, optionally a fraction) if one starts there and is not the tail
+// of a longer one: its value and the index after it. Longer than nine digits is no figure.
+std::optional<std::pair<double, std::size_t>> number_at(const std::string& text, std::size_t i) {
+  auto digit = [&](std::size_t k) {
+    return k < text.size() && std::isdigit(static_cast<unsigned char>(text[k])) != 0;
+  };
+  if (!digit(i) || (i > 0 && (digit(i - 1) || text[i - 1] == '.'))) return std::nullopt;
+  std::size_t end = i;
+  while (digit(end)) ++end;
+  if (end < text.size() && text[end] == '.' && digit(end + 1)) {
+    ++end;
+    while (digit(end)) ++end;
+  }
+  if (end - i > 9) return std::nullopt;
+  return std::make_pair(std::stod(text.substr(i, end - i)), end);
+}
+
+std::size_t skip_spaces(const std::string& text, std::size_t i) {
+  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i])) != 0) ++i;
+  return i;
+}
+
+bool word_at(const std::string& text, std::size_t i, std::string_view word) {
+  return text.compare(i, word.size(), word) == 0;
+}
+
+// The first figure followed by `unit` (after optional spaces), e.g. "400 GB/s".
+std::optional<double> figure_before(const std::string& text, std::string_view unit) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto number = number_at(text, i);
+    if (number && word_at(text, skip_spaces(text, number->second), unit)) return number->first;
+  }
+  return std::nullopt;
+}
+
+// The chip profile a published hardware description names, and what the description says of
+// its part that differs from the profile (docs/validation.md#hardware). Parts of one die share
+// a profile: the A800 and H800 are the A100 and H100 with NVLink cut to 400 GB/s
+// (bidirectional), the A100 40 GB has other HBM; the Atlas servers name their Ascend chips.
+// Parts whose clocks or links the bundled profiles do not describe (PCIe cards, H100 NVL,
+// H20, H200) are refused rather than predicted with another part's numbers.
 struct HardwareMatch {
-  std::string profile;
-  std::optional<double> intra_node_bandwidth;
+  std::string profile;  // empty: refused, `refused` says why
+  std::string refused;
+  std::optional<double> intra_node_bandwidth;  // one direction, B/s
+  std::optional<double> memory_capacity, memory_usable, memory_bandwidth;
 };
 
+bool has(const std::string& upper, const char* word) {
+  return upper.find(word) != std::string::npos;
+}
+
 HardwareMatch match_hardware(const CaseConfig& c) {
+  std::string chip = c.chip;
+  for (char& ch : chip) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  constexpr double kGiB = 1ull << 30;
   HardwareMatch match;
-  if (c.chip.find("A800") != std::string::npos || c.chip.find("A100") != std::string::npos)
+  const bool pcie = has(chip, "PCIE");
+  // The export parts' NVLink: 400 GB/s both ways together (NVIDIA's statement on the A800,
+  // reported by Reuters, Nov. 2022; the H800 likewise, docs/validation.md#hardware).
+  const bool export_part = has(chip, "A800") || has(chip, "H800");
+  if (has(chip, "A100") || has(chip, "A800")) {
+    if (pcie) {
+      match.refused =
+          "an A100 or A800 SXM4 part, the bundled profile's (a PCIe card has other "
+          "clocks, power and links)";
+      return match;
+    }
     match.profile = "nvidia-a100-sxm4-80gb";
-  else if (c.chip.find("H100") != std::string::npos)
+    bool forty = false;  // "40GB", "40 GB", "40GiB", "40G"
+    for (std::size_t i = 0; i < chip.size() && !forty; ++i) {
+      const auto number = number_at(chip, i);
+      forty =
+          number && number->first == 40 && word_at(chip, skip_spaces(chip, number->second), "G");
+    }
+    if (forty) {
+      // The 40 GB part: 40 GiB of HBM2 at 1,555 GB/s (A100 datasheet), of which FlagPerf
+      // measured 39.18 GiB allocatable on a DGX A100 (the profile's flagperf-capacity source).
+      match.memory_capacity = 40 * kGiB;
+      match.memory_usable = 39.18 * kGiB;
+      match.memory_bandwidth = 1555e9;
+    }
+  } else if (has(chip, "H100") || has(chip, "H800")) {
+    if (pcie || has(chip, "NVL")) {
+      match.refused =
+          "an H100 or H800 SXM5 part, the bundled profile's (PCIe and NVL cards have "
+          "other clocks, memory and links)";
+      return match;
+    }
     match.profile = "nvidia-h100-sxm5-80gb";
-  else if (c.chip.find("910B") != std::string::npos)
+  } else if (has(chip, "910B") || has(chip, "ATLAS 800T A2") || has(chip, "ATLAS 900 A2")) {
     match.profile = "ascend-910b";
+  } else if (has(chip, "910C") || has(chip, "ATLAS 900 A3") || has(chip, "910_93")) {
+    match.refused =
+        "a chip whose profile can predict a run (the ascend-910c profile does not "
+        "know its memory capacity or bandwidth)";
+    return match;
+  } else if (has(chip, "910")) {
+    match.profile = "ascend-910";  // 910A, 910 ProA/ProB: the first generation
+  } else {
+    match.refused =
+        "a chip hetplan has a profile for (A100, A800, H100, H800, Ascend 910 or "
+        "910B)";
+    return match;
+  }
+  if (export_part) match.intra_node_bandwidth = 400e9 / 2;
   // A stated chip-to-chip figure ("NVLink 400 GB/s", "600 GB/s per GPU") is the bidirectional
   // bandwidth per chip; the profile's intra-node bandwidth is one direction.
-  static const std::regex figure(R"((\d+(?:\.\d+)?)\s*GB/s)");
-  std::smatch found;
-  if (std::regex_search(c.intra_node, found, figure) ||
-      (c.chip.find("NVLink") != std::string::npos && std::regex_search(c.chip, found, figure)))
-    match.intra_node_bandwidth = std::stod(found[1]) * 1e9 / 2;
+  std::optional<double> stated = figure_before(c.intra_node, "GB/s");
+  if (!stated && has(chip, "NVLINK")) stated = figure_before(c.chip, "GB/s");
+  if (stated && *stated > 0) match.intra_node_bandwidth = *stated * 1e9 / 2;
   return match;
 }
 
-// "8x 200 Gb/s HDR InfiniBand per node" -> 8 NICs of 200 Gb/s.
+// "8x 200 Gb/s HDR InfiniBand per node" -> 8 NICs of 200 Gb/s. The count may be written with
+// x, X, * or the multiplication sign, the rate as Gb/s, Gbps, Gbit/s, GbE or a bare G ("8x400G
+// RoCE"); bytes (GB/s) are not a network rate and are not read.
+// A network rate at text[i]: a figure, then G with b/s, bps, bit/s, bE, b or nothing, not
+// followed by a letter or a slash. Its Gb/s and the index after it.
+std::optional<std::pair<double, std::size_t>> rate_at(const std::string& text, std::size_t i) {
+  const auto number = number_at(text, i);
+  if (!number) return std::nullopt;
+  std::size_t end = skip_spaces(text, number->second);
+  if (!word_at(text, end, "G")) return std::nullopt;
+  ++end;
+  for (std::string_view unit : {"b/s", "bps", "bit/s", "bE", "b"}) {
+    if (word_at(text, end, unit)) {
+      end += unit.size();
+      break;
+    }
+  }
+  if (end < text.size() &&
+      (std::isalpha(static_cast<unsigned char>(text[end])) != 0 || text[end] == '/'))
+    return std::nullopt;
+  return std::make_pair(number->first, end);
+}
+
 void parse_network(const std::string& text, Island& island) {
-  static const std::regex with_count(R"((\d+)\s*x\s*(\d+)\s*Gb/s)");
-  static const std::regex speed_only(R"((\d+)\s*Gb/s)");
-  std::smatch match;
-  if (std::regex_search(text, match, with_count)) {
-    island.nic_count = std::stoi(match[1]);
-    island.nic_speed = std::stod(match[2]) * 1e9 / 8;
-  } else if (std::regex_search(text, match, speed_only)) {
+  std::optional<double> speed_only;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto count = number_at(text, i);
+    if (!count) continue;
+    std::size_t at = skip_spaces(text, count->second);
+    bool times = false;
+    for (std::string_view sign : {"x", "X", "*", "\u00d7"}) {
+      if (word_at(text, at, sign)) {
+        at += sign.size();
+        times = true;
+        break;
+      }
+    }
+    const bool whole =
+        count->first >= 1 && count->first <= 1024 && count->first == static_cast<int>(count->first);
+    if (times && whole) {
+      if (const auto rate = rate_at(text, skip_spaces(text, at)); rate && rate->first > 0) {
+        island.nic_count = static_cast<int>(count->first);
+        island.nic_speed = rate->first * 1e9 / 8;
+        return;
+      }
+    }
+    if (!speed_only) {
+      if (const auto rate = rate_at(text, i); rate && rate->first > 0) speed_only = rate->first;
+    }
+  }
+  if (speed_only) {
     island.nic_count = 1;
-    island.nic_speed = std::stod(match[1]) * 1e9 / 8;
+    island.nic_speed = *speed_only * 1e9 / 8;
   }
 }
 
@@ -342,10 +481,10 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   result.file = stem;
   result.id = c.id;
   const HardwareMatch match = match_hardware(c);
-  if (match.profile.empty())
-    throw InputError(c.location, "hardware.chip",
-                     "expected a chip hetplan has a profile for (A100, A800, H100, 910B), got \"" +
-                         c.chip + "\"");
+  if (match.profile.empty()) {
+    throw InputError(c.chip_location.value_or(c.location), "hardware.chip",
+                     "expected " + match.refused + ", got " + hetplan::quoted(c.chip));
+  }
 
   Cluster cluster;
   cluster.name = stem;
@@ -356,6 +495,9 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   cluster.fabric.zones = {"main"};
   ChipProfile chip = formats::load_chip(profiles_folder + "/" + match.profile + ".yaml");
   if (match.intra_node_bandwidth) chip.intra_node.bandwidth = match.intra_node_bandwidth;
+  if (match.memory_capacity) chip.memory_capacity = match.memory_capacity;
+  if (match.memory_usable) chip.memory_usable = match.memory_usable;
+  if (match.memory_bandwidth) chip.memory_bandwidth = match.memory_bandwidth;
   cluster.chips.push_back(chip);
   Island island;
   island.name = "main";

@@ -268,6 +268,110 @@ TEST(PublishedRunsFormat, ChunkLayoutsAndModelKeysAreReadAsStated) {
             "in common)");
 }
 
+// A case predicted on the chip `chip` (hardware.chip) and network `network`: a LLaMA-2-7B-shaped
+// model with tp x pp x dp = `layout` over two nodes of eight.
+CaseResult on_hardware(const std::string& chip, const std::string& layout,
+                       const std::string& network = "") {
+  test::TempFolder folder;
+  std::ofstream(folder.file("runs.yaml"))
+      << "source: a test\n"
+         "hardware: {chip: \""
+      << chip << "\", chips_per_node: 8"
+      << (network.empty() ? "" : ", network: \"" + network + "\"") << "}\n"
+      << "cases:\n"
+         "  - id: c1\n"
+         "    model: {arch: llama, layers: 32, hidden: 4096, heads: 32, ffn: 11008, vocab: 32000, "
+         "seq_len: 4096}\n"
+         "    training: {global_batch: 64, micro_batch: 1, dtype: bf16, recompute: none, "
+         "flash_attention: true}\n"
+         "    parallel: {"
+      << layout
+      << ", sp: true}\n"
+         "    chips: 16\n"
+         "    measured: {step_time_s: 1.0}\n";
+  return validate_published_runs(folder.path(), kProfiles).cases.at(0);
+}
+
+// A part of a profiled die is predicted with the profile and what its description says differs:
+// the A100 40 GB has 40 GiB of slower HBM, the A800 and H800 NVLink at 400 GB/s both ways; an
+// Atlas 800T A2 server holds 910B chips. Parts the profiles do not describe are refused at the
+// field, with what was expected.
+TEST(PublishedRunsFormat, ChipVariantsAreReadFromTheirDescription) {
+  const std::string tp8 = "tp: 8, pp: 1, dp: 2";
+  const std::string tp2 = "tp: 2, pp: 1, dp: 8";
+  // Memory: the 40 GB part holds less and streams slower; its GEMMs are the same.
+  const CaseResult a100 = on_hardware("NVIDIA A100 80GB SXM", tp2);
+  const CaseResult a100_40 = on_hardware("NVIDIA A100-SXM4-40GB", tp2);
+  EXPECT_TRUE(a100.feasible);
+  EXPECT_GT(a100.predicted_memory_gib, 40.0);
+  EXPECT_FALSE(a100_40.feasible);
+  EXPECT_NE(a100_40.reasons.at(0).find("39.2 GiB"), std::string::npos) << a100_40.reasons.at(0);
+  const CaseResult small = on_hardware("NVIDIA A100 80GB SXM", tp8);
+  const CaseResult small_40 = on_hardware("A100 40GB", tp8);
+  EXPECT_TRUE(small_40.feasible);
+  EXPECT_GT(small_40.breakdown.compute_s, small.breakdown.compute_s);
+  EXPECT_EQ(small_40.breakdown.tensor_parallel_s, small.breakdown.tensor_parallel_s);
+  // NVLink: 200 GB/s each way instead of 300 (A100) or 450 (H100); the same as stated.
+  const CaseResult a800 = on_hardware("NVIDIA A800-SXM4-80GB", tp8);
+  const CaseResult a100_400 = on_hardware("NVIDIA A100 80GB SXM (NVLink 400 GB/s)", tp8);
+  EXPECT_EQ(a800.predicted, a100_400.predicted);
+  EXPECT_EQ(a800.breakdown.compute_s, small.breakdown.compute_s);
+  EXPECT_GT(a800.breakdown.tensor_parallel_s, 1.3 * small.breakdown.tensor_parallel_s);
+  const CaseResult h100 = on_hardware("NVIDIA H100 80GB HBM3", tp8);
+  const CaseResult h800 = on_hardware("NVIDIA H800 SXM5", tp8);
+  EXPECT_EQ(h800.breakdown.compute_s, h100.breakdown.compute_s);
+  EXPECT_GT(h800.breakdown.tensor_parallel_s, 2.0 * h100.breakdown.tensor_parallel_s);
+  // Ascend: the server's name or the chip's.
+  EXPECT_EQ(on_hardware("Atlas 800T A2 (8 NPUs)", tp8).predicted,
+            on_hardware("Huawei Ascend 910B", tp8).predicted);
+  EXPECT_GT(on_hardware("Ascend 910B3", tp8).predicted, 0.0);
+
+  auto refused = [](const std::string& chip) {
+    return error_of("source: a test\nhardware: {chip: \"" + chip +
+                    "\"}\ncases:\n  - id: c1\n    model: {" + kModel + "}\n    training: {" +
+                    kTraining +
+                    "}\n    parallel: {tp: 8, pp: 1, dp: 1}\n    chips: 8\n"
+                    "    measured: {step_time_s: 1.0}\n");
+  };
+  EXPECT_EQ(refused("NVIDIA H100 PCIe"),
+            "runs.yaml:2:18: hardware.chip: expected an H100 or H800 SXM5 part, the bundled "
+            "profile's (PCIe and NVL cards have other clocks, memory and links), got \"NVIDIA "
+            "H100 PCIe\"");
+  EXPECT_EQ(refused("A100 PCIe 40GB"),
+            "runs.yaml:2:18: hardware.chip: expected an A100 or A800 SXM4 part, the bundled "
+            "profile's (a PCIe card has other clocks, power and links), got \"A100 PCIe 40GB\"");
+  EXPECT_EQ(refused("NVIDIA H20"),
+            "runs.yaml:2:18: hardware.chip: expected a chip hetplan has a profile for (A100, "
+            "A800, H100, H800, Ascend 910 or 910B), got \"NVIDIA H20\"");
+  EXPECT_EQ(refused("Ascend 910C"),
+            "runs.yaml:2:18: hardware.chip: expected a chip whose profile can predict a run (the "
+            "ascend-910c profile does not know its memory capacity or bandwidth), got \"Ascend "
+            "910C\"");
+}
+
+// The network's NICs and rate in the spellings sources use; a figure in bytes is not a rate.
+TEST(PublishedRunsFormat, NetworkRatesInTheirCommonSpellings) {
+  const std::string layout = "tp: 1, pp: 1, dp: 16";
+  const std::string chip = "NVIDIA H100 80GB HBM3";
+  const double stated =
+      on_hardware(chip, layout, "8x 100 Gb/s InfiniBand").breakdown.data_parallel_s;
+  EXPECT_GT(stated, 0.0);
+  for (const char* spelling : {"8 x 100Gbps RoCE", "8\u00d7100G RoCE v2", "8X 100 Gbit/s",
+                               "8* 100 GbE", "HDR, 8x100 Gb/s per node"}) {
+    EXPECT_EQ(on_hardware(chip, layout, spelling).breakdown.data_parallel_s, stated) << spelling;
+  }
+  const double faster = on_hardware(chip, layout, "8x 400 Gb/s NDR").breakdown.data_parallel_s;
+  EXPECT_LT(faster, stated);
+  // Bytes are not read, nor a rate of nothing: the profile's NICs stand, as with no network text.
+  const double profile_nics = on_hardware(chip, layout).breakdown.data_parallel_s;
+  EXPECT_EQ(on_hardware(chip, layout, "8x 50 GB/s").breakdown.data_parallel_s, profile_nics);
+  EXPECT_EQ(on_hardware(chip, layout, "8x 0 Gb/s").breakdown.data_parallel_s, profile_nics);
+  // Long descriptions are read in one pass, without recursion per character.
+  const std::string gap(300000, ' ');
+  EXPECT_EQ(on_hardware(chip, layout, "8x" + gap + "100 Gb/s").breakdown.data_parallel_s, stated);
+  EXPECT_FALSE(on_hardware("A100" + gap + "40GB", "tp: 2, pp: 1, dp: 8").feasible);
+}
+
 TEST(PublishedRunsCli, TheBundledDevSetIsTheDefaultFromAnyFolder) {
   test::TempFolder elsewhere;
   const std::string command = "cd " + elsewhere.path() + " && " + HETPLAN_BINARY +

@@ -117,6 +117,31 @@ TEST(SweepFile, RangesGenerateTheirValues) {
   EXPECT_EQ(speeds, (std::vector<std::string>{"100 Gbps", "250 Gbps", "400 Gbps"}));
 }
 
+// A range's ends in every spelling of a number, and ones that are not numbers, at their field;
+// a long end is scanned in one pass (no recursion per character).
+TEST(SweepFile, RangeEndsAreNumbersWithAnOptionalUnit) {
+  auto ends = [](const std::string& from, const std::string& to) {
+    Written written(sweep_text("  - path: cluster.fabric.oversubscription\n    range: {from: " +
+                               from + ", to: " + to + ", steps: 2}\n"));
+    const Sweep sweep = load_sweep(written.path);
+    std::vector<std::string> values;
+    for (const auto& v : sweep.axes.at(0).values) values.push_back(v.text);
+    return values;
+  };
+  EXPECT_EQ(ends("+1", "4."), (std::vector<std::string>{"1", "4"}));
+  EXPECT_EQ(ends(".5e1", "2.5E+1"), (std::vector<std::string>{"5", "25"}));
+  const std::string range = "  - path: cluster.fabric.oversubscription\n    range: {from: ";
+  EXPECT_EQ(error_of(sweep_text(range + "1e999, to: 4, steps: 2}\n")),
+            "sweep.yaml:6:19: axes[0].range.from: expected a number, optionally with a unit "
+            "(\"8\", \"100 Gbps\"), got \"1e999\"");
+  EXPECT_EQ(error_of(sweep_text(range + "e5, to: 4, steps: 2}\n")),
+            "sweep.yaml:6:19: axes[0].range.from: expected a number, optionally with a unit "
+            "(\"8\", \"100 Gbps\"), got \"e5\"");
+  const std::string gap(300000, ' ');
+  EXPECT_EQ(error_of(sweep_text(range + "\"1" + gap + "x\", to: 4, steps: 2}\n")),
+            "sweep.yaml:6:300029: axes[0].range.to: expected the unit of from (\"x\"), got \"\"");
+}
+
 TEST(SweepPoints, GridZipAndRandomOrders) {
   Written grid(sweep_text("  - path: a\n    values: [1, 2]\n  - path: b\n    values: [x, y, z]\n"));
   const auto g = points(load_sweep(grid.path));
