@@ -379,19 +379,36 @@ Guess guess_mlu(const std::string& model) {
 
 Guess guess_nvidia(const std::string& model) {
   const std::string m = upper(model);
+  const std::string bundled =
+      "bundled NVIDIA profiles: nvidia-a100-sxm4-80gb, nvidia-a800-sxm4-80gb, "
+      "nvidia-h100-sxm5-80gb";
   if (m.empty()) {
-    return {
-        "unknown",
-        "chip: no label names the GPU (GPU feature discovery's nvidia.com/gpu.product); bundled "
-        "NVIDIA profiles: nvidia-a100-sxm4-80gb, nvidia-h100-sxm5-80gb"};
+    return {"unknown",
+            "chip: no label names the GPU (GPU feature discovery's nvidia.com/gpu.product); " +
+                bundled};
   }
   const bool pcie = contains(m, "PCIE");
+  // The A800 is the A100 die with NVLink at 400 GB/s; it has a profile of its own.
+  if (contains(m, "A800")) {
+    if (contains(m, "80G") && !pcie) return {"nvidia-a800-sxm4-80gb", ""};
+    return {"nvidia-a800-sxm4-80gb",
+            "chip: the nodes have " + model +
+                "; the bundled profile is the A800 SXM4 80GB (memory and links differ): copy "
+                "and adjust it"};
+  }
   if (contains(m, "A100")) {
     if (contains(m, "80G") && !pcie) return {"nvidia-a100-sxm4-80gb", ""};
     return {"nvidia-a100-sxm4-80gb",
             "chip: the nodes have " + model +
                 "; the bundled profile is the A100 SXM4 80GB (memory and bandwidth differ): copy "
                 "and adjust it"};
+  }
+  if (contains(m, "H800")) {
+    return {"nvidia-h100-sxm5-80gb",
+            "chip: the nodes have " + model +
+                "; the bundled profile is the H100 SXM5 80GB: the H800 is its die with NVLink at "
+                "400 GB/s (both ways together, against 900): copy it and set "
+                "node.intra_node.bandwidth to 200 GB/s"};
   }
   if (contains(m, "H100")) {
     if ((contains(m, "HBM3") || contains(m, "SXM")) && !pcie && !contains(m, "NVL")) {
@@ -402,9 +419,7 @@ Guess guess_nvidia(const std::string& model) {
                 "; the bundled profile is the H100 SXM5 80GB (clocks, memory and NVLink differ): "
                 "copy and adjust it"};
   }
-  return {"unknown", "chip: GPU " + model +
-                         " has no bundled profile (bundled: nvidia-a100-sxm4-80gb, "
-                         "nvidia-h100-sxm5-80gb)"};
+  return {"unknown", "chip: GPU " + model + " has no bundled profile (" + bundled + ")"};
 }
 
 // GPU models of cloud instance types whose GPUs the bundled profiles describe.

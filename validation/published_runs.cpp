@@ -311,9 +311,10 @@ std::optional<double> figure_before(const std::string& text, std::string_view un
 }
 
 // The chip profile a published hardware description names, and what the description says of
-// its part that differs from the profile (docs/validation.md#hardware). Parts of one die share
-// a profile: the A800 and H800 are the A100 and H100 with NVLink cut to 400 GB/s
-// (bidirectional), the A100 40 GB has other HBM; the Atlas servers name their Ascend chips.
+// its part that differs from the profile (docs/validation.md#hardware). The A800 has its own
+// profile (the A100 die with NVLink cut to 400 GB/s, bidirectional); parts of one die otherwise
+// share one: the H800 is the H100 with the A800's NVLink, the 40 GB A100 and A800 have other
+// HBM; the Atlas servers name their Ascend chips.
 // Parts whose clocks or links the bundled profiles do not describe (PCIe cards, H100 NVL,
 // H20, H200) are refused rather than predicted with another part's numbers.
 struct HardwareMatch {
@@ -333,9 +334,9 @@ HardwareMatch match_hardware(const CaseConfig& c) {
   constexpr double kGiB = 1ull << 30;
   HardwareMatch match;
   const bool pcie = has(chip, "PCIE");
-  // The export parts' NVLink: 400 GB/s both ways together (NVIDIA's statement on the A800,
-  // reported by Reuters, Nov. 2022; the H800 likewise, docs/validation.md#hardware).
-  const bool export_part = has(chip, "A800") || has(chip, "H800");
+  // The H800's NVLink: 400 GB/s both ways together, as the A800's (whose profile has it;
+  // docs/validation.md#hardware).
+  const bool h800 = has(chip, "H800");
   if (has(chip, "A100") || has(chip, "A800")) {
     if (pcie) {
       match.refused =
@@ -343,7 +344,7 @@ HardwareMatch match_hardware(const CaseConfig& c) {
           "clocks, power and links)";
       return match;
     }
-    match.profile = "nvidia-a100-sxm4-80gb";
+    match.profile = has(chip, "A800") ? "nvidia-a800-sxm4-80gb" : "nvidia-a100-sxm4-80gb";
     bool forty = false;  // "40GB", "40 GB", "40GiB", "40G"
     for (std::size_t i = 0; i < chip.size() && !forty; ++i) {
       const auto number = number_at(chip, i);
@@ -380,7 +381,7 @@ HardwareMatch match_hardware(const CaseConfig& c) {
         "910B)";
     return match;
   }
-  if (export_part) match.intra_node_bandwidth = 400e9 / 2;
+  if (h800) match.intra_node_bandwidth = 400e9 / 2;
   // A stated chip-to-chip figure ("NVLink 400 GB/s", "600 GB/s per GPU") is the bidirectional
   // bandwidth per chip; the profile's intra-node bandwidth is one direction.
   std::optional<double> stated = figure_before(c.intra_node, "GB/s");

@@ -474,6 +474,45 @@ TEST(K8sInventory, NvidiaProductTimeSlicingEfaAndRuntimeLabels) {
   EXPECT_EQ(cluster.fabric.zones, std::vector<std::string>{"hall-a"});
 }
 
+// The export parts by their GPU feature discovery product: the A800 has its own profile, the
+// H800 gets the H100's with a question naming the link to change; other SKUs of a die ask.
+TEST(K8sInventory, NvidiaExportPartsAndOtherSkus) {
+  auto island_of = [](const std::string& product) {
+    auto list = fixture_json();
+    list["items"] = nlohmann::json::array({list["items"][0]});  // the control plane only
+    auto node = node_named(list, "master-01");
+    node["metadata"]["name"] = "gpu-1";
+    auto& labels = node["metadata"]["labels"];
+    labels.erase("node-role.kubernetes.io/control-plane");
+    labels["nvidia.com/gpu.product"] = product;
+    labels["nvidia.com/gpu.count"] = "8";
+    for (const char* side : {"capacity", "allocatable"})
+      node["status"][side]["nvidia.com/gpu"] = "8";
+    list["items"].push_back(node);
+    const Inventory inventory = parse(list);
+    EXPECT_EQ(inventory.islands.size(), 1u);
+    return inventory.islands.at(0);
+  };
+  const InventoryIsland a800 = island_of("NVIDIA-A800-SXM4-80GB");
+  EXPECT_EQ(a800.chip_id, "nvidia-a800-sxm4-80gb");
+  EXPECT_FALSE(has_question(a800.questions, "chip:"));
+  const InventoryIsland h800 = island_of("NVIDIA-H800");
+  EXPECT_EQ(h800.chip_id, "nvidia-h100-sxm5-80gb");
+  EXPECT_TRUE(has_question(h800.questions,
+                           "chip: the nodes have NVIDIA-H800; the bundled profile "
+                           "is the H100 SXM5 80GB: the H800 is its die with NVLink "
+                           "at 400 GB/s"));
+  const InventoryIsland a800_40 = island_of("NVIDIA-A800-SXM4-40GB");
+  EXPECT_EQ(a800_40.chip_id, "nvidia-a800-sxm4-80gb");
+  EXPECT_TRUE(has_question(a800_40.questions, "chip: the nodes have NVIDIA-A800-SXM4-40GB"));
+  const InventoryIsland l40 = island_of("NVIDIA-L40S");
+  EXPECT_EQ(l40.chip_id, "unknown");
+  EXPECT_TRUE(has_question(l40.questions,
+                           "chip: GPU NVIDIA-L40S has no bundled profile (bundled "
+                           "NVIDIA profiles: nvidia-a100-sxm4-80gb, "
+                           "nvidia-a800-sxm4-80gb, nvidia-h100-sxm5-80gb)"));
+}
+
 TEST(K8sInventory, IslandsSplitByZoneAndRuntime) {
   auto list = fixture_json();
   node_named(list, "a910b-03")["metadata"]["labels"]["topology.kubernetes.io/zone"] = "Hall_C";

@@ -351,11 +351,19 @@ TEST(PublishedRuns, CalibratedFromMicrobenchmarks) {
   const std::string out = ::testing::TempDir() + "/hetplan-calibrated-profiles";
   const CalibratedValidation v =
       validate_published_runs_calibrated(kPublished, kProfiles, kMicrobench, out);
-  ASSERT_EQ(v.calibrations.size(), 3u);
+  ASSERT_EQ(v.calibrations.size(), 4u);
   for (const auto& c : v.calibrations) EXPECT_TRUE(c.profile.efficiency.calibrated) << c.profile.id;
   // The calibrated profiles were written and load back.
   const ChipProfile a100 = formats::load_chip(out + "/nvidia-a100-sxm4-80gb.yaml");
   EXPECT_EQ(a100.id, "nvidia-a100-sxm4-80gb.microbench");
+  // The A800 from the A100's tables: the collectives' efficiency fitted on the A100's links,
+  // kept on its own slower NVLink; everything else calibrated alike.
+  const ChipProfile a800 = formats::load_chip(out + "/nvidia-a800-sxm4-80gb.yaml");
+  EXPECT_EQ(a800.id, "nvidia-a800-sxm4-80gb.microbench");
+  EXPECT_EQ(a800.intra_node.bandwidth, 200e9);
+  EXPECT_EQ(a800.efficiency.intra_bus_efficiency, a100.efficiency.intra_bus_efficiency);
+  EXPECT_EQ(a800.efficiency.intra_latency, a100.efficiency.intra_latency);
+  EXPECT_EQ(a800.efficiency.gemm_max, a100.efficiency.gemm_max);
   ASSERT_GE(v.report.cases.size(), 20u);
   EXPECT_LE(v.report.mean_absolute_error, 0.07) << report_text(v.report);
   EXPECT_GE(v.report.oom_cases, 1);
