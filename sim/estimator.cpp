@@ -1001,6 +1001,16 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
           se.zero3_gather_s = std::max(0.0, times.zero3_gather_s - se.forward_s) +
                               std::max(0.0, times.zero3_gather_s - se.backward_s);
         }
+        if (training.zero_stage >= 2 && m > 1) {
+          // Sharded gradients cannot be accumulated whole: each micro-batch's are
+          // reduce-scattered as its backward makes them, hidden behind that backward with
+          // overlap.grad_reduce, on the critical path without it. The last one is the step's
+          // reduction (dp_sync_s); the other m - 1 are spread over the micro-batches.
+          const double each = training.overlap_grad_reduce
+                                  ? std::max(0.0, times.dp_sync_s - se.backward_s)
+                                  : times.dp_sync_s;
+          se.zero_reduce_s = each * (m - 1) / m;
+        }
       }
     }
   }
@@ -1048,8 +1058,8 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
 
   double max_tau = 0, sum_tau = 0;
   for (auto& se : out.stages) {
-    se.micro_batch_s =
-        se.forward_s + se.backward_s + se.tp_comm_s + se.ep_comm_s + se.p2p_s + se.zero3_gather_s;
+    se.micro_batch_s = se.forward_s + se.backward_s + se.tp_comm_s + se.ep_comm_s + se.p2p_s +
+                       se.zero3_gather_s + se.zero_reduce_s;
     max_tau = std::max(max_tau, se.micro_batch_s);
     sum_tau += se.micro_batch_s;
   }
@@ -1093,9 +1103,10 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     forward_slack += se.forward_s / v;
   }
   const double after_pipeline = std::max(0.0, dp_exposed) + std::max(0.0, gather_exposed);
-  // ZeRO-3's per-micro-batch gathers are inside the pipeline's time; they count as exposed
-  // data-parallel time all the same.
-  out.exposed.data_parallel = after_pipeline + m * bottleneck->zero3_gather_s;
+  // ZeRO's per-micro-batch gathers and reductions are inside the pipeline's time; they count
+  // as exposed data-parallel time all the same.
+  out.exposed.data_parallel =
+      after_pipeline + m * (bottleneck->zero3_gather_s + bottleneck->zero_reduce_s);
   for (const auto& se : out.stages) out.optimizer_s = std::max(out.optimizer_s, se.optimizer_s);
   out.step_time_s = pipeline + after_pipeline + out.optimizer_s;
 

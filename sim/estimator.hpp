@@ -53,7 +53,11 @@ struct StageEstimate {
   int ep_backward_all_to_alls = 0;
   double p2p_s = 0;          // one micro-batch, sends and receives at its boundaries
   double zero3_gather_s = 0;  // one micro-batch: ZeRO-3's weight all-gathers not hidden by compute
-  double micro_batch_s = 0;  // forward + backward + tp + p2p + ZeRO-3 gathers, per micro-batch
+  // ZeRO >= 2 shards the gradients, so every micro-batch's are reduce-scattered as its backward
+  // pass makes them; the step's last reduction is dp_sync_s, the others' exposed part is spread
+  // over the micro-batches here ((m - 1) / m of one). 0 with one micro-batch.
+  double zero_reduce_s = 0;
+  double micro_batch_s = 0;  // forward + backward + tp + p2p + ZeRO gathers and reductions
   double dp_sync_s = 0;      // gradient reduction of the step (all-reduce or reduce-scatter)
   double param_gather_s = 0;  // the sharded optimizer's weight all-gather after its step
   double optimizer_s = 0;

@@ -359,8 +359,36 @@ TEST(EstimatorOverlap, ZeroThreeGathersTheWeightsEveryMicroBatch) {
   EXPECT_EQ(stage.param_gather_s, 0.0);
   EXPECT_NEAR(stage.micro_batch_s,
               stage.forward_s + stage.backward_s + stage.tp_comm_s + stage.p2p_s +
-                  stage.zero3_gather_s,
+                  stage.zero3_gather_s + stage.zero_reduce_s,
               1e-12);
+}
+
+// With ZeRO 2 the gradients are sharded: every micro-batch's are reduce-scattered (a ring of 8
+// on one node, as the weight gather above but of the gradients' bytes), the last one as the
+// step's reduction and the m - 1 before it on the critical path, or behind their own backward
+// pass with overlap.grad_reduce. ZeRO 1 accumulates whole gradients and reduces once.
+TEST(EstimatorOverlap, ShardedGradientsAreReducedEveryMicroBatch) {
+  Workload w = test::small_llama(16, 64);
+  w.training.zero_stage = 1;
+  const auto one = estimate_step(a100_cluster(1), w, pipeline(1, 1, 8));
+  w.training.zero_stage = 2;
+  const auto two = estimate_step(a100_cluster(1), w, pipeline(1, 1, 8));
+  w.training.overlap_grad_reduce = true;
+  const auto overlapped = estimate_step(a100_cluster(1), w, pipeline(1, 1, 8));
+  ASSERT_TRUE(one.feasible && two.feasible && overlapped.feasible);
+  const int m = two.micro_batches;
+  ASSERT_EQ(m, 64 / 8);  // one sequence a micro-batch
+  const auto& stage = two.stages[0];
+  const double bytes = stage.memory.parameters * (w.training.fp32_grad_accumulation ? 4.0 : 2.0);
+  const double reduce = 7 * 2.5e-6 + 7.0 / 8 * bytes / (300e9 * 0.77);
+  EXPECT_NEAR(stage.dp_sync_s, reduce, 1e-12);
+  EXPECT_NEAR(stage.zero_reduce_s, reduce * (m - 1) / m, 1e-12);
+  EXPECT_EQ(one.stages[0].zero_reduce_s, 0.0);
+  // One stage: the step runs its m micro-batches, so the step grows by the m - 1 reductions.
+  EXPECT_NEAR(two.step_time_s - one.step_time_s, (m - 1) * reduce, 1e-9);
+  EXPECT_NEAR(two.exposed.data_parallel - one.exposed.data_parallel, (m - 1) * reduce, 1e-9);
+  EXPECT_NEAR(overlapped.stages[0].zero_reduce_s,
+              std::max(0.0, reduce - stage.backward_s) * (m - 1) / m, 1e-12);
 }
 
 }  // namespace
