@@ -388,21 +388,17 @@ Guess guess_nvidia(const std::string& model) {
                 bundled};
   }
   const bool pcie = contains(m, "PCIE");
+  // An 80 GB SXM4 part is its profile's; another SKU of the die gets it with a question.
+  auto sxm4_80gb = [&](const std::string& profile, const std::string& part,
+                       const std::string& differs) -> Guess {
+    if (contains(m, "80G") && !pcie) return {profile, ""};
+    return {profile, "chip: the nodes have " + model + "; the bundled profile is the " + part +
+                         " SXM4 80GB (" + differs + " differ): copy and adjust it"};
+  };
   // The A800 is the A100 die with NVLink at 400 GB/s; it has a profile of its own.
-  if (contains(m, "A800")) {
-    if (contains(m, "80G") && !pcie) return {"nvidia-a800-sxm4-80gb", ""};
-    return {"nvidia-a800-sxm4-80gb",
-            "chip: the nodes have " + model +
-                "; the bundled profile is the A800 SXM4 80GB (memory and links differ): copy "
-                "and adjust it"};
-  }
-  if (contains(m, "A100")) {
-    if (contains(m, "80G") && !pcie) return {"nvidia-a100-sxm4-80gb", ""};
-    return {"nvidia-a100-sxm4-80gb",
-            "chip: the nodes have " + model +
-                "; the bundled profile is the A100 SXM4 80GB (memory and bandwidth differ): copy "
-                "and adjust it"};
-  }
+  if (contains(m, "A800")) return sxm4_80gb("nvidia-a800-sxm4-80gb", "A800", "memory and links");
+  if (contains(m, "A100"))
+    return sxm4_80gb("nvidia-a100-sxm4-80gb", "A100", "memory and bandwidth");
   if (contains(m, "H800")) {
     return {"nvidia-h100-sxm5-80gb",
             "chip: the nodes have " + model +
