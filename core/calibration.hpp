@@ -43,9 +43,10 @@ struct ElementwiseSample {
 };
 
 struct LayerSample {
-  ModelShape model;
+  ModelShape model;  // a mixture's layer when model.experts > 0 (no expert parallelism)
   DType dtype = DType::fp32;
   int micro_batch = 1, seq = 0;
+  bool grouped_gemm = true;  // a mixture's experts in one grouped GEMM, else one GEMM each
   double forward_s = 0, backward_s = 0;
 };
 

@@ -20,7 +20,9 @@ double seconds(MapReader& map, std::string_view key) {
   return value;
 }
 
-ModelShape read_model(const Field& field) {
+// A layer's or a step's model. A layer's may be a mixture of experts (`mixture_allowed`):
+// experts, experts_per_token and expert_ffn in place of the dense MLP's ffn.
+ModelShape read_model(const Field& field, bool mixture_allowed = false) {
   MapReader map(field);
   ModelShape model;
   model.model_type = "custom";
@@ -28,7 +30,16 @@ ModelShape read_model(const Field& field) {
   model.hidden = static_cast<int>(map.required("hidden").as_int(1, 1 << 20));
   model.heads = static_cast<int>(map.required("heads").as_int(1, 1 << 16));
   model.kv_heads = static_cast<int>(map.required("kv_heads").as_int(1, 1 << 16));
-  model.ffn = static_cast<int>(map.required("ffn").as_int(1, 1 << 22));
+  std::optional<Field> experts;
+  if (mixture_allowed) experts = map.optional("experts");
+  if (experts) {
+    model.experts = static_cast<int>(experts->as_int(2, 1 << 16));
+    model.experts_per_token =
+        static_cast<int>(map.required("experts_per_token").as_int(1, model.experts));
+    model.expert_ffn = static_cast<int>(map.required("expert_ffn").as_int(1, 1 << 22));
+  } else {
+    model.ffn = static_cast<int>(map.required("ffn").as_int(1, 1 << 22));
+  }
   if (auto vocab = map.optional("vocab")) model.vocab = static_cast<int>(vocab->as_int(1, 1 << 24));
   model.activation = map.required("activation").as_choice({"swiglu", "gelu"}) == 0
                          ? Activation::swiglu
@@ -38,6 +49,8 @@ ModelShape read_model(const Field& field) {
   if (auto tied = map.optional("tied_embeddings")) model.tied_embeddings = tied->as_bool();
   model.linear_bias = false;
   map.done();
+  if (experts && model.activation != Activation::swiglu)
+    field.fail("expected activation swiglu for a mixture's experts");
   if (model.hidden % model.heads != 0) field.fail("expected hidden to be a multiple of heads");
   if (model.heads % model.kv_heads != 0) field.fail("expected heads to be a multiple of kv_heads");
   return model;
@@ -154,10 +167,14 @@ CalibrationBundle parse_calibration_bundle(const std::string& text, const std::s
   for (const Field& element : root.required("layer").elements()) {
     MapReader map(element);
     LayerSample s;
-    s.model = read_model(map.required("model"));
+    s.model = read_model(map.required("model"), true);
     s.dtype = read_dtype(map.required("dtype"));
     s.micro_batch = static_cast<int>(map.required("micro_batch").as_int(1, 1 << 20));
     s.seq = static_cast<int>(map.required("seq").as_int(1, 1 << 24));
+    if (auto grouped = map.optional("grouped_gemm")) {
+      if (!s.model.moe()) grouped->fail("expected only with a mixture's experts (model.experts)");
+      s.grouped_gemm = grouped->as_bool();
+    }
     s.forward_s = seconds(map, "forward_seconds");
     s.backward_s = seconds(map, "backward_seconds");
     map.done();

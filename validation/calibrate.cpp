@@ -624,17 +624,24 @@ std::vector<StepCheck> check_bundle(const ChipProfile& profile, const Calibratio
     const Workload w = workload_for(model, layer.micro_batch, layer.seq, layer.dtype, profile);
     const auto resolved = models::resolve_rates(profile, layer.dtype);
     if (!resolved.rates) continue;
-    const models::LayerSlice slice{layer.micro_batch, layer.seq, 1, false,
-                                   w.training.flash_attention, layer.dtype};
+    // A mixture's layer on one chip: every expert local (ep 1), so the chip takes exactly its
+    // tokens' copies (imbalance 1), each expert its share of them.
+    models::LayerSlice slice{layer.micro_batch,          layer.seq,  1, false,
+                             w.training.flash_attention, layer.dtype};
+    slice.grouped_gemm = layer.grouped_gemm;
     double forward = 0, backward = 0;
     for (const auto& op : models::layer_ops(model, slice)) {
       forward += models::forward_time(op, *resolved.rates);
       backward += models::backward_time(op, *resolved.rates);
     }
-    const std::string what = "layer: hidden " + std::to_string(model.hidden) + ", micro-batch " +
-                             std::to_string(layer.micro_batch) + " x " +
-                             std::to_string(layer.seq) + ", " +
-                             std::string(to_string(layer.dtype));
+    std::string what = "layer: hidden " + std::to_string(model.hidden);
+    if (model.moe()) {
+      what += ", " + std::to_string(model.experts) + " experts of " +
+              std::to_string(model.expert_ffn) + ", " + std::to_string(model.experts_per_token) +
+              " a token" + (layer.grouped_gemm ? " (grouped GEMM)" : " (a GEMM each)");
+    }
+    what += ", micro-batch " + std::to_string(layer.micro_batch) + " x " +
+            std::to_string(layer.seq) + ", " + std::string(to_string(layer.dtype));
     out.push_back({what + " forward", layer.forward_s, forward,
                    (forward - layer.forward_s) / layer.forward_s, true, {}});
     out.push_back({what + " backward", layer.backward_s, backward,

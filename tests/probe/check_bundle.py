@@ -100,17 +100,29 @@ class Checker:
         return value
 
     def model(self, value, path, step):
+        """A layer's or a step's model; a layer's may be a mixture (experts, experts_per_token,
+        expert_ffn in place of ffn). Returns whether it is a mixture."""
         keys = ["hidden", "heads", "kv_heads", "ffn", "activation", "norm"]
+        moe = not step and isinstance(value, dict) and "experts" in value
+        if moe:
+            keys = ["hidden", "heads", "kv_heads", "activation", "norm", "experts",
+                    "experts_per_token", "expert_ffn"]
         if step:
             keys = ["layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "activation", "norm",
                     "tied_embeddings"]
         m = self.obj(value, path, keys)
         if m is None:
-            return
+            return False
         for key in keys:
             if key in ("activation", "norm", "tied_embeddings"):
                 continue
-            self.integer(m, key, path)
+            self.integer(m, key, path, 2 if key == "experts" else 1)
+        if moe:
+            e, k = m.get("experts"), m.get("experts_per_token")
+            if all(isinstance(x, int) and not isinstance(x, bool) for x in (e, k)) and k > e:
+                self.fail(f"{path}.experts_per_token", f"expected at most experts ({e}), got {k}")
+            if m.get("activation") != "swiglu":
+                self.fail(f"{path}.activation", "expected swiglu for a mixture's experts")
         if step:
             self.string(m, "activation", path, ("swiglu",))
             self.string(m, "norm", path, ("rmsnorm",))
@@ -125,6 +137,7 @@ class Checker:
                 self.fail(path, f"hidden {h} is not a multiple of heads {a}")
             if a % kv:
                 self.fail(path, f"heads {a} is not a multiple of kv_heads {kv}")
+        return moe
 
 
 def skipped_covers(skipped, what):
@@ -261,10 +274,16 @@ def check(bundle, args):
     layer = c.lst(root.get("layer"), "layer")
     for i, e in enumerate(layer):
         p = f"layer[{i}]"
-        e = c.obj(e, p, ("model", "dtype", "micro_batch", "seq", "forward_seconds",
-                         "backward_seconds"))
+        keys = ["model", "dtype", "micro_batch", "seq", "forward_seconds", "backward_seconds"]
+        if isinstance(e, dict) and "grouped_gemm" in e:
+            keys.append("grouped_gemm")
+        e = c.obj(e, p, keys)
         if e is not None:
-            c.model(e.get("model"), f"{p}.model", step=False)
+            moe = c.model(e.get("model"), f"{p}.model", step=False)
+            if "grouped_gemm" in e:
+                c.boolean(e, "grouped_gemm", p)
+                if not moe:
+                    c.fail(f"{p}.grouped_gemm", "expected only with a mixture's experts")
             dtype_of(e, p)
             c.integer(e, "micro_batch", p)
             c.integer(e, "seq", p)

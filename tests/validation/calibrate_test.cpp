@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include "formats/loaders.hpp"
 #include "formats/writers.hpp"
+#include "models/compute.hpp"
 
 namespace hetplan::validation {
 namespace {
@@ -225,6 +228,113 @@ TEST(Calibrate, GpuBundleWithALaunchFloor) {
     EXPECT_TRUE(check.feasible) << check.what;
     EXPECT_LT(std::abs(check.error), 0.40) << check.what;
   }
+}
+
+// The H200 probe bundle with `entries` (JSON objects, comma-separated) ahead of its layers.
+std::string bundle_with_layers(const std::string& entries) {
+  std::ifstream in(std::string(HETPLAN_SOURCE_DIR) +
+                   "/tests/validation/data/h200-probe-bundle.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string bundle = text.str();
+  const std::string key = "\"layer\": [";
+  const auto at = bundle.find(key);
+  EXPECT_NE(at, std::string::npos);
+  bundle.insert(at + key.size(), entries + ",");
+  return bundle;
+}
+
+std::string layer_error(const std::string& entry) {
+  try {
+    (void)formats::parse_calibration_bundle(bundle_with_layers(entry), "bundle.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// A mixture's layer in a bundle (the probe's, without expert parallelism) is read with its
+// experts and checked against the mixture's operators: with a GEMM per expert each projection
+// launches one kernel per expert, with a grouped GEMM one. On shapes this small every expert
+// GEMM is launch-bound (16 experts of 64 a layer: 2 x 16 x 64 x 64 FLOPs per expert, nanoseconds
+// at any rate), so the two differ by exactly the launches: forward two projections x (experts -
+// 1) floors, backward twice that (the input and weight gradients).
+TEST(CalibrationBundle, AMixtureLayerIsPricedWithALaunchPerExpertWithoutGrouping) {
+  const std::string moe =
+      R"({"model": {"hidden": 64, "heads": 4, "kv_heads": 4, "activation": "swiglu", "norm": "rmsnorm",
+          "experts": 16, "experts_per_token": 2, "expert_ffn": 64},
+          "dtype": "bf16", "micro_batch": 1, "seq": 128, "grouped_gemm": GROUPED,
+          "forward_seconds": 0.002, "backward_seconds": 0.004})";
+  auto with = [&](const char* grouped) {
+    std::string entry = moe;
+    entry.replace(entry.find("GROUPED"), 7, grouped);
+    return entry;
+  };
+  const CalibrationBundle bundle = formats::parse_calibration_bundle(
+      bundle_with_layers(with("false") + "," + with("true")), "bundle.json");
+  ASSERT_GE(bundle.layers.size(), 2u);
+  EXPECT_EQ(bundle.layers[0].model.experts, 16);
+  EXPECT_EQ(bundle.layers[0].model.experts_per_token, 2);
+  EXPECT_EQ(bundle.layers[0].model.expert_ffn, 64);
+  EXPECT_FALSE(bundle.layers[0].grouped_gemm);
+  EXPECT_TRUE(bundle.layers[1].grouped_gemm);
+  EXPECT_FALSE(bundle.layers[2].model.moe());
+
+  const ChipProfile h100 =
+      formats::load_chip(std::string(HETPLAN_SOURCE_DIR) + "/profiles/nvidia-h100-sxm5-80gb.yaml");
+  const double floor = models::resolve_rates(h100, DType::bf16).rates->kernel_floor;
+  ASSERT_GT(floor, 0.0);
+  const auto checks = check_bundle(h100, bundle);
+  auto find = [&](const std::string& what) {
+    const auto it = std::find_if(checks.begin(), checks.end(),
+                                 [&](const StepCheck& c) { return c.what == what; });
+    EXPECT_NE(it, checks.end()) << what;
+    return it == checks.end() ? StepCheck{} : *it;
+  };
+  const std::string layer = "layer: hidden 64, 16 experts of 64, 2 a token";
+  const std::string shape = ", micro-batch 1 x 128, bf16";
+  const StepCheck each_forward = find(layer + " (a GEMM each)" + shape + " forward");
+  const StepCheck each_backward = find(layer + " (a GEMM each)" + shape + " backward");
+  const StepCheck grouped_forward = find(layer + " (grouped GEMM)" + shape + " forward");
+  const StepCheck grouped_backward = find(layer + " (grouped GEMM)" + shape + " backward");
+  EXPECT_DOUBLE_EQ(each_forward.measured_s, 0.002);
+  EXPECT_NEAR(each_forward.predicted_s - grouped_forward.predicted_s, 2 * 15 * floor, 1e-12);
+  EXPECT_NEAR(each_backward.predicted_s - grouped_backward.predicted_s, 4 * 15 * floor, 1e-12);
+  EXPECT_NEAR(each_forward.error, (each_forward.predicted_s - 0.002) / 0.002, 1e-12);
+}
+
+TEST(CalibrationBundle, AMixtureLayerIsCheckedFieldByField) {
+  const std::string head =
+      R"({"model": {"hidden": 64, "heads": 4, "kv_heads": 4, "activation": "swiglu", "norm": "rmsnorm", )";
+  const std::string tail =
+      R"(, "dtype": "bf16", "micro_batch": 1, "seq": 128, "forward_seconds": 0.002, "backward_seconds": 0.004})";
+  // More experts a token than there are.
+  EXPECT_NE(layer_error(head + R"("experts": 8, "experts_per_token": 9, "expert_ffn": 64})" + tail)
+                .find("layer[0].model.experts_per_token: expected an integer from 1 to 8"),
+            std::string::npos);
+  // A mixture of one expert is a dense MLP.
+  EXPECT_NE(layer_error(head + R"("experts": 1, "experts_per_token": 1, "expert_ffn": 64})" + tail)
+                .find("layer[0].model.experts:"),
+            std::string::npos);
+  // A mixture needs its experts' width; a dense layer its ffn.
+  EXPECT_NE(
+      layer_error(head + R"("experts": 8, "experts_per_token": 2})" + tail).find("expert_ffn"),
+      std::string::npos);
+  EXPECT_NE(layer_error(head.substr(0, head.size() - 2) + "}" + tail)
+                .find("layer[0].model.ffn: missing required key"),
+            std::string::npos);
+  // Grouping speaks of experts only.
+  EXPECT_NE(layer_error(head + R"("ffn": 128}, "grouped_gemm": true)" + tail)
+                .find("layer[0].grouped_gemm: expected only with a mixture's experts"),
+            std::string::npos);
+  // The experts are SwiGLU MLPs.
+  std::string gelu = head + R"("experts": 8, "experts_per_token": 2, "expert_ffn": 64})" + tail;
+  gelu.replace(gelu.find("swiglu"), 6, "gelu");
+  EXPECT_NE(layer_error(gelu).find("expected activation swiglu for a mixture's experts"),
+            std::string::npos);
+  // And with all its fields, it is a layer like any other.
+  EXPECT_EQ(layer_error(head + R"("experts": 8, "experts_per_token": 2, "expert_ffn": 64})" + tail),
+            "no error");
 }
 
 }  // namespace

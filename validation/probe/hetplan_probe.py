@@ -392,12 +392,57 @@ def build_model_classes(torch):
                 return rms_norm(torch, x, self.weight)
             return functional.layer_norm(x, (x.shape[-1],), self.weight, self.bias)
 
+    class MoeMlp(nn.Module):
+        """A mixture's MLP as Megatron-Core runs it without expert parallelism: the router
+        (fp32 softmax, top-k, the k weights renormalised), each token's copies sorted by expert
+        and gathered (the permutation), each expert's SwiGLU MLP, the outputs weighted and
+        added back to their tokens (the unpermutation). Without `grouped` every expert runs its
+        own GEMMs, as SequentialMLP does, after reading the per-expert counts on the host (a
+        device-to-host synchronisation in every forward pass); with it one torch._grouped_mm
+        per projection covers all experts (the counts stay on the device)."""
+
+        def __init__(self, hidden, experts, top_k, expert_ffn, grouped):
+            super().__init__()
+            self.experts, self.top_k, self.grouped = experts, top_k, grouped
+            self.router = nn.Linear(hidden, experts, bias=False)
+            self.w13 = nn.Parameter(torch.randn(experts, 2 * expert_ffn, hidden) /
+                                    math.sqrt(hidden))
+            self.w2 = nn.Parameter(torch.randn(experts, hidden, expert_ffn) /
+                                   math.sqrt(expert_ffn))
+
+        def forward(self, x):
+            shape = x.shape
+            x = x.reshape(-1, shape[-1])
+            probs = torch.softmax(self.router(x).float(), dim=-1)
+            weights, chosen = torch.topk(probs, self.top_k, dim=-1)
+            weights = weights / weights.sum(dim=-1, keepdim=True)
+            flat = chosen.reshape(-1)
+            _, order = torch.sort(flat, stable=True)
+            token = torch.div(order, self.top_k, rounding_mode="floor")
+            counts = torch.bincount(flat, minlength=self.experts)
+            routed = x.index_select(0, token)
+            if self.grouped:
+                offsets = torch.cumsum(counts, 0).to(torch.int32)
+                gate_up = torch._grouped_mm(routed, self.w13.transpose(-2, -1), offs=offsets)
+                gate, up = gate_up.chunk(2, dim=-1)
+                y = torch._grouped_mm(functional.silu(gate) * up, self.w2.transpose(-2, -1),
+                                      offs=offsets)
+            else:
+                parts = []
+                for expert, rows in enumerate(torch.split(routed, counts.tolist())):
+                    gate, up = (rows @ self.w13[expert].t()).chunk(2, dim=-1)
+                    parts.append((functional.silu(gate) * up) @ self.w2[expert].t())
+                y = torch.cat(parts)
+            y = y * weights.reshape(-1).index_select(0, order).to(y.dtype).unsqueeze(-1)
+            return torch.zeros_like(x).index_add_(0, token, y).reshape(shape)
+
     class DecoderLayer(nn.Module):
         """LLaMA-style: norm, Q/K/V, rotary, causal attention, O, residual, norm, MLP
-        (SwiGLU gate/up/down, or GELU up/down), residual. No linear biases."""
+        (SwiGLU gate/up/down, GELU up/down, or a mixture of SwiGLU experts when `moe` gives
+        experts, experts_per_token, expert_ffn and grouped), residual. No linear biases."""
 
         def __init__(self, hidden, heads, kv_heads, ffn, activation="swiglu", norm="rmsnorm",
-                     kernel="math"):
+                     kernel="math", moe=None):
             super().__init__()
             self.heads, self.kv_heads = heads, kv_heads
             self.head_dim = hidden // heads
@@ -409,6 +454,11 @@ def build_model_classes(torch):
             self.v = nn.Linear(hidden, kv_heads * self.head_dim, bias=False)
             self.o = nn.Linear(heads * self.head_dim, hidden, bias=False)
             self.norm2 = Norm(hidden, norm)
+            self.moe = None
+            if moe is not None:
+                self.moe = MoeMlp(hidden, moe["experts"], moe["experts_per_token"],
+                                  moe["expert_ffn"], moe["grouped"])
+                return
             if activation == "swiglu":
                 self.gate = nn.Linear(hidden, ffn, bias=False)
             self.up = nn.Linear(hidden, ffn, bias=False)
@@ -428,6 +478,8 @@ def build_model_classes(torch):
             a = attention(torch, q, k, v, True, self.kernel)
             x = x + self.o(a.transpose(1, 2).reshape(b, s, self.heads * self.head_dim))
             h = self.norm2(x)
+            if self.moe is not None:
+                return x + self.moe(h)
             if self.activation == "swiglu":
                 m = functional.silu(self.gate(h)) * self.up(h)
             else:
@@ -757,20 +809,53 @@ class Probe:
                                  "activation": "swiglu", "norm": "rmsnorm"}, 1, 4096))
                 configs.append(({"hidden": 8192, "heads": 64, "kv_heads": 8, "ffn": 28672,
                                  "activation": "swiglu", "norm": "rmsnorm"}, 1, 4096))
+        # Mixture-of-experts layers: the step layer's attention with a mixture in place of its
+        # MLP; on accelerators the shapes of a fine-grained mixture (Qwen3-30B-A3B: 128 experts
+        # of 768, 8 a token, hidden 2048; 16 heads of 128) and of a coarse one (Mixtral-8x7B:
+        # 8 experts of 14336, 2 a token).
+        if self.cpu:
+            configs.append(({"hidden": s["hidden"], "heads": s["heads"], "kv_heads": s["kv_heads"],
+                             "activation": "swiglu", "norm": "rmsnorm", "experts": 8,
+                             "experts_per_token": 2, "expert_ffn": s["hidden"]},
+                            s["micro_batch"], s["seq"]))
+        else:
+            configs.append(({"hidden": 2048, "heads": 16, "kv_heads": 4, "activation": "swiglu",
+                             "norm": "rmsnorm", "experts": 128, "experts_per_token": 8,
+                             "expert_ffn": 768}, 1, 4096))
+            if not self.quick:
+                configs.append(({"hidden": 4096, "heads": 32, "kv_heads": 8,
+                                 "activation": "swiglu", "norm": "rmsnorm", "experts": 8,
+                                 "experts_per_token": 2, "expert_ffn": 14336}, 1, 4096))
         return configs
 
     def run_layer(self):
         torch = self.torch
         out = self.bundle["layer"]
+        configs = []
+        for model, micro_batch, seq in self.layer_configs():
+            if "experts" not in model:
+                configs.append((model, micro_batch, seq, None))
+                continue
+            for grouped in (False, True):
+                configs.append((model, micro_batch, seq, grouped))
         for dtype in self.dtypes:
-            for model, micro_batch, seq in self.layer_configs():
+            for model, micro_batch, seq, grouped in configs:
                 self.seed()
                 what = (f"layer:{dtype}:h{model['hidden']}:{model['activation']}:"
                         f"mb{micro_batch}s{seq}")
+                moe = None
+                if grouped is not None:
+                    what += (f":moe{model['experts']}x{model['expert_ffn']}"
+                             f"top{model['experts_per_token']}:"
+                             f"{'grouped' if grouped else 'sequential'}")
+                    if grouped and not hasattr(torch, "_grouped_mm"):
+                        self.skip(what, f"torch {torch.__version__} has no torch._grouped_mm")
+                        continue
+                    moe = dict(model, grouped=grouped)
                 try:
                     layer = self.DecoderLayer(model["hidden"], model["heads"], model["kv_heads"],
-                                              model["ffn"], model["activation"], model["norm"],
-                                              self.kernel)
+                                              model.get("ffn", 0), model["activation"],
+                                              model["norm"], self.kernel, moe)
                     layer = layer.to(device=self.backend.device, dtype=torch_dtype(torch, dtype))
                     params = list(layer.parameters())
                     head_dim = model["hidden"] // model["heads"]
@@ -795,12 +880,16 @@ class Probe:
                 finally:
                     layer = params = x = g = cos = sin = None
                     self.backend.empty_cache()
-                out.append({"model": model, "dtype": dtype, "micro_batch": micro_batch,
-                            "seq": seq, "forward_seconds": positive(fwd),
-                            "backward_seconds": positive(both - fwd)})
+                entry = {"model": model, "dtype": dtype, "micro_batch": micro_batch, "seq": seq}
+                if grouped is not None:
+                    entry["grouped_gemm"] = grouped
+                entry["forward_seconds"] = positive(fwd)
+                entry["backward_seconds"] = positive(both - fwd)
+                out.append(entry)
                 log(f"layer {dtype} hidden={model['hidden']} {model['activation']} "
-                    f"mb={micro_batch} seq={seq}: fwd {fmt_seconds(fwd)}, "
-                    f"bwd {fmt_seconds(both - fwd)}")
+                    f"mb={micro_batch} seq={seq}"
+                    f"{'' if grouped is None else ' ' + what.split(':', 5)[-1]}: "
+                    f"fwd {fmt_seconds(fwd)}, bwd {fmt_seconds(both - fwd)}")
 
     # --- a real small training step (held out: measured, never fitted)
 
