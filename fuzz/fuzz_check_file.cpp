@@ -3,8 +3,6 @@
 // of tests/formats/data (with profiles/ linked beside it, as in the source tree), so that
 // relative references in the input (`cluster: cluster.yaml`, `hf_config: hf/gpt2.json`,
 // `profiles: [../../../profiles]`) reach real files.
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -21,22 +19,17 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Scratch {
-  fs::path root;
+  hetplan::fuzz::ScratchFolder folder{"hetplan-fuzz-"};
   std::string input;
 
   Scratch() {
     const fs::path source = HETPLAN_SOURCE_DIR;
-    root = fs::temp_directory_path() / ("hetplan-fuzz-" + std::to_string(::getpid()));
-    fs::remove_all(root);
+    const fs::path& root = folder.path();
     fs::create_directories(root / "tests" / "formats");
     fs::copy(source / "tests" / "formats" / "data", root / "tests" / "formats" / "data",
              fs::copy_options::recursive);
     fs::create_directory_symlink(source / "profiles", root / "profiles");
     input = (root / "tests" / "formats" / "data" / "fuzz-input.yaml").string();
-  }
-  ~Scratch() {
-    std::error_code ignored;
-    fs::remove_all(root, ignored);
   }
 };
 
@@ -44,10 +37,7 @@ struct Scratch {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const Scratch scratch;
-  {
-    std::ofstream out(scratch.input, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  }
+  hetplan::fuzz::write_input(scratch.input, data, size);
   hetplan::fuzz::expect_only_input_errors(
       [&] { (void)hetplan::formats::check_file(scratch.input); });
   // A cluster it reads: its node counts edited in place (as the GUI saves them) either are

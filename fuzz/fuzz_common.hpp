@@ -1,10 +1,15 @@
 // Shared by the libFuzzer targets: run one loader on the input and let only InputError pass;
-// the property fuzzers read their numbers with ByteReader.
+// the property fuzzers read their numbers with ByteReader; the targets that read files write
+// the input into a ScratchFolder.
 #pragma once
+
+#include <unistd.h>
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "core/error.hpp"
@@ -25,6 +30,34 @@ void expect_only_input_errors(Load&& load) {
     // The message must name something: touch it so a broken message is noticed by ASan.
     if (error.what()[0] == '\0') __builtin_trap();
   }
+}
+
+// A folder of this process's own under the temporary directory (`<prefix><pid>`), emptied when
+// made and removed with its contents when destroyed: a target keeps one in a static.
+class ScratchFolder {
+ public:
+  explicit ScratchFolder(const std::string& prefix)
+      : path_(std::filesystem::temp_directory_path() / (prefix + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchFolder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Writes the input's bytes as `file`, replacing what it held.
+inline void write_input(const std::filesystem::path& file, const std::uint8_t* data,
+                        std::size_t size) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
 }
 
 // Numbers for the property fuzzers, read from the input one byte at a time (0 past its end).
