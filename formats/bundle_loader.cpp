@@ -6,6 +6,9 @@ namespace hetplan::formats {
 namespace {
 
 constexpr double kMaxSeconds = 1e6;
+// The shortest time a sample may hold: the probe floors a difference lost in noise at 1 ns, and
+// nothing it times is shorter. Below it a measured time only makes errors and rates infinite.
+constexpr double kMinSeconds = 1e-9;
 constexpr double kMaxCount = 1e15;
 
 DType read_dtype(const Field& field) {
@@ -16,7 +19,7 @@ DType read_dtype(const Field& field) {
 double seconds(MapReader& map, std::string_view key) {
   const Field field = map.required(key);
   const double value = field.as_number(0.0, kMaxSeconds);
-  if (value <= 0) field.fail_expected("a positive time in seconds");
+  if (value < kMinSeconds) field.fail_expected("a time in seconds of at least 1e-9 (1 ns)");
   return value;
 }
 

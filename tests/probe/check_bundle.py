@@ -92,8 +92,9 @@ class Checker:
             return None
         value = d[key]
         if not isinstance(value, (int, float)) or isinstance(value, bool) or \
-                not math.isfinite(value) or value <= 0:
-            self.fail(f"{path}.{key}", f"expected a positive, finite time in seconds, got {value!r}")
+                not math.isfinite(value) or value < 1e-9:
+            self.fail(f"{path}.{key}", f"expected a finite time in seconds of at least 1e-9, "
+                      f"got {value!r}")
             return None
         if value > 1e5:
             self.fail(f"{path}.{key}", f"implausible time {value} s")

@@ -337,5 +337,25 @@ TEST(CalibrationBundle, AMixtureLayerIsCheckedFieldByField) {
             "no error");
 }
 
+// A time below a nanosecond (the probe floors noise there) would make a rate or an error
+// infinite: it is refused at its field, like any other bad value.
+TEST(CalibrationBundle, ATimeUnderANanosecondIsRefused) {
+  const std::string layer =
+      R"({"model": {"hidden": 64, "heads": 4, "kv_heads": 4, "ffn": 64, "activation": "swiglu",
+          "norm": "rmsnorm"}, "dtype": "bf16", "micro_batch": 1, "seq": 16, "forward_seconds": TIME,
+          "backward_seconds": 0.001})";
+  auto with = [&](const char* time) {
+    std::string entry = layer;
+    entry.replace(entry.find("TIME"), 4, time);
+    return layer_error(entry);
+  };
+  EXPECT_NE(with("1e-300").find("layer[0].forward_seconds: expected a time in seconds of at least "
+                                "1e-9 (1 ns), got \"1e-300\""),
+            std::string::npos);
+  EXPECT_NE(with("0").find("layer[0].forward_seconds: expected a time in seconds of at least"),
+            std::string::npos);
+  EXPECT_EQ(with("1e-9"), "no error");
+}
+
 }  // namespace
 }  // namespace hetplan::validation
