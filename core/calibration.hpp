@@ -66,7 +66,7 @@ struct OperatorSample {
 };
 
 struct CollectiveSample {
-  std::string collective;  // all_reduce, all_gather, reduce_scatter, broadcast
+  std::string collective;  // all_reduce, all_gather, reduce_scatter, broadcast, all_to_all
   int ranks = 0;
   double bytes = 0;  // nccl-tests' size convention
   double seconds = 0;

@@ -1,4 +1,6 @@
 // Reads calibration bundles (docs/formats/calibration-bundle.md).
+#include <optional>
+
 #include "formats/document.hpp"
 #include "formats/loaders.hpp"
 
@@ -211,7 +213,7 @@ CalibrationBundle parse_calibration_bundle(const std::string& text, const std::s
     MapReader map(element);
     CollectiveSample s;
     const Field collective = map.required("collective");
-    collective.as_choice({"all_reduce", "all_gather", "reduce_scatter", "broadcast"});
+    collective.as_choice({"all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"});
     s.collective = collective.as_string();
     s.ranks = static_cast<int>(map.required("ranks").as_int(1, 1 << 20));
     s.bytes = map.required("bytes").as_number(1.0, kMaxCount);

@@ -63,6 +63,7 @@ models::Collective collective_kind(const std::string& name) {
   if (name == "all_reduce") return models::Collective::all_reduce;
   if (name == "all_gather") return models::Collective::all_gather;
   if (name == "reduce_scatter") return models::Collective::reduce_scatter;
+  if (name == "all_to_all") return models::Collective::all_to_all;
   return models::Collective::broadcast;
 }
 
@@ -269,8 +270,10 @@ CalibrationBundle collectives_bundle(const std::vector<importers::CollectiveSwee
   for (const auto& sweep : sweeps) {
     if (bundle.host.device.empty() && !sweep.devices.empty()) bundle.host.device = sweep.devices.front();
     bundle.probe_version = sweep.tool + " " + sweep.version;
-    const bool known = sweep.collective == "all_reduce" || sweep.collective == "all_gather" ||
-                       sweep.collective == "reduce_scatter" || sweep.collective == "broadcast";
+    // nccl-tests names its all-to-all after its binary (alltoall_perf).
+    const std::string name = sweep.collective == "alltoall" ? "all_to_all" : sweep.collective;
+    const bool known = name == "all_reduce" || name == "all_gather" || name == "reduce_scatter" ||
+                       name == "broadcast" || name == "all_to_all";
     if (!known || sweep.ranks < 2) {
       bundle.skipped.push_back(sweep.tool + " " + (sweep.collective.empty() ? "?" : sweep.collective) +
                                " at line " + std::to_string(sweep.location.line) + ": " +
@@ -282,7 +285,7 @@ CalibrationBundle collectives_bundle(const std::vector<importers::CollectiveSwee
       const auto seconds = point.out_of_place_time_s ? point.out_of_place_time_s : point.in_place_time_s;
       if (!seconds || *seconds <= 0 || point.bytes <= 0) continue;
       if (point.check_passed && !*point.check_passed) continue;  // wrong results are no timing
-      bundle.collectives.push_back({sweep.collective, sweep.ranks, point.bytes, *seconds});
+      bundle.collectives.push_back({name, sweep.ranks, point.bytes, *seconds});
     }
   }
   return bundle;
@@ -646,6 +649,30 @@ std::vector<StepCheck> check_bundle(const ChipProfile& profile, const Calibratio
                    (forward - layer.forward_s) / layer.forward_s, true, {}});
     out.push_back({what + " backward", layer.backward_s, backward,
                    (backward - layer.backward_s) / layer.backward_s, true, {}});
+  }
+  // All-to-alls inside one node (a mixture's expert-parallel exchange): never fitted, priced
+  // with the intra-node link the all-reduce calibrated (or its prior), as the estimator prices
+  // an expert-parallel group of one node. Across nodes the probe's node cannot say.
+  const sim::EstimateOptions priors;
+  const int per_node = profile.chips_per_node.value_or(1);
+  for (const auto& s : bundle.collectives) {
+    if (s.collective != "all_to_all" || s.ranks < 2 || s.ranks > per_node) continue;
+    if (!profile.intra_node.bandwidth) continue;
+    models::CollectiveGroup group;
+    group.ranks = s.ranks;
+    group.ranks_per_node = s.ranks;
+    group.intra = {*profile.intra_node.bandwidth * profile.efficiency.intra_bus_efficiency.value_or(
+                                                       priors.intra_bus_efficiency_default),
+                   profile.efficiency.intra_latency.value_or(priors.intra_latency_default)};
+    const double predicted =
+        models::best_collective(models::Collective::all_to_all, s.bytes, group).time;
+    out.push_back(
+        {"all-to-all over " + std::to_string(s.ranks) + " ranks, " + number(s.bytes) + " bytes",
+         s.seconds,
+         predicted,
+         (predicted - s.seconds) / s.seconds,
+         true,
+         {}});
   }
   return out;
 }

@@ -21,7 +21,7 @@ MEMORY_KERNELS = ("copy", "scale", "add", "triad")
 ELEMENTWISE_OPS = ("add", "mul", "gelu", "silu", "softmax", "layernorm", "rmsnorm")
 OPERATOR_CLASSES = ("gemm", "flash_attention", "attention_unfused", "norm", "activation", "rope",
                     "embedding", "cross_entropy", "optimizer", "dropout")
-COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
 TOP_KEYS = ("schema", "probe", "host", "dtypes", "gemm", "memory", "attention", "elementwise",
             "layer", "step", "operators", "collectives", "skipped")
 

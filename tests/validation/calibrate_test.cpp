@@ -11,6 +11,7 @@
 #include "formats/loaders.hpp"
 #include "formats/writers.hpp"
 #include "models/compute.hpp"
+#include "sim/estimator.hpp"
 
 namespace hetplan::validation {
 namespace {
@@ -355,6 +356,56 @@ TEST(CalibrationBundle, ATimeUnderANanosecondIsRefused) {
   EXPECT_NE(with("0").find("layer[0].forward_seconds: expected a time in seconds of at least"),
             std::string::npos);
   EXPECT_EQ(with("1e-9"), "no error");
+}
+
+// An all-to-all inside one node (a mixture's expert-parallel exchange) is a held-out check:
+// priced as one exchange over the node's link, (n - 1) latencies and (n - 1) / n of a rank's
+// send buffer at the link's bus bandwidth (its intra-node bandwidth times the all-reduce's bus
+// efficiency), and never fitted into the profile. Across nodes the probe's node cannot tell.
+TEST(CalibrationBundle, AnAllToAllInsideTheNodeIsCheckedAgainstTheIntraNodeLink) {
+  std::ifstream in(std::string(HETPLAN_SOURCE_DIR) +
+                   "/tests/validation/data/h200-probe-bundle.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string bundle_text = text.str();
+  const std::string key = "\"collectives\": []";
+  const auto at = bundle_text.find(key);
+  ASSERT_NE(at, std::string::npos);
+  bundle_text.replace(
+      at, key.size(),
+      R"("collectives": [{"collective": "all_to_all", "ranks": 8, "bytes": 67108864, "seconds": 0.0004},
+                         {"collective": "all_to_all", "ranks": 16, "bytes": 67108864, "seconds": 0.004}])");
+  const CalibrationBundle bundle = formats::parse_calibration_bundle(bundle_text, "bundle.json");
+  ASSERT_EQ(bundle.collectives.size(), 2u);
+
+  const ChipProfile h100 =
+      formats::load_chip(std::string(HETPLAN_SOURCE_DIR) + "/profiles/nvidia-h100-sxm5-80gb.yaml");
+  ASSERT_TRUE(h100.intra_node.bandwidth && h100.efficiency.intra_bus_efficiency);
+  ASSERT_EQ(h100.chips_per_node.value_or(0), 8);
+  const double latency =
+      h100.efficiency.intra_latency.value_or(sim::EstimateOptions{}.intra_latency_default);
+  const double bus = *h100.intra_node.bandwidth * *h100.efficiency.intra_bus_efficiency;
+  const double expected = 7 * latency + 7.0 / 8.0 * 67108864 / bus;
+
+  const auto checks = check_bundle(h100, bundle);
+  int all_to_alls = 0;
+  for (const auto& check : checks) {
+    if (check.what.rfind("all-to-all", 0) != 0) continue;
+    ++all_to_alls;
+    EXPECT_EQ(check.what, "all-to-all over 8 ranks, 6.711e+07 bytes");
+    EXPECT_DOUBLE_EQ(check.measured_s, 0.0004);
+    EXPECT_NEAR(check.predicted_s, expected, 1e-12);
+    EXPECT_NEAR(check.error, (expected - 0.0004) / 0.0004, 1e-9);
+  }
+  EXPECT_EQ(all_to_alls, 1);  // the 16 ranks span two nodes of 8
+
+  // Calibrating from the bundle reports the exchange's own fit but leaves the links to the
+  // all-reduce (there is none here: the profile's figures stay).
+  const Calibration calibration = calibrate(h100, {bundle}, "a2a");
+  EXPECT_EQ(calibration.profile.efficiency.intra_bus_efficiency,
+            h100.efficiency.intra_bus_efficiency);
+  EXPECT_EQ(calibration.profile.efficiency.network_bus_efficiency,
+            h100.efficiency.network_bus_efficiency);
 }
 
 }  // namespace

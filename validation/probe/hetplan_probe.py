@@ -36,7 +36,7 @@ SCHEMA = "hetplan/calibration-bundle/v1"
 DTYPE_NAMES = ("fp32", "fp16", "bf16")
 BACKENDS = ("cpu", "cuda", "npu", "mlu")
 COLLECTIVE_BACKEND = {"cpu": "gloo", "cuda": "nccl", "npu": "hccl", "mlu": "cncl"}
-COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
 OPERATOR_CLASSES = ("gemm", "flash_attention", "attention_unfused", "norm", "activation", "rope",
                     "embedding", "cross_entropy", "optimizer", "dropout")
 
@@ -1220,6 +1220,10 @@ def _collective_worker(rank, world, backend_name, init, sizes, quick, result_pat
             candidates = [("all_gather_into_tensor", lambda: dist.all_gather_into_tensor(y, x)),
                           ("_all_gather_base", lambda: dist._all_gather_base(y, x)),
                           ("all_gather", lambda: dist.all_gather(parts, x))]
+        elif collective == "all_to_all":  # bytes = a rank's send buffer, as nccl-tests counts
+            x = torch.ones(per * world, device=device)
+            y = torch.empty(per * world, device=device)
+            candidates = [("all_to_all_single", lambda: dist.all_to_all_single(y, x))]
         else:  # reduce_scatter: bytes = the input size
             x = torch.ones(per * world, device=device)
             y = torch.empty(per, device=device)
