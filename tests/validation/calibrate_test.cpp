@@ -232,13 +232,18 @@ TEST(Calibrate, GpuBundleWithALaunchFloor) {
   }
 }
 
-// The H200 probe bundle with `entries` (JSON objects, comma-separated) ahead of its layers.
-std::string bundle_with_layers(const std::string& entries) {
+// The text of the H200 probe bundle (tests/validation/data).
+std::string h200_bundle_text() {
   std::ifstream in(std::string(HETPLAN_SOURCE_DIR) +
                    "/tests/validation/data/h200-probe-bundle.json");
   std::stringstream text;
   text << in.rdbuf();
-  std::string bundle = text.str();
+  return text.str();
+}
+
+// The H200 probe bundle with `entries` (JSON objects, comma-separated) ahead of its layers.
+std::string bundle_with_layers(const std::string& entries) {
+  std::string bundle = h200_bundle_text();
   const std::string key = "\"layer\": [";
   const auto at = bundle.find(key);
   EXPECT_NE(at, std::string::npos);
@@ -364,11 +369,7 @@ TEST(CalibrationBundle, ATimeUnderANanosecondIsRefused) {
 // send buffer at the link's bus bandwidth (its intra-node bandwidth times the all-reduce's bus
 // efficiency), and never fitted into the profile. Across nodes the probe's node cannot tell.
 TEST(CalibrationBundle, AnAllToAllInsideTheNodeIsCheckedAgainstTheIntraNodeLink) {
-  std::ifstream in(std::string(HETPLAN_SOURCE_DIR) +
-                   "/tests/validation/data/h200-probe-bundle.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string bundle_text = text.str();
+  std::string bundle_text = h200_bundle_text();
   const std::string key = "\"collectives\": []";
   const auto at = bundle_text.find(key);
   ASSERT_NE(at, std::string::npos);

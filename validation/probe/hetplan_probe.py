@@ -843,11 +843,12 @@ class Probe:
                 self.seed()
                 what = (f"layer:{dtype}:h{model['hidden']}:{model['activation']}:"
                         f"mb{micro_batch}s{seq}")
-                moe = None
+                moe, variant = None, ""
                 if grouped is not None:
-                    what += (f":moe{model['experts']}x{model['expert_ffn']}"
-                             f"top{model['experts_per_token']}:"
-                             f"{'grouped' if grouped else 'sequential'}")
+                    variant = (f"moe{model['experts']}x{model['expert_ffn']}"
+                               f"top{model['experts_per_token']}:"
+                               f"{'grouped' if grouped else 'sequential'}")
+                    what += ":" + variant
                     if grouped and not hasattr(torch, "_grouped_mm"):
                         self.skip(what, f"torch {torch.__version__} has no torch._grouped_mm")
                         continue
@@ -887,8 +888,7 @@ class Probe:
                 entry["backward_seconds"] = positive(both - fwd)
                 out.append(entry)
                 log(f"layer {dtype} hidden={model['hidden']} {model['activation']} "
-                    f"mb={micro_batch} seq={seq}"
-                    f"{'' if grouped is None else ' ' + what.split(':', 5)[-1]}: "
+                    f"mb={micro_batch} seq={seq}{' ' + variant if variant else ''}: "
                     f"fwd {fmt_seconds(fwd)}, bwd {fmt_seconds(both - fwd)}")
 
     # --- a real small training step (held out: measured, never fitted)
