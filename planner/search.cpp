@@ -545,6 +545,7 @@ class Searcher {
   // Expert-parallel sizes to try with `dp` replicas: every divisor shared with the experts
   // (1 for a dense model).
   std::vector<int> expert_parallel_sizes(int dp) const;
+  void fit_option(const Setting& setting, const sim::StageKernel& k, Option& option) const;
   void search_setting(const Setting& setting, const std::vector<IslandInfo>& islands,
                       std::vector<OptionFit>& fits);
   void search_task_level(const Setting& setting, const std::vector<IslandInfo>& islands,
@@ -1462,6 +1463,40 @@ const sim::StageKernel& Searcher::kernel(const Setting& setting, std::size_t ind
   });
 }
 
+// An option's two layer limits (OptionFit): the most layers a middle stage of a three-stage
+// pipeline holds, and the most any of its stages can hold, wherever it sits.
+void Searcher::fit_option(const Setting& setting, const sim::StageKernel& k, Option& option) const {
+  const int v = setting.virtual_stages;
+  // A middle stage of a three-stage pipeline: few micro-batches in flight.
+  const double capacity = *k.memory_usable;
+  option.layers_per_stage = most_fitting_layers(v, layers_, capacity, [&](int n) {
+    return sim::slot_memory(model_, setting.step, k, n, 1, 3, setting.micro_batches).total();
+  });
+  // The least memory a stage can need: no embedding or head, the fewest micro-batches in
+  // flight any pipeline of two or more stages has (the last stage's).
+  models::StageShape least;
+  least.tp = option.tp;
+  least.dp = setting.dp;
+  least.ep = option.ep;
+  least.pipeline_stages = 2;
+  least.stage_index = 1;
+  least.virtual_stages = v;
+  least.micro_batches = setting.micro_batches;
+  least.micro_batch = setting.micro_batch;
+  least.recompute = setting.recompute;
+  least.recompute_layers = setting.recompute_layers;
+  least.zero_stage = setting.zero_stage;
+  least.layer_activations = &k.activations;
+  option.most_layers = most_fitting_layers(v, layers_, capacity, [&](int n) {
+    least.num_layers = n;
+    return models::stage_memory(model_, setting.step.training, least).total();
+  });
+  // A stage with a mixture's dense layers holds at most that many more (removing them frees
+  // memory), rounded up to whole chunks.
+  if (model_.moe() && model_.dense_layers > 0 && option.most_layers > 0)
+    option.most_layers += (std::min(model_.dense_layers, layers_) + v - 1) / v * v;
+}
+
 void Searcher::search_setting(const Setting& setting, const std::vector<IslandInfo>& islands,
                               std::vector<OptionFit>& fits) {
   std::optional<PhaseClock> clock(phases_[kPhaseKernels]);
@@ -1472,6 +1507,7 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
   options.clear();
   if (round_ == Round::seeds) fits.clear();
   const int v = setting.virtual_stages;
+  std::size_t made_options = 0;  // fits' index: options made, kept or not
   for (std::size_t i = 0; i < islands.size(); ++i) {
     const IslandInfo& info = islands[i];
     if (!info.eligible) continue;
@@ -1523,42 +1559,28 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
                 : v * k.least_layer_time_bound(sim::marginal_recompute(setting.step));
         option.max_stages = max_stages;
         // The seeds pass made the same options of this setting in the same order.
-        const std::size_t made = options.size();
+        const std::size_t made = made_options++;
         if (round_ == Round::exact && made < fits.size()) {
           option.layers_per_stage = fits[made].layers_per_stage;
           option.most_layers = fits[made].most_layers;
-          options.push_back(option);
+        } else {
+          fit_option(setting, k, option);
+          if (round_ == Round::seeds) fits.push_back({option.layers_per_stage, option.most_layers});
+        }
+        // A stage holds at least a whole layer per chunk (under partial recompute its recomputed
+        // ones); an option whose chips cannot hold that even where a stage needs the least
+        // memory is in no plan, and trying it in every pipeline would only count its refusals.
+        // Kept with a mixture's dense layers, which may fit where its MoE layers do not.
+        const int least_layers = v * std::max(1, setting.recompute_layers);
+        if (option.most_layers < least_layers && !(model_.moe() && model_.dense_layers > 0)) {
+          reject(kMemory, [&] {
+            return "island " + info.island->name + " (tp " + std::to_string(tp) + ", dp " +
+                   std::to_string(setting.dp) + "): no stage fits " + std::to_string(least_layers) +
+                   " layer(s) on its chips";
+          });
+          kernels.pop_back();
           continue;
         }
-        // A middle stage of a three-stage pipeline: few micro-batches in flight.
-        const double capacity = *k.memory_usable;
-        option.layers_per_stage = most_fitting_layers(v, layers_, capacity, [&](int n) {
-          return sim::slot_memory(model_, setting.step, k, n, 1, 3, setting.micro_batches).total();
-        });
-        // The least memory a stage can need: no embedding or head, the fewest micro-batches in
-        // flight any pipeline of two or more stages has (the last stage's).
-        models::StageShape least;
-        least.tp = tp;
-        least.dp = setting.dp;
-        least.ep = ep;
-        least.pipeline_stages = 2;
-        least.stage_index = 1;
-        least.virtual_stages = v;
-        least.micro_batches = setting.micro_batches;
-        least.micro_batch = setting.micro_batch;
-        least.recompute = setting.recompute;
-        least.recompute_layers = setting.recompute_layers;
-        least.zero_stage = setting.zero_stage;
-        least.layer_activations = &k.activations;
-        option.most_layers = most_fitting_layers(v, layers_, capacity, [&](int n) {
-          least.num_layers = n;
-          return models::stage_memory(model_, setting.step.training, least).total();
-        });
-        // A stage with a mixture's dense layers holds at most that many more (removing them
-        // frees memory), rounded up to whole chunks.
-        if (model_.moe() && model_.dense_layers > 0 && option.most_layers > 0)
-          option.most_layers += (std::min(model_.dense_layers, layers_) + v - 1) / v * v;
-        if (round_ == Round::seeds) fits.push_back({option.layers_per_stage, option.most_layers});
         options.push_back(option);
       }
     }

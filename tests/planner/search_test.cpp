@@ -557,6 +557,30 @@ TEST(PlanSearch, AModelTooBigForAnIslandIsRejectedForMemory) {
   EXPECT_EQ(best_job(result), nullptr);
 }
 
+// Islands whose chips cannot hold one layer of the model, wherever a stage sits, are refused
+// once per (island, tp) and setting, before any pipeline is laid out: a model that fits nowhere
+// scores no plan and leaves the bounds nothing to prune (it used to try every pipeline of every
+// island mix, millions on a large site, each refused for memory).
+TEST(PlanSearch, IslandsThatHoldNoLayerAreRefusedBeforeAnyPipelineIsTried) {
+  Builder b;
+  b.s.workload = sized_model(64, 65536, 512, 512, 262144);  // 4 GiB of weights a layer at tp 8
+  b.add("mlu", chip("cambricon-mlu370-x8"), 4, 8);
+  b.add("a100", chip("nvidia-a100-sxm4-80gb"), 4, 8);
+  b.add("h100", chip("nvidia-h100-sxm5-80gb"), 4, 8);
+  SearchOptions options = narrow();
+  options.recomputes = {Recompute::none, Recompute::full};
+  const SearchResult result = search_plans(b.s, options);
+  EXPECT_EQ(result.evaluations, 0u);
+  EXPECT_EQ(result.pruned, 0u);
+  EXPECT_TRUE(result.stopped.empty());
+  EXPECT_EQ(result.settings, result.settings_total);
+  EXPECT_TRUE(mentions(pass(result, "memory"), "no stage fits 1 layer(s) on its chips"));
+  // One refusal per (island, tp) of each setting at most: 3 islands, tp 1, 2, 4 or 8.
+  EXPECT_LE(pass(result, "memory").rejected, result.settings_total * 3 * 4);
+  EXPECT_EQ(best_job(result), nullptr);
+  EXPECT_FALSE(result.task_level);
+}
+
 TEST(PlanSearch, UnlinkedZonesNeverShareAPipeline) {
   Builder b;
   b.s.cluster.fabric.zone_links.clear();
