@@ -1198,6 +1198,9 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   // most stages it can hold, over its options; together an upper bound on what it adds.
   std::vector<double> layer_rate(islands.size(), 0.0);
   std::vector<int> room(islands.size(), 0);
+  // Per island, the most layers its stages can hold, over its options (each stage at most its
+  // option's most_layers).
+  std::vector<long> hold(islands.size(), 0);
   double fastest_layer = kInf;
   double least_embedding = kInf, least_head = kInf;  // some stage holds each
   // A mixture's dense layers (docs/planner.md#dense-layers) sit on the first stage and may cost
@@ -1217,6 +1220,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     const auto i = static_cast<std::size_t>(option.island);
     layer_rate[i] = std::max(layer_rate[i], 1.0 / option.per_layer);
     room[i] = std::max(room[i], option.max_stages);
+    hold[i] = std::max(hold[i], static_cast<long>(option.max_stages) * option.most_layers);
     fastest_layer = std::min(fastest_layer, option.per_layer);
   }
   least_embedding -= dense_credit;  // the stage-sum parts: the first stage's dense layers
@@ -1233,6 +1237,12 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
       return layer_rate[static_cast<std::size_t>(x)] > layer_rate[static_cast<std::size_t>(y)];
     });
   }
+  // The most layers the islands still to decide can hold: a pipeline whose chosen stages and
+  // undecided islands cannot hold the model together never will (capped_bound's test, made
+  // before the islands are decided; it cuts where no incumbent bounds anything yet).
+  std::vector<long> rest_hold(walk_order.size() + 1, 0);
+  for (std::size_t r = walk_order.size(); r-- > 0;)
+    rest_hold[r] = rest_hold[r + 1] + hold[static_cast<std::size_t>(walk_order[r])];
   // Every stage holds at least v layers, under partial recompute its N v recomputed ones.
   const int least_layers = v * std::max(1, setting.recompute_layers);
   const int stage_budget = layers_ / least_layers;
@@ -1375,10 +1385,15 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     }
     return found == needed;
   };
-  std::function<void(std::size_t, double, double, double, int)> walk =
-      [&](std::size_t r, double capacity, double chunk_sum, double chunk_max, int stages) {
+  std::function<void(std::size_t, double, double, double, int, long)> walk =
+      [&](std::size_t r, double capacity, double chunk_sum, double chunk_max, int stages,
+          long held) {
         if ((++walked_ & 4095) == 0) poll();  // most candidates are pruned, never scored
         if (stages > stage_budget || stop_) return;
+        if (!options_.exhaustive && held + rest_hold[r] < layers_) {
+          ++pruned_;
+          return;
+        }
         if (!options_.exhaustive && !reachable(r)) {
           static const std::string kWhy =
               "the islands taken sit in zones no link joins (through zones still open)";
@@ -1406,7 +1421,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
           submit(partial);
           return;
         }
-        walk(r + 1, capacity, chunk_sum, chunk_max, stages);
+        walk(r + 1, capacity, chunk_sum, chunk_max, stages, held);
         // Island r joins only while the pipeline spans fewer islands than the cap.
         if (options_.max_pipeline_islands > 0 &&
             static_cast<int>(partial.size()) >= options_.max_pipeline_islands)
@@ -1442,7 +1457,8 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
             partial.emplace_back(option, count);
             ++taken_in_zone;
             walk(r + 1, capacity + count / option->per_layer, chunk_sum + count * chunk,
-                 std::max(chunk_max, chunk), stages + count);
+                 std::max(chunk_max, chunk), stages + count,
+                 held + static_cast<long>(count) * option->most_layers);
             --taken_in_zone;
             partial.pop_back();
           }
@@ -1452,7 +1468,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   if (round_ == Round::seeds) return;
   phase_ = kPhaseTaskBound;
   PhaseClock bound_clock(phases_[kPhaseTaskBound]);
-  walk(0, 0.0, 0.0, 0.0, 0);
+  walk(0, 0.0, 0.0, 0.0, 0, 0);
 }
 
 const sim::StageKernel& Searcher::kernel(const Setting& setting, std::size_t index,

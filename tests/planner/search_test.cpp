@@ -581,6 +581,24 @@ TEST(PlanSearch, IslandsThatHoldNoLayerAreRefusedBeforeAnyPipelineIsTried) {
   EXPECT_FALSE(result.task_level);
 }
 
+// Islands that each hold some layers but together not the model: the task-level walk stops as
+// soon as the stages chosen and the islands still open cannot hold every layer, instead of
+// laying out and refusing every mix (no incumbent bounds anything when nothing fits).
+TEST(PlanSearch, MixesThatCannotHoldTheModelAreCutBeforeTheyAreLaidOut) {
+  Builder b;
+  b.s.workload = sized_model(4096, 8192, 64, 8, 28672);
+  b.add("a", chip("nvidia-a100-sxm4-80gb"), 2, 8);
+  b.add("b", chip("nvidia-a100-sxm4-80gb"), 2, 8);
+  b.add("c", chip("nvidia-a100-sxm4-80gb"), 2, 8);
+  const SearchResult result = search_plans(b.s, narrow());
+  EXPECT_EQ(best_job(result), nullptr);
+  EXPECT_EQ(result.evaluations, 0u);
+  EXPECT_GT(result.pruned, 0u);
+  // Refusals come from the islands alone (each of its options, at each stage count up to its 16
+  // chips), none from the mixes.
+  EXPECT_LE(pass(result, "memory").rejected, result.settings_total * 3 * 4 * 16);
+}
+
 TEST(PlanSearch, UnlinkedZonesNeverShareAPipeline) {
   Builder b;
   b.s.cluster.fabric.zone_links.clear();
