@@ -31,6 +31,14 @@ enum class Recompute { none, selective, full };
 // expert's capacity of token slots with einsums over one-hot [tokens, experts, capacity] masks.
 enum class MoeDispatcher { all_to_all, flex, gshard };
 
+// How the loss over the vocabulary is computed (docs/models/memory.md#head): Megatron's
+// vocabulary-parallel cross entropy, unfused (`none`) or jit-fused (`native`,
+// --cross-entropy-loss-fusion), both on an fp32 copy of the logits; or Transformer Engine's
+// fused kernel (`te`, --cross-entropy-fusion-impl te), which works in the logits' dtype and
+// writes the gradient over them.
+enum class CrossEntropyFusion { none, native, te };
+inline constexpr std::string_view kCrossEntropyFusionNames[] = {"none", "native", "te"};
+
 struct ModelShape {
   // llama, qwen2, qwen3, mistral, gpt2, gpt_neox, opt, baichuan, chatglm, glm4, internlm2,
   // mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, or "custom"
@@ -210,6 +218,8 @@ struct TrainingSettings {
   // The operators run unfused (kUnfused* bits); none by default, as Megatron-Core with
   // Transformer Engine and MindSpeed-LLM's scripts run them.
   unsigned unfused = 0;
+  // Megatron-LM's default: no fusion (--cross-entropy-loss-fusion is off unless passed).
+  CrossEntropyFusion cross_entropy_fusion = CrossEntropyFusion::none;
 };
 
 // Megatron-LM's default for where gradients accumulate and are reduced: in fp32 for bf16 (and

@@ -618,6 +618,21 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
                       "estimate.");
     }
   }
+  // The loss the estimate priced (docs/models/memory.md#head): Megatron's jit-fused one, or
+  // Transformer Engine's, which MindSpeed-LLM on Ascend has no kernel for.
+  if (training.cross_entropy_fusion != CrossEntropyFusion::none) {
+    model_args.push_back("--cross-entropy-loss-fusion");
+    if (training.cross_entropy_fusion == CrossEntropyFusion::te) {
+      if (framework.mindspeed) {
+        notes.push_back(
+            "The workload computes the loss with Transformer Engine's fused kernel, which "
+            "MindSpeed-LLM on Ascend does not have: the launch asks for Megatron's jit-fused "
+            "loss, which keeps an fp32 copy of the logits the estimate did not count.");
+      } else {
+        model_args.push_back("--cross-entropy-fusion-impl te");
+      }
+    }
+  }
   // A gated GELU MLP (Gemma's): MindSpeed-LLM's --geglu; Megatron-LM's arguments have only the
   // gated SiLU.
   if (model.activation == Activation::geglu) {

@@ -786,6 +786,30 @@ class MainWindowTest : public QObject {
              qPrintable(saved));
   }
 
+  // The loss kernel's choice writes training.cross_entropy_fusion, and the estimate takes it:
+  // Transformer Engine's fused loss keeps no fp32 copy of the logits on the last stage.
+  void choosesTheLossKernel() {
+    QTemporaryDir site;
+    copy_bundled_data(site);
+    MainWindow window;
+    QVERIFY(window.open_scenario(site.filePath(QStringLiteral("scenarios/default.yaml"))));
+    auto* loss = qobject_cast<QComboBox*>(
+        window.workload_field(QStringLiteral("training.cross_entropy_fusion")));
+    QVERIFY(loss);
+    QCOMPARE(loss->currentText(), QStringLiteral("none"));  // Megatron-LM's default
+    const int te = loss->findText(QStringLiteral("te"));
+    QVERIFY(te >= 0);
+    loss->setCurrentIndex(te);
+    emit loss->activated(te);
+    QVERIFY2(window.scenario()->workload.training.cross_entropy_fusion == CrossEntropyFusion::te,
+             qPrintable(window.message()));
+    QCOMPARE(loss->currentText(), QStringLiteral("te"));
+    QVERIFY(window.save_edits());
+    const QString saved = QString::fromUtf8(
+        file_bytes(site.filePath(QStringLiteral("workloads/llama-70b-pretrain.yaml"))));
+    QVERIFY2(saved.contains(QStringLiteral("cross_entropy_fusion: te")), qPrintable(saved));
+  }
+
   // The unfused switches write the workload's list (training.unfused) as one flow list, a name
   // per switch that is on, and the estimate reads it back.
   void switchesOperatorsUnfused() {

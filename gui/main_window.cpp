@@ -388,6 +388,12 @@ MainWindow::MainWindow(QWidget* parent)
              {QStringLiteral("none"), QStringLiteral("selective"), QStringLiteral("full")});
   add_choice(QStringLiteral("training.zero_stage"), tr("ZeRO stage"),
              {QStringLiteral("0"), QStringLiteral("1"), QStringLiteral("2"), QStringLiteral("3")});
+  add_choice(QStringLiteral("training.cross_entropy_fusion"), tr("Cross-entropy kernel"),
+             {QStringLiteral("none"), QStringLiteral("native"), QStringLiteral("te")});
+  workload_fields_.value(QStringLiteral("training.cross_entropy_fusion"))
+      ->setToolTip(tr("none: Megatron's loss on an fp32 copy of the logits; native: the same, "
+                      "jit-fused; te: Transformer Engine's, in the logits' type, its gradient "
+                      "written over them"));
   add_switch(QStringLiteral("training.sequence_parallel"), tr("Sequence parallelism"));
   add_switch(QStringLiteral("training.flash_attention"), tr("Fused (flash) attention"));
   add_switch(QStringLiteral("training.overlap.grad_reduce"), tr("Overlap the gradient reduce-scatter with backward"));
@@ -611,6 +617,8 @@ void MainWindow::refresh_workload_form() {
   set_choice("training.dtype", text_of(to_string(t.dtype)));
   set_choice("training.recompute", text_of(to_string(t.recompute)));
   set_choice("training.zero_stage", QString::number(t.zero_stage));
+  set_choice("training.cross_entropy_fusion",
+             text_of(kCrossEntropyFusionNames[static_cast<int>(t.cross_entropy_fusion)]));
   auto set_switch = [&](const char* key, bool on) {
     auto* box = qobject_cast<QCheckBox*>(workload_fields_.value(QString::fromLatin1(key)));
     if (!box) return;

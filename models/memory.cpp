@@ -352,9 +352,12 @@ StageMemory stage_memory(const ModelShape& model, const TrainingSettings& traini
         in_flight * tokens * model.hidden * e / (training.sequence_parallel ? t : 1.0);
   }
   if (stage.has_head) {
-    // Logits in the training dtype, their fp32 copy for the loss and its gradient; each
+    // Logits in the training dtype, their fp32 copy for the loss and its gradient; with
+    // Transformer Engine's fused loss only the logits, the gradient written over them. Each
     // multi-token prediction module's loss keeps its own.
-    out.head = (1.0 + mtp) * tokens * model.vocab / t * (e + 4.0 + 4.0);
+    const double per_logit =
+        training.cross_entropy_fusion == CrossEntropyFusion::te ? e : e + 4.0 + 4.0;
+    out.head = (1.0 + mtp) * tokens * model.vocab / t * per_logit;
     if (even && mtp > 0) out.activations += in_flight * mtp * mtp_module;
   }
   // Transient buffers of the step.

@@ -405,13 +405,23 @@ std::vector<Op> head_ops(const ModelShape& model, const LayerSlice& slice) {
   std::vector<Op> ops;
   ops.push_back(norm("final_norm", replicated_tokens * model.hidden, e, slice));
   ops.push_back(gemm("logits", tokens, model.vocab / t, model.hidden, 1, dtype));
-  // Megatron's vocabulary-parallel cross entropy in fp32: cast, max, subtract, exp, sum, log
-  // and the target gather forward (its max and sum are all-reduced); softmax minus one-hot
-  // backward, one pass over the logits.
   const double logits = tokens * model.vocab / t;
-  ops.push_back(elementwise("cross_entropy", OpClass::cross_entropy, logits * (e + 4.0 * 4.0), 6,
-                            2));
-  ops.back().backward_bytes_factor = 1.0;
+  if (slice.cross_entropy_fusion == CrossEntropyFusion::te) {
+    // Transformer Engine's fused loss (transformer_engine/pytorch/cross_entropy.py, Triton):
+    // forward, a kernel for each row's max and sum (all-gathered across tp) and one that reads
+    // the logits again and writes the gradient over them, 3 e bytes an element; backward, one
+    // kernel scaling that gradient by the loss's in place, 2 e.
+    ops.push_back(elementwise("cross_entropy", OpClass::cross_entropy, logits * 3.0 * e, 2, 1));
+    ops.back().backward_bytes_factor = 2.0 / 3.0;
+  } else {
+    // Megatron's vocabulary-parallel cross entropy in fp32: cast, max, subtract, exp, sum, log
+    // and the target gather forward (its max and sum are all-reduced); softmax minus one-hot
+    // backward, one pass over the logits. Its jit-fused form (`native`) makes the same fp32
+    // passes; its fewer launches are not counted.
+    ops.push_back(
+        elementwise("cross_entropy", OpClass::cross_entropy, logits * (e + 4.0 * 4.0), 6, 2));
+    ops.back().backward_bytes_factor = 1.0;
+  }
   // Multi-token prediction (DeepSeek-V3; Megatron-Core's MultiTokenPredictionBlock on the last
   // stage): each module looks up the next token's embedding, normalises it and the hidden
   // states, projects the two (2h) to one (h, column-parallel), runs one layer of the model's

@@ -104,6 +104,7 @@ struct LayerSlice {
   // Operators run as PyTorch's reference operators (TrainingSettings::unfused bits, only those
   // the model has: unfusable_operators).
   unsigned unfused = 0;
+  CrossEntropyFusion cross_entropy_fusion = CrossEntropyFusion::none;
 };
 
 // The operators of one layer: a dense layer, or with `model.moe()` a mixture-of-experts one

@@ -277,6 +277,7 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
                            training.sequence_parallel, training.flash_attention,
                            training.dtype};
   slice.unfused = training.unfused & unfusable_operators(model);
+  slice.cross_entropy_fusion = training.cross_entropy_fusion;
   if (model.moe()) {
     slice.ep = ep;
     slice.etp = etp;

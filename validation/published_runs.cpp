@@ -65,6 +65,8 @@ struct CaseConfig {
   std::optional<bool> fp32_grad_accumulation;
   // The token dispatcher (training.moe_dispatcher): Megatron-Core's all-to-all one unless said.
   std::optional<MoeDispatcher> moe_dispatcher;
+  // How the loss is computed (training.cross_entropy_fusion); Megatron-LM's default unless said.
+  std::optional<CrossEntropyFusion> cross_entropy_fusion;
   // Experts padded to a capacity (training.moe_capacity_factor); dropless unless said.
   double moe_capacity_factor = 0;
   int tp = 1, pp = 1, dp = 1, vpp = 1;
@@ -185,6 +187,8 @@ void read_section(formats::MapReader& section, CaseConfig& c) {
       c.moe_dispatcher = kDispatchers[v->as_choice({"alltoall", "flex", "gshard"})];
       if (c.moe_dispatcher == MoeDispatcher::gshard) c.gshard_field = *v;
     }
+    if (auto v = map.optional("cross_entropy_fusion"))
+      c.cross_entropy_fusion = static_cast<CrossEntropyFusion>(v->as_choice({"none", "native", "te"}));
     if (auto v = map.optional("moe_capacity_factor")) {
       c.moe_capacity_factor = v->as_number(0.01, 64.0);
       if (!c.moe_only) c.moe_only = *v;
@@ -570,6 +574,7 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   t.overlap_ep_comm = c.overlap_ep_comm;
   if (c.moe_force_balance) t.expert_imbalance = 1.0;
   if (c.moe_dispatcher) t.moe_dispatcher = *c.moe_dispatcher;
+  if (c.cross_entropy_fusion) t.cross_entropy_fusion = *c.cross_entropy_fusion;
   t.moe_capacity_factor = c.moe_capacity_factor;
   if (c.unfused_field) t.unfused = formats::read_unfused(*c.unfused_field, m);
 

@@ -161,6 +161,13 @@ std::vector<Case> cases() {
       s.workload.training.fp32_grad_accumulation = false;
       add("bf16 gradients", s, plan_on(island, {40, 40}, 8, 2));
     }
+    for (const CrossEntropyFusion fusion : {CrossEntropyFusion::native, CrossEntropyFusion::te}) {
+      Scenario s = six;
+      s.workload.training.cross_entropy_fusion = fusion;
+      add("the loss fused (" + std::string(kCrossEntropyFusionNames[static_cast<int>(fusion)]) +
+              ")",
+          s, plan_on(island, {40, 40}, 8, 2));
+    }
     for (const DType dtype : {DType::fp8, DType::fp32}) {
       Plan plan = plan_on(island, {40, 40}, 8, 2);
       plan.dtype = dtype;

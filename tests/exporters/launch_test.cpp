@@ -528,6 +528,39 @@ TEST(Launch, FusedNormAndSwigluAsTheEstimatePricedThem) {
             std::string::npos);
 }
 
+// The loss the estimate priced: Megatron's jit-fused one with --cross-entropy-loss-fusion,
+// Transformer Engine's with --cross-entropy-fusion-impl te beside it; MindSpeed-LLM on Ascend
+// has no Transformer Engine and gets the jit-fused one with a note (docs/models/memory.md#head).
+TEST(Launch, TheLossFusionAsTheEstimatePricedIt) {
+  Scenario s = scenario();
+  ExportInput input = input_for(reference());
+  input.scenario = &s;
+  auto files = export_megatron(input);
+  auto ascend = sourced(file_named(files, "launch-ascend-910b.sh").text, "HETPLAN_MODEL_ARGS");
+  auto dcu = sourced(file_named(files, "launch-dcu-k100.sh").text, "HETPLAN_MODEL_ARGS");
+  EXPECT_FALSE(has_flag(dcu, "--cross-entropy-loss-fusion"));
+  EXPECT_FALSE(has_flag(ascend, "--cross-entropy-loss-fusion"));
+
+  s.workload.training.cross_entropy_fusion = CrossEntropyFusion::native;
+  files = export_megatron(input);
+  dcu = sourced(file_named(files, "launch-dcu-k100.sh").text, "HETPLAN_MODEL_ARGS");
+  EXPECT_TRUE(has_flag(dcu, "--cross-entropy-loss-fusion"));
+  EXPECT_FALSE(has_flag(dcu, "--cross-entropy-fusion-impl"));
+
+  s.workload.training.cross_entropy_fusion = CrossEntropyFusion::te;
+  files = export_megatron(input);
+  dcu = sourced(file_named(files, "launch-dcu-k100.sh").text, "HETPLAN_MODEL_ARGS");
+  ascend = sourced(file_named(files, "launch-ascend-910b.sh").text, "HETPLAN_MODEL_ARGS");
+  EXPECT_TRUE(has_flag(dcu, "--cross-entropy-loss-fusion"));
+  EXPECT_EQ(value_of(dcu, "--cross-entropy-fusion-impl"), "te");
+  EXPECT_TRUE(has_flag(ascend, "--cross-entropy-loss-fusion"));
+  EXPECT_FALSE(has_flag(ascend, "--cross-entropy-fusion-impl"));
+  EXPECT_NE(comments(file_named(files, "launch-ascend-910b.sh").text)
+                .find("Transformer Engine's fused kernel, which MindSpeed-LLM on Ascend does not "
+                      "have"),
+            std::string::npos);
+}
+
 // --overlap-param-gather (with the distributed optimizer) wherever dp > 1, and the
 // tensor-parallel overlap as each framework names it (MC2 on Ascend), only with sequence
 // parallelism.

@@ -180,6 +180,14 @@ TEST(WorkloadErrors, RecomputeModulesNeedSelectiveRecomputeAndKnownNames) {
                 "expected each module once");
 }
 
+// The loss's fusion is one of Megatron's: none, native or Transformer Engine's.
+TEST(WorkloadErrors, CrossEntropyFusionIsOneOfMegatrons) {
+  EXPECT_EQ(workload_error("workload-cross-entropy-unknown.yaml"),
+            kBad +
+                "workload-cross-entropy-unknown.yaml:9:25: training.cross_entropy_fusion: "
+                "expected one of none, native or te, got \"liger\"");
+}
+
 // The operators a framework leaves unfused: each name once, from its list, and only one the
 // model has (GPT-2's LayerNorm is one native kernel either way, its MLP is not SwiGLU).
 TEST(WorkloadErrors, UnfusedOperatorsAreKnownOnesTheModelHas) {

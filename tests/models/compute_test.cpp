@@ -417,6 +417,34 @@ TEST(UnfusedOperators, RmsnormAndSwigluAsPyTorchsReferenceOperators) {
   EXPECT_EQ(fp32.backward_kernels, 12);
 }
 
+// The loss over Llama-2-7B's 32,000-token vocabulary for 1,024 tokens on tp 2, BF16, by hand
+// (docs/models/memory.md#head): Megatron's cross entropy reads the logits and works on an fp32
+// copy, (2 + 16) bytes an element in six kernels forward and as many bytes in two backward;
+// Transformer Engine's reads them twice and writes the gradient over them, 3 x 2 bytes in two
+// kernels, and scales that gradient in place backward, 2 x 2 bytes in one.
+TEST(CrossEntropy, TransformerEnginesKernelMakesThreePassesInTheLogitsDtype) {
+  ModelShape m = test::llama2_7b();
+  LayerSlice slice{1, 1024, 2, false, true, DType::bf16};
+  auto loss = [&] {
+    for (const Op& op : head_ops(m, slice))
+      if (op.name == "cross_entropy") return op;
+    ADD_FAILURE() << "no cross_entropy operator";
+    return Op{};
+  };
+  const double logits = 1024.0 * 32000 / 2;
+  Op op = loss();
+  EXPECT_DOUBLE_EQ(op.bytes, 18.0 * logits);
+  EXPECT_DOUBLE_EQ(op.bytes * op.backward_bytes_factor, 18.0 * logits);
+  EXPECT_EQ(op.kernels, 6);
+  EXPECT_EQ(op.backward_kernels, 2);
+  slice.cross_entropy_fusion = CrossEntropyFusion::te;
+  op = loss();
+  EXPECT_DOUBLE_EQ(op.bytes, 6.0 * logits);
+  EXPECT_DOUBLE_EQ(op.bytes * op.backward_bytes_factor, 4.0 * logits);
+  EXPECT_EQ(op.kernels, 2);
+  EXPECT_EQ(op.backward_kernels, 1);
+}
+
 // What the unfused operators keep for the backward pass: each RMSNorm the fp32 copy of its
 // input and its output before the weight instead of its input (4 bytes more an element), the
 // SwiGLU also silu(gate) (2 bytes an FFN element). tp 2 with sequence parallelism: the norms'

@@ -125,6 +125,28 @@ StageShape whole_model_over_eight_replicas() {
   return shape;
 }
 
+// The loss's bytes on the last stage, by hand (docs/models/memory.md#head): 4 sequences of
+// 2048 tokens, a vocabulary of 51,200 over tp 8, fp16 logits. Megatron's loss keeps the logits,
+// their fp32 copy and its gradient, (2 + 4 + 4) bytes an element, fused natively or not;
+// Transformer Engine's keeps the logits alone, the gradient written over them.
+TEST(StageMemory, TheLossKeepsAnFp32CopyUnlessTransformerEnginesKernelRunsIt) {
+  const auto model = gpt_22b();
+  TrainingSettings training = fp16(true);
+  StageShape last = stage(2, 1, 1, 8);
+  last.micro_batch = 4;
+  last.tp = 8;
+  last.has_head = true;
+  const double logits = 4.0 * 2048 * 51200 / 8;
+  EXPECT_DOUBLE_EQ(stage_memory(model, training, last).head, logits * 10);
+  training.cross_entropy_fusion = CrossEntropyFusion::native;
+  EXPECT_DOUBLE_EQ(stage_memory(model, training, last).head, logits * 10);
+  training.cross_entropy_fusion = CrossEntropyFusion::te;
+  EXPECT_DOUBLE_EQ(stage_memory(model, training, last).head, logits * 2);
+  // A stage without the head keeps nothing for it.
+  last.has_head = false;
+  EXPECT_DOUBLE_EQ(stage_memory(model, training, last).head, 0);
+}
+
 // The peak of the chunks in flight, by hand: 2 stages, 2 chunks, 4 micro-batches (warm-up 4
 // forward operations on stage 0, 2 on stage 1; chunk (k mod 4) / 2 forward, 1 - (k mod 4) / 2
 // backward). Stage 0 with chunks of 1 and 3 layers: 1 + 1 + 3 + 3 after warm-up, 9 with the next
