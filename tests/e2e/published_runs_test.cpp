@@ -238,6 +238,27 @@ TEST(PublishedRunsFormat, UnfusedOperatorsCostTheirBytes) {
             "whose MLP is SwiGLU");
 }
 
+// training.cross_entropy_fusion: Transformer Engine's loss keeps no fp32 copy of the logits (less
+// memory on the one stage, which holds the head) and passes over them fewer times (a shorter
+// step); the jit-fused one is priced as the unfused one; another name is refused at the field.
+TEST(PublishedRunsFormat, TheLossFusionIsReadAsStated) {
+  auto predict = [](const std::string& text) {
+    test::TempFolder folder;
+    std::ofstream(folder.file("runs.yaml")) << text;
+    return validate_published_runs(folder.path(), kProfiles).cases.at(0);
+  };
+  const CaseResult none = predict(one_case(kModel, kTraining));
+  const CaseResult native = predict(one_case(kModel, kTraining + ", cross_entropy_fusion: native"));
+  const CaseResult te = predict(one_case(kModel, kTraining + ", cross_entropy_fusion: te"));
+  EXPECT_EQ(native.predicted, none.predicted);
+  EXPECT_EQ(native.predicted_memory_gib, none.predicted_memory_gib);
+  EXPECT_LT(te.predicted, none.predicted);  // a step time
+  EXPECT_LT(te.predicted_memory_gib, none.predicted_memory_gib);
+  EXPECT_EQ(error_of(one_case(kModel, kTraining + ", cross_entropy_fusion: liger")),
+            "runs.yaml:6:124: cases[0].training.cross_entropy_fusion: expected one of none, "
+            "native or te, got \"liger\"");
+}
+
 // A layout of model chunks of unequal size (parallel.chunk_layers, one list per stage of vpp
 // counts) reaches the plan; its shape is checked at the field. A mixture's keys need experts;
 // latent attention needs all its widths.
