@@ -535,22 +535,23 @@ TEST(Launch, TheLossFusionAsTheEstimatePricedIt) {
   Scenario s = scenario();
   ExportInput input = input_for(reference());
   input.scenario = &s;
-  auto files = export_megatron(input);
-  auto ascend = sourced(file_named(files, "launch-ascend-910b.sh").text, "HETPLAN_MODEL_ARGS");
-  auto dcu = sourced(file_named(files, "launch-dcu-k100.sh").text, "HETPLAN_MODEL_ARGS");
-  EXPECT_FALSE(has_flag(dcu, "--cross-entropy-loss-fusion"));
-  EXPECT_FALSE(has_flag(ascend, "--cross-entropy-loss-fusion"));
-
-  s.workload.training.cross_entropy_fusion = CrossEntropyFusion::native;
-  files = export_megatron(input);
-  dcu = sourced(file_named(files, "launch-dcu-k100.sh").text, "HETPLAN_MODEL_ARGS");
+  std::vector<ExportedFile> files;
+  // The model arguments of the island's launch file, exported for the loss fusion given.
+  auto model_args = [&](CrossEntropyFusion fusion, const std::string& island) {
+    s.workload.training.cross_entropy_fusion = fusion;
+    files = export_megatron(input);
+    return sourced(file_named(files, "launch-" + island + ".sh").text, "HETPLAN_MODEL_ARGS");
+  };
+  EXPECT_FALSE(
+      has_flag(model_args(CrossEntropyFusion::none, "dcu-k100"), "--cross-entropy-loss-fusion"));
+  EXPECT_FALSE(
+      has_flag(model_args(CrossEntropyFusion::none, "ascend-910b"), "--cross-entropy-loss-fusion"));
+  auto dcu = model_args(CrossEntropyFusion::native, "dcu-k100");
   EXPECT_TRUE(has_flag(dcu, "--cross-entropy-loss-fusion"));
   EXPECT_FALSE(has_flag(dcu, "--cross-entropy-fusion-impl"));
 
-  s.workload.training.cross_entropy_fusion = CrossEntropyFusion::te;
-  files = export_megatron(input);
-  dcu = sourced(file_named(files, "launch-dcu-k100.sh").text, "HETPLAN_MODEL_ARGS");
-  ascend = sourced(file_named(files, "launch-ascend-910b.sh").text, "HETPLAN_MODEL_ARGS");
+  dcu = model_args(CrossEntropyFusion::te, "dcu-k100");
+  const auto ascend = model_args(CrossEntropyFusion::te, "ascend-910b");
   EXPECT_TRUE(has_flag(dcu, "--cross-entropy-loss-fusion"));
   EXPECT_EQ(value_of(dcu, "--cross-entropy-fusion-impl"), "te");
   EXPECT_TRUE(has_flag(ascend, "--cross-entropy-loss-fusion"));
