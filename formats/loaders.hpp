@@ -46,6 +46,9 @@ unsigned read_recompute_modules(const Field& list);
 // (rmsnorm beside a LayerNorm, swiglu beside another activation, rope beside learned
 // positions), is an input error at it.
 unsigned read_unfused(const Field& list, const ModelShape& model);
+// How the loss is computed (none, native, te: kCrossEntropyFusionNames); another name is an
+// input error at it.
+CrossEntropyFusion read_cross_entropy_fusion(const Field& field);
 
 // A whole input file (size-limited). Throws InputError naming the file when it cannot be read.
 std::string read_text_file(const std::string& path);

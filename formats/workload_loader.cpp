@@ -534,10 +534,8 @@ TrainingSettings read_training(const Field& field, const ModelShape& model) {
       modules->fail("expected recompute: selective beside it");
   }
   if (auto unfused = map.optional("unfused")) t.unfused = read_unfused(*unfused, model);
-  if (auto fusion = map.optional("cross_entropy_fusion")) {
-    t.cross_entropy_fusion = static_cast<CrossEntropyFusion>(fusion->as_choice(
-        {kCrossEntropyFusionNames[0], kCrossEntropyFusionNames[1], kCrossEntropyFusionNames[2]}));
-  }
+  if (auto fusion = map.optional("cross_entropy_fusion"))
+    t.cross_entropy_fusion = read_cross_entropy_fusion(*fusion);
   if (auto sp = map.optional("sequence_parallel")) t.sequence_parallel = sp->as_bool();
   if (auto flash = map.optional("flash_attention")) t.flash_attention = flash->as_bool();
   auto legacy_overlap = map.optional("overlap_grad_reduce");
@@ -631,6 +629,11 @@ unsigned read_recompute_modules(const Field& list) {
     out |= bit;
   }
   return out;
+}
+
+CrossEntropyFusion read_cross_entropy_fusion(const Field& field) {
+  return static_cast<CrossEntropyFusion>(field.as_choice(
+      {kCrossEntropyFusionNames[0], kCrossEntropyFusionNames[1], kCrossEntropyFusionNames[2]}));
 }
 
 unsigned read_unfused(const Field& list, const ModelShape& model) {

@@ -388,8 +388,12 @@ MainWindow::MainWindow(QWidget* parent)
              {QStringLiteral("none"), QStringLiteral("selective"), QStringLiteral("full")});
   add_choice(QStringLiteral("training.zero_stage"), tr("ZeRO stage"),
              {QStringLiteral("0"), QStringLiteral("1"), QStringLiteral("2"), QStringLiteral("3")});
-  add_choice(QStringLiteral("training.cross_entropy_fusion"), tr("Cross-entropy kernel"),
-             {QStringLiteral("none"), QStringLiteral("native"), QStringLiteral("te")});
+  {
+    QStringList names;
+    for (const std::string_view name : kCrossEntropyFusionNames)
+      names.append(QString::fromLatin1(name.data(), static_cast<qsizetype>(name.size())));
+    add_choice(QStringLiteral("training.cross_entropy_fusion"), tr("Cross-entropy kernel"), names);
+  }
   workload_fields_.value(QStringLiteral("training.cross_entropy_fusion"))
       ->setToolTip(tr("none: Megatron's loss on an fp32 copy of the logits; native: the same, "
                       "jit-fused; te: Transformer Engine's, in the logits' type, its gradient "

@@ -1238,8 +1238,8 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     });
   }
   // The most layers the islands still to decide can hold: a pipeline whose chosen stages and
-  // undecided islands cannot hold the model together never will (capped_bound's test, made
-  // before the islands are decided; it cuts where no incumbent bounds anything yet).
+  // undecided islands cannot hold the model together never will (made before the islands are
+  // decided, it cuts where no incumbent bounds anything yet).
   std::vector<long> rest_hold(walk_order.size() + 1, 0);
   for (std::size_t r = walk_order.size(); r-- > 0;)
     rest_hold[r] = rest_hold[r + 1] + hold[static_cast<std::size_t>(walk_order[r])];
@@ -1288,15 +1288,13 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   };
   std::vector<Group> groups;  // capped_bound's, reused
   auto capped_bound = [&](const Config& config, double money, double bar) {
+    // The walk has already cut a configuration whose caps cannot hold every layer.
     groups.clear();
-    long held = 0;
     double chunk_max = 0;
     for (const auto& [option, count] : config) {
       groups.push_back({option->per_layer, option->least_time, count, option->most_layers});
-      held += static_cast<long>(count) * option->most_layers;
       chunk_max = std::max(chunk_max, option->least_time);
     }
-    if (held < layers_) return kInf;
     // Water level: f(tau) = sum count x min(cap, tau / per_layer) reaches the layer count.
     std::sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) {
       return a.cap * a.per_layer < b.cap * b.per_layer;
@@ -1523,6 +1521,8 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
   options.clear();
   if (round_ == Round::seeds) fits.clear();
   const int v = setting.virtual_stages;
+  // A stage holds at least a whole layer per chunk, under partial recompute its recomputed ones.
+  const int least_layers = v * std::max(1, setting.recompute_layers);
   std::size_t made_options = 0;  // fits' index: options made, kept or not
   for (std::size_t i = 0; i < islands.size(); ++i) {
     const IslandInfo& info = islands[i];
@@ -1538,8 +1538,8 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
       }
       for (int ep : expert_parallel_sizes(setting.dp)) {
         const int per_replica = tp * setting.dp;
-        const int max_stages = std::min(info.island->free_chip_count() / per_replica,
-                                        layers_ / (v * std::max(1, setting.recompute_layers)));
+        const int max_stages =
+            std::min(info.island->free_chip_count() / per_replica, layers_ / least_layers);
         if (max_stages == 0) {
           // Too few chips for one stage is no candidate at all, unless busy nodes are the cause.
           if (info.island->chip_count() >= per_replica)
@@ -1583,11 +1583,9 @@ void Searcher::search_setting(const Setting& setting, const std::vector<IslandIn
           fit_option(setting, k, option);
           if (round_ == Round::seeds) fits.push_back({option.layers_per_stage, option.most_layers});
         }
-        // A stage holds at least a whole layer per chunk (under partial recompute its recomputed
-        // ones); an option whose chips cannot hold that even where a stage needs the least
-        // memory is in no plan, and trying it in every pipeline would only count its refusals.
-        // Kept with a mixture's dense layers, which may fit where its MoE layers do not.
-        const int least_layers = v * std::max(1, setting.recompute_layers);
+        // An option whose chips cannot hold a stage's least layers even where a stage needs the
+        // least memory is in no plan, and trying it in every pipeline would only count its
+        // refusals. Kept with a mixture's dense layers, which may fit where its MoE layers do not.
         if (option.most_layers < least_layers && !(model_.moe() && model_.dense_layers > 0)) {
           reject(kMemory, [&] {
             return "island " + info.island->name + " (tp " + std::to_string(tp) + ", dp " +

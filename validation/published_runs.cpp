@@ -188,8 +188,7 @@ void read_section(formats::MapReader& section, CaseConfig& c) {
       if (c.moe_dispatcher == MoeDispatcher::gshard) c.gshard_field = *v;
     }
     if (auto v = map.optional("cross_entropy_fusion"))
-      c.cross_entropy_fusion =
-          static_cast<CrossEntropyFusion>(v->as_choice({"none", "native", "te"}));
+      c.cross_entropy_fusion = formats::read_cross_entropy_fusion(*v);
     if (auto v = map.optional("moe_capacity_factor")) {
       c.moe_capacity_factor = v->as_number(0.01, 64.0);
       if (!c.moe_only) c.moe_only = *v;

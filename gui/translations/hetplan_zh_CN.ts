@@ -285,7 +285,7 @@ note: exported unvalidated, as asked; every file says so</source>
 <context>
     <name>hetplan::gui::MainWindow</name>
     <message>
-        <location filename="../main_window.cpp" line="1166"/>
+        <location filename="../main_window.cpp" line="1170"/>
         <source>&lt;p&gt;expert-parallel all-to-all %1 s (exposed)&lt;/p&gt;</source>
         <translation>&lt;p&gt;专家并行 all-to-all %1 秒（未掩盖）&lt;/p&gt;</translation>
     </message>
@@ -441,7 +441,7 @@ note: exported unvalidated, as asked; every file says so</source>
     </message>
     <message>
         <location filename="../main_window.cpp" line="290"/>
-        <location filename="../main_window.cpp" line="1248"/>
+        <location filename="../main_window.cpp" line="1252"/>
         <source>optimizer</source>
         <comment>the optimizer step</comment>
         <translation>优化器</translation>
@@ -547,258 +547,258 @@ note: exported unvalidated, as asked; every file says so</source>
         <translation>ZeRO 阶段</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="397"/>
+        <location filename="../main_window.cpp" line="401"/>
         <source>Sequence parallelism</source>
         <translation>序列并行</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="398"/>
+        <location filename="../main_window.cpp" line="402"/>
         <source>Fused (flash) attention</source>
         <translation>融合（Flash）注意力</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="399"/>
+        <location filename="../main_window.cpp" line="403"/>
         <source>Overlap the gradient reduce-scatter with backward</source>
         <translation>梯度 reduce-scatter 与反向计算重叠</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="400"/>
+        <location filename="../main_window.cpp" line="404"/>
         <source>Overlap the weight all-gather with the next forward</source>
         <translation>权重 all-gather 与下一次前向计算重叠</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="401"/>
+        <location filename="../main_window.cpp" line="405"/>
         <source>Overlap tensor-parallel communication (MC2 on Ascend)</source>
         <translation>张量并行通信与计算重叠（昇腾 MC2）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="403"/>
+        <location filename="../main_window.cpp" line="407"/>
         <source>Overlap expert-parallel all-to-alls with the other micro-batch</source>
         <translation>专家并行 all-to-all 与另一微批次的计算重叠</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="426"/>
+        <location filename="../main_window.cpp" line="430"/>
         <source>RMSNorm unfused (PyTorch&apos;s reference operators)</source>
         <translation>RMSNorm 未融合（PyTorch 参考实现的逐个算子）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="427"/>
+        <location filename="../main_window.cpp" line="431"/>
         <source>SwiGLU unfused (silu and a product)</source>
         <translation>SwiGLU 未融合（silu 与乘法两个算子）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="428"/>
+        <location filename="../main_window.cpp" line="432"/>
         <source>Rotary embedding unfused (rotate_half, products and a sum)</source>
         <translation>旋转位置编码未融合（rotate_half、乘法与加法）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="430"/>
+        <location filename="../main_window.cpp" line="434"/>
         <source>Busiest expert&apos;s load over the mean</source>
         <translation>最忙专家的负载与平均负载之比</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="434"/>
+        <location filename="../main_window.cpp" line="438"/>
         <source>Token dispatcher</source>
         <translation>Token 分发器</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="436"/>
+        <location filename="../main_window.cpp" line="440"/>
         <source>Grouped GEMM for a chip&apos;s experts</source>
         <translation>同一芯片上的专家使用分组 GEMM</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="437"/>
+        <location filename="../main_window.cpp" line="441"/>
         <source>Workload</source>
         <translation>训练负载</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="446"/>
+        <location filename="../main_window.cpp" line="450"/>
         <source>Save the Chrome trace</source>
         <translation>保存 Chrome 跟踪文件</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="447"/>
+        <location filename="../main_window.cpp" line="451"/>
         <source>Chrome traces (*.json)</source>
         <translation>Chrome 跟踪文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="471"/>
+        <location filename="../main_window.cpp" line="475"/>
         <source>islands changed: search again for plans on the changed cluster</source>
         <translation>计算岛已修改：请在修改后的集群上重新搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="478"/>
+        <location filename="../main_window.cpp" line="482"/>
         <source>searching: %1 of %2 settings, %3 plans scored, %4 pruned (%5)</source>
         <translation>搜索中：已尝试 %1 / %2 组设置，评估 %3 个方案，剪枝 %4 个（%5）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="496"/>
+        <location filename="../main_window.cpp" line="500"/>
         <source>simulation cancelled</source>
         <translation>仿真已取消</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="555"/>
+        <location filename="../main_window.cpp" line="559"/>
         <source>%1: written inline in %2</source>
         <translation>%1：直接写在 %2 中</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="556"/>
+        <location filename="../main_window.cpp" line="560"/>
         <source>%1: from the Hugging Face config %2 (edit that file to change the model)</source>
         <translation>%1：来自 Hugging Face 配置 %2（修改模型请编辑该文件）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="572"/>
+        <location filename="../main_window.cpp" line="576"/>
         <source>%1 B parameters, %2 B active per token</source>
         <translation>%1 B 参数，每个 token 激活 %2 B</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="575"/>
+        <location filename="../main_window.cpp" line="579"/>
         <source>%1 B parameters</source>
         <translation>%1 B 参数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="577"/>
+        <location filename="../main_window.cpp" line="581"/>
         <source>mixture of experts: %1 routed experts of FFN %2, %3 per token</source>
         <translation>混合专家：%1 个路由专家（FFN %2），每个 token 选 %3 个</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="582"/>
+        <location filename="../main_window.cpp" line="586"/>
         <source>, %1 shared of FFN %2</source>
         <translation>，%1 个共享专家（FFN %2）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="588"/>
+        <location filename="../main_window.cpp" line="592"/>
         <source>latent attention: K/V rank %1, Q rank %2, rotary dimensions %3</source>
         <translation>多头潜在注意力（MLA）：K/V 秩 %1，Q 秩 %2，旋转位置维度 %3</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="590"/>
+        <location filename="../main_window.cpp" line="594"/>
         <source>none</source>
         <translation>无</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="597"/>
+        <location filename="../main_window.cpp" line="601"/>
         <source>The workload writes its model inline</source>
         <translation>该训练负载直接写出了模型结构</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="636"/>
+        <location filename="../main_window.cpp" line="640"/>
         <source>The model&apos;s norm is LayerNorm, one native kernel either way</source>
         <translation>模型的归一化是 LayerNorm，无论如何都是一个原生内核</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="637"/>
+        <location filename="../main_window.cpp" line="641"/>
         <source>The model&apos;s MLP is not SwiGLU</source>
         <translation>模型的 MLP 不是 SwiGLU</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="638"/>
+        <location filename="../main_window.cpp" line="642"/>
         <source>The model learns its positions: it has no rotary embedding</source>
         <translation>模型使用可学习的位置编码，没有旋转位置编码</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="663"/>
+        <location filename="../main_window.cpp" line="667"/>
         <source>prior %1</source>
         <translation>先验值 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="665"/>
+        <location filename="../main_window.cpp" line="669"/>
         <source>none (dropless)</source>
         <translation>无（不丢弃 token）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="674"/>
+        <location filename="../main_window.cpp" line="678"/>
         <source>The model has no experts</source>
         <translation>该模型没有专家</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="697"/>
+        <location filename="../main_window.cpp" line="701"/>
         <source>internal error: %1</source>
         <translation>内部错误：%1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="533"/>
+        <location filename="../main_window.cpp" line="537"/>
         <source>Scenario %1: workload %2 (%3 layers, hidden %4, %5 heads) on cluster %6, %7 islands; objective %8</source>
         <translation>场景 %1：负载 %2（%3 层，隐藏维度 %4，%5 个注意力头），集群 %6，%7 个计算岛；目标 %8</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="542"/>
-        <location filename="../main_window.cpp" line="1099"/>
+        <location filename="../main_window.cpp" line="546"/>
+        <location filename="../main_window.cpp" line="1103"/>
         <source>cost</source>
         <translation>成本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="542"/>
+        <location filename="../main_window.cpp" line="546"/>
         <source>throughput</source>
         <translation>吞吐</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="718"/>
+        <location filename="../main_window.cpp" line="722"/>
         <source>opened %1</source>
         <translation>已打开 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="730"/>
+        <location filename="../main_window.cpp" line="734"/>
         <source>searching...</source>
         <translation>搜索中...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="738"/>
+        <location filename="../main_window.cpp" line="742"/>
         <source>simulating plan %1 on the fabric...</source>
         <translation>正在网络上仿真方案 %1...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="745"/>
+        <location filename="../main_window.cpp" line="749"/>
         <source>stopping the simulation...</source>
         <translation>正在停止仿真...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="749"/>
+        <location filename="../main_window.cpp" line="753"/>
         <source>stopping the search...</source>
         <translation>正在停止搜索...</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="935"/>
+        <location filename="../main_window.cpp" line="939"/>
         <source>saved %1</source>
         <translation>已保存 %1</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="944"/>
+        <location filename="../main_window.cpp" line="948"/>
         <source>pinned plan %1 for comparison</source>
         <translation>已固定方案 %1 用于比较</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="985"/>
+        <location filename="../main_window.cpp" line="989"/>
         <source>trace written to %1 (open it in Perfetto, ui.perfetto.dev)</source>
         <translation>跟踪文件已写入 %1（可在 Perfetto，ui.perfetto.dev 中打开）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="995"/>
+        <location filename="../main_window.cpp" line="999"/>
         <source>searched %1 settings, scored %2 plans, %3 more pruned by a bound</source>
         <translation>已搜索 %1 组设置，评估 %2 个方案，另有 %3 个被上界剪枝</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1002"/>
+        <location filename="../main_window.cpp" line="1006"/>
         <source>; stopped early (%1): the best plans found until then</source>
         <translation>；提前停止（%1）：以下为停止前找到的最佳方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1010"/>
+        <location filename="../main_window.cpp" line="1014"/>
         <source>&lt;p&gt;&lt;b&gt;Rejected candidates, by constraint pass&lt;/b&gt;&lt;/p&gt;</source>
         <translation>&lt;p&gt;&lt;b&gt;按约束检查分类的被拒候选&lt;/b&gt;&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1077"/>
+        <location filename="../main_window.cpp" line="1081"/>
         <source> (none known)</source>
         <translation>（均未知）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1095"/>
+        <location filename="../main_window.cpp" line="1099"/>
         <source>tokens/s</source>
         <translation>tokens/s</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1046"/>
+        <location filename="../main_window.cpp" line="1050"/>
         <source>pool</source>
         <translation>资源池</translation>
     </message>
@@ -818,228 +818,228 @@ note: exported unvalidated, as asked; every file says so</source>
         <translation>每条流水线的计算岛数：</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="391"/>
+        <location filename="../main_window.cpp" line="395"/>
         <source>Cross-entropy kernel</source>
         <translation>交叉熵内核</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="394"/>
+        <location filename="../main_window.cpp" line="398"/>
         <source>none: Megatron&apos;s loss on an fp32 copy of the logits; native: the same, jit-fused; te: Transformer Engine&apos;s, in the logits&apos; type, its gradient written over them</source>
         <translation>none：Megatron 的损失计算，使用 logits 的 fp32 副本；native：同上，JIT 融合；te：Transformer Engine 融合内核，按 logits 的数据类型计算，梯度原地写回</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="431"/>
+        <location filename="../main_window.cpp" line="435"/>
         <source>Experts capped at a capacity of</source>
         <translation>专家容量上限系数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="433"/>
+        <location filename="../main_window.cpp" line="437"/>
         <source>Pad every expert to its capacity</source>
         <translation>将每个专家填充到其容量</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="583"/>
+        <location filename="../main_window.cpp" line="587"/>
         <source>; the first layer dense</source>
         <translation>；第一层为稠密层</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="584"/>
+        <location filename="../main_window.cpp" line="588"/>
         <source>; the first %1 layers dense</source>
         <translation>；前 %1 层为稠密层</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="594"/>
+        <location filename="../main_window.cpp" line="598"/>
         <source>multi-token prediction modules: %1, on the last stage</source>
         <translation>多 token 预测（MTP）模块：%1 个，位于最后一个流水线阶段</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="881"/>
+        <location filename="../main_window.cpp" line="885"/>
         <source>workload changed: search again for plans of the changed workload</source>
         <translation>训练负载已修改：请为修改后的负载重新搜索方案</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="934"/>
+        <location filename="../main_window.cpp" line="938"/>
         <source>nothing to save: the files already say this</source>
         <translation>无需保存：文件内容已相同</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="956"/>
+        <location filename="../main_window.cpp" line="960"/>
         <source>error: the islands or the workload were edited here; save them first (exports name the files a plan was made from)</source>
         <translation>error: 计算岛或训练负载已在此修改；请先保存（导出文件会注明方案所依据的文件）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1000"/>
+        <location filename="../main_window.cpp" line="1004"/>
         <source>; task-level pipelines span at most %1 islands</source>
         <translation>；任务级流水线最多跨越 %1 个计算岛</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1048"/>
+        <location filename="../main_window.cpp" line="1052"/>
         <source>task-level</source>
         <translation>任务级混合</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1059"/>
+        <location filename="../main_window.cpp" line="1063"/>
         <source>replica groups</source>
         <translation>跨芯片副本组</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1153"/>
+        <location filename="../main_window.cpp" line="1157"/>
         <source>&lt;p&gt;step %1 s, %2 tokens/s, MFU %3 %; %4 micro-batches of %5&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒，%2 tokens/s，MFU %3 %；%4 个大小为 %5 的微批次&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1159"/>
+        <location filename="../main_window.cpp" line="1163"/>
         <source>&lt;p&gt;compute %1 s (bottleneck stage), bubble %2 s, optimizer %3 s&lt;br&gt;exposed communication: tensor-parallel %4 s, pipeline %5 s, cross-island %6 s, data-parallel %7 s&lt;/p&gt;</source>
         <translation>&lt;p&gt;计算 %1 秒（瓶颈阶段），流水线气泡 %2 秒，优化器 %3 秒&lt;br&gt;未被掩盖的通信：张量并行 %4 秒，流水线 %5 秒，跨计算岛 %6 秒，数据并行 %7 秒&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1169"/>
+        <location filename="../main_window.cpp" line="1173"/>
         <source>&lt;p&gt;Assumed (priors where a profile leaves a figure unknown):&lt;/p&gt;&lt;ul&gt;</source>
         <translation>&lt;p&gt;假设（芯片画像中未知的数值所用的先验值）：&lt;/p&gt;&lt;ul&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1177"/>
+        <location filename="../main_window.cpp" line="1181"/>
         <source>weights</source>
         <translation>权重</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1178"/>
+        <location filename="../main_window.cpp" line="1182"/>
         <source>gradients</source>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1221"/>
+        <location filename="../main_window.cpp" line="1225"/>
         <source>&lt;p&gt;one step of %1 ranks on the fabric (%2 flows, seed %3)&lt;/p&gt;</source>
         <translation>&lt;p&gt;在网络上仿真 %1 个 rank 的一个训练步（%2 条流，随机种子 %3）&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1228"/>
+        <location filename="../main_window.cpp" line="1232"/>
         <source>&lt;p&gt;step %1 s (analytic %2 s, %3 %)&lt;br&gt;%4 tokens/s, MFU %5 %&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒（解析模型 %2 秒，%3 %）&lt;br&gt;%4 tokens/s，MFU %5 %&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1233"/>
+        <location filename="../main_window.cpp" line="1237"/>
         <source>&lt;p&gt;where the step goes (stage %1, dp %2, the last to finish):&lt;/p&gt;</source>
         <translation>&lt;p&gt;训练步时间构成（最后完成的阶段 %1，dp %2）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1244"/>
+        <location filename="../main_window.cpp" line="1248"/>
         <source>compute</source>
         <translation>计算</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1244"/>
+        <location filename="../main_window.cpp" line="1248"/>
         <source>tensor parallel</source>
         <translation>张量并行</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1245"/>
+        <location filename="../main_window.cpp" line="1249"/>
         <source>pipeline sends</source>
         <translation>流水线发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1245"/>
+        <location filename="../main_window.cpp" line="1249"/>
         <source>cross-island sends</source>
         <translation>跨计算岛发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1246"/>
+        <location filename="../main_window.cpp" line="1250"/>
         <source>data parallel (exposed)</source>
         <translation>数据并行（未掩盖）</translation>
     </message>
     <message>
         <location filename="../main_window.cpp" line="289"/>
-        <location filename="../main_window.cpp" line="1247"/>
+        <location filename="../main_window.cpp" line="1251"/>
         <source>expert-parallel all-to-all</source>
         <translation>专家并行 all-to-all</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1247"/>
+        <location filename="../main_window.cpp" line="1251"/>
         <source>pipeline bubble</source>
         <translation>流水线气泡</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1248"/>
+        <location filename="../main_window.cpp" line="1252"/>
         <source>stragglers</source>
         <translation>慢节点</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1252"/>
+        <location filename="../main_window.cpp" line="1256"/>
         <source>&lt;p&gt;most loaded links (time at full rate during the step):&lt;/p&gt;</source>
         <translation>&lt;p&gt;负载最高的链路（训练步中满速传输的时间）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1253"/>
+        <location filename="../main_window.cpp" line="1257"/>
         <source>&lt;p&gt;none: no traffic left the chips&apos; nodes&lt;/p&gt;</source>
         <translation>&lt;p&gt;无：没有流量离开芯片所在节点&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1259"/>
+        <location filename="../main_window.cpp" line="1263"/>
         <source>&lt;p&gt;goodput %1 tokens/s (%2 % of the time is useful)</source>
         <translation>&lt;p&gt;有效吞吐 %1 tokens/s（%2 % 的时间有效）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1263"/>
+        <location filename="../main_window.cpp" line="1267"/>
         <source>&lt;br&gt;job MTBF %1 h; checkpoint every %2 steps (%3 h; Young %4 h, Daly %5 h)</source>
         <translation>&lt;br&gt;作业 MTBF %1 小时；每 %2 步保存一次检查点（%3 小时；Young %4 小时，Daly %5 小时）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1278"/>
+        <location filename="../main_window.cpp" line="1282"/>
         <source>simulated plan %1: step %2 s</source>
         <translation>已仿真方案 %1：单步 %2 秒</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1179"/>
+        <location filename="../main_window.cpp" line="1183"/>
         <source>optimizer</source>
         <translation>优化器状态</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1095"/>
+        <location filename="../main_window.cpp" line="1099"/>
         <source>Tokens/s</source>
         <translation>Tokens/s</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1097"/>
+        <location filename="../main_window.cpp" line="1101"/>
         <source>Chips used</source>
         <translation>所用芯片数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1097"/>
+        <location filename="../main_window.cpp" line="1101"/>
         <source>chips</source>
         <translation>芯片数</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1099"/>
+        <location filename="../main_window.cpp" line="1103"/>
         <source>Cost per million tokens</source>
         <translation>每百万 tokens 成本</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1101"/>
+        <location filename="../main_window.cpp" line="1105"/>
         <source>Software stacks to run</source>
         <translation>需运行的软件栈</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1101"/>
+        <location filename="../main_window.cpp" line="1105"/>
         <source>stacks</source>
         <translation>软件栈</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1180"/>
+        <location filename="../main_window.cpp" line="1184"/>
         <source>activations</source>
         <translation>激活</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1181"/>
+        <location filename="../main_window.cpp" line="1185"/>
         <source>buffers</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1183"/>
+        <location filename="../main_window.cpp" line="1187"/>
         <source>usable</source>
         <translation>可用显存</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1199"/>
+        <location filename="../main_window.cpp" line="1203"/>
         <source>Memory per chip of each stage (0, 1, ...), GiB</source>
         <translation>各阶段（0, 1, ...）每芯片显存，GiB</translation>
     </message>
