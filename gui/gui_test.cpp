@@ -786,8 +786,8 @@ class MainWindowTest : public QObject {
              qPrintable(saved));
   }
 
-  // The loss kernel's choice writes training.cross_entropy_fusion, and the estimate takes it:
-  // Transformer Engine's fused loss keeps no fp32 copy of the logits on the last stage.
+  // The loss kernel's choice reaches the scenario the estimate reads and the saved workload
+  // (training.cross_entropy_fusion).
   void choosesTheLossKernel() {
     QTemporaryDir site;
     copy_bundled_data(site);

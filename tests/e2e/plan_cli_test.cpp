@@ -238,7 +238,7 @@ TEST(PlanCli, ATimeBudgetStopsTheSearchWithTheBestSoFarAndSaysSo) {
 
 // A search stopped before it ranked any plan (a budget that runs out before a plan is found, as
 // above; or Ctrl-C) leaves an earlier run's plans as they were instead of replacing them with an
-// empty set, and says so on stderr. The model (about 1.3 quadrillion parameters) fits on none of
+// empty set, and says so on stderr. The model (about 1.7 quadrillion parameters) fits on none of
 // the six-vendors site's 6,144 chips, so no setting can rank a plan however fast the machine
 // is, and the search over that site outlasts the budget.
 TEST(PlanCli, AStoppedSearchWithNoPlanLeavesTheFolderAsItWas) {
