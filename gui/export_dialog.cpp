@@ -91,7 +91,10 @@ ExportDialog::ExportDialog(const Scenario& scenario, const QString& scenario_pat
   outcome_->setWordWrap(true);
   outcome_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   layout->addWidget(outcome_);
-  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, this);
+  // Its own Close (not the standard button), so the dialog's translation covers it: Qt's own
+  // catalogues are not installed with the application.
+  auto* buttons = new QDialogButtonBox(this);
+  buttons->addButton(tr("Close"), QDialogButtonBox::RejectRole);
   QPushButton* export_button = buttons->addButton(tr("Export"), QDialogButtonBox::ActionRole);
   layout->addWidget(buttons);
   connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);

@@ -867,7 +867,8 @@ Calibration calibrate_from_microbenchmarks(const ChipProfile& base, const Calibr
     for (const auto* samples : {&forward, &backward})
       for (const auto& s : *samples) fastest = std::max(fastest, 2.0 * s.m * s.n * s.k / s.seconds);
     const double ceiling = std::min(1.0, fastest / peak);
-    p.efficiency.gemm_max = std::min(ceiling, rate_at(forward) / peak);
+    const double fitted = rate_at(forward) / peak;
+    p.efficiency.gemm_max = std::min(ceiling, fitted);
     if (!backward.empty())
       p.efficiency.gemm_backward_max = std::min(ceiling, rate_at(backward) / peak);
     p.efficiency.gemm_half_dim = base.efficiency.gemm_half_dim;
@@ -880,7 +881,7 @@ Calibration calibrate_from_microbenchmarks(const ChipProfile& base, const Calibr
     std::snprintf(text, sizeof text,
                   "%zu forward GEMM shape(s): half-dimension not fitted, kept at %.4g; "
                   "efficiency %.4g fitted at it, at most %.4g (the fastest GEMM measured)",
-                  shapes.size(), half_dim, rate_at(forward) / peak, ceiling);
+                  shapes.size(), half_dim, fitted, ceiling);
     out.notes.push_back(text);
   }
 

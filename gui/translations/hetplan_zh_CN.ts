@@ -207,27 +207,32 @@
         <translation>方案未验证也导出（每个文件都会注明，与 --allow-unvalidated 相同）</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="95"/>
+        <location filename="../export_dialog.cpp" line="97"/>
+        <source>Close</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <location filename="../export_dialog.cpp" line="98"/>
         <source>Export</source>
         <translation>导出</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="100"/>
+        <location filename="../export_dialog.cpp" line="103"/>
         <source>Export into</source>
         <translation>导出到</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="116"/>
+        <location filename="../export_dialog.cpp" line="119"/>
         <source>error: choose a folder to export into</source>
         <translation>error: 请选择导出的文件夹</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="147"/>
+        <location filename="../export_dialog.cpp" line="150"/>
         <source>wrote %1</source>
         <translation>已写入 %1</translation>
     </message>
     <message>
-        <location filename="../export_dialog.cpp" line="149"/>
+        <location filename="../export_dialog.cpp" line="152"/>
         <source>
 note: exported unvalidated, as asked; every file says so</source>
         <translation>
