@@ -10,11 +10,13 @@
 #include <QChartView>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QLineEdit>
 #include <QProcess>
+#include <QPushButton>
 #include <QRegularExpression>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -855,6 +857,12 @@ class MainWindowTest : public QObject {
                                 QLocale(QLocale::Chinese, QLocale::China)));
     MainWindow chinese;
     QCOMPARE(chinese.search_action()->text(), QStringLiteral("搜索方案"));
+    // Qt's own words too (scripts/install-deps installs Qt's catalogues): a standard button and
+    // the file dialog the window opens scenarios with.
+    QVERIFY(qt_catalogue_installed(QLocale(QLocale::Chinese, QLocale::China)));
+    QDialogButtonBox standard(QDialogButtonBox::Cancel);
+    QCOMPARE(standard.button(QDialogButtonBox::Cancel)->text(), QStringLiteral("取消"));
+    QCOMPARE(QCoreApplication::translate("QFileDialog", "Look in:"), QStringLiteral("查找范围："));
     QVERIFY(chinese.open_scenario(kDefault));
     QCOMPARE(chinese.islands_model()->headerData(IslandsModel::kName, Qt::Horizontal,
                                                  Qt::DisplayRole).toString(),

@@ -1,19 +1,40 @@
 #include "gui/translation.hpp"
 
 #include <QCoreApplication>
+#include <QLibraryInfo>
 #include <QTranslator>
 
 namespace hetplan::gui {
+namespace {
 
-bool install_translation(QCoreApplication& app, const QLocale& locale) {
+// Loads `name`'s catalogue for `locale` from `folder` and installs it; false when none is there.
+bool install_catalogue(QCoreApplication& app, const QLocale& locale, const QString& name,
+                       const QString& folder) {
   auto* translator = new QTranslator(&app);
-  // ":/i18n/hetplan_zh_CN.qm" for zh_CN (and for zh_Hans_CN, zh_SG by QLocale's fallbacks).
-  if (!translator->load(locale, QStringLiteral("hetplan"), QStringLiteral("_"),
-                        QStringLiteral(":/i18n"))) {
+  if (!translator->load(locale, name, QStringLiteral("_"), folder)) {
     delete translator;
     return false;
   }
   return QCoreApplication::installTranslator(translator);
+}
+
+}  // namespace
+
+bool install_translation(QCoreApplication& app, const QLocale& locale) {
+  // ":/i18n/hetplan_zh_CN.qm" for zh_CN (and for zh_Hans_CN, zh_SG by QLocale's fallbacks).
+  if (!install_catalogue(app, locale, QStringLiteral("hetplan"), QStringLiteral(":/i18n")))
+    return false;
+  // Qt's own words (file and progress dialogs, standard buttons) come from Qt's catalogues,
+  // installed beside Qt (Debian: qt6-translations-l10n); without them those stay English.
+  install_catalogue(app, locale, QStringLiteral("qtbase"),
+                    QLibraryInfo::path(QLibraryInfo::TranslationsPath));
+  return true;
+}
+
+bool qt_catalogue_installed(const QLocale& locale) {
+  QTranslator probe;
+  return probe.load(locale, QStringLiteral("qtbase"), QStringLiteral("_"),
+                    QLibraryInfo::path(QLibraryInfo::TranslationsPath));
 }
 
 }  // namespace hetplan::gui
