@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$build/fuzz-artifacts" "$build/fuzz-logs"
 for target in ${TARGETS:-fuzz_chip fuzz_plan fuzz_hf_config fuzz_check_file fuzz_calibration_bundle \
     fuzz_collective_log fuzz_training_log fuzz_torch_trace fuzz_validation_record fuzz_kubectl_nodes fuzz_twin_input \
-    fuzz_published_runs}; do
+    fuzz_sweep fuzz_published_runs fuzz_layer_split fuzz_batch_balance}; do
   work="$build/fuzz-work/$target"
   rm -rf "$work" && mkdir -p "$work"
   "$build/fuzz/$target" -max_len=4096 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
