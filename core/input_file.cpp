@@ -9,9 +9,14 @@ namespace hetplan {
 
 std::string read_input_file(const std::string& path, std::size_t max_bytes, std::string_view what) {
   std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) {
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (std::filesystem::is_directory(status))
+    throw InputError({path, 0, 0}, "", "expected a file, got a directory");
+  // A pipe or a device would block or never end: only regular files are read.
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    throw InputError({path, 0, 0}, "", "expected a regular file, got a pipe, socket or device");
+  if (!std::filesystem::is_regular_file(status))
     throw InputError({path, 0, 0}, "", "cannot open the file for reading");
-  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError({path, 0, 0}, "", "cannot open the file for reading");
   in.seekg(0, std::ios::end);

@@ -114,6 +114,15 @@ TEST(ClusterErrors, MissingFile) {
   EXPECT_EQ(cluster_error("no-such-file.yaml"), kBad + "no-such-file.yaml: cannot open the file for reading");
 }
 
+// A folder or a device where a file is expected says which, in the one line (a pipe would
+// block a reader that waited for its end).
+TEST(ClusterErrors, AFolderOrADeviceIsNotAFile) {
+  EXPECT_EQ(input_error_of([] { (void)formats::load_cluster(kDataDir); }),
+            kDataDir + ": expected a file, got a directory");
+  EXPECT_EQ(input_error_of([] { (void)formats::load_cluster("/dev/null"); }),
+            "/dev/null: expected a regular file, got a pipe, socket or device");
+}
+
 TEST(ClusterErrors, WrongSchema) {
   // A workload given where a cluster is expected.
   EXPECT_EQ(input_error_of([] { (void)formats::load_cluster(kDataDir + "/workload.yaml"); }),
