@@ -442,3 +442,30 @@ TEST(PublishedRunsMoe, EveryCaseIsReadAndPredicted) {
 
 }  // namespace
 }  // namespace hetplan::validation
+
+namespace hetplan::validation {
+namespace {
+
+// The Ascend 910B runs outside the dev set (validation/published-runs-ascend, MindSpeed-LLM's
+// model table): every case reads, and every one ran, so each is predicted to fit in the 910B's
+// memory; the tensor-parallel ones expose tensor-parallel time, the tp 1 one none. Their errors
+// are reported in docs/validation.md#ascend-results; the per-case goal is not met (they are
+// predicted 25 to 60% too fast), so no threshold is asserted here.
+TEST(PublishedRunsAscend, EveryCaseIsReadAndPredictedToFit) {
+  const auto report = validate_published_runs(
+      std::string(HETPLAN_SOURCE_DIR) + "/validation/published-runs-ascend", kProfiles);
+  ASSERT_EQ(report.cases.size(), 4u);
+  for (const auto& c : report.cases) {
+    EXPECT_EQ(c.metric, "tokens_per_s_per_chip") << c.id;
+    EXPECT_TRUE(c.feasible) << c.id << ": " << (c.reasons.empty() ? "" : c.reasons.front());
+    EXPECT_GT(c.predicted, 0.0) << c.id;
+    if (c.id == "ms-llama2-7b") {
+      EXPECT_EQ(c.breakdown.tensor_parallel_s, 0.0);
+    } else {
+      EXPECT_GT(c.breakdown.tensor_parallel_s, 0.0) << c.id;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hetplan::validation
