@@ -312,11 +312,14 @@ Guess guess_ascend(const std::string& resource, const std::string& model,
     return {"ascend-910c", ""};
   }
   if (contains(m, "910B1") || contains(m, "910B2")) return {"ascend-910b", ""};
-  if (contains(m, "910B3") || contains(m, "910B4")) {
-    return {"ascend-910b",
+  // The 910B3's 20 AI cores make it msmodeling's 313T tier (docs/profiles-sources.md).
+  if (contains(m, "910B3")) return {"ascend-910b-313t", ""};
+  if (contains(m, "910B4")) {
+    return {"ascend-910b-313t",
             "chip: the nodes have " + model +
-                " (20 AI cores); the bundled ascend-910b profile is the 910B2 class (24 AI cores, "
-                "376 TFLOPS FP16): copy it with lower peaks, or accept optimistic estimates"};
+                " (20 AI cores, 32 GiB); ascend-910b-313t is the 20-core 313T class with 64 GiB, "
+                "and the 910B4's own tier is not established: copy it with your part's peaks "
+                "and memory"};
   }
   if (contains(m, "910B") || contains(type, "910B")) {
     return {"ascend-910b",

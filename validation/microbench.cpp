@@ -952,6 +952,22 @@ CalibratedValidation validate_published_runs_calibrated(const std::string& folde
     out.calibrations.push_back(std::move(calibration));
     out.bundles.push_back(std::move(bundle));
   }
+  // The profiles no table calibrates (a 910B3, a first-generation 910) predict with their own
+  // figures, as without --microbench: copied beside the calibrated ones.
+  std::vector<std::filesystem::path> others;
+  for (const auto& entry : std::filesystem::directory_iterator(profiles_folder, error)) {
+    if (entry.path().extension() != ".yaml") continue;
+    const std::string id = entry.path().stem().string();
+    if (std::none_of(profiles.begin(), profiles.end(),
+                     [&](const Entry& calibrated) { return calibrated.id == id; }))
+      others.push_back(entry.path());
+  }
+  std::sort(others.begin(), others.end());
+  for (const auto& path : others) {
+    formats::write_file_atomically(
+        calibrated_folder + "/" + path.filename().string(),
+        read_input_file(path.string(), std::size_t{1} << 20, "a chip profile"));
+  }
   out.report = validate_published_runs(folder, calibrated_folder);
   return out;
 }

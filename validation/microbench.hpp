@@ -140,8 +140,8 @@ struct CalibratedValidation {
 // Calibrates the profiles the published runs use (nvidia-a100-sxm4-80gb from "A100",
 // nvidia-a800-sxm4-80gb also from "A100", nvidia-h100-sxm5-80gb from "H100", ascend-910b from
 // "910B"), writes them to
-// `calibrated_folder` (created if missing) under their base file names, and predicts the
-// published runs in `folder` with them.
+// `calibrated_folder` (created if missing) under their base file names, copies the folder's
+// other profiles beside them unchanged, and predicts the published runs in `folder` with them.
 CalibratedValidation validate_published_runs_calibrated(const std::string& folder,
                                                         const std::string& profiles_folder,
                                                         const std::string& microbench_dir,

@@ -370,6 +370,13 @@ HardwareMatch match_hardware(const CaseConfig& c) {
       return match;
     }
     match.profile = "nvidia-h100-sxm5-80gb";
+  } else if (has(chip, "910B4")) {
+    match.refused =
+        "a 910B part with a bundled profile (the 910B4's tier and its 32 GiB are not "
+        "established; 910B3: ascend-910b-313t, other 910B: ascend-910b)";
+    return match;
+  } else if (has(chip, "910B3")) {
+    match.profile = "ascend-910b-313t";  // 20 AI cores: the 313T class (docs/profiles-sources.md)
   } else if (has(chip, "910B") || has(chip, "ATLAS 800T A2") || has(chip, "ATLAS 900 A2")) {
     match.profile = "ascend-910b";
   } else if (has(chip, "910C") || has(chip, "ATLAS 900 A3") || has(chip, "910_93")) {

@@ -346,7 +346,10 @@ TEST(PublishedRunsFormat, ChipVariantsAreReadFromTheirDescription) {
   // Ascend: the server's name or the chip's.
   EXPECT_EQ(on_hardware("Atlas 800T A2 (8 NPUs)", tp8).predicted,
             on_hardware("Huawei Ascend 910B", tp8).predicted);
-  EXPECT_GT(on_hardware("Ascend 910B3", tp8).predicted, 0.0);
+  // The 910B3 is the 20-core 313T class: a longer step than the 376T class an unnamed 910B is
+  // read as. The 910B4 has no profile (refused below).
+  EXPECT_GT(on_hardware("Ascend 910B3", tp8).predicted,
+            1.05 * on_hardware("Huawei Ascend 910B", tp8).predicted);
 
   auto refused = [](const std::string& chip) {
     return error_of("source: a test\nhardware: {chip: \"" + chip +
@@ -365,6 +368,10 @@ TEST(PublishedRunsFormat, ChipVariantsAreReadFromTheirDescription) {
   EXPECT_EQ(refused("NVIDIA H20"),
             "runs.yaml:2:18: hardware.chip: expected a chip hetplan has a profile for (A100, "
             "A800, H100, H800, Ascend 910 or 910B), got \"NVIDIA H20\"");
+  EXPECT_EQ(refused("Ascend 910B4"),
+            "runs.yaml:2:18: hardware.chip: expected a 910B part with a bundled profile (the "
+            "910B4's tier and its 32 GiB are not established; 910B3: ascend-910b-313t, other "
+            "910B: ascend-910b), got \"Ascend 910B4\"");
   EXPECT_EQ(refused("Ascend 910C"),
             "runs.yaml:2:18: hardware.chip: expected a chip whose profile can predict a run (the "
             "ascend-910c profile does not know its memory capacity or bandwidth), got \"Ascend "

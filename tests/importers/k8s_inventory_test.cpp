@@ -95,8 +95,8 @@ TEST(K8sInventory, FixtureIslands) {
   EXPECT_EQ(inventory.other_nodes, std::vector<std::string>{"master-01"});
 
   const InventoryIsland& ascend = inventory.islands[0];
-  EXPECT_EQ(ascend.name, "ascend-910b");
-  EXPECT_EQ(ascend.chip_id, "ascend-910b");
+  EXPECT_EQ(ascend.name, "ascend-910b-313t");
+  EXPECT_EQ(ascend.chip_id, "ascend-910b-313t");  // 910B3: 20 AI cores
   EXPECT_EQ(ascend.family, "ascend");
   EXPECT_EQ(ascend.resource, "huawei.com/Ascend910");
   EXPECT_EQ(ascend.model, "910B3");
@@ -162,7 +162,7 @@ TEST(K8sInventory, FixtureQuestions) {
     EXPECT_TRUE(has_question(island.questions, "runtime version:")) << island.name;
   }
   const auto& ascend = inventory.islands[0].questions;
-  EXPECT_TRUE(has_question(ascend, "the nodes have 910B3 (20 AI cores)"));
+  EXPECT_FALSE(has_question(ascend, "chip:"));  // 910B3 names its class
   EXPECT_TRUE(has_question(ascend, "no RDMA resource or label on these nodes"));
   EXPECT_TRUE(
       has_question(inventory.islands[1].questions,
@@ -186,8 +186,8 @@ TEST(K8sInventoryClusterYaml, LoadsWithTheClusterLoader) {
   ASSERT_EQ(cluster.islands.size(), 3u);
 
   const Island& ascend = cluster.islands[0];
-  EXPECT_EQ(ascend.name, "ascend-910b");
-  EXPECT_EQ(cluster.chip_of(ascend).id, "ascend-910b");
+  EXPECT_EQ(ascend.name, "ascend-910b-313t");
+  EXPECT_EQ(cluster.chip_of(ascend).id, "ascend-910b-313t");
   EXPECT_EQ(ascend.nodes, 4);
   EXPECT_EQ(ascend.free_nodes, 4);
   EXPECT_EQ(ascend.chips_per_node, 8);  // the profile's
@@ -196,7 +196,7 @@ TEST(K8sInventoryClusterYaml, LoadsWithTheClusterLoader) {
   EXPECT_EQ(ascend.nodes_per_leaf, 4);
   EXPECT_EQ(ascend.labels.at("accelerator"), "huawei-Ascend910");
   EXPECT_EQ(ascend.labels.at("node.kubernetes.io/npu.chip.name"), "910B3");
-  EXPECT_EQ(ascend.labels.at("accelerator.model"), "ascend-910b");  // the loader's own
+  EXPECT_EQ(ascend.labels.at("accelerator.model"), "ascend-910b-313t");  // the loader's own
 
   const Island& dcu = cluster.islands[1];
   EXPECT_EQ(dcu.name, "hygon-k100-ai");
@@ -224,13 +224,13 @@ TEST(K8sInventoryClusterYaml, WrittenKeysAndComments) {
   EXPECT_TRUE(contains("  zones: [\"hall-a\", \"hall-b\"]  # from topology.kubernetes.io/zone\n"));
   EXPECT_TRUE(
       contains("  #   - {between: [hall-a, hall-b], bandwidth: 6.4 Tbps, latency: 2 us}\n"));
-  EXPECT_TRUE(
-      contains("#   - island ascend-910b: nodes per leaf switch (rail group): Kubernetes does not "
-               "know the wiring\n"));
+  EXPECT_TRUE(contains(
+      "#   - island hygon-k100-ai: nodes per leaf switch (rail group): Kubernetes does not "
+      "know the wiring\n"));
   EXPECT_TRUE(contains("# Nodes without accelerators, in no island: master-01\n"));
   EXPECT_TRUE(contains(
-      "  - name: ascend-910b\n"
-      "    chip: ascend-910b  # from huawei.com/Ascend910 and \"910B3\"\n"
+      "  - name: ascend-910b-313t\n"
+      "    chip: ascend-910b-313t  # from huawei.com/Ascend910 and \"910B3\"\n"
       "    nodes: 4  # a910b-01, a910b-02, a910b-03, a910b-04\n"
       "    free_nodes: 4\n"
       "    # nics: the profile's 8 x 200 Gbps (ASSUMED: Kubernetes does not show the NICs)\n"
@@ -345,7 +345,8 @@ TEST(K8sInventory, AscendChipGuesses) {
   };
   const std::vector<Case> cases = {
       {"910B2", "module-910b-8", "ascend-910b", false},
-      {"910B3", "module-910b-8", "ascend-910b", true},
+      {"910B3", "module-910b-8", "ascend-910b-313t", false},
+      {"910B4", "module-910b-8", "ascend-910b-313t", true},
       {"910ProB", "module", "ascend-910", false},
       {"", "module-910b-8", "ascend-910b", true},
       {"", "module", "ascend-910", true},
@@ -522,10 +523,10 @@ TEST(K8sInventory, IslandsSplitByZoneAndRuntime) {
   const Inventory inventory = parse(list);
   std::vector<std::string> names;
   for (const auto& island : inventory.islands) names.push_back(island.name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"ascend-910b-hall-a", "ascend-910b-hall_c",
-                                      "ascend-910b-hall_c-cann-8.0.rc3", "hygon-k100-ai-hall-b",
-                                      "hygon-k100-ai-default", "cambricon-mlu370-x8"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"ascend-910b-313t-hall-a", "ascend-910b-313t-hall_c",
+                                             "ascend-910b-313t-hall_c-cann-8.0.rc3",
+                                             "hygon-k100-ai-hall-b", "hygon-k100-ai-default",
+                                             "cambricon-mlu370-x8"}));
   EXPECT_EQ(inventory.islands[2].runtime_name, "CANN");
   EXPECT_EQ(inventory.islands[2].runtime_version, "8.0.RC3");
   EXPECT_EQ(inventory.islands[1].zone_label, "Hall_C");

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "core/input_file.hpp"
 #include "formats/loaders.hpp"
 #include "formats/writers.hpp"
 #include "models/compute.hpp"
@@ -398,6 +399,32 @@ TEST(PublishedRuns, Fp8RunsOutsideTheDevSet) {
   for (const auto& c : v.report.cases) {
     ASSERT_TRUE(c.feasible) << c.id;
     EXPECT_LE(std::abs(c.error), 0.12) << report_text(v.report);
+  }
+}
+
+// A profile no table calibrates (here the 910B3's, ascend-910b-313t) predicts with its own
+// figures under --microbench, as without it: the calibrated folder holds a copy of it.
+TEST(PublishedRuns, AProfileNoTableCalibratesPredictsAsWithout) {
+  const std::string folder = ::testing::TempDir() + "/hetplan-published-910b3";
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  std::string text = read_input_file(
+      std::string(HETPLAN_SOURCE_DIR) + "/validation/published-runs-ascend/mindspeed-llm-910b.yaml",
+      std::size_t{1} << 20, "a published-run file");
+  const std::string chip = "  chip: Huawei Ascend 910B in Atlas 900 A2 PODc";
+  const std::size_t at = text.find(chip);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, text.find('\n', at) - at, "  chip: Ascend 910B3");
+  formats::write_file_atomically(folder + "/runs.yaml", text);
+  const ValidationReport plain = validate_published_runs(folder, kProfiles);
+  const CalibratedValidation calibrated = validate_published_runs_calibrated(
+      folder, kProfiles, kMicrobench, ::testing::TempDir() + "/hetplan-calibrated-910b3");
+  ASSERT_EQ(plain.cases.size(), 4u);
+  ASSERT_EQ(calibrated.report.cases.size(), 4u);
+  for (std::size_t i = 0; i < plain.cases.size(); ++i) {
+    EXPECT_TRUE(plain.cases[i].feasible) << plain.cases[i].id;
+    EXPECT_DOUBLE_EQ(calibrated.report.cases[i].predicted, plain.cases[i].predicted)
+        << plain.cases[i].id;
   }
 }
 
