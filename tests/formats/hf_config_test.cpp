@@ -234,6 +234,58 @@ TEST(HfConfig, DenseFamiliesWithoutAnExactPublishedTotal) {
   EXPECT_DOUBLE_EQ(internlm.total_parameters(), 32 * internlm_layer + 2 * 92544 * h + h);
 }
 
+// Baichuan 2 and GLM-4-0414 (model_type glm4) have no verbatim published config.json in the
+// project (data/hf/SOURCES.md); their keys are read here from inline configs, counted by hand.
+// Baichuan: the keys of a Baichuan2-7B fine-tune re-saved by transformers 4.52 (its
+// architecture keys as Baichuan2-7B's; z_loss_weight, the auto_map and the token ids are not
+// shape keys). GLM-4-0414: a small config with the family's keys (grouped K/V with their
+// biases, head_dim apart from hidden / heads, rotary on half of each head, a norm after the
+// attention and after the MLP besides the two before them).
+TEST(HfConfig, BaichuanAndGlm4KeysByHand) {
+  const ModelShape baichuan = parse_hf_config(R"({
+  "_from_model_config": true,
+  "architectures": ["BaichuanForCausalLM"],
+  "auto_map": {"AutoConfig": "configuration_baichuan.BaichuanConfig",
+               "AutoModelForCausalLM": "modeling_baichuan.BaichuanForCausalLM"},
+  "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0,
+  "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
+  "intermediate_size": 11008, "max_position_embeddings": 4096, "model_max_length": 4096,
+  "model_type": "baichuan", "num_attention_heads": 32, "num_hidden_layers": 32,
+  "rms_norm_eps": 1e-06, "tie_word_embeddings": false, "torch_dtype": "float16",
+  "transformers_version": "4.52.3", "use_cache": false, "vocab_size": 125696, "z_loss_weight": 0
+})",
+                                              "baichuan2-7b.json");
+  EXPECT_EQ(baichuan.model_type, "baichuan");
+  EXPECT_EQ(baichuan.kv_heads, 32);
+  EXPECT_EQ(baichuan.activation, Activation::swiglu);
+  EXPECT_EQ(baichuan.norm, Norm::rmsnorm);
+  EXPECT_FALSE(baichuan.tied_embeddings);
+  EXPECT_FALSE(baichuan.qkv_bias);
+  EXPECT_EQ(baichuan.max_positions, 4096);
+  const double h = 4096;
+  const double baichuan_layer = 4 * h * h + 3 * h * 11008 + 2 * h;
+  EXPECT_DOUBLE_EQ(baichuan.total_parameters(), 32 * baichuan_layer + 2 * 125696 * h + h);
+
+  const ModelShape glm = parse_hf_config(R"({
+  "architectures": ["Glm4ForCausalLM"], "model_type": "glm4", "attention_bias": true,
+  "head_dim": 16, "hidden_act": "silu", "hidden_size": 48, "intermediate_size": 96,
+  "max_position_embeddings": 1024, "num_attention_heads": 4, "num_hidden_layers": 3,
+  "num_key_value_heads": 2, "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-05,
+  "rope_theta": 10000.0, "tie_word_embeddings": false, "vocab_size": 1000
+})",
+                                         "glm4.json");
+  EXPECT_EQ(glm.model_type, "glm4");
+  EXPECT_EQ(glm.kv_heads, 2);
+  EXPECT_EQ(glm.head_dim(), 16);
+  EXPECT_TRUE(glm.qkv_bias);
+  EXPECT_DOUBLE_EQ(glm.rotary_percent, 0.5);
+  EXPECT_EQ(glm.extra_norms, 2);
+  // Q 48 x 64 and K, V 48 x 32 each with their 128 biases, the output 64 x 48, the MLP's three
+  // 48 x 96 matrices, four norms of 48.
+  const double glm_layer = 48.0 * 128 + 128 + 64.0 * 48 + 3.0 * 48 * 96 + 4.0 * 48;
+  EXPECT_DOUBLE_EQ(glm.total_parameters(), 3 * glm_layer + 2.0 * 1000 * 48 + 48);
+}
+
 // Gemma: a gated GELU MLP (three matrices of intermediate_size), heads of 256, tied
 // embeddings; Gemma 2 and 3 a norm after the attention and after the MLP, Gemma 3 per-head Q/K
 // norms. The papers give the parameters beside the embedding to the unit (Gemma 3 to the
