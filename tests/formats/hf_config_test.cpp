@@ -213,13 +213,19 @@ TEST(HfMoe, OneDeepSeekV3LayerByHand) {
 // 4096 x 4096, K and V 4096 x 256 each (2 groups of 128) with their biases, output 4096 x 4096,
 // a SwiGLU MLP of 13,696 and two RMSNorms; embedding and output layer of 151,552 x 4096; the
 // final norm.
-TEST(HfConfig, DenseFamiliesWithoutAnExactPublishedTotal) {
-  const ModelShape glm = load_config("glm-4-9b-chat.json");
-  EXPECT_EQ(glm.model_type, "chatglm");
+// GLM-4's attention in either key set: two K/V groups with the Q/K/V biases, rotary on half of
+// each head.
+void expect_glm4_attention(const ModelShape& glm, const std::string& model_type, int head_dim) {
+  EXPECT_EQ(glm.model_type, model_type);
   EXPECT_EQ(glm.kv_heads, 2);
-  EXPECT_EQ(glm.head_dim(), 128);
+  EXPECT_EQ(glm.head_dim(), head_dim);
   EXPECT_TRUE(glm.qkv_bias);
   EXPECT_DOUBLE_EQ(glm.rotary_percent, 0.5);
+}
+
+TEST(HfConfig, DenseFamiliesWithoutAnExactPublishedTotal) {
+  const ModelShape glm = load_config("glm-4-9b-chat.json");
+  expect_glm4_attention(glm, "chatglm", 128);
   EXPECT_DOUBLE_EQ(glm.rope_theta, 5e6);
   const double h = 4096;
   const double glm_layer = h * (h + 512) + (h + 512) + h * h + 3 * h * 13696 + 2 * h;
@@ -274,11 +280,7 @@ TEST(HfConfig, BaichuanAndGlm4KeysByHand) {
   "rope_theta": 10000.0, "tie_word_embeddings": false, "vocab_size": 1000
 })",
                                          "glm4.json");
-  EXPECT_EQ(glm.model_type, "glm4");
-  EXPECT_EQ(glm.kv_heads, 2);
-  EXPECT_EQ(glm.head_dim(), 16);
-  EXPECT_TRUE(glm.qkv_bias);
-  EXPECT_DOUBLE_EQ(glm.rotary_percent, 0.5);
+  expect_glm4_attention(glm, "glm4", 16);
   EXPECT_EQ(glm.extra_norms, 2);
   // Q 48 x 64 and K, V 48 x 32 each with their 128 biases, the output 64 x 48, the MLP's three
   // 48 x 96 matrices, four norms of 48.
