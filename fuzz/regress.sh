@@ -13,10 +13,8 @@ scratch=$(mktemp -d "${TMPDIR:-/tmp}/hetplan-fuzz-XXXXXX")
 trap 'rm -rf "$scratch"' EXIT INT TERM
 mkdir -p "$build/fuzz-logs"
 total_start=$(date +%s)
-for target in fuzz_chip fuzz_plan fuzz_hf_config fuzz_check_file fuzz_calibration_bundle \
-    fuzz_collective_log fuzz_training_log fuzz_torch_trace fuzz_validation_record \
-    fuzz_kubectl_nodes fuzz_twin_input fuzz_sweep fuzz_published_runs fuzz_layer_split \
-    fuzz_batch_balance; do
+# The targets: fuzz/targets, the list run.sh fuzzes too.
+for target in $(cat "$here/targets"); do
   binary="$build/fuzz/$target"
   log="$build/fuzz-logs/$target-regress.log"
   start=$(date +%s)

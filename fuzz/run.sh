@@ -7,9 +7,8 @@ build=${1:-build-fuzz}
 seconds=${2:-240}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$build/fuzz-artifacts" "$build/fuzz-logs"
-for target in ${TARGETS:-fuzz_chip fuzz_plan fuzz_hf_config fuzz_check_file fuzz_calibration_bundle \
-    fuzz_collective_log fuzz_training_log fuzz_torch_trace fuzz_validation_record fuzz_kubectl_nodes fuzz_twin_input \
-    fuzz_sweep fuzz_published_runs fuzz_layer_split fuzz_batch_balance}; do
+# The targets: fuzz/targets, the list regress.sh runs too.
+for target in ${TARGETS:-$(cat "$here/targets")}; do
   work="$build/fuzz-work/$target"
   rm -rf "$work" && mkdir -p "$work"
   "$build/fuzz/$target" -max_len=4096 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \

@@ -91,8 +91,8 @@ ExportDialog::ExportDialog(const Scenario& scenario, const QString& scenario_pat
   outcome_->setWordWrap(true);
   outcome_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   layout->addWidget(outcome_);
-  // Its own Close (not the standard button), so the dialog's translation covers it: Qt's own
-  // catalogues are not installed with the application.
+  // Its own Close (not the standard button), so the dialog's translation covers it even where
+  // Qt's own catalogues (a separate package) are missing.
   auto* buttons = new QDialogButtonBox(this);
   buttons->addButton(tr("Close"), QDialogButtonBox::RejectRole);
   QPushButton* export_button = buttons->addButton(tr("Export"), QDialogButtonBox::ActionRole);

@@ -18,23 +18,24 @@ bool install_catalogue(QCoreApplication& app, const QLocale& locale, const QStri
   return QCoreApplication::installTranslator(translator);
 }
 
+// Where Qt keeps its own catalogues ("qtbase_zh_CN.qm": its file and progress dialogs' and
+// standard buttons' words; Debian: qt6-translations-l10n).
+QString qt_catalogue_folder() { return QLibraryInfo::path(QLibraryInfo::TranslationsPath); }
+
 }  // namespace
 
 bool install_translation(QCoreApplication& app, const QLocale& locale) {
   // ":/i18n/hetplan_zh_CN.qm" for zh_CN (and for zh_Hans_CN, zh_SG by QLocale's fallbacks).
   if (!install_catalogue(app, locale, QStringLiteral("hetplan"), QStringLiteral(":/i18n")))
     return false;
-  // Qt's own words (file and progress dialogs, standard buttons) come from Qt's catalogues,
-  // installed beside Qt (Debian: qt6-translations-l10n); without them those stay English.
-  install_catalogue(app, locale, QStringLiteral("qtbase"),
-                    QLibraryInfo::path(QLibraryInfo::TranslationsPath));
+  // Without Qt's own catalogue its dialogs' words stay English.
+  install_catalogue(app, locale, QStringLiteral("qtbase"), qt_catalogue_folder());
   return true;
 }
 
 bool qt_catalogue_installed(const QLocale& locale) {
   QTranslator probe;
-  return probe.load(locale, QStringLiteral("qtbase"), QStringLiteral("_"),
-                    QLibraryInfo::path(QLibraryInfo::TranslationsPath));
+  return probe.load(locale, QStringLiteral("qtbase"), QStringLiteral("_"), qt_catalogue_folder());
 }
 
 }  // namespace hetplan::gui
