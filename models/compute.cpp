@@ -65,6 +65,7 @@ ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype,
                             : pick(std::nullopt, rates.gemm_max * defaults.attention_to_gemm,
                                    "fused attention efficiency");
   rates.attention_half_seq = defaults.attention_half_seq;
+  rates.attention_half_head_dim = defaults.attention_half_head_dim;
   rates.memory_efficiency = pick(eff.memory, defaults.memory, "memory efficiency");
   for (int i = 0; i < kOpClassCount; ++i)
     rates.coverage[static_cast<std::size_t>(i)] = chip.coverage(static_cast<OpClass>(i));
@@ -81,6 +82,13 @@ double gemm_shape_factor(const GemmShape& shape, const ChipRates& rates) {
 }
 
 }  // namespace
+
+double attention_head_dim_factor(double head_dim, double half_head_dim) {
+  if (half_head_dim <= 0 || head_dim <= 0) return 1.0;
+  const double factor = head_dim * (kAttentionReferenceHeadDim + half_head_dim) /
+                        (kAttentionReferenceHeadDim * (head_dim + half_head_dim));
+  return std::min(1.0, factor);
+}
 
 double gemm_efficiency(const GemmShape& shape, const ChipRates& rates) {
   return rates.gemm_max * gemm_shape_factor(shape, rates);
@@ -105,8 +113,10 @@ double compute_rate(const Op& op, const ChipRates& rates, bool backward) {
                                                      : rate;
     }
     case OpClass::flash_attention: {
+      // The op's k is its head width (the mean of the query/key and value widths).
       const double seq = op.gemm.m;
-      return rates.peak_flops * rates.attention_max * seq / (seq + rates.attention_half_seq);
+      return rates.peak_flops * rates.attention_max * seq / (seq + rates.attention_half_seq) *
+             attention_head_dim_factor(op.gemm.k, rates.attention_half_head_dim);
     }
     default:
       return rates.peak_flops * rates.gemm_max;

@@ -21,6 +21,11 @@ struct EfficiencyDefaults {
   double gemm_half_dim = 128;
   double attention_to_gemm = 0.70;  // fused attention efficiency / GEMM efficiency (A100, causal)
   double attention_half_seq = 512;  // sequence length at which fused attention reaches half
+  // Head width at which fused attention would run at half its matrix-product rate: the work
+  // per score element that does not grow with the head width (the softmax's exponential,
+  // row maximum and rescaling), fitted to FlashAttention-2's head-64 against head-128 charts
+  // (docs/models/compute.md#head-width).
+  double attention_half_head_dim = 20;
   double memory = 0.85;
   // The shortest time a kernel takes on the stream, because the host issues kernels no faster
   // (docs/models/compute.md#kernel-floor): the fastest tenth of cudaLaunchKernel calls in the
@@ -53,6 +58,7 @@ struct ChipRates {
   double fp8_gemm_max = 0;
   double attention_max = 0;
   double attention_half_seq = 0;
+  double attention_half_head_dim = 0;  // 0: no head-width term
   double memory_efficiency = 0;
   std::array<OpCoverage, kOpClassCount> coverage{};
 };
@@ -66,6 +72,16 @@ struct ResolvedRates {
 // `notes`: whether to write the assumptions (a search that scores many plans leaves them out).
 ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype,
                             const EfficiencyDefaults& defaults = {}, bool notes = true);
+
+// The head width the profiles' fused-attention efficiency is measured at (their sources'
+// FlashAttention-2 rows are of 128-wide heads).
+inline constexpr double kAttentionReferenceHeadDim = 128;
+
+// Fused attention's rate at head width `head_dim` over its rate at the reference width:
+// d (128 + d0) / (128 (d + d0)) with d0 = `half_head_dim`, at most 1 (no chart measures a
+// kernel above 128 wide, so wider heads keep the reference rate); 1 when d0 is 0.
+// docs/models/compute.md#head-width.
+double attention_head_dim_factor(double head_dim, double half_head_dim);
 
 // Efficiency of a GEMM of this shape: gemm_max x g(m) g(n) g(k), g(x) = x / (x + half_dim).
 double gemm_efficiency(const GemmShape& shape, const ChipRates& rates);

@@ -178,7 +178,8 @@ BandwidthFit fit_stream_bandwidth(const std::vector<MemorySample>& samples) {
   return fit_bandwidth(bytes, seconds, "stream kernels");
 }
 
-AttentionFit fit_attention(const std::vector<AttentionSample>& given, double half_seq) {
+AttentionFit fit_attention(const std::vector<AttentionSample>& given, double half_seq,
+                           double half_head_dim) {
   AttentionFit fit;
   if (given.empty()) return fit;
   // The compute model prices causal attention (a decoder's): where the samples include causal
@@ -195,11 +196,15 @@ AttentionFit fit_attention(const std::vector<AttentionSample>& given, double hal
     return (s.causal ? 0.5 : 1.0) * 4.0 * s.batch * s.heads * static_cast<double>(s.seq) * s.seq *
            s.head_dim;
   };
+  // The curve at a sample's sequence length and head width, over its rate.
+  auto shape = [&](const AttentionSample& s) {
+    return s.seq / (s.seq + half_seq) *
+           models::attention_head_dim_factor(s.head_dim, half_head_dim);
+  };
   std::vector<double> x;
   for (const auto& s : samples) {
-    const double shape = s.seq / (s.seq + half_seq);
-    x.push_back(flops(s) / (s.forward_s * shape));
-    x.push_back(2.5 * flops(s) / (s.backward_s * shape));
+    x.push_back(flops(s) / (s.forward_s * shape(s)));
+    x.push_back(2.5 * flops(s) / (s.backward_s * shape(s)));
   }
   // Rate in log space: the geometric mean.
   double log_sum = 0;
@@ -207,7 +212,7 @@ AttentionFit fit_attention(const std::vector<AttentionSample>& given, double hal
   fit.rate = std::exp(log_sum / static_cast<double>(x.size()));
   std::vector<double> model, measured;
   for (const auto& s : samples) {
-    const double rate = fit.rate * s.seq / (s.seq + half_seq);
+    const double rate = fit.rate * shape(s);
     model.push_back(flops(s) / rate);
     measured.push_back(s.forward_s);
     model.push_back(2.5 * flops(s) / rate);
@@ -463,7 +468,9 @@ Calibration calibrate(const ChipProfile& base, const std::vector<CalibrationBund
   for (auto& [dtype, samples] : fused) {
     const auto peak = p.peak(dtype);
     if (!peak) continue;
-    const AttentionFit fit = fit_attention(samples, 512.0);
+    const models::EfficiencyDefaults curve;
+    const AttentionFit fit =
+        fit_attention(samples, curve.attention_half_seq, curve.attention_half_head_dim);
     out.fits.push_back(fit.quality);
     p.efficiency.attention_max = std::min(1.0, fit.rate / *peak);
     cite("efficiency.attention.max");

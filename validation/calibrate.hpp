@@ -51,13 +51,15 @@ double elementwise_bytes(const ElementwiseSample& sample);
 BandwidthFit fit_elementwise_bandwidth(const std::vector<ElementwiseSample>& samples);
 BandwidthFit fit_stream_bandwidth(const std::vector<MemorySample>& samples);
 
-// Fused attention: rate = A s / (s + 512) (the compute model's attention curve); the
-// efficiency-times-peak A.
+// Fused attention: rate = A s / (s + half_seq) f(d) (the compute model's attention curve, f
+// its head-width factor with `half_head_dim`, models::attention_head_dim_factor); the
+// efficiency-times-peak A, at the reference head width.
 struct AttentionFit {
-  double rate = 0;  // FLOP/s at infinite sequence length
+  double rate = 0;  // FLOP/s at infinite sequence length and 128-wide heads
   FitQuality quality;
 };
-AttentionFit fit_attention(const std::vector<AttentionSample>& samples, double half_seq);
+AttentionFit fit_attention(const std::vector<AttentionSample>& samples, double half_seq,
+                           double half_head_dim);
 
 // A collective's alpha-beta model, in nccl-tests' terms (all-reduce, all-gather, reduce-scatter,
 // broadcast): t = steps x latency + bytes x

@@ -41,6 +41,30 @@ TEST(Compute, LargeGemmIsComputeBound) {
   EXPECT_DOUBLE_EQ(backward_time(op, rates()), 2 * forward_time(op, rates()));
 }
 
+// Fused attention's rate at a head width over its rate at 128 (docs/models/compute.md#head-width):
+// d (128 + d0) / (128 (d + d0)), never above the 128-wide rate.
+TEST(Compute, FusedAttentionSlowsWithNarrowHeads) {
+  ChipRates r = rates();
+  r.attention_half_head_dim = 20;
+  Op op;
+  op.op_class = OpClass::flash_attention;
+  op.flops = 1e12;
+  op.bytes = 0;
+  auto time_at = [&](double head_dim) {
+    op.gemm = {4096, 4096, head_dim, 32};
+    return forward_time(op, r);
+  };
+  const double at_128 = 1e12 / (300e12 * 0.6 * 4096 / (4096 + 512.0));
+  EXPECT_DOUBLE_EQ(time_at(128), at_128);
+  // 64 wide: 64 x 148 / (128 x 84) = 0.881 of the rate.
+  EXPECT_NEAR(time_at(64), at_128 * (128.0 * 84) / (64.0 * 148), 1e-12 * at_128);
+  // 8 wide: 8 x 148 / (128 x 28) = 0.330.
+  EXPECT_NEAR(time_at(8), at_128 * (128.0 * 28) / (8.0 * 148), 1e-12 * at_128);
+  EXPECT_DOUBLE_EQ(time_at(192), at_128);  // no measurement above 128: its rate
+  r.attention_half_head_dim = 0;           // no term
+  EXPECT_DOUBLE_EQ(time_at(64), at_128);
+}
+
 TEST(Compute, ElementwiseIsMemoryBound) {
   Op op;
   op.op_class = OpClass::norm;

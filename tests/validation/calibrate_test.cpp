@@ -103,12 +103,31 @@ AttentionSample attention_sample(int seq, bool causal, double rate, Scale&& nois
   return s;
 }
 
+// Samples of 64- and 128-wide heads made by the model's curve with its head-width term give back
+// the 128-wide rate; read as one rate, the narrow heads would pull it down.
+TEST(Calibrate, FusedAttentionRateAtTheReferenceHeadWidth) {
+  std::vector<AttentionSample> samples;
+  for (int head_dim : {64, 128}) {
+    for (int seq : {1024, 4096, 16384}) {
+      AttentionSample s = attention_sample(seq, true, 5e14, [] { return 1.0; });
+      const double narrow = head_dim / 128.0 * 148.0 / (head_dim + 20.0);  // the factor by hand
+      s.heads = 2048 / head_dim;
+      s.head_dim = head_dim;  // the same FLOPs: 16 x 128 = 32 x 64
+      s.forward_s /= narrow;
+      s.backward_s /= narrow;
+      samples.push_back(s);
+    }
+  }
+  EXPECT_NEAR(fit_attention(samples, 512.0, 20.0).rate, 5e14, 1e-6 * 5e14);
+  EXPECT_LT(fit_attention(samples, 512.0, 0.0).rate, 0.95 * 5e14);
+}
+
 TEST(Calibrate, FusedAttentionRateIsRecovered) {
   Noise noise(0.03);
   std::vector<AttentionSample> samples;
   for (int seq : {512, 1024, 2048, 4096, 8192})
     samples.push_back(attention_sample(seq, true, 6e14, noise));
-  const AttentionFit fit = fit_attention(samples, 512.0);
+  const AttentionFit fit = fit_attention(samples, 512.0, 20.0);
   EXPECT_NEAR(fit.rate, 6e14, 0.03 * 6e14);
 }
 
@@ -120,11 +139,11 @@ TEST(Calibrate, FusedAttentionRateFromTheCausalSamples) {
     for (int seq : {1024, 4096, 16384})
       samples.push_back(attention_sample(seq, causal, causal ? 5e14 : 6e14, [] { return 1.0; }));
   }
-  const AttentionFit causal = fit_attention(samples, 512.0);
+  const AttentionFit causal = fit_attention(samples, 512.0, 20.0);
   EXPECT_NEAR(causal.rate, 5e14, 1e-6 * 5e14);
   EXPECT_EQ(causal.quality.points, 6);  // three samples, forward and backward
   samples.resize(3);                    // the non-causal ones alone
-  EXPECT_NEAR(fit_attention(samples, 512.0).rate, 6e14, 1e-6 * 6e14);
+  EXPECT_NEAR(fit_attention(samples, 512.0, 20.0).rate, 6e14, 1e-6 * 6e14);
 }
 
 TEST(Calibrate, NewProfileVersionCitesTheBundleAndKeepsTheBase) {
