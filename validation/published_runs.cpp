@@ -460,21 +460,58 @@ void parse_network(const std::string& text, Island& island) {
 constexpr double kFlopsPerTflop = 1e12;
 
 double megatron_flops(const CaseConfig& c) {
-  // Megatron-LM's reported FLOPs per iteration (Narayanan et al. 2021, eq. 3): the forward
-  // pass counted once more under full recompute, logits once.
+  // Megatron-LM's reported FLOPs per iteration: Narayanan et al. 2021, eq. 3, for a GPT layer
+  // (the forward pass counted once more under full recompute, the logits three times), in the
+  // general form of Megatron-LM's num_floating_point_operations (megatron/training/training.py),
+  // which counts grouped-query attention's narrower key/value projections, a head width apart
+  // from hidden / heads, a gated MLP's third matrix (x 3/2) and the routed and shared experts
+  // a token passes through. For a GPT layer (ffn 4h, no grouping) both are
+  // `passes 24 b s l h^2 (1 + s / 6h) + 6 b s h V`.
   const double b = c.global_batch, s = c.seq_len, l = c.layers, h = c.hidden, v = c.vocab;
+  const double heads = c.heads;
+  const double kv = c.kv_heads > 0 ? c.kv_heads : heads;
+  const double head_width = c.head_size > 0 ? c.head_size : h / heads;
+  const double query_ratio = heads * head_width / h;
+  const double gated = *c.gpt ? 1.0 : 1.5;
+  const double ffn = c.ffn_four_hidden ? 4.0 * h : c.ffn;
+  const double mlp = c.experts > 0 ? static_cast<double>(c.experts_per_token) * c.expert_ffn +
+                                         static_cast<double>(c.shared_experts) * c.shared_expert_ffn
+                                   : ffn;
+  const double per_pass = 4.0 * b * s * l * h * h;
+  const double layers = (1.0 + kv / heads + s / h) * query_ratio + mlp / h * gated;
   const double passes = c.recompute == Recompute::full ? 4.0 : 3.0;
-  return passes * 24.0 * b * s * l * h * h * (1.0 + s / (6.0 * h)) + 6.0 * b * s * h * v;
+  return passes * per_pass * layers + 3.0 * per_pass * v / (2.0 * l * h);
 }
 
-// A case's metric from a predicted step time, as the source reports it: the step time itself,
-// tokens/s per chip, or TFLOP/s per chip by Megatron's formula. The estimator's and the twin's
-// step times both go through here.
-double metric_from_step(const CaseConfig& c, const std::string& metric, double step_time_s) {
+// The metrics a case's `measured` may give (the README: "the published figure, in the unit
+// named by its key"), the one predicted first: a step time, then a throughput, then FLOP/s,
+// then the model FLOPs utilisation. Each is predicted from the step time.
+constexpr const char* kMetrics[] = {"step_time_s",  "step_time_ms",  "tokens_per_s_per_chip",
+                                    "tokens_per_s", "samples_per_s", "tflops_per_chip",
+                                    "mfu"};
+constexpr const char* kMetricsExpected =
+    "step_time_s, step_time_ms, tokens_per_s_per_chip, tokens_per_s, samples_per_s, "
+    "tflops_per_chip, mfu or out_of_memory: true";
+
+// A case's metric from a predicted step time, as the source reports it: the step time (in
+// seconds or milliseconds), tokens/s per chip or for the whole job, sequences/s for the whole
+// job, TFLOP/s per chip by Megatron's formula, or the model FLOPs utilisation (the same
+// formula, recompute not counted, over the chips' dense peak in the training dtype, BF16 under
+// the fp8 recipe: `peak_flops`). The estimator's and the twin's step times both go through here.
+double metric_from_step(const CaseConfig& c, const std::string& metric, double step_time_s,
+                        double peak_flops) {
   if (metric == "step_time_s") return step_time_s;
+  if (metric == "step_time_ms") return step_time_s * 1e3;
   if (step_time_s <= 0) return 0;
-  if (metric == "tokens_per_s_per_chip")
-    return static_cast<double>(c.global_batch) * c.seq_len / step_time_s / c.chips;
+  const double tokens = static_cast<double>(c.global_batch) * c.seq_len;
+  if (metric == "tokens_per_s_per_chip") return tokens / step_time_s / c.chips;
+  if (metric == "tokens_per_s") return tokens / step_time_s;
+  if (metric == "samples_per_s") return c.global_batch / step_time_s;
+  if (metric == "mfu") {
+    CaseConfig counted = c;
+    counted.recompute = Recompute::none;  // model FLOPs: no recomputed pass
+    return peak_flops > 0 ? megatron_flops(counted) / (step_time_s * c.chips * peak_flops) : 0;
+  }
   return megatron_flops(c) / (step_time_s * c.chips) / kFlopsPerTflop;  // tflops_per_chip
 }
 
@@ -482,6 +519,7 @@ double metric_from_step(const CaseConfig& c, const std::string& metric, double s
 struct PreparedCase {
   CaseResult result;
   CaseConfig config;
+  double peak_flops = 0;  // a chip's dense peak in the training dtype (BF16 under fp8), for mfu
   std::optional<sim::TwinInput> twin;  // the plan lowered onto its cluster, to simulate
 };
 
@@ -510,6 +548,7 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   if (match.memory_capacity) chip.memory_capacity = match.memory_capacity;
   if (match.memory_usable) chip.memory_usable = match.memory_usable;
   if (match.memory_bandwidth) chip.memory_bandwidth = match.memory_bandwidth;
+  prepared.peak_flops = chip.peak(storage_dtype(*c.dtype)).value_or(0);
   cluster.chips.push_back(chip);
   Island island;
   island.name = "main";
@@ -634,10 +673,11 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   }
   formats::MapReader measured(*c.measured);
   if (auto v = measured.optional("memory_gib")) result.measured_memory_gib = v->as_number(1e-3, 1e6);
-  measured.optional("mfu");  // as the source reports it; the estimator predicts the main metric
+  // The first metric given is predicted; the others are read (and checked) but not predicted.
   std::optional<formats::Field> metric_value;
-  for (const char* metric : {"step_time_s", "tokens_per_s_per_chip", "tflops_per_chip"}) {
+  for (const char* metric : kMetrics) {
     if (auto v = measured.optional(metric)) {
+      v->as_number(1e-9, 1e12);
       if (result.metric.empty()) {
         result.metric = metric;
         metric_value = v;
@@ -657,11 +697,12 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
     return prepared;
   }
   if (!metric_value) {
-    c.measured->fail_expected(
-        "step_time_s, tokens_per_s_per_chip, tflops_per_chip or out_of_memory: true");
+    c.measured->fail_expected(kMetricsExpected);
   }
   result.measured = metric_value->as_number(1e-9, 1e12);
-  result.predicted = metric_from_step(c, result.metric, estimate.step_time_s);
+  if (result.metric == "mfu" && result.measured > 1)
+    metric_value->fail_expected("a share of the peak from 0 to 1 (mfu 0.45, not 45)");
+  result.predicted = metric_from_step(c, result.metric, estimate.step_time_s, prepared.peak_flops);
   result.error = (result.predicted - result.measured) / result.measured;
   result.correct = estimate.feasible;
   if (lower_for_twin) {
@@ -697,8 +738,8 @@ void simulate_cases(std::vector<PreparedCase>& prepared, const TwinValidation& t
       r.twin_not_simulated = outcomes[i].error;
       continue;
     }
-    r.twin_predicted =
-        metric_from_step(simulated[i]->config, r.metric, outcomes[i].result->step_time_s);
+    r.twin_predicted = metric_from_step(simulated[i]->config, r.metric,
+                                        outcomes[i].result->step_time_s, simulated[i]->peak_flops);
     r.twin_error = (*r.twin_predicted - r.measured) / r.measured;
   }
 }

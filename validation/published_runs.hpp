@@ -17,7 +17,9 @@ namespace hetplan::validation {
 struct CaseResult {
   std::string file;
   std::string id;
-  std::string metric;  // step_time_s, tokens_per_s_per_chip, tflops_per_chip, out_of_memory
+  // step_time_s, step_time_ms, tokens_per_s_per_chip, tokens_per_s, samples_per_s,
+  // tflops_per_chip, mfu, out_of_memory (docs/validation.md)
+  std::string metric;
   double measured = 0;
   double predicted = 0;
   double error = 0;                 // (predicted - measured) / measured; 0 for out_of_memory

@@ -12,7 +12,7 @@ int sign(double x) {
 
 // Whether a larger value of the metric is better.
 bool higher_is_better(const std::string& metric) {
-  return metric != "step_time_s";
+  return metric != "step_time_s" && metric != "step_time_ms";
 }
 
 }  // namespace

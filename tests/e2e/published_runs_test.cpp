@@ -87,6 +87,57 @@ TEST(PublishedRunsFormat, AWellFormedCaseIsPredicted) {
   EXPECT_EQ(error_of(one_case(kModel, kTraining)), "no error");
 }
 
+// Every metric a source may name is predicted from the same step: the conversions by hand.
+TEST(PublishedRunsFormat, EveryMetricIsPredictedFromTheSameStep) {
+  test::TempFolder folder;
+  auto predict = [&](const std::string& model, const std::string& training,
+                     const std::string& measured) {
+    std::string text = one_case(model, training);
+    text.replace(text.find("{step_time_s: 1.0}"), 18, "{" + measured + "}");
+    std::ofstream(folder.file("runs.yaml"), std::ios::trunc) << text;
+    return validate_published_runs(folder.path(), kProfiles).cases.at(0);
+  };
+  const CaseResult s = predict(kModel, kTraining, "step_time_s: 1.0");
+  const double step = s.predicted;
+  ASSERT_GT(step, 0);
+  EXPECT_DOUBLE_EQ(step, s.breakdown.step_s);
+  EXPECT_DOUBLE_EQ(predict(kModel, kTraining, "step_time_ms: 1000").predicted, 1e3 * step);
+  // 8 sequences of 2,048 tokens a step, on 8 chips.
+  EXPECT_DOUBLE_EQ(predict(kModel, kTraining, "tokens_per_s_per_chip: 1").predicted,
+                   8.0 * 2048 / step / 8);
+  EXPECT_DOUBLE_EQ(predict(kModel, kTraining, "tokens_per_s: 1").predicted, 8.0 * 2048 / step);
+  EXPECT_DOUBLE_EQ(predict(kModel, kTraining, "samples_per_s: 1").predicted, 8.0 / step);
+  // Megatron-LM's FLOPs of this llama layer (no grouping: kv = heads, 128-wide heads): per
+  // pass 4 b s l h^2 = 4 x 8 x 2048 x 4 x 1024^2, times attention (1 + 1 + 2048/1024) and the
+  // gated MLP 2816/1024 x 3/2, three passes; the logits 3 x per pass x 32000 / (2 x 4 x 1024).
+  const double per_pass = 4.0 * 8 * 2048 * 4 * 1024.0 * 1024;
+  const double flops = 3 * per_pass * (4.0 + 2816.0 / 1024 * 1.5) + 3 * per_pass * 32000 / 8192;
+  EXPECT_NEAR(predict(kModel, kTraining, "tflops_per_chip: 100").predicted,
+              flops / (step * 8) / 1e12, 1e-9 * flops / (step * 8) / 1e12);
+  // Utilisation: the same FLOPs over the eight chips' BF16 peak (312 TFLOPS, the datasheet's).
+  EXPECT_NEAR(predict(kModel, kTraining, "mfu: 0.4").predicted, flops / (step * 8 * 312e12), 1e-9);
+  // A GPT layer: Narayanan et al.'s 24 b s l h^2 (1 + s / 6h) per pass, four under full
+  // recompute, and 6 b s h V for the logits.
+  const std::string gpt =
+      "arch: gpt, layers: 4, hidden: 1024, heads: 8, ffn: 4h, vocab: 32000, seq_len: 2048";
+  const std::string full =
+      "global_batch: 8, micro_batch: 1, dtype: bf16, recompute: full, flash_attention: true";
+  const double gpt_step = predict(gpt, full, "step_time_s: 1").predicted;
+  const double gpt_flops =
+      4 * 24.0 * 8 * 2048 * 4 * 1024.0 * 1024 * (1 + 2048.0 / 6144) + 6.0 * 8 * 2048 * 1024 * 32000;
+  EXPECT_NEAR(predict(gpt, full, "tflops_per_chip: 100").predicted,
+              gpt_flops / (gpt_step * 8) / 1e12, 1e-9 * gpt_flops / (gpt_step * 8) / 1e12);
+  // The first metric given is predicted; a utilisation is a share, not a percentage.
+  EXPECT_EQ(predict(kModel, kTraining, "mfu: 0.4, samples_per_s: 2").metric, "samples_per_s");
+  std::string text = one_case(kModel, kTraining);
+  text.replace(text.find("{step_time_s: 1.0}"), 18, "{mfu: 45}");
+  EXPECT_EQ(error_of(text),
+            "runs.yaml:9:21: cases[0].measured.mfu: expected a share of the peak from 0 to 1 "
+            "(mfu 0.45, not 45), got \"45\"");
+  text.replace(text.find("{mfu: 45}"), 9, "{tokens_per_day: 5}");
+  EXPECT_EQ(error_of(text), "runs.yaml:9:16: cases[0].measured.tokens_per_day: unknown key");
+}
+
 TEST(PublishedRunsFormat, UnknownKeysAreRejectedWithTheirLocation) {
   EXPECT_EQ(error_of(one_case(kModel + ", windows: 2", kTraining)),
             "runs.yaml:5:101: cases[0].model.windows: unknown key");
