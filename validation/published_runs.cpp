@@ -787,6 +787,7 @@ ValidationReport validate_published_runs(const std::string& folder,
       c.location = node.location();
       read_section(section, c);
       section.optional("inferred");
+      section.optional("source");  // a case from another source than the file's: for the reader
       if (auto measured = section.optional("measured")) c.measured = *measured;
       const auto chips = section.optional("chips");
       section.done();

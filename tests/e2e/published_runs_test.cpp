@@ -85,6 +85,11 @@ std::string error_of(const std::string& text) {
 
 TEST(PublishedRunsFormat, AWellFormedCaseIsPredicted) {
   EXPECT_EQ(error_of(one_case(kModel, kTraining)), "no error");
+  // A case's own source, what it inferred and notes: text for the reader.
+  EXPECT_EQ(
+      error_of(one_case(kModel, kTraining,
+                        "    source: \"a table\"\n    inferred: \"vocab\"\n    notes: \"n\"\n")),
+      "no error");
 }
 
 // Every metric a source may name is predicted from the same step: the conversions by hand.
