@@ -217,6 +217,38 @@ TEST(MicrobenchReaders, FlashAttention2ForwardBackward) {
   EXPECT_NEAR(s.backward_s / s.forward_s, 2.5, 1e-12);
 }
 
+// The head-width prior (docs/models/compute.md#head-width) is the one the bundled charts give:
+// every (chip, causal, sequence) with both a 64- and a 128-wide FlashAttention-2 bar, the
+// geometric mean r of the 64-wide rate over the 128-wide one, and d0 from
+// (128 + d0) / (2 (64 + d0)) = r.
+TEST(MicrobenchReaders, HeadWidthPriorIsTheChartsFit) {
+  double log_sum = 0;
+  int pairs = 0;
+  for (const char* gpu : {"A100 80GB SXM4", "H100 80GB SXM5"}) {
+    const auto rows =
+        read_flash_attention_figures(kMicrobench + "/flashattention_figures_a100_h100.csv", gpu);
+    auto rate = [](const AttentionSample& s) {
+      const double flops =
+          (s.causal ? 0.5 : 1.0) * 4.0 * s.batch * s.heads * double(s.seq) * s.seq * s.head_dim;
+      return flops / s.forward_s;
+    };
+    for (const AttentionSample& narrow : rows.attention) {
+      if (narrow.head_dim != 64) continue;
+      for (const AttentionSample& wide : rows.attention) {
+        if (wide.head_dim == 128 && wide.causal == narrow.causal && wide.seq == narrow.seq) {
+          log_sum += std::log(rate(narrow) / rate(wide));
+          ++pairs;
+        }
+      }
+    }
+  }
+  ASSERT_EQ(pairs, 21);  // 24 pairs less three with an occluded bar
+  const double r = std::exp(log_sum / pairs);
+  const double d0 = 128 * (1 - r) / (2 * r - 1);
+  EXPECT_NEAR(d0, models::EfficiencyDefaults{}.attention_half_head_dim, 0.5);
+  EXPECT_NEAR(models::attention_head_dim_factor(64, d0), r, 1e-9);
+}
+
 TEST(MicrobenchReaders, NcclTestsTables) {
   const auto mleng = read_nccl_tests(kMicrobench + "/mleng_allreduce_curves.csv", "series",
                                      "A100_8gpu_nccltests", "all_reduce", 8, {"all_reduce"});
