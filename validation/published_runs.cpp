@@ -459,7 +459,9 @@ void parse_network(const std::string& text, Island& island) {
 
 constexpr double kFlopsPerTflop = 1e12;
 
-double megatron_flops(const CaseConfig& c) {
+// `count_recompute`: the forward pass counted once more under full recompute, as Megatron's
+// reported TFLOP/s do; off for model FLOPs (utilisation).
+double megatron_flops(const CaseConfig& c, bool count_recompute = true) {
   // Megatron-LM's reported FLOPs per iteration: Narayanan et al. 2021, eq. 3, for a GPT layer
   // (the forward pass counted once more under full recompute, the logits three times), in the
   // general form of Megatron-LM's num_floating_point_operations (megatron/training/training.py),
@@ -479,7 +481,7 @@ double megatron_flops(const CaseConfig& c) {
                                    : ffn;
   const double per_pass = 4.0 * b * s * l * h * h;
   const double layers = (1.0 + kv / heads + s / h) * query_ratio + mlp / h * gated;
-  const double passes = c.recompute == Recompute::full ? 4.0 : 3.0;
+  const double passes = count_recompute && c.recompute == Recompute::full ? 4.0 : 3.0;
   return passes * per_pass * layers + 3.0 * per_pass * v / (2.0 * l * h);
 }
 
@@ -489,9 +491,14 @@ double megatron_flops(const CaseConfig& c) {
 constexpr const char* kMetrics[] = {"step_time_s",  "step_time_ms",  "tokens_per_s_per_chip",
                                     "tokens_per_s", "samples_per_s", "tflops_per_chip",
                                     "mfu"};
-constexpr const char* kMetricsExpected =
-    "step_time_s, step_time_ms, tokens_per_s_per_chip, tokens_per_s, samples_per_s, "
-    "tflops_per_chip, mfu or out_of_memory: true";
+
+// What `measured` must give: the metrics above, or out_of_memory.
+std::string metrics_expected() {
+  std::string text;
+  for (const char* metric : kMetrics) text += std::string(metric) + ", ";
+  text.replace(text.size() - 2, 2, " or out_of_memory: true");
+  return text;
+}
 
 // A case's metric from a predicted step time, as the source reports it: the step time (in
 // seconds or milliseconds), tokens/s per chip or for the whole job, sequences/s for the whole
@@ -508,9 +515,7 @@ double metric_from_step(const CaseConfig& c, const std::string& metric, double s
   if (metric == "tokens_per_s") return tokens / step_time_s;
   if (metric == "samples_per_s") return c.global_batch / step_time_s;
   if (metric == "mfu") {
-    CaseConfig counted = c;
-    counted.recompute = Recompute::none;  // model FLOPs: no recomputed pass
-    return peak_flops > 0 ? megatron_flops(counted) / (step_time_s * c.chips * peak_flops) : 0;
+    return peak_flops > 0 ? megatron_flops(c, false) / (step_time_s * c.chips * peak_flops) : 0;
   }
   return megatron_flops(c) / (step_time_s * c.chips) / kFlopsPerTflop;  // tflops_per_chip
 }
@@ -677,9 +682,10 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   std::optional<formats::Field> metric_value;
   for (const char* metric : kMetrics) {
     if (auto v = measured.optional(metric)) {
-      v->as_number(1e-9, 1e12);
+      const double value = v->as_number(1e-9, 1e12);
       if (result.metric.empty()) {
         result.metric = metric;
+        result.measured = value;
         metric_value = v;
       }
     }
@@ -697,9 +703,8 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
     return prepared;
   }
   if (!metric_value) {
-    c.measured->fail_expected(kMetricsExpected);
+    c.measured->fail_expected(metrics_expected());
   }
-  result.measured = metric_value->as_number(1e-9, 1e12);
   if (result.metric == "mfu" && result.measured > 1)
     metric_value->fail_expected("a share of the peak from 0 to 1 (mfu 0.45, not 45)");
   result.predicted = metric_from_step(c, result.metric, estimate.step_time_s, prepared.peak_flops);
