@@ -264,8 +264,36 @@ int run_check(const std::vector<std::string>& files) {
   return 0;
 }
 
+// A temporary folder removed with everything in it when the guard goes, however the command
+// ends (an input error thrown half-way included), and by the signal handler on Ctrl-C.
+class TemporaryFolder {
+ public:
+  explicit TemporaryFolder(const std::string& prefix)
+      : path_(make(prefix)), scratch_(path_, /*folder=*/true) {}
+  ~TemporaryFolder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TemporaryFolder(const TemporaryFolder&) = delete;
+  TemporaryFolder& operator=(const TemporaryFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  static std::string make(const std::string& prefix) {
+    std::string path = (std::filesystem::temp_directory_path() / (prefix + "XXXXXX")).string();
+    if (!mkdtemp(path.data())) {
+      throw hetplan::InputError({path, 0, 0}, "--microbench",
+                                "expected a temporary folder for the calibrated profiles");
+    }
+    return path;
+  }
+  std::string path_;
+  hetplan::ScratchFile scratch_;
+};
+
 int run_validate(const std::string& folder, const std::string& profiles,
-                 const std::string& microbench, bool twin, bool json) {
+                 const std::string& microbench, const std::string& calibrated_out, bool twin,
+                 bool json) {
   hetplan::validation::ValidationReport report;
   if (microbench.empty()) {
     hetplan::validation::ValidationOptions options;
@@ -275,16 +303,27 @@ int run_validate(const std::string& folder, const std::string& profiles,
     }
     report = hetplan::validation::validate_published_runs(folder, profiles, options);
   } else {
-    // Profiles calibrated from the microbenchmarks only, into a fresh folder.
-    std::string calibrated = (std::filesystem::temp_directory_path() / "hetplan-calibrated-XXXXXX").string();
-    if (!mkdtemp(calibrated.data())) {
-      throw hetplan::InputError({calibrated, 0, 0}, "--microbench",
-                                "expected a temporary folder for the calibrated profiles");
+    // Profiles calibrated from the microbenchmarks only: into the folder asked for, kept, or
+    // into a temporary one that goes when the command ends.
+    std::optional<TemporaryFolder> temporary;
+    std::string calibrated = calibrated_out;
+    if (calibrated.empty()) {
+      temporary.emplace("hetplan-calibrated-");
+      calibrated = temporary->path();
+    } else {
+      // Written into a new or empty folder only: no file of the user's is overwritten.
+      std::error_code error;
+      if (std::filesystem::exists(calibrated, error) &&
+          (!std::filesystem::is_directory(calibrated, error) ||
+           !std::filesystem::is_empty(calibrated, error))) {
+        throw hetplan::InputError({calibrated, 0, 0}, "--calibrated-out",
+                                  "expected a new or empty folder for the calibrated profiles");
+      }
     }
     report = hetplan::validation::validate_published_runs_calibrated(folder, profiles, microbench,
                                                                      calibrated)
                  .report;
-    std::cerr << "calibrated profiles written to " << calibrated << "\n";
+    if (!temporary) std::cerr << "calibrated profiles written to " << calibrated << "\n";
   }
   const auto agreement = hetplan::validation::rank_agreement(report);
   if (json) {
@@ -1050,6 +1089,12 @@ int main(int argc, char** argv) {
                        "microbenchmark tables first; without a value, the bundled tables "
                        "(validation/microbench)")
           ->expected(0, 1);
+  std::string validate_calibrated_out;
+  validate
+      ->add_option("--calibrated-out", validate_calibrated_out,
+                   "With --microbench: keep the calibrated profiles in this new or empty folder "
+                   "(without it they are written to a temporary folder and removed)")
+      ->needs(microbench_option);
   bool validate_twin = false;
   validate
       ->add_flag("--twin", validate_twin,
@@ -1252,7 +1297,8 @@ int main(int argc, char** argv) {
       if (folder.empty()) folder = hetplan::formats::bundled_path("validation/published-runs");
       if (microbench_option->count() > 0 && microbench.empty())
         microbench = hetplan::formats::bundled_path("validation/microbench");
-      return run_validate(folder, profiles, microbench, validate_twin, json);
+      return run_validate(folder, profiles, microbench, validate_calibrated_out, validate_twin,
+                          json);
     }
     if (*extender) {
       return run_extender(extender_plan, extender_scenario, extender_listen, extender_nodes,

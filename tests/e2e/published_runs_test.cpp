@@ -8,8 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "tests/e2e/cli_run.hpp"
@@ -471,6 +474,51 @@ TEST(PublishedRunsCli, TheBundledDevSetIsTheDefaultFromAnyFolder) {
   const e2e::CliRun explicit_folder = e2e::hetplan("validate --published " + kPublished + " --json");
   EXPECT_EQ(out, explicit_folder.out);
   EXPECT_NE(out.find("\"fp-8b-dp8-oom\""), std::string::npos);
+}
+
+// `--microbench` calibrates into a temporary folder that goes with the command; the profiles
+// are kept only in a new or empty folder named by `--calibrated-out`, and a folder holding
+// anything is refused with nothing written to it.
+TEST(PublishedRunsCli, CalibratedProfilesAreKeptOnlyWhereAsked) {
+  test::TempFolder temporary;  // the command's temporary folder, watched
+  const char* before = std::getenv("TMPDIR");
+  const std::string saved = before ? before : "";
+  ASSERT_EQ(setenv("TMPDIR", temporary.path().c_str(), 1), 0);
+  const e2e::CliRun passing =
+      e2e::hetplan("validate --published " + kPublished + " --microbench --json", " 2>&1");
+  const std::string kept = temporary.file("kept");
+  const e2e::CliRun keeping = e2e::hetplan("validate --published " + kPublished +
+                                           " --microbench --calibrated-out " + kept + " --json");
+  if (before)
+    setenv("TMPDIR", saved.c_str(), 1);
+  else
+    unsetenv("TMPDIR");
+
+  ASSERT_EQ(passing.exit_code, 0) << passing.out;
+  EXPECT_EQ(passing.out.find("calibrated profiles written"), std::string::npos);
+  ASSERT_EQ(keeping.exit_code, 0) << keeping.out;
+  EXPECT_NE(keeping.out.find("calibrated profiles written to " + kept), std::string::npos);
+  // Nothing is left in the temporary folder but the kept one.
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(temporary.path()))
+    left.push_back(entry.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"kept"});
+  const std::string a100 = kept + "/nvidia-a100-sxm4-80gb.yaml";
+  const std::string written = e2e::read_text(a100);
+  EXPECT_NE(written.find("calibrated: true"), std::string::npos) << written.substr(0, 400);
+
+  // Into the same folder again: refused at the option, the profiles as they were.
+  const e2e::CliRun again =
+      e2e::hetplan("validate --published " + kPublished + " --microbench --calibrated-out " + kept);
+  EXPECT_EQ(again.exit_code, 2) << again.out;
+  EXPECT_NE(again.out.find(kept + ": --calibrated-out: expected a new or empty folder"),
+            std::string::npos)
+      << again.out;
+  EXPECT_EQ(e2e::read_text(a100), written);
+  // Without --microbench there is nothing to keep.
+  const e2e::CliRun alone =
+      e2e::hetplan("validate --published " + kPublished + " --calibrated-out " + kept);
+  EXPECT_EQ(alone.exit_code, 2) << alone.out;
 }
 
 }  // namespace
