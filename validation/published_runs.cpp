@@ -320,7 +320,8 @@ std::optional<double> figure_before(const std::string& text, std::string_view un
 // share one: the H800 is the H100 with the A800's NVLink, the 40 GB A100 and A800 have other
 // HBM; the Atlas servers name their Ascend chips.
 // Parts whose clocks or links the bundled profiles do not describe (PCIe cards, H100 NVL,
-// H20, H200) are refused rather than predicted with another part's numbers.
+// H20, H200) are refused rather than predicted with another part's numbers. A 910C is read as
+// its dies, which is what a case's ranks are.
 struct HardwareMatch {
   std::string profile;  // empty: refused, `refused` says why
   std::string refused;
@@ -379,17 +380,17 @@ HardwareMatch match_hardware(const CaseConfig& c) {
     match.profile = "ascend-910b-313t";  // 20 AI cores: the 313T class (docs/profiles-sources.md)
   } else if (has(chip, "910B") || has(chip, "ATLAS 800T A2") || has(chip, "ATLAS 900 A2")) {
     match.profile = "ascend-910b";
-  } else if (has(chip, "910C") || has(chip, "ATLAS 900 A3") || has(chip, "910_93")) {
-    match.refused =
-        "a chip whose profile can predict a run (the ascend-910c profile does not "
-        "know its memory capacity or bandwidth)";
-    return match;
+  } else if (has(chip, "910C") || has(chip, "ATLAS 900 A3") || has(chip, "ATLAS 800 A3") ||
+             has(chip, "910_93")) {
+    // One die: a case's chips are its ranks (tp x pp x dp), and each rank of an A3 node is a
+    // die, two to a package (docs/profiles-sources.md#ascend-910c).
+    match.profile = "ascend-910c";
   } else if (has(chip, "910")) {
     match.profile = "ascend-910";  // 910A, 910 ProA/ProB: the first generation
   } else {
     match.refused =
-        "a chip hetplan has a profile for (A100, A800, H100, H800, Ascend 910 or "
-        "910B)";
+        "a chip hetplan has a profile for (A100, A800, H100, H800, Ascend 910, 910B or "
+        "910C)";
     return match;
   }
   if (h800) match.intra_node_bandwidth = 400e9 / 2;

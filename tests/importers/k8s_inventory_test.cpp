@@ -371,6 +371,36 @@ TEST(K8sInventory, AscendChipGuesses) {
   }
 }
 
+// An A3 node's device plugin advertises its 16 dies; the ascend-910c profile is one die, so the
+// written island has the profile's 16 chips per node, each with a die's peak and HBM, and a node
+// has the compute of its 8 packages (not 16). Known memory makes the island one a plan can use.
+TEST(K8sInventoryClusterYaml, AnA3NodeIsSixteenDies) {
+  auto list = fixture_json();
+  for (auto& item : list["items"]) {
+    auto& labels = item["metadata"]["labels"];
+    if (!labels.contains("accelerator")) continue;
+    labels["node.kubernetes.io/npu.chip.name"] = "910_9392";
+    labels["accelerator-type"] = "module-a3-16";
+    for (const char* side : {"capacity", "allocatable"})
+      item["status"][side]["huawei.com/Ascend910"] = "16";
+  }
+  const Inventory inventory = parse(list);
+  const InventoryIsland* a3 = island_of(inventory, "ascend-910c");
+  ASSERT_NE(a3, nullptr);
+  EXPECT_FALSE(has_question(a3->questions, "chips per node")) << a3->questions.front();
+  const Cluster cluster =
+      load_written(cluster_yaml(inventory, "site-a3", kProfiles, profiles_of(inventory)), "a3");
+  const Island& island = cluster.islands.at(0);
+  const ChipProfile& die = cluster.chip_of(island);
+  EXPECT_EQ(die.id, "ascend-910c");
+  EXPECT_EQ(island.chips_per_node, 16);
+  EXPECT_EQ(die.chips_per_node, 16);
+  // 8 packages of 2 x 353.9 TFLOPS BF16 (msmodeling's die) per node, 64 GiB at 1.6 TB/s a die.
+  EXPECT_DOUBLE_EQ(island.chips_per_node * *die.peak(DType::bf16), 8 * 2 * 353.9e12);
+  EXPECT_DOUBLE_EQ(*die.memory_capacity, 64.0 * (1ull << 30));
+  EXPECT_DOUBLE_EQ(*die.memory_bandwidth, 1.6e12);
+}
+
 TEST(K8sInventory, HamiRegisterAnnotationCountsPhysicalDevices) {
   auto list = fixture_json();
   for (const char* name : {"mlu370-01", "mlu370-02"}) {
