@@ -1,10 +1,13 @@
 #include "core/scratch_files.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 
 namespace hetplan {
@@ -15,6 +18,7 @@ namespace {
 constexpr int kSlots = 64;
 std::atomic<const char*> g_files[kSlots];
 std::atomic<const char*> g_folders[kSlots];
+std::atomic<pid_t> g_processes[kSlots];  // 0: empty
 
 // The layout the kernel's getdents64 fills in (glibc's struct dirent64 is not declared for it).
 struct KernelDirent {
@@ -61,7 +65,31 @@ ScratchFile::~ScratchFile() {
   if (slot_ >= 0) (folder_ ? g_folders : g_files)[slot_].store(nullptr);
 }
 
+ScratchProcess::ScratchProcess(pid_t pid) {
+  for (int k = 0; k < kSlots && pid > 0; ++k) {
+    pid_t empty = 0;
+    if (g_processes[k].compare_exchange_strong(empty, pid)) {
+      slot_ = k;
+      break;
+    }
+  }
+}
+
+ScratchProcess::~ScratchProcess() {
+  if (slot_ >= 0) g_processes[slot_].store(0);
+}
+
 void remove_scratch_files() {
+  // The processes first: one still running could create a file again after its unlink.
+  for (auto& slot : g_processes) {
+    if (const pid_t pid = slot.load(); pid > 0) ::kill(pid, SIGKILL);
+  }
+  for (auto& slot : g_processes) {
+    if (const pid_t pid = slot.load(); pid > 0) {
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
   for (auto& slot : g_files) {
     if (const char* path = slot.load()) ::unlink(path);
   }

@@ -13,8 +13,10 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
+#include "core/scratch_files.hpp"
 #include "sim/twin/json.hpp"
 
 extern char** environ;
@@ -108,6 +110,9 @@ Run run_process(const std::string& request, const std::string& who,
                     std::strerror(spawned);
     return outcome;
   }
+  // A signal that ends this process ends the worker before it removes the trace the worker may
+  // be writing (core/scratch_files.hpp); it has read no request yet, so it has written nothing.
+  std::optional<ScratchProcess> registered(std::in_place, pid);
 
   // Feed standard input while draining both outputs, so that no pipe fills up and blocks.
   std::string stdout_text, stderr_text;
@@ -162,6 +167,12 @@ Run run_process(const std::string& request, const std::string& who,
   close_fd(in.write);
   close_fd(out.read);
   close_fd(err.read);
+  // Registered until it has exited, reaped only after: its id names no other process meanwhile.
+  siginfo_t exited{};
+  while (::waitid(P_PID, static_cast<id_t>(pid), &exited, WEXITED | WNOWAIT) < 0 &&
+         errno == EINTR) {
+  }
+  registered.reset();
   int status = 0;
   rusage usage{};
   while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {

@@ -2,10 +2,13 @@
 // stay, an earlier run's superseded files go, and where no exchange can be made (a symbolic link,
 // subfolders) each file is still written whole. The scratch table empties and removes a folder
 // a signal handler finds in it.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -115,6 +118,42 @@ TEST(ScratchFiles, AFolderIsEmptiedAndRemoved) {
   }
   EXPECT_FALSE(fs::exists(folder));
   EXPECT_FALSE(fs::exists(file));
+}
+
+// A child that keeps writing a scratch file (a twin worker filling in its trace as a signal
+// arrives) is killed and reaped before the file is removed, so the file stays gone. The child
+// writes the file every millisecond and, after 20 s, a marker and exits: a remove that waited for
+// it instead of killing it would find the marker.
+TEST(ScratchFiles, AProcessIsEndedBeforeItsFilesAreRemoved) {
+  test::TempFolder temp;
+  const std::string late = temp.file("trace.json.partial");
+  const std::string natural = temp.file("exited-by-itself");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    for (int ms = 0;; ++ms) {
+      const int fd = ::open(late.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) ::close(fd);
+      if (ms > 20000) {
+        const int marker = ::open(natural.c_str(), O_WRONLY | O_CREAT, 0644);
+        if (marker >= 0) ::close(marker);
+        ::_exit(0);
+      }
+      ::usleep(1000);
+    }
+  }
+  while (!fs::exists(late)) ::usleep(1000);  // the child is writing
+  {
+    const ScratchFile scratch_file(late);
+    const ScratchProcess scratch_process(child);
+    remove_scratch_files();
+  }
+  // Killed and reaped by remove_scratch_files (no child left to wait for), so it can write
+  // nothing from now on.
+  EXPECT_EQ(::waitpid(child, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+  EXPECT_FALSE(fs::exists(late));
+  EXPECT_FALSE(fs::exists(natural));
 }
 
 }  // namespace
