@@ -62,31 +62,35 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
   const Recompute marginal = sim::marginal_recompute(settings);
   const int least = marginal != recompute.mode ? recompute.layers * v : 0;
   // A mixture's dense layers are its first ones (docs/planner.md#dense-layers): the first
-  // stage holds them all, in its first chunk, and their difference from the MoE layer's time
-  // is a fixed part of it, so every stage's time, and the split, stay exact.
+  // stage holds them all, in its first chunk, so their difference from the MoE layer's time
+  // is a fixed part of its time, and every stage's time, and the split, stay exact.
   const int dense = model.moe() ? std::min(model.dense_layers, layers) : 0;
   // Under the combined 1F1B schedule a stage's paired operations hide up to the kernel's share
-  // of their all-to-alls: linear in the stage's layers, exact where the compute beside them is
-  // enough (docs/planner.md#ep-overlap).
+  // of their all-to-alls; the share depends on the stage's place (docs/planner.md#ep-overlap).
   const bool ep_overlapped =
       settings.training.overlap_ep_comm && sim::ep_overlap_refusal(settings, p).empty();
   for (int j = 0; j < p; ++j) {
     const sim::StageKernel& k = *kernels[static_cast<std::size_t>(j)];
     SplitStage& s = problem.stages[static_cast<std::size_t>(j)];
-    const double hidden =
-        ep_overlapped ? k.ep_overlap * sim::ep_overlap_paired_share(p, j, v, m) : 0.0;
-    s.per_layer_s = k.layer_time(marginal) - hidden * k.layer_a2a_s;
-    s.min_layers = least;
-    if (least > 0) s.fixed_s += least * (k.layer_time(Recompute::full) - s.per_layer_s);
-    if (j == 0 && dense > 0) {
-      s.min_layers = std::max(least, dense * v);
-      const int dense_full = least > 0 ? std::min(dense, recompute.layers) : 0;
-      s.fixed_s += dense_full * (k.dense_layer_time(Recompute::full) -
-                                 k.layer_time(Recompute::full)) +
-                   (dense - dense_full) * (k.dense_layer_time(marginal) - s.per_layer_s);
-    }
-    if (j == 0) s.fixed_s += k.embedding_time();
-    if (j == p - 1) s.fixed_s += k.head_time() - hidden * k.mtp_ep_s;
+    // Each stage's time is the step model's (sim::stage_micro_batch), as the line through the
+    // least layers it holds and one more chunk of them (exact from there on).
+    sim::StagePlace place;
+    place.first = j == 0;
+    place.last = j == p - 1;
+    place.dense_layers = j == 0 ? dense : 0;
+    place.recompute = recompute;
+    place.chunks = v;
+    const bool paired = ep_overlapped && k.ep_overlap > 0;
+    if (paired) place.ep_paired = sim::ep_overlap_paired_share(p, j, v, m);
+    s.min_layers = j == 0 && dense > 0 ? std::max(least, dense * v) : least;
+    const int from = std::max(v, s.min_layers);
+    auto compute_line = [&] { return sim::stage_line(k, place, from, v); };
+    const int flags = (place.first ? 1 : 0) | (place.last ? 2 : 0);
+    const sim::StageLine line = cache ? cache->line(&k, flags, paired ? j : 0, paired ? p : 0,
+                                                    compute_line)
+                                      : compute_line();
+    s.per_layer_s = line.per_layer_s;
+    s.fixed_s += line.fixed_s;
     if (j + 1 < p) {
       const sim::StageKernel& next = *kernels[static_cast<std::size_t>(j + 1)];
       auto compute = [&] { return sim::stage_boundary(cluster, model, settings, k, next); };

@@ -80,8 +80,61 @@ struct LevelGroup {
 // split, so the bounds built on it prune nothing a split could reach (docs/planner.md#bounds).
 double whole_layer_level(std::span<LevelGroup> groups, long layers, double below);
 
+// A table of values by a 64-bit key, open addressing, at most half full: a hit allocates
+// nothing. `clear` forgets every entry and keeps the buffers.
+template <typename Value>
+class KeyedTable {
+ public:
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
+  // The value of `key`, computed by `compute` the first time (`key` must not be kEmpty).
+  template <typename Compute>
+  Value get(std::uint64_t key, Compute&& compute) {
+    if (2 * (used_.size() + 1) > keys_.size()) grow();
+    const std::size_t mask = keys_.size() - 1;
+    std::size_t slot = mix(key) & mask;
+    while (keys_[slot] != kEmpty) {
+      if (keys_[slot] == key) return values_[slot];
+      slot = (slot + 1) & mask;
+    }
+    keys_[slot] = key;
+    values_[slot] = compute();
+    used_.push_back(slot);
+    return values_[slot];
+  }
+  void clear() {
+    for (std::size_t slot : used_) keys_[slot] = kEmpty;
+    used_.clear();
+  }
+
+ private:
+  static std::size_t mix(std::uint64_t key) {
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdULL;
+    key ^= key >> 33;
+    return static_cast<std::size_t>(key);
+  }
+  void grow() {
+    std::vector<std::uint64_t> keys(std::max<std::size_t>(256, 2 * keys_.size()), kEmpty);
+    std::vector<Value> values(keys.size());
+    const std::size_t mask = keys.size() - 1;
+    for (std::size_t& used : used_) {
+      std::size_t slot = mix(keys_[used]) & mask;
+      while (keys[slot] != kEmpty) slot = (slot + 1) & mask;
+      keys[slot] = keys_[used];
+      values[slot] = values_[used];
+      used = slot;
+    }
+    keys_ = std::move(keys);
+    values_ = std::move(values);
+  }
+  std::vector<std::uint64_t> keys_;
+  std::vector<Value> values_;
+  std::vector<std::size_t> used_;
+};
+
 // What scoring pipelines computes again and again for the same stage kernels: the boundary
-// between two kernels, and a stage's memory cap (layers) at a position of a pipeline. Valid for
+// between two kernels, a stage's time as a line in its layers, its memory and its memory cap
+// (layers) at a position of a pipeline. Valid for
 // the kernels it was made for (one contiguous array) under one step setting and micro-batch
 // count; the search keeps one per setting. Its entries are pure functions of their keys, so
 // results never depend on what was scored before. Kernels outside the array are not cached.
@@ -96,8 +149,8 @@ class ScoreCache {
     known_.assign(kernels.size() * kernels.size(), 0);
     caps_.resize(kernels.size());
     for (auto& caps : caps_) caps.clear();
-    for (std::size_t slot : memory_used_) memory_keys_[slot] = kEmpty;
-    memory_used_.clear();
+    memories_.clear();
+    lines_.clear();
   }
 
   // The boundary between stages of kernels `a` and `b` (sim::stage_boundary, which `compute`
@@ -143,17 +196,23 @@ class ScoreCache {
     const std::uint64_t key =
         (static_cast<std::uint64_t>(i) << 48) | (static_cast<std::uint64_t>(stage) << 32) |
         (static_cast<std::uint64_t>(stages) << 16) | static_cast<std::uint64_t>(layers);
-    if (2 * (memory_used_.size() + 1) > memory_keys_.size()) grow_memories();
-    const std::size_t mask = memory_keys_.size() - 1;
-    std::size_t slot = mix(key) & mask;
-    while (memory_keys_[slot] != kEmpty) {
-      if (memory_keys_[slot] == key) return memory_values_[slot];
-      slot = (slot + 1) & mask;
-    }
-    memory_keys_[slot] = key;
-    memory_values_[slot] = compute();
-    memory_used_.push_back(slot);
-    return memory_values_[slot];
+    return memories_.get(key, compute);
+  }
+
+  // The straight line of a stage's time in its layers (sim::stage_line, which `compute` calls)
+  // for kernel `k` at a place named by `place` (a few flags) and, where the place's share of
+  // paired operations depends on it, the stage's index `stage` of `stages`.
+  template <typename Compute>
+  sim::StageLine line(const sim::StageKernel* k, int place, int stage, int stages,
+                      Compute&& compute) {
+    const std::size_t i = index(k);
+    constexpr int kField = 1 << 16;
+    if (i == kNone || i >= kField || place >= kField || stage >= kField || stages >= kField)
+      return compute();
+    const std::uint64_t key =
+        (static_cast<std::uint64_t>(i) << 48) | (static_cast<std::uint64_t>(place) << 32) |
+        (static_cast<std::uint64_t>(stage) << 16) | static_cast<std::uint64_t>(stages);
+    return lines_.get(key, compute);
   }
 
   // The cap of a stage of kernel `k` at index `stage` of `stages`: -1 before it is known, and
@@ -181,32 +240,9 @@ class ScoreCache {
   std::vector<sim::Boundary> boundaries_;  // [a][b]
   std::vector<char> known_;                // [a][b]: computed
   std::vector<std::vector<int>> caps_;  // per kernel, by pipeline length and stage
-  // memory()'s table: keys (kernel, stage, stages, layers in 16 bits each), values, and the
-  // slots taken; a power of two at most half full.
-  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0};
-  static std::size_t mix(std::uint64_t key) {
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdULL;
-    key ^= key >> 33;
-    return static_cast<std::size_t>(key);
-  }
-  void grow_memories() {
-    std::vector<std::uint64_t> keys(std::max<std::size_t>(256, 2 * memory_keys_.size()), kEmpty);
-    std::vector<SlotCost> values(keys.size());
-    const std::size_t mask = keys.size() - 1;
-    for (std::size_t& used : memory_used_) {
-      std::size_t slot = mix(memory_keys_[used]) & mask;
-      while (keys[slot] != kEmpty) slot = (slot + 1) & mask;
-      keys[slot] = memory_keys_[used];
-      values[slot] = memory_values_[used];
-      used = slot;
-    }
-    memory_keys_ = std::move(keys);
-    memory_values_ = std::move(values);
-  }
-  std::vector<std::uint64_t> memory_keys_;
-  std::vector<SlotCost> memory_values_;
-  std::vector<std::size_t> memory_used_;
+  // slot_cost's entries, keyed by kernel, place and layers in 16 bits each, and line's.
+  KeyedTable<SlotCost> memories_;
+  KeyedTable<sim::StageLine> lines_;
 };
 
 // Places the model's layers on the stages (`kernels`, first to last; each stage holds a

@@ -663,6 +663,53 @@ StageLayers stage_layers(const StageKernel& k, int num_layers, int dense,
   return out;
 }
 
+StageMicroBatch stage_micro_batch(const StageKernel& k, const StagePlace& place, int layers) {
+  StageMicroBatch out;
+  if (!k.has_rates) return out;
+  const StageLayers own = stage_layers(k, layers, place.dense_layers, place.recompute, place.chunks,
+                                       place.chunk_layers);
+  out.forward_s = own.forward_s;
+  out.backward_s = own.backward_s;
+  out.tp_s = own.tp_s;
+  out.ep_s = own.ep_s;
+  out.ep_forward_all_to_alls = own.ep_forward_all_to_alls;
+  out.ep_backward_all_to_alls = own.ep_backward_all_to_alls;
+  if (place.first) {
+    out.forward_s += k.embedding_forward_s;
+    out.backward_s += k.embedding_backward_s;
+    out.tp_s += k.boundary_tp_s;
+  }
+  if (place.last) {
+    out.forward_s += k.head_forward_s;
+    out.backward_s += k.head_backward_s;
+    out.tp_s += k.boundary_tp_s + k.mtp_tp_s;
+    out.ep_s += k.mtp_ep_s;
+    out.ep_forward_all_to_alls += k.mtp_all_to_alls;
+    out.ep_backward_all_to_alls += k.mtp_all_to_alls;
+  }
+  // The combined 1F1B schedule: the paired operations' forward all-to-alls hide behind the
+  // other micro-batch's backward compute and the backward's behind the forward's, each up to
+  // the kernel's share (docs/models/estimator.md#ep-overlap).
+  const int all_to_alls = out.ep_forward_all_to_alls + out.ep_backward_all_to_alls;
+  if (place.ep_paired > 0 && k.ep_overlap > 0 && all_to_alls > 0 && out.ep_s > 0) {
+    const double forward_a2a = out.ep_s * out.ep_forward_all_to_alls / all_to_alls;
+    const double backward_a2a = out.ep_s - forward_a2a;
+    const double hidden = std::min(k.ep_overlap * forward_a2a, out.backward_s) +
+                          std::min(k.ep_overlap * backward_a2a, out.forward_s);
+    out.ep_s -= place.ep_paired * hidden;
+  }
+  return out;
+}
+
+StageLine stage_line(const StageKernel& k, const StagePlace& place, int from, int step) {
+  const double at_from = stage_micro_batch(k, place, from).total();
+  const double at_next = stage_micro_batch(k, place, from + step).total();
+  StageLine line;
+  line.per_layer_s = (at_next - at_from) / step;
+  line.fixed_s = at_from - from * line.per_layer_s;
+  return line;
+}
+
 int stage_dense_layers(const ModelShape& model, int first_layer, int num_layers,
                        int virtual_stages) {
   const int dense = model.moe() ? std::min(model.dense_layers, model.layers) : 0;
@@ -880,6 +927,11 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     }
   };
 
+  // The expert-parallel overlap (Megatron-Core's combined 1F1B schedule): after one more warm-up
+  // forward operation, each step runs one operation's forward pass beside another's backward
+  // pass (stage_micro_batch; docs/models/estimator.md#ep-overlap).
+  const std::string ep_refused = ep_overlap_refusal(settings, p);
+
   double peak_sum = 0;
   long long chips = 0;
   for (int i = 0; i < p; ++i) {
@@ -923,27 +975,21 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
                                ? stage_dense_layers(model, slot.first_layer, slot.num_layers, v)
                                : slot.dense_layers;
     if (k.has_rates) {
-      const StageLayers layers =
-          stage_layers(k, slot.num_layers, dense_here, recompute, v, slot.chunk_layers);
-      se.forward_s = layers.forward_s;
-      se.backward_s = layers.backward_s;
-      se.tp_comm_s = layers.tp_s;
-      se.ep_comm_s = layers.ep_s;
-      se.ep_forward_all_to_alls = layers.ep_forward_all_to_alls;
-      se.ep_backward_all_to_alls = layers.ep_backward_all_to_alls;
-      if (first) {
-        se.forward_s += k.embedding_forward_s;
-        se.backward_s += k.embedding_backward_s;
-        se.tp_comm_s += k.boundary_tp_s;
-      }
-      if (last) {
-        se.forward_s += k.head_forward_s;
-        se.backward_s += k.head_backward_s;
-        se.tp_comm_s += k.boundary_tp_s + k.mtp_tp_s;
-        se.ep_comm_s += k.mtp_ep_s;
-        se.ep_forward_all_to_alls += k.mtp_all_to_alls;
-        se.ep_backward_all_to_alls += k.mtp_all_to_alls;
-      }
+      StagePlace place;
+      place.first = first;
+      place.last = last;
+      place.dense_layers = dense_here;
+      place.recompute = recompute;
+      place.chunks = v;
+      place.chunk_layers = slot.chunk_layers;
+      place.ep_paired = ep_refused.empty() ? ep_overlap_paired_share(p, i, v, m) : 0.0;
+      const StageMicroBatch time = stage_micro_batch(k, place, slot.num_layers);
+      se.forward_s = time.forward_s;
+      se.backward_s = time.backward_s;
+      se.tp_comm_s = time.tp_s;
+      se.ep_comm_s = time.ep_s;
+      se.ep_forward_all_to_alls = time.ep_forward_all_to_alls;
+      se.ep_backward_all_to_alls = time.ep_backward_all_to_alls;
       peak_sum += k.tp * k.dp * k.peak_flops;
     }
 
@@ -1034,28 +1080,10 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     out.stages[static_cast<std::size_t>(i + 1)].p2p_s += boundary.time_s;
   }
 
-  // The expert-parallel overlap (Megatron-Core's combined 1F1B schedule): after one more warm-up
-  // forward operation, each step runs one operation's forward pass beside another's backward
-  // pass, so the forward's all-to-alls hide behind the backward's compute and the backward's
-  // behind the forward's, each up to the kernel's share; the warm-up's forward passes and the
-  // cool-down's backward passes keep theirs (docs/models/estimator.md#ep-overlap).
-  const std::string ep_refused = ep_overlap_refusal(settings, p);
   if (!ep_refused.empty() && notes &&
       std::any_of(slots.begin(), slots.end(),
                   [](const StageSlot& s) { return s.kernel->ep_overlap > 0; }))
     out.assumptions.push_back("expert-parallel all-to-all overlap not applied: " + ep_refused);
-  for (int i = 0; i < p && ep_refused.empty(); ++i) {
-    const StageKernel& k = *slots[static_cast<std::size_t>(i)].kernel;
-    StageEstimate& se = out.stages[static_cast<std::size_t>(i)];
-    const int all_to_alls = se.ep_forward_all_to_alls + se.ep_backward_all_to_alls;
-    if (k.ep_overlap <= 0 || all_to_alls <= 0 || se.ep_comm_s <= 0) continue;
-    const double paired = ep_overlap_paired_share(p, i, v, m);
-    const double forward_a2a = se.ep_comm_s * se.ep_forward_all_to_alls / all_to_alls;
-    const double backward_a2a = se.ep_comm_s - forward_a2a;
-    const double hidden = std::min(k.ep_overlap * forward_a2a, se.backward_s) +
-                          std::min(k.ep_overlap * backward_a2a, se.forward_s);
-    se.ep_comm_s -= paired * hidden;
-  }
 
   double max_tau = 0, sum_tau = 0;
   for (auto& se : out.stages) {

@@ -289,6 +289,46 @@ StageLayers stage_layers(const StageKernel& kernel, int num_layers, int dense,
                          const StageRecompute& recompute, int chunks,
                          std::span<const int> chunk_layers = {});
 
+// Where a stage sits, as far as one micro-batch's time through it depends on that: whether it
+// holds the embedding or the output head, how many of its layers are a mixture's dense layers,
+// how it recomputes and in how many chunks its layers run, and the share of its operations the
+// combined 1F1B schedule pairs (0 without the expert-parallel overlap).
+struct StagePlace {
+  bool first = false;
+  bool last = false;
+  int dense_layers = 0;
+  StageRecompute recompute;
+  int chunks = 1;
+  std::span<const int> chunk_layers = {};  // PlanStage::chunk_layers; empty: equal chunks
+  double ep_paired = 0;
+};
+
+// One micro-batch of `layers` layers through a stage of kernel `k` at `place`: its compute,
+// tensor- and expert-parallel time, the embedding's or the head's where it holds them, the
+// all-to-alls the combined 1F1B schedule hides taken off (docs/models/estimator.md#ep-overlap).
+// The step model's one definition of a stage's time: the estimate assembles it
+// (assemble_estimate, which adds the boundaries and the ZeRO per-micro-batch collectives) and
+// the plan search's layer split takes its straight line through two layer counts (stage_line).
+struct StageMicroBatch {
+  double forward_s = 0;
+  double backward_s = 0;
+  double tp_s = 0;
+  double ep_s = 0;
+  int ep_forward_all_to_alls = 0;
+  int ep_backward_all_to_alls = 0;
+  double total() const { return forward_s + backward_s + tp_s + ep_s; }
+};
+StageMicroBatch stage_micro_batch(const StageKernel& k, const StagePlace& place, int layers);
+
+// stage_micro_batch's time as a straight line in the stage's layers, `fixed_s + layers x
+// per_layer_s`, through `from` and `from + step` layers: exact from `from` layers on (every term
+// of the model is linear in the layers there), the form the exact layer split solves.
+struct StageLine {
+  double per_layer_s = 0;
+  double fixed_s = 0;
+};
+StageLine stage_line(const StageKernel& k, const StagePlace& place, int from, int step);
+
 // How many of the layers [first_layer, first_layer + num_layers) of a stage are a mixture's
 // dense layers (the model's first `dense_layers`). With `virtual_stages` chunks the stage's
 // layers are Megatron's interleaved ones: its chunk c holds num_layers / v layers from
