@@ -60,4 +60,75 @@ nlohmann::ordered_json calibration_json(const validation::Calibration& calibrati
   return j;
 }
 
+namespace {
+
+// A term's value as the profile states it, and its posterior width in the same unit (a factor's
+// width is relative: its log's standard deviation).
+std::string term_value(const validation::FittedTerm& term) {
+  char text[96];
+  const bool factor = term.term == validation::InStepTerm::gemm ||
+                      term.term == validation::InStepTerm::attention ||
+                      term.term == validation::InStepTerm::communication;
+  if (factor) {
+    std::snprintf(text, sizeof text, "%.3f x (+-%.0f%%)", term.value, 100 * term.sigma);
+  } else {
+    std::snprintf(text, sizeof text, "%.2f ms (+-%.2f ms)", 1e3 * term.value, 1e3 * term.sigma);
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string run_fit_text(const validation::RunCalibration& calibration) {
+  std::string out = "in-step terms (efficiency.in_step)  value                  information\n";
+  for (const auto& term : calibration.terms) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-33s %-22s %8.2f  %s\n",
+                  std::string(validation::to_string(term.term)).c_str(),
+                  term.fitted ? term_value(term).c_str() : "prior (unknown)", term.information,
+                  term.fitted ? "fitted" : term.note.c_str());
+    out += line;
+  }
+  out += "runs                                              measured s  before s   error   after s   error\n";
+  for (const auto& run : calibration.runs) {
+    char line[320];
+    const std::string name = run.id + " (" + run.source + ")";
+    std::snprintf(line, sizeof line, "  %-48s %10.4f %9.4f %+6.1f%% %9.4f %+6.1f%%\n",
+                  name.c_str(), run.measured_step_s, run.before_s,
+                  100 * (run.before_s / run.measured_step_s - 1), run.after_s,
+                  100 * (run.after_s / run.measured_step_s - 1));
+    out += line;
+  }
+  for (const auto& note : calibration.notes) out += "  note: " + note + "\n";
+  return out;
+}
+
+nlohmann::ordered_json run_fit_json(const validation::RunCalibration& calibration) {
+  nlohmann::ordered_json j;
+  j["profile"] = calibration.profile.id;
+  j["terms"] = nlohmann::ordered_json::array();
+  for (const auto& term : calibration.terms) {
+    nlohmann::ordered_json t{{"term", std::string(validation::to_string(term.term))},
+                             {"fitted", term.fitted},
+                             {"information", round6(term.information)}};
+    if (term.fitted) {
+      t["value"] = round6(term.value);
+      t["sigma"] = round6(term.sigma);
+    } else {
+      t["note"] = term.note;
+    }
+    j["terms"].push_back(std::move(t));
+  }
+  j["runs"] = nlohmann::ordered_json::array();
+  for (const auto& run : calibration.runs) {
+    j["runs"].push_back({{"id", run.id},
+                         {"source", run.source},
+                         {"measured_step_s", round6(run.measured_step_s)},
+                         {"before_s", round6(run.before_s)},
+                         {"after_s", round6(run.after_s)}});
+  }
+  j["notes"] = calibration.notes;
+  return j;
+}
+
 }  // namespace hetplan::cli

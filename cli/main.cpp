@@ -30,6 +30,7 @@
 #include "formats/loaders.hpp"
 #include "formats/paths.hpp"
 #include "exporters/export.hpp"
+#include "cli/runs_command.hpp"
 #include "cli/sweep_command.hpp"
 #include "core/version.hpp"
 #include "importers/run_files.hpp"
@@ -516,11 +517,23 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
     auto add = [&](std::size_t rank, const hetplan::planner::RankedPlan& ranked) {
       char prefix[32];
       std::snprintf(prefix, sizeof prefix, "%02zu-", rank);
+      // The figure with its 80% interval and the evidence behind it
+      // (docs/models/uncertainty.md).
+      std::string interval;
+      if (ranked.estimate.step_band) {
+        const auto i = hetplan::sim::rate_interval(ranked.tokens_per_s, *ranked.estimate.step_band);
+        interval = " (80%: " + std::to_string(static_cast<long long>(i.low)) + "-" +
+                   std::to_string(static_cast<long long>(i.high)) + ")";
+      } else {
+        interval = " (interval unknown)";
+      }
       const std::string comment =
           "Rank " + std::to_string(rank) + " of `hetplan plan " + scenario.name + "` (" +
           std::string(to_string(ranked.mode)) + "), " +
-          std::to_string(static_cast<long long>(ranked.tokens_per_s)) + " tokens/s on " +
-          std::to_string(ranked.chips) + " chips.";
+          std::to_string(static_cast<long long>(ranked.tokens_per_s)) + " tokens/s" + interval +
+          " on " + std::to_string(ranked.chips) + " chips, evidence " +
+          std::string(to_string(ranked.estimate.evidence)) +
+          (ranked.estimate.memory_tight ? ", memory tight" : "") + ".";
       // The plan names the scenario it was made for, so that `hetplan export` needs no
       // --scenario and notices a scenario that changed since.
       const hetplan::Plan recorded =
@@ -1103,6 +1116,21 @@ int main(int argc, char** argv) {
       ->needs(published)
       ->excludes("--microbench");
   validate->add_flag("--json", json, "Print JSON instead of a table");
+  hetplan::cli::CrossValidateCommand cross_command;
+  auto* cross_option =
+      validate
+          ->add_option("--cross-validate", cross_command.folders,
+                       "Fit every chip's in-step terms to the runs of these published-run "
+                       "folders (default: the four bundled ones) leaving each source out in "
+                       "turn, and predict it")
+          ->expected(0, -1);
+  cross_option->excludes(published);
+  validate
+      ->add_option("--write-profiles", cross_command.write_profiles,
+                   "With --cross-validate: write every profile of --profiles into this folder "
+                   "with the evidence the runs give it (in-step terms of the runs' chips, every "
+                   "profile's 80% bands; docs/models/uncertainty.md)")
+      ->needs(cross_option);
 
   std::string plan_scenario = hetplan::formats::bundled_path("scenarios/default.yaml"), out_dir;
   std::size_t top = 10;
@@ -1194,12 +1222,39 @@ int main(int argc, char** argv) {
   std::vector<std::string> bundle_paths;
   auto* calibrate = app.add_subcommand(
       "calibrate", "Fit a chip profile to calibration bundles; write it as a new profile version");
+  hetplan::cli::CalibrateFromRunsCommand runs_command;
   calibrate->add_option("profile", base_profile, "The chip profile to start from")->required();
-  calibrate->add_option("--from", bundle_paths,
-                        "Calibration bundles (from the probe), or nccl-tests / rccl-tests / "
-                        "hccl_test logs")
-      ->required();
-  calibrate->add_option("--label", label, "Version label (default: cal-<date of the first bundle>)");
+  auto* from_bundles = calibrate->add_option(
+      "--from", bundle_paths,
+      "Calibration bundles (from the probe), or nccl-tests / rccl-tests / hccl_test logs");
+  auto* from_runs = calibrate->add_option(
+      "--from-runs", runs_command.runs,
+      "Fit the in-step terms (efficiency.in_step) to training runs: published-run files or "
+      "folders of them (docs/calibration.md#runs)");
+  auto* from_logs = calibrate->add_option(
+      "--log", runs_command.logs,
+      "Fit the in-step terms to a site's training log (Megatron-LM, MindSpeed-LLM, ...) of "
+      "--plan on --scenario; repeatable");
+  from_bundles->excludes(from_runs)->excludes(from_logs);
+  calibrate->add_option("--scenario", runs_command.scenarios,
+                        "With --log: the scenario of the run (once for all logs, or once per log)");
+  calibrate->add_option("--plan", runs_command.plans,
+                        "With --log: the plan the run ran (once for all logs, or once per log)");
+  calibrate->add_option("--profiles", runs_command.profiles,
+                        "With --from-runs: the profiles the published runs are priced with "
+                        "(default: the base profile's folder)");
+  calibrate->add_option("--terms", runs_command.terms,
+                        "With runs: the terms to fit, comma-separated (gemm, attention, "
+                        "communication, layer_overhead, moe_layer_overhead; default: every term "
+                        "the runs inform)");
+  calibrate->add_option("--chips", runs_command.chips,
+                        "With runs: profile ids whose runs count too, sharing the fitted terms "
+                        "(the same silicon, e.g. nvidia-a800 with nvidia-a100)");
+  calibrate->add_flag("--keep-inseparable", runs_command.keep_inseparable,
+                      "With runs: keep a term the runs cannot tell from another at its prior "
+                      "instead of refusing the fit");
+  calibrate->add_option("--label", label,
+                        "Version label (default: cal-<date of the first bundle>; with runs: runs)");
   calibrate->add_option("--out", calibrated_out,
                         "Where to write the new profile (default: next to the base, named by id)");
   calibrate->add_flag("--json", json, "Print JSON instead of a table");
@@ -1290,6 +1345,11 @@ int main(int argc, char** argv) {
         return run_validate_run(run_log, run_scenario, run_plan_path, records, run_date,
                                 run_tolerance, json);
       }
+      if (cross_option->count() > 0) {
+        cross_command.profiles = profiles;
+        cross_command.json = json;
+        return hetplan::cli::run_cross_validate(cross_command);
+      }
       if (published->count() == 0) {
         throw hetplan::InputError({"validate", 0, 0}, "--published",
                                   "expected --published [DIR] or --bundle BUNDLE --profile PROFILE");
@@ -1310,6 +1370,18 @@ int main(int argc, char** argv) {
     if (*exporting) {
       return run_export(export_plan, export_scenario, export_target, export_out,
                         allow_unvalidated, records, images, resource_overrides);
+    }
+    if (*calibrate && (!runs_command.runs.empty() || !runs_command.logs.empty())) {
+      runs_command.profile = base_profile;
+      if (!label.empty()) runs_command.label = label;
+      runs_command.out = calibrated_out;
+      runs_command.json = json;
+      return hetplan::cli::run_calibrate_from_runs(runs_command);
+    }
+    if (*calibrate && bundle_paths.empty()) {
+      throw hetplan::InputError({"calibrate", 0, 0}, "--from",
+                                "expected calibration bundles (--from), training runs "
+                                "(--from-runs) or training logs (--log)");
     }
     if (*calibrate) return run_calibrate(base_profile, bundle_paths, label, calibrated_out, json);
     if (*sweep_merge) return hetplan::cli::run_sweep_merge(merge_folders, merge_out);

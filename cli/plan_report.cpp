@@ -73,15 +73,23 @@ std::string row(std::size_t rank, const planner::RankedPlan& r, bool priced,
   const std::string name =
       r.mode == planner::Mode::resource_pool ? "pool: " + join(r.islands, " + ") : r.plan.name;
   if (r.mode == planner::Mode::resource_pool) {
-    std::snprintf(line, sizeof line, "%-4zu %-13s %-60s %6d %8s %10.0f %6s %7s %8s %8s", rank,
-                  std::string(to_string(r.mode)).c_str(), name.c_str(), r.chips, "-",
-                  r.tokens_per_s, "-", "-", "-", "-");
+    std::snprintf(line, sizeof line, "%-4zu %-13s %-60s %6d %8s %10.0f %15s %6s %7s %8s %8s  %-15s",
+                  rank, std::string(to_string(r.mode)).c_str(), name.c_str(), r.chips, "-",
+                  r.tokens_per_s, "-", "-", "-", "-", "-", "-");
   } else {
     const sim::Estimate& e = r.estimate;
-    std::snprintf(line, sizeof line, "%-4zu %-13s %-60s %6d %8.2f %10.0f %5.1f%% %6.1f%% %8.2f %8.1f",
+    // The 80% interval of tokens/s and the evidence behind it (docs/models/uncertainty.md).
+    std::string interval = "?";
+    if (e.step_band) {
+      const sim::Interval i = sim::rate_interval(r.tokens_per_s, *e.step_band);
+      interval = fixed(i.low, 0) + "-" + fixed(i.high, 0);
+    }
+    std::snprintf(line, sizeof line,
+                  "%-4zu %-13s %-60s %6d %8.2f %10.0f %15s %5.1f%% %6.1f%% %8.2f %8.1f%s %-15s",
                   rank, std::string(to_string(r.mode)).c_str(), name.c_str(), r.chips,
-                  e.step_time_s, r.tokens_per_s, 100 * e.mfu, 100 * e.bubble_fraction,
-                  e.exposed.total(), headroom(e) / (1ull << 30));
+                  e.step_time_s, r.tokens_per_s, interval.c_str(), 100 * e.mfu,
+                  100 * e.bubble_fraction, e.exposed.total(), headroom(e) / (1ull << 30),
+                  e.memory_tight ? "!" : " ", std::string(to_string(e.evidence)).c_str());
   }
   std::string out = line;
   if (priced) {
@@ -192,7 +200,7 @@ std::string search_text(const planner::SearchResult& result, const Scenario& sce
            " settings: these are the best plans found until then, not necessarily the best\n";
   }
   out += "\n";
-  out += "rank mode          plan                                                          chips   step s   tokens/s    MFU  bubble  comm s  free GiB";
+  out += "rank mode          plan                                                          chips   step s   tokens/s    80% tokens/s    MFU  bubble  comm s  free GiB  evidence       ";
   if (priced) out += "  cost/Mtok " + scenario.prices->currency;
   out += "  ladder\n";
   for (std::size_t k = 0; k < result.ranked.size(); ++k) out += row(k + 1, result.ranked[k], priced, ladder);

@@ -49,9 +49,19 @@ std::string estimate_text(const sim::Estimate& e, const Plan& plan) {
          std::to_string(e.micro_batch) + "\n";
   out += std::string("feasible: ") + (e.feasible ? "yes" : "no") + "\n";
   for (const auto& reason : e.reasons) out += "  reason: " + reason + "\n";
-  out += "step time      " + fixed(e.step_time_s, 3) + " s\n";
-  out += "tokens/s       " + fixed(e.tokens_per_s, 0) + "\n";
-  out += "MFU            " + fixed(100 * e.mfu, 1) + " %\n";
+  // Each figure with its 80% interval (docs/models/uncertainty.md).
+  auto interval = [&](const sim::Interval& i, double scale, int digits, const char* unit) {
+    return "   80%: " + fixed(scale * i.low, digits) + " - " + fixed(scale * i.high, digits) + unit;
+  };
+  const auto& band = e.step_band;
+  out += "step time      " + fixed(e.step_time_s, 3) + " s" +
+         (band ? interval(sim::scaled_interval(e.step_time_s, *band), 1, 3, " s") : "") + "\n";
+  out += "tokens/s       " + fixed(e.tokens_per_s, 0) +
+         (band ? interval(sim::rate_interval(e.tokens_per_s, *band), 1, 0, "") : "") + "\n";
+  out += "MFU            " + fixed(100 * e.mfu, 1) + " %" +
+         (band ? interval(sim::rate_interval(e.mfu, *band), 100, 1, " %") : "") + "\n";
+  out += "evidence       " + std::string(to_string(e.evidence)) +
+         (band ? "" : ", interval unknown (a chip's profile states no evidence band)") + "\n";
   out += "bubble         " + fixed(e.bubble_s, 3) + " s (" + fixed(100 * e.bubble_fraction, 1) +
          " %)\n";
   out += "compute        " + fixed(e.compute_s, 3) + " s (bottleneck stage)\n";
@@ -68,7 +78,11 @@ std::string estimate_text(const sim::Estimate& e, const Plan& plan) {
     char line[256];
     std::snprintf(line, sizeof line, "%-6zu %-20s %3d-%-5d %3d %3d  %8.1f ms  %s / %s%s", i,
                   s.island.c_str(), s.first_layer, s.first_layer + s.num_layers - 1, s.tp, s.dp,
-                  1e3 * s.micro_batch_s, gib(s.memory.total()).c_str(),
+                  1e3 * s.micro_batch_s,
+                  (gib(s.memory.total()) +
+                   (e.memory_band ? " (80% up to " + gib(s.memory.total() * e.memory_band->high) + ")"
+                                  : std::string()))
+                      .c_str(),
                   s.memory_capacity > 0 ? gib(s.memory_usable).c_str() : "unknown",
                   s.fits ? (s.tight ? "  TIGHT" : "") : "  DOES NOT FIT");
     out += line;
@@ -94,6 +108,24 @@ nlohmann::ordered_json estimate_json(const sim::Estimate& e, const Plan& plan) {
   j["step_time_s"] = round6(e.step_time_s);
   j["tokens_per_s"] = round6(e.tokens_per_s);
   j["mfu"] = round6(e.mfu);
+  // The 80% intervals (docs/models/uncertainty.md); null when a chip states no band.
+  j["evidence"] = std::string(to_string(e.evidence));
+  auto interval_json = [](const sim::Interval& i) {
+    return nlohmann::ordered_json{{"low", round6(i.low)}, {"high", round6(i.high)}};
+  };
+  if (e.step_band) {
+    j["interval_80"] = {{"step_time_s", interval_json(sim::scaled_interval(e.step_time_s, *e.step_band))},
+                        {"tokens_per_s", interval_json(sim::rate_interval(e.tokens_per_s, *e.step_band))},
+                        {"mfu", interval_json(sim::rate_interval(e.mfu, *e.step_band))}};
+  } else {
+    j["interval_80"] = nullptr;
+  }
+  if (e.memory_band) {
+    j["memory_band_80"] = {{"low", round6(e.memory_band->low)}, {"high", round6(e.memory_band->high)}};
+  } else {
+    j["memory_band_80"] = nullptr;
+  }
+  j["memory_tight"] = e.memory_tight;
   j["model_flops_per_step"] = round6(e.model_flops_per_step);
   j["chips"] = e.chips;
   j["micro_batches"] = e.micro_batches;
@@ -116,6 +148,8 @@ nlohmann::ordered_json estimate_json(const sim::Estimate& e, const Plan& plan) {
     stage["num_layers"] = s.num_layers;
     stage["tp"] = s.tp;
     stage["dp"] = s.dp;
+    const std::size_t at = static_cast<std::size_t>(&s - e.stages.data());
+    stage["ep"] = at < plan.stages.size() ? plan.stages[at].ep : 1;
     stage["forward_s"] = round6(s.forward_s);
     stage["backward_s"] = round6(s.backward_s);
     stage["tp_comm_s"] = round6(s.tp_comm_s);

@@ -92,4 +92,24 @@ std::string_view to_string(ChipRole role) {
   return role == ChipRole::training ? "training" : "inference";
 }
 
+std::string_view to_string(EvidenceLevel level) {
+  switch (level) {
+    case EvidenceLevel::datasheet:
+      return "datasheet";
+    case EvidenceLevel::microbenchmarks:
+      return "microbenchmarks";
+    case EvidenceLevel::probe:
+      return "probe";
+    case EvidenceLevel::runs:
+      return "runs";
+  }
+  return "?";
+}
+
+EvidenceLevel ChipProfile::evidence_level() const {
+  if (evidence.level) return *evidence.level;
+  if (efficiency.in_step.any()) return EvidenceLevel::runs;
+  return efficiency.calibrated ? EvidenceLevel::microbenchmarks : EvidenceLevel::datasheet;
+}
+
 }  // namespace hetplan

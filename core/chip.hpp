@@ -53,6 +53,48 @@ struct IntraNodeFabric {
   std::optional<double> cross_group_bandwidth;  // B/s per chip, one direction, between groups
 };
 
+// What a chip loses inside a real training step beyond what its microbenchmarks show, fitted
+// from end-to-end training runs (hetplan calibrate --from-runs, docs/models/in-step.md). Each is
+// unknown until fitted, and an unknown term changes nothing (a factor of 1, an overhead of 0).
+struct RunReference {
+  std::string id;      // the run: a published case's id, or a training log's file name
+  std::string file;    // where it was read from
+  std::string sha256;  // of that file's bytes
+  bool operator==(const RunReference&) const = default;
+};
+struct InStepTerms {
+  std::optional<double> gemm;         // GEMM rate in a step over the microbenchmark curve's
+  std::optional<double> attention;    // fused attention's rate in a step over its curve's
+  std::optional<double> communication;  // a collective's or send's time in a step over the model's
+  std::optional<double> layer_overhead;      // s per layer and micro-batch, forward and backward
+  std::optional<double> moe_layer_overhead;  // s per mixture-of-experts layer and micro-batch, more
+  std::vector<RunReference> runs;            // the runs they were fitted on
+  bool any() const {
+    return gemm || attention || communication || layer_overhead || moe_layer_overhead;
+  }
+};
+
+// How much stands behind a profile's figures, lowest first: datasheet figures and priors only;
+// efficiencies fitted to published microbenchmarks; fitted to a probe run on the site's own
+// chips; in-step terms fitted to real training runs.
+enum class EvidenceLevel { datasheet, microbenchmarks, probe, runs };
+inline constexpr int kEvidenceLevelCount = 4;
+
+// An interval of measured over predicted: the 80% prediction interval of what a run measures
+// against what the model predicts for it, as the residuals of runs at the profile's evidence
+// level showed (docs/models/uncertainty.md).
+struct Band {
+  double low = 1;
+  double high = 1;
+  bool operator==(const Band&) const = default;
+};
+
+struct Evidence {
+  std::optional<EvidenceLevel> level;  // stated; else derived (ChipProfile::evidence_level)
+  std::optional<Band> step;            // measured over predicted step time
+  std::optional<Band> memory;          // measured over predicted peak memory
+};
+
 // Priors (or, when calibrated, fitted values) for the roofline and collective models.
 struct EfficiencyModel {
   bool calibrated = false;
@@ -73,6 +115,7 @@ struct EfficiencyModel {
   // Share of an expert-parallel all-to-all that the combined 1F1B schedule hides behind the
   // other micro-batch's compute (docs/models/estimator.md#ep-overlap).
   std::optional<double> ep_comm_overlap;
+  InStepTerms in_step;
 };
 
 // A comment of a profile's file, kept so that a profile written again (a calibration) carries
@@ -113,6 +156,10 @@ struct ChipProfile {
   std::map<OpClass, OpCoverage> op_coverage;  // exceptions to default_support
 
   EfficiencyModel efficiency;
+  Evidence evidence;
+  // Another bin of the same die (its profile id), whose in-step terms fitted to runs this
+  // profile takes where it has no runs of its own (docs/models/uncertainty.md#bins). Empty: none.
+  std::string in_step_from;
 
   std::map<std::string, std::string> sources;   // source id -> citation
   std::map<std::string, std::string> cited_by;  // field path -> source id, for every number
@@ -120,6 +167,9 @@ struct ChipProfile {
   std::map<std::string, FieldComment> comments;
 
   bool supports(DType dtype) const { return peak_flops.contains(dtype); }
+  // The stated evidence level, else what the profile shows: in-step terms are fitted to runs, a
+  // calibrated profile to microbenchmarks, anything else rests on its datasheet.
+  EvidenceLevel evidence_level() const;
   std::optional<double> peak(DType dtype) const;
   OpCoverage coverage(OpClass op) const;
 };
@@ -129,5 +179,6 @@ std::string_view to_string(Support support);
 std::string_view to_string(IntraNodeKind kind);
 std::string_view to_string(IntraNodeTopology topology);
 std::string_view to_string(ChipRole role);
+std::string_view to_string(EvidenceLevel level);
 
 }  // namespace hetplan

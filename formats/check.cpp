@@ -1,4 +1,6 @@
 // `hetplan check`: recognise a file by its schema and load it with the matching loader.
+#include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "formats/document.hpp"
@@ -40,6 +42,31 @@ CheckReport check_file(const std::string& path) {
             << chip.cited_by.size()
             << " cited figures from " << chip.sources.size() << " sources"
             << (chip.efficiency.calibrated ? ", calibrated" : ", uncalibrated priors");
+    // Its provenance: the evidence level, the runs its in-step terms were fitted to, its bands
+    // (docs/models/uncertainty.md).
+    summary << "; evidence " << to_string(chip.evidence_level());
+    const auto& runs = chip.efficiency.in_step.runs;
+    if (!runs.empty()) {
+      std::vector<std::string> files;
+      for (const auto& run : runs)
+        if (std::find(files.begin(), files.end(), run.file) == files.end()) files.push_back(run.file);
+      summary << ", in-step terms fitted to " << runs.size() << " runs from " << files.size()
+              << " sources (";
+      for (std::size_t i = 0; i < files.size(); ++i) summary << (i ? ", " : "") << files[i];
+      summary << ")";
+    }
+    auto band = [&](const char* what, const std::optional<Band>& b) {
+      if (!b) {
+        summary << ", " << what << " band unknown";
+        return;
+      }
+      char text[64];
+      std::snprintf(text, sizeof text, "%+.0f%% to %+.0f%%", 100 * (b->low - 1),
+                    100 * (b->high - 1));
+      summary << ", 80% " << what << " band " << text;
+    };
+    band("step", chip.evidence.step);
+    band("memory", chip.evidence.memory);
     return {"chip", summary.str()};
   }
   if (schema == kClusterSchema) {

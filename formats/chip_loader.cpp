@@ -275,7 +275,79 @@ void read_efficiency(MapReader& root, ChipProfile& chip, ChipReader& reader) {
     model.tp_comm_overlap = reader.number(*overlap, source, 0.0, 1.0);
   if (auto overlap = efficiency.optional("ep_comm_overlap"))
     model.ep_comm_overlap = reader.number(*overlap, source, 0.0, 1.0);
+  if (auto in_step_field = efficiency.optional("in_step")) {
+    // Fitted from training runs (docs/models/in-step.md): factors on the microbenchmarks'
+    // rates and the model's collective times, overheads per layer and micro-batch.
+    MapReader in_step(*in_step_field);
+    const std::string in_step_source = reader.section_source(in_step, source);
+    InStepTerms& terms = model.in_step;
+    if (auto f = in_step.optional("gemm")) terms.gemm = reader.number(*f, in_step_source, 0.05, 2.0);
+    if (auto f = in_step.optional("attention"))
+      terms.attention = reader.number(*f, in_step_source, 0.05, 2.0);
+    if (auto f = in_step.optional("communication"))
+      terms.communication = reader.number(*f, in_step_source, 0.1, 10.0);
+    for (auto [key, out] : {std::pair{"layer_overhead", &terms.layer_overhead},
+                            std::pair{"moe_layer_overhead", &terms.moe_layer_overhead}}) {
+      auto f = in_step.optional(key);
+      if (!f) continue;
+      *out = reader.quantity(*f, in_step_source, Dimension::duration);
+      if (*out && **out > 1.0) f->fail_expected("at most 1 s per layer and micro-batch");
+    }
+    if (auto runs = in_step.optional("runs")) {
+      for (const Field& element : runs->elements()) {
+        MapReader run(element);
+        RunReference ref;
+        ref.id = run.required("id").as_string();
+        ref.file = run.required("file").as_string();
+        const Field hash = run.required("sha256");
+        ref.sha256 = hash.as_string();
+        if (ref.sha256.size() != 64 ||
+            ref.sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
+          hash.fail_expected("64 lower-case hexadecimal digits");
+        run.done();
+        terms.runs.push_back(std::move(ref));
+      }
+    }
+    in_step.done();
+    if (!terms.any())
+      in_step_field->fail_expected("at least one fitted term (gemm, attention, communication, "
+                                   "layer_overhead or moe_layer_overhead)");
+  }
   efficiency.done();
+}
+
+// evidence: how much stands behind the profile's figures, and the interval its predictions
+// carry (docs/models/uncertainty.md).
+void read_evidence(MapReader& root, ChipProfile& chip, ChipReader& reader) {
+  auto evidence_field = root.optional("evidence");
+  if (!evidence_field) return;
+  MapReader evidence(*evidence_field);
+  const std::string source = reader.section_source(evidence, "");
+  if (auto level = evidence.optional("level")) {
+    chip.evidence.level = static_cast<EvidenceLevel>(
+        level->as_choice({"datasheet", "microbenchmarks", "probe", "runs"}));
+    if (*chip.evidence.level == EvidenceLevel::runs && !chip.efficiency.in_step.any())
+      level->fail_expected("a level below runs (the profile has no efficiency.in_step fitted "
+                           "from runs)");
+  }
+  for (auto [key, out] : {std::pair{"step", &chip.evidence.step},
+                          std::pair{"memory", &chip.evidence.memory}}) {
+    auto field = evidence.optional(key);
+    if (!field) continue;
+    MapReader band(*field);
+    const std::string band_source = reader.section_source(band, source);
+    const auto low = reader.number(band.required("low"), band_source, 0.01, 100.0);
+    const Field high_field = band.required("high");
+    const auto high = reader.number(high_field, band_source, 0.01, 100.0);
+    band.done();
+    if (low.has_value() != high.has_value())
+      high_field.fail_expected("both ends of the interval known, or both unknown");
+    if (!low) continue;
+    if (*high < *low)
+      high_field.fail_expected("a high end at least the low end");
+    *out = Band{*low, *high};
+  }
+  evidence.done();
 }
 
 }  // namespace
@@ -407,6 +479,7 @@ ChipProfile parse_chip(const std::string& text, const std::string& file_name) {
   chip.model = root.required("model").as_string();
   chip.family = root.required("family").as_identifier();
   chip.role = static_cast<ChipRole>(root.required("role").as_choice({"training", "inference"}));
+  if (auto from = root.optional("in_step_from")) chip.in_step_from = from->as_identifier();
 
   read_software(root, chip);
   read_compute(root, chip, reader);
@@ -415,6 +488,7 @@ ChipProfile parse_chip(const std::string& text, const std::string& file_name) {
   read_power(root, chip, reader);
   read_operators(root, chip, reader);
   read_efficiency(root, chip, reader);
+  read_evidence(root, chip, reader);
   root.done();
   reader.check_sources();
   chip.comments = read_comments(text, root_node);

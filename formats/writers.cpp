@@ -220,6 +220,9 @@ struct YamlNode {
   bool scope = false;
   bool flow = false;
   std::vector<YamlNode> children;
+  // A block sequence of flow scalars or mappings, each written as it is (no sources).
+  bool is_list = false;
+  std::vector<std::string> items;
 
   // The `source:` line of a block mapping goes before its first number or mapping.
   bool cited() const { return is_number || is_map; }
@@ -419,7 +422,10 @@ void block_map(std::ostream& out, const ChipProfile& chip, const YamlNode& map,
       key_line(out, chip, source_path, pad, "source: " + stated);
       source_written = true;
     }
-    if (child.is_map && !child.flow && !child.children.empty()) {
+    if (child.is_list) {
+      key_line(out, chip, child.path, pad, child.key + (child.items.empty() ? ": []" : ":"));
+      for (const auto& item : child.items) out << pad << "  - " << item << "\n";
+    } else if (child.is_map && !child.flow && !child.children.empty()) {
       key_line(out, chip, child.path, pad, child.key + ":");
       block_map(out, chip, child, effective, indent + 2);
     } else {
@@ -615,6 +621,46 @@ std::string chip_yaml(const ChipProfile& chip, const std::string& comment) {
     quantity(efficiency, "kernel_overhead", model.kernel_overhead, Dimension::duration, kTimeUnits);
   if (model.tp_comm_overlap) number(efficiency, "tp_comm_overlap", model.tp_comm_overlap, 0.0, 1.0);
   if (model.ep_comm_overlap) number(efficiency, "ep_comm_overlap", model.ep_comm_overlap, 0.0, 1.0);
+  if (model.in_step.any()) {
+    const InStepTerms& terms = model.in_step;
+    YamlNode in_step = map_node("in_step", "efficiency.in_step", true, false);
+    if (terms.gemm) number(in_step, "gemm", terms.gemm, 0.05, 2.0);
+    if (terms.attention) number(in_step, "attention", terms.attention, 0.05, 2.0);
+    if (terms.communication) number(in_step, "communication", terms.communication, 0.1, 10.0);
+    if (terms.layer_overhead)
+      quantity(in_step, "layer_overhead", terms.layer_overhead, Dimension::duration, kTimeUnits);
+    if (terms.moe_layer_overhead)
+      quantity(in_step, "moe_layer_overhead", terms.moe_layer_overhead, Dimension::duration,
+               kTimeUnits);
+    if (!terms.runs.empty()) {
+      YamlNode runs = leaf_node("runs", "efficiency.in_step.runs", "");
+      runs.is_list = true;
+      for (const auto& run : terms.runs) {
+        if (run.sha256.size() != 64 ||
+            run.sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
+          chip_fail(chip, "efficiency.in_step.runs", "expected a sha256 of 64 hexadecimal digits");
+        runs.items.push_back("{id: " + yaml_string(run.id) + ", file: " + yaml_string(run.file) +
+                             ", sha256: " + run.sha256 + "}");
+      }
+      in_step.children.push_back(std::move(runs));
+    }
+    efficiency.children.push_back(std::move(in_step));
+  }
+
+  // evidence
+  YamlNode evidence = map_node("evidence", "evidence", true, false);
+  if (chip.evidence.level)
+    evidence.children.push_back(leaf_node("level", "evidence.level",
+                                          std::string(to_string(*chip.evidence.level))));
+  for (const auto& [key, band] : {std::pair<const char*, const std::optional<Band>*>{
+                                      "step", &chip.evidence.step},
+                                  {"memory", &chip.evidence.memory}}) {
+    if (!*band) continue;
+    YamlNode map = map_node(key, std::string("evidence.") + key, true, true);
+    number(map, "low", (*band)->low, 0.01, 100.0);
+    number(map, "high", (*band)->high, 0.01, 100.0);
+    evidence.children.push_back(std::move(map));
+  }
 
   tree.check_all_used();
   for (const auto& [path, note] : chip.comments) {
@@ -637,6 +683,7 @@ std::string chip_yaml(const ChipProfile& chip, const std::string& comment) {
   top("model", yaml_string(chip.model));
   top("family", chip.family);
   top("role", std::string(to_string(chip.role)));
+  if (!chip.in_step_from.empty()) top("in_step_from", chip.in_step_from);
   top("sources", "");
   for (const auto& [id, citation] : chip.sources) {
     std::string quoted = yaml_string(citation);
@@ -657,6 +704,10 @@ std::string chip_yaml(const ChipProfile& chip, const std::string& comment) {
   for (const YamlNode* section : {&compute, &memory, &node, &power, &operators, &efficiency}) {
     top(section->key, section->children.empty() ? "{}" : "");
     if (!section->children.empty()) block_map(out, chip, *section, "", 2);
+  }
+  if (!evidence.children.empty()) {
+    top(evidence.key, "");
+    block_map(out, chip, evidence, "", 2);
   }
   leading_comments(out, chip, "", "");
   return out.str();

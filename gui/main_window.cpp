@@ -1160,6 +1160,29 @@ void MainWindow::show_plan(const planner::RankedPlan* plan) {
               .arg(100 * e.mfu, 0, 'f', 1)
               .arg(e.micro_batches)
               .arg(e.micro_batch);
+  // How sure: the 80% intervals and the evidence behind them (docs/models/uncertainty.md).
+  const QString level = PlansModel::evidence_text(e.evidence);
+  if (e.step_band) {
+    const sim::Interval step = sim::scaled_interval(e.step_time_s, *e.step_band);
+    const sim::Interval tokens = sim::rate_interval(e.tokens_per_s, *e.step_band);
+    const sim::Interval mfu = sim::rate_interval(e.mfu, *e.step_band);
+    html += tr("<p>80% interval: step %1 - %2 s, %3 - %4 tokens/s, MFU %5 - %6 %; evidence: %7 "
+               "(%8)</p>")
+                .arg(seconds(step.low), seconds(step.high))
+                .arg(tokens.low, 0, 'f', 0)
+                .arg(tokens.high, 0, 'f', 0)
+                .arg(100 * mfu.low, 0, 'f', 1)
+                .arg(100 * mfu.high, 0, 'f', 1)
+                .arg(level, QString::fromStdString(e.weakest_chip).toHtmlEscaped());
+  } else {
+    html += tr("<p>80% interval unknown: the profile of %1 states no evidence band; evidence: "
+               "%2</p>")
+                .arg(QString::fromStdString(e.weakest_chip).toHtmlEscaped(), level);
+  }
+  if (e.memory_tight) {
+    html += tr("<p><b>Memory tight</b>: a stage's 80% memory interval reaches past what a "
+               "process can allocate.</p>");
+  }
   html += tr("<p>compute %1 s (bottleneck stage), bubble %2 s, optimizer %3 s<br>"
              "exposed communication: tensor-parallel %4 s, pipeline %5 s, cross-island %6 s, "
              "data-parallel %7 s</p>")

@@ -207,12 +207,24 @@ QVariant PlansModel::headerData(int section, Qt::Orientation orientation, int ro
     case kChips: return tr("Chips");
     case kStep: return tr("Step s");
     case kTokens: return tr("Tokens/s");
+    case kInterval: return tr("Tokens/s, 80% interval");
+    case kEvidence: return tr("Evidence");
     case kMfu: return tr("MFU %");
     case kBubble: return tr("Bubble %");
     case kComm: return tr("Comm s");
     case kCost: return tr("Cost/Mtok");
     default: return {};
   }
+}
+
+QString PlansModel::evidence_text(EvidenceLevel level) {
+  switch (level) {
+    case EvidenceLevel::datasheet: return tr("datasheet");
+    case EvidenceLevel::microbenchmarks: return tr("microbenchmarks");
+    case EvidenceLevel::probe: return tr("probe");
+    case EvidenceLevel::runs: return tr("runs");
+  }
+  return {};
 }
 
 QVariant PlansModel::data(const QModelIndex& index, int role) const {
@@ -226,6 +238,11 @@ QVariant PlansModel::data(const QModelIndex& index, int role) const {
       case kChips: return r->chips;
       case kStep: return pool ? QVariant() : r->estimate.step_time_s;
       case kTokens: return r->tokens_per_s;
+      case kInterval:
+        return pool || !r->estimate.step_band
+                   ? QVariant()
+                   : QVariant(sim::rate_interval(r->tokens_per_s, *r->estimate.step_band).low);
+      case kEvidence: return pool ? QVariant() : static_cast<int>(r->estimate.evidence);
       case kMfu: return pool ? QVariant() : r->estimate.mfu;
       case kBubble: return pool ? QVariant() : r->estimate.bubble_fraction;
       case kComm: return pool ? QVariant() : r->estimate.exposed.total();
@@ -259,6 +276,13 @@ QVariant PlansModel::data(const QModelIndex& index, int role) const {
     case kChips: return r->chips;
     case kStep: return pool ? dash : QString::number(r->estimate.step_time_s, 'f', 2);
     case kTokens: return QString::number(r->tokens_per_s, 'f', 0);
+    case kInterval: {
+      if (pool) return dash;
+      if (!r->estimate.step_band) return tr("unknown");
+      const sim::Interval i = sim::rate_interval(r->tokens_per_s, *r->estimate.step_band);
+      return QStringLiteral("%1 - %2").arg(i.low, 0, 'f', 0).arg(i.high, 0, 'f', 0);
+    }
+    case kEvidence: return pool ? dash : evidence_text(r->estimate.evidence);
     case kMfu: return pool ? dash : QString::number(100 * r->estimate.mfu, 'f', 1);
     case kBubble: return pool ? dash : QString::number(100 * r->estimate.bubble_fraction, 'f', 1);
     case kComm: return pool ? dash : QString::number(r->estimate.exposed.total(), 'f', 2);

@@ -70,7 +70,14 @@ class PlansModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  enum Column { kRank, kMode, kPlan, kChips, kStep, kTokens, kMfu, kBubble, kComm, kCost, kColumns };
+  // kInterval: the 80% interval of tokens/s; kEvidence: the weakest chip's evidence level
+  // (docs/models/uncertainty.md).
+  enum Column {
+    kRank, kMode, kPlan, kChips, kStep, kTokens, kInterval, kEvidence, kMfu, kBubble, kComm,
+    kCost, kColumns
+  };
+  // An evidence level in the user's language.
+  static QString evidence_text(EvidenceLevel level);
   explicit PlansModel(QObject* parent = nullptr);
   void set_result(std::shared_ptr<const planner::SearchResult> result);
   const planner::RankedPlan* plan_at(int row) const;

@@ -67,6 +67,14 @@ ResolvedRates resolve_rates(const ChipProfile& chip, DType dtype,
   rates.attention_half_seq = defaults.attention_half_seq;
   rates.attention_half_head_dim = defaults.attention_half_head_dim;
   rates.memory_efficiency = pick(eff.memory, defaults.memory, "memory efficiency");
+  // What a training step loses against the microbenchmarks, where runs have measured it
+  // (docs/models/in-step.md): the matrix units' rates scale, the curves' shapes do not.
+  if (const auto gemm = eff.in_step.gemm) {
+    rates.gemm_max *= *gemm;
+    rates.gemm_backward_max *= *gemm;
+    rates.fp8_gemm_max *= *gemm;
+  }
+  if (const auto attention = eff.in_step.attention) rates.attention_max *= *attention;
   for (int i = 0; i < kOpClassCount; ++i)
     rates.coverage[static_cast<std::size_t>(i)] = chip.coverage(static_cast<OpClass>(i));
   out.rates = rates;

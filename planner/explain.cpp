@@ -49,6 +49,70 @@ std::string differences(const sim::Estimate& a, const sim::Estimate& b) {
   return out;
 }
 
+// A ratio as a signed change: 0.93 -> "-7%".
+std::string signed_percent(double ratio) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.0f%%", 100 * (ratio - 1));
+  return text;
+}
+
+// tokens/s with its 80% interval, where the plan's chips state one.
+std::string rate(const RankedPlan& plan) {
+  std::string out = num(plan.tokens_per_s, 0) + " tokens/s";
+  if (const auto& band = plan.estimate.step_band) {
+    const sim::Interval i = sim::rate_interval(plan.tokens_per_s, *band);
+    out += " (80%: " + num(i.low, 0) + "-" + num(i.high, 0) + ")";
+  }
+  return out;
+}
+
+// What would narrow the band of `chip`, at `level` (docs/models/uncertainty.md).
+std::string narrowing(EvidenceLevel level) {
+  switch (level) {
+    case EvidenceLevel::datasheet:
+      return "a probe on one of its nodes (validation/probe/hetplan_probe.py, then hetplan "
+             "calibrate --from) measures its kernels, and a training run on it (hetplan "
+             "calibrate --from-runs) gives it a band of its own";
+    case EvidenceLevel::microbenchmarks:
+    case EvidenceLevel::probe:
+      return "a training run on it (hetplan calibrate --from-runs) gives it a band of its own";
+    case EvidenceLevel::runs:
+      return "runs from more sources narrow its band";
+  }
+  return "";
+}
+
+// Whether two plans' throughput intervals overlap, and if so the sentence that says so and
+// names the measurement that would tell them apart. Empty when they are apart, or when an
+// interval is unknown (then `unknown` names the plan whose chips state no band).
+std::string indistinguishable(const RankedPlan& best, const std::string& best_name,
+                              const RankedPlan& other, const std::string& other_name) {
+  const auto& a = best.estimate;
+  const auto& b = other.estimate;
+  if (!a.step_band || !b.step_band) {
+    const RankedPlan& blind = !a.step_band ? best : other;
+    return "How sure this ranking is cannot be said: the profile of " +
+           blind.estimate.weakest_chip + " states no evidence band.";
+  }
+  const sim::Interval ia = sim::rate_interval(best.tokens_per_s, *a.step_band);
+  const sim::Interval ib = sim::rate_interval(other.tokens_per_s, *b.step_band);
+  if (ia.low > ib.high || ib.low > ia.high) return "";
+  // The weaker of the two plans' evidence decides.
+  const sim::Estimate& weak =
+      (b.evidence < a.evidence ||
+       (b.evidence == a.evidence &&
+        b.step_band->high / b.step_band->low > a.step_band->high / a.step_band->low))
+          ? b
+          : a;
+  return best_name + " and " + other_name + " are within each other's 80% intervals: the estimate "
+         "cannot tell which is faster, and the twin shares its compute terms, so it cannot "
+         "either. " + weak.weakest_chip + " is at evidence level " +
+         std::string(to_string(weak.evidence)) + " (80%: " +
+         signed_percent(weak.step_band->low) + " to " + signed_percent(weak.step_band->high) +
+         " on the step): " + narrowing(weak.evidence) +
+         ".";
+}
+
 }  // namespace
 
 std::vector<std::string> explain(const SearchResult& result) {
@@ -67,10 +131,10 @@ std::vector<std::string> explain(const SearchResult& result) {
       break;
     }
   std::string line = "Best plan for one job: " + shape(*best) + " (" +
-                     std::string(to_string(best->mode)) + "), " + num(best->tokens_per_s, 0) +
-                     " tokens/s on " + std::to_string(best->chips) + " chips";
+                     std::string(to_string(best->mode)) + "), " + rate(*best) + " on " +
+                     std::to_string(best->chips) + " chips";
   if (second) {
-    line += ", against " + num(second->tokens_per_s, 0) + " for the runner-up " + shape(*second);
+    line += ", against " + rate(*second) + " for the runner-up " + shape(*second);
     if (by_cost && best->cost_per_million_tokens && second->cost_per_million_tokens) {
       line += " (cost " + num(*best->cost_per_million_tokens, 3) + " against " +
               num(*second->cost_per_million_tokens, 3) + " per million tokens)";
@@ -79,6 +143,10 @@ std::vector<std::string> explain(const SearchResult& result) {
     if (!diff.empty()) line += "; per step: " + diff;
   }
   out.push_back(line + ".");
+  if (second) {
+    const std::string close = indistinguishable(*best, "The best plan", *second, "the runner-up");
+    if (!close.empty()) out.push_back(close);
+  }
   if (result.resource_pool && !result.ranked.empty() &&
       result.ranked.front().mode == Mode::resource_pool) {
     out.push_back("The resource pool moves more tokens in all (" +
@@ -114,8 +182,8 @@ std::vector<std::string> explain(const SearchResult& result) {
     if (baseline.best && (!alone_best || baseline.best->tokens_per_s > alone_best->tokens_per_s))
       alone_best = &*baseline.best;
   std::string states = "Three states: islands alone, best ";
-  states += alone_best ? alone_best->plan.name + " at " + num(alone_best->tokens_per_s, 0) +
-                             " tokens/s on " + std::to_string(alone_best->chips) + " chips"
+  states += alone_best ? alone_best->plan.name + " at " + rate(*alone_best) + " on " +
+                             std::to_string(alone_best->chips) + " chips"
                        : std::string("none");
   states += "; resource pool ";
   states += result.resource_pool
@@ -125,7 +193,7 @@ std::vector<std::string> explain(const SearchResult& result) {
                 : std::string("not possible (fewer than two islands can train the job alone)");
   states += "; task-level ";
   states += result.task_level ? result.task_level->plan.name + " at " +
-                                    num(result.task_level->tokens_per_s, 0) + " tokens/s on " +
+                                    rate(*result.task_level) + " on " +
                                     std::to_string(result.task_level->chips) + " chips"
                               : std::string("no feasible cross-island plan");
   out.push_back(states + ".");
@@ -136,6 +204,9 @@ std::vector<std::string> explain(const SearchResult& result) {
                     "x as fast as the best single island, with " +
                     std::to_string(result.task_level->software_stacks) +
                     " software stacks to keep working together.");
+      const std::string close = indistinguishable(*result.task_level, "The task-level plan",
+                                                  *alone_best, "the best single island");
+      if (!close.empty()) out.push_back(close);
     } else {
       out.push_back("Mixing does not pay for one job: the best task-level plan reaches only " +
                     num(gain, 2) + "x the best single island.");

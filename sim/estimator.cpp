@@ -64,11 +64,14 @@ IslandLinks island_links(const Island& island, const ChipProfile& chip,
   if (!eff.network_bus_efficiency && options.notes) {
     note("network collective efficiency unknown, prior " + fixed2(net_eff) + " used");
   }
-  links.intra_efficiency = intra_eff;
-  links.network_efficiency = net_eff;
+  // What a training step's communication takes over what the model gives it, where runs have
+  // measured it (docs/models/in-step.md): every link's rate divided, every latency multiplied.
+  const double slower = eff.in_step.communication.value_or(1.0);
+  links.intra_efficiency = intra_eff / slower;
+  links.network_efficiency = net_eff / slower;
   links.nic_per_chip = island.nic_count * island.nic_speed / island.chips_per_node;
-  links.inter = {links.nic_per_chip * net_eff,
-                 eff.network_latency.value_or(options.network_latency_default)};
+  links.inter = {links.nic_per_chip * links.network_efficiency,
+                 eff.network_latency.value_or(options.network_latency_default) * slower};
   double intra_bw = 0;
   if (chip.intra_node.bandwidth) {
     intra_bw = *chip.intra_node.bandwidth;
@@ -76,15 +79,17 @@ IslandLinks island_links(const Island& island, const ChipProfile& chip,
     if (options.notes) note("intra-node bandwidth unknown; the node's NIC bandwidth per chip is used");
     intra_bw = links.nic_per_chip;
   }
-  links.intra = {intra_bw * intra_eff, eff.intra_latency.value_or(options.intra_latency_default)};
+  links.intra = {intra_bw * links.intra_efficiency,
+                 eff.intra_latency.value_or(options.intra_latency_default) * slower};
   links.intra_cross = links.intra;
   if (links.group_size < island.chips_per_node) {
     if (chip.intra_node.cross_group_bandwidth) {
-      links.intra_cross.bus_bandwidth = *chip.intra_node.cross_group_bandwidth * intra_eff;
+      links.intra_cross.bus_bandwidth =
+          *chip.intra_node.cross_group_bandwidth * links.intra_efficiency;
     } else {
       if (options.notes)
         note("bandwidth between intra-node groups unknown; the NIC bandwidth per chip is used");
-      links.intra_cross.bus_bandwidth = links.nic_per_chip * net_eff;
+      links.intra_cross.bus_bandwidth = links.nic_per_chip * links.network_efficiency;
     }
   }
   return links;
@@ -368,6 +373,27 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
     k.dense_layer.backward_s += models::backward_time(op, rates);
     if (recomputed(op)) k.dense_layer.selective_s += f;
   }
+  // The host's time per layer and micro-batch that the kernels do not hide, where runs have
+  // measured it (docs/models/in-step.md#overheads): forward and backward in the shares of the
+  // layer's kernels each pass launches; a mixture's layers add their own.
+  const InStepTerms& in_step = chip.efficiency.in_step;
+  auto add_overhead = [](double overhead, const std::vector<models::Op>& ops, double& forward,
+                         double& backward) {
+    if (overhead <= 0) return;
+    double launched_forward = 0, launched_backward = 0;
+    for (const auto& op : ops) {
+      launched_forward += op.kernels;
+      launched_backward += op.backward_kernels;
+    }
+    const double total = launched_forward + launched_backward;
+    const double forward_share = total > 0 ? launched_forward / total : 0.5;
+    forward += overhead * forward_share;
+    backward += overhead * (1 - forward_share);
+  };
+  const double layer_overhead = in_step.layer_overhead.value_or(0.0);
+  add_overhead(layer_overhead + (model.moe() ? in_step.moe_layer_overhead.value_or(0.0) : 0.0),
+               layer, k.layer_forward_s, k.layer_backward_s);
+  add_overhead(layer_overhead, dense_ops, k.dense_layer.forward_s, k.dense_layer.backward_s);
   for (const auto& op : embedding) {
     k.embedding_forward_s += models::forward_time(op, rates);
     k.embedding_backward_s += models::backward_time(op, rates);
@@ -897,6 +923,38 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
                        const std::vector<StageSyncTimes>* syncs) {
   const TrainingSettings& training = settings.training;
   const int micro_batch = settings.micro_batch;
+  // How sure the figures are: the weakest chip's evidence and the widest bands.
+  {
+    bool first = true, step_known = true, memory_known = true;
+    std::optional<Band> step, memory;
+    double weakest_width = 0;
+    for (const auto& slot : slots) {
+      const ChipProfile& chip = *slot.kernel->chip;
+      const EvidenceLevel level = chip.evidence_level();
+      const double width = chip.evidence.step ? chip.evidence.step->high / chip.evidence.step->low
+                                              : std::numeric_limits<double>::infinity();
+      if (first || level < out.evidence || (level == out.evidence && width > weakest_width)) {
+        out.evidence = level;
+        out.weakest_chip = chip.id;
+        weakest_width = width;
+      }
+      first = false;
+      auto widen = [](std::optional<Band>& band, const std::optional<Band>& of, bool& known) {
+        if (!of) {
+          known = false;
+        } else if (!band) {
+          band = of;
+        } else {
+          band->low = std::min(band->low, of->low);
+          band->high = std::max(band->high, of->high);
+        }
+      };
+      widen(step, chip.evidence.step, step_known);
+      widen(memory, chip.evidence.memory, memory_known);
+    }
+    out.step_band = step_known ? step : std::nullopt;
+    out.memory_band = memory_known ? memory : std::nullopt;
+  }
   const int p = static_cast<int>(slots.size());
   const int v = settings.virtual_stages;
   const int dp = slots.front().kernel->dp;
@@ -1000,7 +1058,11 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
       se.memory_capacity = *k.memory_capacity;
       se.memory_usable = k.memory_usable.value_or(se.memory_capacity);
       se.fits = se.memory.total() <= se.memory_usable;
-      se.tight = se.fits && se.memory.total() > se.memory_usable * (1.0 - memory_headroom);
+      // Tight: the measured 80% memory interval reaches past usable memory; without one, less
+      // than the headroom is left free (docs/models/memory.md#headroom).
+      se.tight = se.fits && (out.memory_band
+                                 ? memory_tight(se, out.memory_band)
+                                 : se.memory.total() > se.memory_usable * (1.0 - memory_headroom));
       if (!se.fits) {
         reject(stage_where(slot, i) + "needs " +
                gib(se.memory.total()) + " per chip (weights " + gib(se.memory.weights) +
@@ -1013,7 +1075,12 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
       } else if (se.tight && notes) {
         out.assumptions.push_back("stage " + std::to_string(i) + " (" + k.island->name +
                                   "): tight, " + gib(se.memory_usable - se.memory.total()) +
-                                  " free of " + gib(se.memory_usable) + " usable");
+                                  " free of " + gib(se.memory_usable) + " usable" +
+                                  (out.memory_band ? ", up to " +
+                                                         gib(se.memory.total() *
+                                                             out.memory_band->high) +
+                                                         " by the 80% interval of its memory"
+                                                   : std::string()));
       }
     }
 
@@ -1155,6 +1222,21 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     if (peak_sum > 0) out.mfu = out.model_flops_per_step / (out.step_time_s * peak_sum);
     out.bubble_fraction = out.bubble_s / out.step_time_s;
   }
+  out.memory_tight = false;
+  for (const auto& stage : out.stages) out.memory_tight |= stage.tight;
+}
+
+Interval scaled_interval(double value, const Band& band) {
+  return {value * band.low, value * band.high};
+}
+
+Interval rate_interval(double value, const Band& band) {
+  return {value / band.high, value / band.low};
+}
+
+bool memory_tight(const StageEstimate& stage, const std::optional<Band>& memory_band) {
+  if (!memory_band || stage.memory_usable <= 0) return false;
+  return stage.memory.total() * memory_band->high > stage.memory_usable;
 }
 
 Estimate estimate_step(const Cluster& cluster, const Workload& workload, const Plan& plan,

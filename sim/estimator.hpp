@@ -66,7 +66,9 @@ struct StageEstimate {
   double memory_capacity = 0;  // bytes; 0 when unknown
   double memory_usable = 0;    // bytes a process can allocate; 0 when unknown
   bool fits = false;
-  bool tight = false;  // fits, with less than the headroom free
+  // Fits, but the 80% interval of its memory (Estimate::memory_band) reaches past usable; without
+  // a band, less than the headroom is left free.
+  bool tight = false;
 };
 
 struct ExposedCommunication {
@@ -97,7 +99,28 @@ struct Estimate {
   int micro_batch = 0;
   int chips = 0;
   std::vector<StageEstimate> stages;
+  // How sure the figures are (docs/models/uncertainty.md): the weakest evidence level of the
+  // plan's chips, and the 80% intervals of measured over predicted step time and peak memory,
+  // the widest of the plan's chips' (empty when one of them states none).
+  EvidenceLevel evidence = EvidenceLevel::datasheet;
+  std::string weakest_chip;  // the chip of that level with the widest step band
+  std::optional<Band> step_band;
+  std::optional<Band> memory_band;
+  // A stage is tight (StageEstimate::tight): the plan may run out of memory although the
+  // estimate fits.
+  bool memory_tight = false;
 };
+
+// A figure's 80% interval from its estimate and the band of measured over predicted: a time or
+// a size scales with the band (low..high), a rate against it (value / high .. value / low).
+struct Interval {
+  double low = 0, high = 0;
+};
+Interval scaled_interval(double value, const Band& band);
+Interval rate_interval(double value, const Band& band);
+// Whether the memory interval of `stage` reaches past what a process can allocate: the plan is
+// tight (it may run out of memory although the estimate fits).
+bool memory_tight(const StageEstimate& stage, const std::optional<Band>& memory_band);
 
 // A stage's activation recomputation: the mode, and with full recompute the layers of each
 // model chunk recomputed (0: all; Megatron's block method, docs/models/memory.md#partial-recompute).

@@ -81,7 +81,20 @@ struct Series {
   std::string colour;
   std::vector<std::optional<double>> y;  // one per x position
   bool dashed = false;
+  // The 80% interval of each y, where known: drawn as an error bar.
+  std::vector<std::optional<std::pair<double, double>>> range = {};
 };
+
+// The 80% interval of `key` in a plan summary's interval_80 (docs/models/uncertainty.md).
+std::optional<std::pair<double, double>> interval_at(const ordered_json& plan, const char* key) {
+  if (!plan.is_object() || !plan.contains("interval_80") || !plan["interval_80"].is_object())
+    return std::nullopt;
+  const ordered_json& i = plan["interval_80"];
+  if (!i.contains(key) || !i[key].is_object()) return std::nullopt;
+  const auto low = number_at(i[key], "low"), high = number_at(i[key], "high");
+  if (!low || !high) return std::nullopt;
+  return std::pair{*low, *high};
+}
 
 const char* const kPalette[] = {"#1f4e9c", "#c0392b", "#27864a", "#8e44ad", "#d4880f", "#16a2b8",
                                 "#6d4c41", "#5d6d7e"};
@@ -93,9 +106,12 @@ std::string line_chart(const std::string& title, const std::string& x_label,
   const double width = 760, height = 340, left = 80, right = 220, top = 36, bottom = 56;
   const double plot_w = width - left - right, plot_h = height - top - bottom;
   double y_max = 0;
-  for (const auto& s : series)
+  for (const auto& s : series) {
     for (const auto& v : s.y)
       if (v) y_max = std::max(y_max, *v);
+    for (const auto& r : s.range)
+      if (r) y_max = std::max(y_max, r->second);
+  }
   if (y_max <= 0) y_max = 1;
   // A round top: 1, 2 or 5 times a power of ten.
   const double magnitude = std::pow(10.0, std::floor(std::log10(y_max)));
@@ -140,6 +156,18 @@ std::string line_chart(const std::string& title, const std::string& x_label,
     if (!path.empty()) {
       svg << "<path d=\"" << path << "\" fill=\"none\" stroke=\"" << s.colour
           << "\" stroke-width=\"2\"" << (s.dashed ? " stroke-dasharray=\"6 4\"" : "") << "/>\n";
+    }
+    // Error bars: the 80% interval, with caps.
+    for (std::size_t i = 0; i < s.range.size() && i < x.size(); ++i) {
+      if (!s.range[i]) continue;
+      const std::string cx = fixed(px(i), 1);
+      const std::string lo = fixed(py(s.range[i]->first), 1), hi = fixed(py(s.range[i]->second), 1);
+      svg << "<path d=\"M" << cx << " " << lo << " L" << cx << " " << hi << " M" << fixed(px(i) - 4, 1)
+          << " " << lo << " L" << fixed(px(i) + 4, 1) << " " << lo << " M" << fixed(px(i) - 4, 1) << " "
+          << hi << " L" << fixed(px(i) + 4, 1) << " " << hi << "\" stroke=\"" << s.colour
+          << "\" stroke-width=\"1\" fill=\"none\"><title>" << escaped(s.name) << ", 80%: "
+          << short_number(s.range[i]->first) << " - " << short_number(s.range[i]->second)
+          << "</title></path>\n";
     }
     for (std::size_t i = 0; i < s.y.size() && i < x.size(); ++i) {
       if (!s.y[i]) continue;
@@ -265,7 +293,11 @@ std::vector<ReportChart> report_charts(const std::vector<std::string>& paths,
     for (const auto& xv : x) {
       const PointResult* p = lookup(xv, groups.front());
       series[0].y.push_back(p ? number_at(member(p->line, "best"), "tokens_per_s") : std::nullopt);
+      series[0].range.push_back(p ? interval_at(member(p->line, "best"), "tokens_per_s")
+                                  : std::nullopt);
       series[1].y.push_back(p ? number_at(member(p->line, "task_level"), "tokens_per_s") : std::nullopt);
+      series[1].range.push_back(p ? interval_at(member(p->line, "task_level"), "tokens_per_s")
+                                  : std::nullopt);
       series[2].y.push_back(p ? number_at(member(p->line, "resource_pool"), "tokens_per_s") : std::nullopt);
       for (std::size_t i = 0; i < islands.size(); ++i) {
         std::optional<double> alone;
@@ -391,7 +423,7 @@ std::string report_html(const std::vector<std::string>& paths, const std::vector
   for (const auto& chart : report_charts(paths, points)) html << "<figure>\n" << chart.svg << "</figure>\n";
   html << "<h2>Points</h2>\n<table>\n<tr><th>#</th>";
   for (const auto& path : paths) html << "<th>" << escaped(path) << "</th>";
-  html << "<th>best job</th><th>tokens/s</th><th>per chip</th><th>goodput</th>"
+  html << "<th>best job</th><th>tokens/s</th><th>80% interval</th><th>evidence</th><th>per chip</th><th>goodput</th>"
           "<th>task-level gain</th><th>status</th></tr>\n";
   for (const auto& p : points) {
     html << "<tr><td>" << p.index << "</td>";
@@ -404,6 +436,11 @@ std::string report_html(const std::vector<std::string>& paths, const std::vector
     const ordered_json& plan = member(best, "plan");
     html << "<td class=\"s\">" << escaped(plan.is_string() ? plan.get<std::string>() : "") << "</td>";
     cell(number_at(best, "tokens_per_s"));
+    // Its 80% interval and the evidence behind it.
+    const auto interval = interval_at(best, "tokens_per_s");
+    html << "<td>"
+         << (interval ? short_number(interval->first) + " - " + short_number(interval->second) : "")
+         << "</td><td class=\"s\">" << escaped(text_at(best, "evidence")) << "</td>";
     cell(number_at(best, "tokens_per_s_per_chip"));
     cell(number_at(best, "goodput_tokens_per_s"));
     cell(number_at(p.line, "task_level_gain"), true);

@@ -49,6 +49,31 @@ ordered_json plan_summary(const planner::RankedPlan& ranked, const Scenario& sce
         goodput ? ordered_json(goodput->goodput_tokens_per_s) : ordered_json(nullptr);
   }
   out["cost_per_million_tokens"] = optional_number(ranked.cost_per_million_tokens);
+  // How sure: the evidence level and the 80% interval of each figure (docs/models/uncertainty.md);
+  // null where a chip of the plan states no band.
+  if (ranked.mode != planner::Mode::resource_pool) {
+    const sim::Estimate& e = ranked.estimate;
+    out["evidence"] = std::string(to_string(e.evidence));
+    out["memory_tight"] = e.memory_tight;
+    if (e.step_band) {
+      auto pair = [](const sim::Interval& i) { return ordered_json{{"low", i.low}, {"high", i.high}}; };
+      ordered_json interval;
+      interval["tokens_per_s"] = pair(sim::rate_interval(ranked.tokens_per_s, *e.step_band));
+      interval["step_time_s"] = pair(sim::scaled_interval(e.step_time_s, *e.step_band));
+      interval["mfu"] = pair(sim::rate_interval(e.mfu, *e.step_band));
+      interval["goodput_tokens_per_s"] =
+          out["goodput_tokens_per_s"].is_number()
+              ? pair(sim::rate_interval(out["goodput_tokens_per_s"].get<double>(), *e.step_band))
+              : ordered_json(nullptr);
+      interval["cost_per_million_tokens"] =
+          ranked.cost_per_million_tokens
+              ? pair(sim::scaled_interval(*ranked.cost_per_million_tokens, *e.step_band))
+              : ordered_json(nullptr);
+      out["interval_80"] = std::move(interval);
+    } else {
+      out["interval_80"] = nullptr;
+    }
+  }
   return out;
 }
 
@@ -301,6 +326,7 @@ std::string results_csv(const std::vector<std::string>& axis_paths,
   for (const std::string& path : axis_paths) out << "," << csv_field(path);
   out << ",status,best_mode,best_plan,best_chips,best_tokens_per_s,best_tokens_per_s_per_chip,"
          "best_step_time_s,best_mfu,best_goodput_tokens_per_s,best_cost_per_million_tokens,"
+         "best_evidence,best_tokens_per_s_low,best_tokens_per_s_high,"
          "resource_pool_tokens_per_s,"
          "task_level_tokens_per_s,task_level_gain,twin_step_time_s,twin_tokens_per_s,error";
   // Each island alone, in the order the points name them.
@@ -327,9 +353,16 @@ std::string results_csv(const std::vector<std::string>& axis_paths,
     const ordered_json best = line.contains("best") ? line["best"] : ordered_json();
     for (const char* field : {"mode", "plan", "chips", "tokens_per_s", "tokens_per_s_per_chip",
                               "step_time_s", "mfu", "goodput_tokens_per_s",
-                              "cost_per_million_tokens"}) {
+                              "cost_per_million_tokens", "evidence"}) {
       out << "," << csv_value(best.is_object() && best.contains(field) ? best[field] : ordered_json());
     }
+    // The 80% interval of the best plan's tokens/s.
+    const ordered_json interval = best.is_object() && best.contains("interval_80") &&
+                                          best["interval_80"].is_object()
+                                      ? best["interval_80"]["tokens_per_s"]
+                                      : ordered_json();
+    for (const char* end : {"low", "high"})
+      out << "," << csv_value(interval.is_object() ? interval[end] : ordered_json());
     for (const char* mode : {"resource_pool", "task_level"}) {
       const ordered_json plan = line.contains(mode) ? line[mode] : ordered_json();
       out << "," << csv_value(plan.is_object() ? plan["tokens_per_s"] : ordered_json());

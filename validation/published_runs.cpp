@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/sha256.hpp"
 #include "formats/document.hpp"
 #include "formats/loaders.hpp"
 #include "sim/estimator.hpp"
@@ -529,20 +531,25 @@ struct PreparedCase {
   std::optional<sim::TwinInput> twin;  // the plan lowered onto its cluster, to simulate
 };
 
-PreparedCase run_case(const std::string& stem, const CaseConfig& c,
-                      const std::string& profiles_folder, bool lower_for_twin) {
-  PreparedCase prepared;
-  prepared.config = c;
-  CaseResult& result = prepared.result;
-  result.file = stem;
-  result.id = c.id;
+// A case as the estimator sees it: its cluster (one island of the case's chips, on the profile
+// its hardware names), workload and plan, and the chips' dense peak in the training dtype.
+struct BuiltCase {
+  Cluster cluster;
+  Workload workload;
+  Plan plan;
+  double peak_flops = 0;
+};
+
+BuiltCase build_case(const std::string& stem, const CaseConfig& c,
+                     const std::string& profiles_folder) {
+  BuiltCase built;
   const HardwareMatch match = match_hardware(c);
   if (match.profile.empty()) {
     throw InputError(c.chip_location.value_or(c.location), "hardware.chip",
                      "expected " + match.refused + ", got " + hetplan::quoted(c.chip));
   }
 
-  Cluster cluster;
+  Cluster& cluster = built.cluster;
   cluster.name = stem;
   cluster.fabric.kind = FabricKind::infiniband;
   cluster.fabric.topology = FabricTopology::leaf_spine;
@@ -554,7 +561,7 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   if (match.memory_capacity) chip.memory_capacity = match.memory_capacity;
   if (match.memory_usable) chip.memory_usable = match.memory_usable;
   if (match.memory_bandwidth) chip.memory_bandwidth = match.memory_bandwidth;
-  prepared.peak_flops = chip.peak(storage_dtype(*c.dtype)).value_or(0);
+  built.peak_flops = chip.peak(storage_dtype(*c.dtype)).value_or(0);
   cluster.chips.push_back(chip);
   Island island;
   island.name = "main";
@@ -568,7 +575,7 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   island.nodes_per_leaf = island.nodes;
   cluster.islands.push_back(island);
 
-  Workload workload;
+  Workload& workload = built.workload;
   workload.name = c.id;
   ModelShape& m = workload.model;
   const bool gpt = *c.gpt;
@@ -630,7 +637,7 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   t.moe_capacity_factor = c.moe_capacity_factor;
   if (c.unfused_field) t.unfused = formats::read_unfused(*c.unfused_field, m);
 
-  Plan plan;
+  Plan& plan = built.plan;
   plan.name = c.id;
   plan.virtual_stages = c.vpp;
   plan.schedule = c.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
@@ -654,6 +661,21 @@ PreparedCase run_case(const std::string& stem, const CaseConfig& c,
   }
   formats::check_plan_references(plan, cluster, workload);
 
+  return built;
+}
+
+PreparedCase run_case(const std::string& stem, const CaseConfig& c,
+                      const std::string& profiles_folder, bool lower_for_twin) {
+  PreparedCase prepared;
+  prepared.config = c;
+  CaseResult& result = prepared.result;
+  result.file = stem;
+  result.id = c.id;
+  BuiltCase built = build_case(stem, c, profiles_folder);
+  prepared.peak_flops = built.peak_flops;
+  const Cluster& cluster = built.cluster;
+  const Workload& workload = built.workload;
+  const Plan& plan = built.plan;
   const sim::Estimate estimate = sim::estimate_step(cluster, workload, plan);
   result.feasible = estimate.feasible;
   result.reasons = estimate.reasons;
@@ -750,22 +772,30 @@ void simulate_cases(std::vector<PreparedCase>& prepared, const TwinValidation& t
   }
 }
 
-}  // namespace
+// A case of a published-run file with the file it came from.
+struct FolderCase {
+  std::filesystem::path path;
+  CaseConfig config;
+};
 
-ValidationReport validate_published_runs(const std::string& folder,
-                                         const std::string& profiles_folder,
-                                         const ValidationOptions& options) {
+// Every case of the published-run files in `folder`, in file order (the files by name). Throws
+// InputError on a malformed file.
+std::vector<FolderCase> read_cases(const std::string& folder) {
   std::vector<std::filesystem::path> files;
   std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
-    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+  if (std::filesystem::is_regular_file(folder, error)) {
+    files.push_back(folder);  // one file
+  } else {
+    for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+      if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+    }
   }
   if (error) throw InputError({folder, 0, 0}, "", "cannot list the folder: " + error.message());
   std::sort(files.begin(), files.end());
   if (files.empty())
     throw InputError({folder, 0, 0}, "", "expected published-run files (*.yaml), found none");
 
-  std::vector<PreparedCase> prepared;
+  std::vector<FolderCase> out;
   for (const auto& path : files) {
     const std::string file = path.string();
     const YAML::Node root_node = formats::parse_document(formats::read_text_file(file), file);
@@ -816,10 +846,21 @@ ValidationReport validate_published_runs(const std::string& folder,
                              " and of the experts (" + std::to_string(c.experts) + "), got " +
                              std::to_string(c.ep));
       }
-      prepared.push_back(
-          run_case(path.stem().string(), c, profiles_folder, options.twin.has_value()));
+      out.push_back({path, std::move(c)});
     }
   }
+  return out;
+}
+
+}  // namespace
+
+ValidationReport validate_published_runs(const std::string& folder,
+                                         const std::string& profiles_folder,
+                                         const ValidationOptions& options) {
+  std::vector<PreparedCase> prepared;
+  for (const FolderCase& c : read_cases(folder))
+    prepared.push_back(
+        run_case(c.path.stem().string(), c.config, profiles_folder, options.twin.has_value()));
   if (options.twin) simulate_cases(prepared, *options.twin);
 
   ValidationReport report;
@@ -858,6 +899,49 @@ ValidationReport validate_published_runs(const std::string& folder,
     report.twin_analytic_mean_absolute_error = analytic_sum / report.twin_cases;
   }
   return report;
+}
+
+std::vector<TrainingRun> published_training_runs(const std::string& folder,
+                                                 const std::string& profiles_folder) {
+  std::vector<TrainingRun> runs;
+  std::map<std::string, std::string> hashes;  // file -> sha256
+  for (const FolderCase& c : read_cases(folder)) {
+    // The folder the file is in, by name, whatever the path to it.
+    const std::string folder_name =
+        std::filesystem::absolute(c.path).lexically_normal().parent_path().filename().string();
+    const std::string file = c.path.string();
+    formats::MapReader measured(*c.config.measured);
+    std::string metric;
+    double value = 0;
+    for (const char* name : kMetrics) {
+      if (auto v = measured.optional(name)) {
+        if (metric.empty()) {
+          metric = name;
+          value = v->as_number(1e-9, 1e12);
+        }
+      }
+    }
+    if (metric.empty()) continue;  // an out-of-memory case measured no step
+    BuiltCase built = build_case(c.path.stem().string(), c.config, profiles_folder);
+    TrainingRun run;
+    run.id = c.config.id;
+    run.source = folder_name + "/" + c.path.filename().string();
+    auto hash = hashes.find(file);
+    if (hash == hashes.end())
+      hash = hashes.emplace(file, sha256_hex(formats::read_text_file(file))).first;
+    run.sha256 = hash->second;
+    run.location = c.config.location;
+    run.metric = metric;
+    run.measured = value;
+    run.metric_is_time = metric.rfind("step_time", 0) == 0;
+    run.metric_scale = metric_from_step(c.config, metric, 1.0, built.peak_flops);
+    if (auto memory = measured.optional("memory_gib")) run.measured_memory_gib = memory->as_number(1e-3, 1e6);
+    run.cluster = std::move(built.cluster);
+    run.workload = std::move(built.workload);
+    run.plan = std::move(built.plan);
+    runs.push_back(std::move(run));
+  }
+  return runs;
 }
 
 std::string report_text(const ValidationReport& report) {

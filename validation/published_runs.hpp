@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/twin/runner.hpp"
+#include "validation/training_run.hpp"
 
 namespace hetplan::validation {
 
@@ -77,6 +78,14 @@ struct ValidationOptions {
 ValidationReport validate_published_runs(const std::string& folder,
                                          const std::string& profiles_folder,
                                          const ValidationOptions& options = {});
+
+// The cases of the published-run files in `folder` (or of the one file it names) that measured a figure (out-of-memory cases
+// are left out) as training runs on their profiles from `profiles_folder`: what calibration from
+// runs fits and cross-validation checks. A run's source is the folder's name and the file's
+// ("published-runs/korthikanti-table5.yaml"), whatever the folder's path. Throws InputError as
+// validate_published_runs does.
+std::vector<TrainingRun> published_training_runs(const std::string& folder,
+                                                 const std::string& profiles_folder);
 
 std::string report_text(const ValidationReport& report);
 nlohmann::ordered_json report_json(const ValidationReport& report);

@@ -290,7 +290,7 @@ note: exported unvalidated, as asked; every file says so</source>
 <context>
     <name>hetplan::gui::MainWindow</name>
     <message>
-        <location filename="../main_window.cpp" line="1170"/>
+        <location filename="../main_window.cpp" line="1193"/>
         <source>&lt;p&gt;expert-parallel all-to-all %1 s (exposed)&lt;/p&gt;</source>
         <translation>&lt;p&gt;专家并行 all-to-all %1 秒（未掩盖）&lt;/p&gt;</translation>
     </message>
@@ -446,7 +446,7 @@ note: exported unvalidated, as asked; every file says so</source>
     </message>
     <message>
         <location filename="../main_window.cpp" line="290"/>
-        <location filename="../main_window.cpp" line="1252"/>
+        <location filename="../main_window.cpp" line="1275"/>
         <source>optimizer</source>
         <comment>the optimizer step</comment>
         <translation>优化器</translation>
@@ -893,108 +893,123 @@ note: exported unvalidated, as asked; every file says so</source>
         <translation>&lt;p&gt;单步 %1 秒，%2 tokens/s，MFU %3 %；%4 个大小为 %5 的微批次&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1163"/>
+        <location filename="../main_window.cpp" line="1169"/>
+        <source>&lt;p&gt;80% interval: step %1 - %2 s, %3 - %4 tokens/s, MFU %5 - %6 %; evidence: %7 (%8)&lt;/p&gt;</source>
+        <translation>&lt;p&gt;80% 区间：步长 %1 - %2 s，%3 - %4 tokens/s，MFU %5 - %6 %；证据等级：%7（%8）&lt;/p&gt;</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="1178"/>
+        <source>&lt;p&gt;80% interval unknown: the profile of %1 states no evidence band; evidence: %2&lt;/p&gt;</source>
+        <translation>&lt;p&gt;80% 区间未知：%1 的芯片画像未给出证据区间；证据等级：%2&lt;/p&gt;</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="1183"/>
+        <source>&lt;p&gt;&lt;b&gt;Memory tight&lt;/b&gt;: a stage&apos;s 80% memory interval reaches past what a process can allocate.&lt;/p&gt;</source>
+        <translation>&lt;p&gt;&lt;b&gt;显存紧张&lt;/b&gt;：某一阶段显存的 80% 区间超出了进程可分配的显存。&lt;/p&gt;</translation>
+    </message>
+    <message>
+        <location filename="../main_window.cpp" line="1186"/>
         <source>&lt;p&gt;compute %1 s (bottleneck stage), bubble %2 s, optimizer %3 s&lt;br&gt;exposed communication: tensor-parallel %4 s, pipeline %5 s, cross-island %6 s, data-parallel %7 s&lt;/p&gt;</source>
         <translation>&lt;p&gt;计算 %1 秒（瓶颈阶段），流水线气泡 %2 秒，优化器 %3 秒&lt;br&gt;未被掩盖的通信：张量并行 %4 秒，流水线 %5 秒，跨计算岛 %6 秒，数据并行 %7 秒&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1173"/>
+        <location filename="../main_window.cpp" line="1196"/>
         <source>&lt;p&gt;Assumed (priors where a profile leaves a figure unknown):&lt;/p&gt;&lt;ul&gt;</source>
         <translation>&lt;p&gt;假设（芯片画像中未知的数值所用的先验值）：&lt;/p&gt;&lt;ul&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1181"/>
+        <location filename="../main_window.cpp" line="1204"/>
         <source>weights</source>
         <translation>权重</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1182"/>
+        <location filename="../main_window.cpp" line="1205"/>
         <source>gradients</source>
         <translation>梯度</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1225"/>
+        <location filename="../main_window.cpp" line="1248"/>
         <source>&lt;p&gt;one step of %1 ranks on the fabric (%2 flows, seed %3)&lt;/p&gt;</source>
         <translation>&lt;p&gt;在网络上仿真 %1 个 rank 的一个训练步（%2 条流，随机种子 %3）&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1232"/>
+        <location filename="../main_window.cpp" line="1255"/>
         <source>&lt;p&gt;step %1 s (analytic %2 s, %3 %)&lt;br&gt;%4 tokens/s, MFU %5 %&lt;/p&gt;</source>
         <translation>&lt;p&gt;单步 %1 秒（解析模型 %2 秒，%3 %）&lt;br&gt;%4 tokens/s，MFU %5 %&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1237"/>
+        <location filename="../main_window.cpp" line="1260"/>
         <source>&lt;p&gt;where the step goes (stage %1, dp %2, the last to finish):&lt;/p&gt;</source>
         <translation>&lt;p&gt;训练步时间构成（最后完成的阶段 %1，dp %2）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1248"/>
+        <location filename="../main_window.cpp" line="1271"/>
         <source>compute</source>
         <translation>计算</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1248"/>
+        <location filename="../main_window.cpp" line="1271"/>
         <source>tensor parallel</source>
         <translation>张量并行</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1249"/>
+        <location filename="../main_window.cpp" line="1272"/>
         <source>pipeline sends</source>
         <translation>流水线发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1249"/>
+        <location filename="../main_window.cpp" line="1272"/>
         <source>cross-island sends</source>
         <translation>跨计算岛发送</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1250"/>
+        <location filename="../main_window.cpp" line="1273"/>
         <source>data parallel (exposed)</source>
         <translation>数据并行（未掩盖）</translation>
     </message>
     <message>
         <location filename="../main_window.cpp" line="289"/>
-        <location filename="../main_window.cpp" line="1251"/>
+        <location filename="../main_window.cpp" line="1274"/>
         <source>expert-parallel all-to-all</source>
         <translation>专家并行 all-to-all</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1251"/>
+        <location filename="../main_window.cpp" line="1274"/>
         <source>pipeline bubble</source>
         <translation>流水线气泡</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1252"/>
+        <location filename="../main_window.cpp" line="1275"/>
         <source>stragglers</source>
         <translation>慢节点</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1256"/>
+        <location filename="../main_window.cpp" line="1279"/>
         <source>&lt;p&gt;most loaded links (time at full rate during the step):&lt;/p&gt;</source>
         <translation>&lt;p&gt;负载最高的链路（训练步中满速传输的时间）：&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1257"/>
+        <location filename="../main_window.cpp" line="1280"/>
         <source>&lt;p&gt;none: no traffic left the chips&apos; nodes&lt;/p&gt;</source>
         <translation>&lt;p&gt;无：没有流量离开芯片所在节点&lt;/p&gt;</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1263"/>
+        <location filename="../main_window.cpp" line="1286"/>
         <source>&lt;p&gt;goodput %1 tokens/s (%2 % of the time is useful)</source>
         <translation>&lt;p&gt;有效吞吐 %1 tokens/s（%2 % 的时间有效）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1267"/>
+        <location filename="../main_window.cpp" line="1290"/>
         <source>&lt;br&gt;job MTBF %1 h; checkpoint every %2 steps (%3 h; Young %4 h, Daly %5 h)</source>
         <translation>&lt;br&gt;作业 MTBF %1 小时；每 %2 步保存一次检查点（%3 小时；Young %4 小时，Daly %5 小时）</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1282"/>
+        <location filename="../main_window.cpp" line="1305"/>
         <source>simulated plan %1: step %2 s</source>
         <translation>已仿真方案 %1：单步 %2 秒</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1183"/>
+        <location filename="../main_window.cpp" line="1206"/>
         <source>optimizer</source>
         <translation>优化器状态</translation>
     </message>
@@ -1029,22 +1044,22 @@ note: exported unvalidated, as asked; every file says so</source>
         <translation>软件栈</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1184"/>
+        <location filename="../main_window.cpp" line="1207"/>
         <source>activations</source>
         <translation>激活</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1185"/>
+        <location filename="../main_window.cpp" line="1208"/>
         <source>buffers</source>
         <translation>缓冲区</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1187"/>
+        <location filename="../main_window.cpp" line="1210"/>
         <source>usable</source>
         <translation>可用显存</translation>
     </message>
     <message>
-        <location filename="../main_window.cpp" line="1203"/>
+        <location filename="../main_window.cpp" line="1226"/>
         <source>Memory per chip of each stage (0, 1, ...), GiB</source>
         <translation>各阶段（0, 1, ...）每芯片显存，GiB</translation>
     </message>
@@ -1106,43 +1121,78 @@ note: exported unvalidated, as asked; every file says so</source>
     </message>
     <message>
         <location filename="../models.cpp" line="210"/>
+        <source>Tokens/s, 80% interval</source>
+        <translation>Tokens/s，80% 区间</translation>
+    </message>
+    <message>
+        <location filename="../models.cpp" line="211"/>
+        <source>Evidence</source>
+        <translation>证据等级</translation>
+    </message>
+    <message>
+        <location filename="../models.cpp" line="212"/>
         <source>MFU %</source>
         <translation>MFU %</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="211"/>
+        <location filename="../models.cpp" line="213"/>
         <source>Bubble %</source>
         <translation>气泡 %</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="212"/>
+        <location filename="../models.cpp" line="214"/>
         <source>Comm s</source>
         <translation>通信 秒</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="213"/>
+        <location filename="../models.cpp" line="215"/>
         <source>Cost/Mtok</source>
         <translation>成本/百万 tokens</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="247"/>
+        <location filename="../models.cpp" line="222"/>
+        <source>datasheet</source>
+        <translation>规格书</translation>
+    </message>
+    <message>
+        <location filename="../models.cpp" line="223"/>
+        <source>microbenchmarks</source>
+        <translation>微基准</translation>
+    </message>
+    <message>
+        <location filename="../models.cpp" line="224"/>
+        <source>probe</source>
+        <translation>现场探测</translation>
+    </message>
+    <message>
+        <location filename="../models.cpp" line="225"/>
+        <source>runs</source>
+        <translation>真实训练</translation>
+    </message>
+    <message>
+        <location filename="../models.cpp" line="264"/>
         <source>single-island</source>
         <translation>单岛</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="248"/>
+        <location filename="../models.cpp" line="265"/>
         <source>resource-pool</source>
         <translation>资源池</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="249"/>
+        <location filename="../models.cpp" line="266"/>
         <source>task-level</source>
         <translation>任务级混合</translation>
     </message>
     <message>
-        <location filename="../models.cpp" line="254"/>
+        <location filename="../models.cpp" line="271"/>
         <source>pool: </source>
         <translation>资源池：</translation>
+    </message>
+    <message>
+        <location filename="../models.cpp" line="281"/>
+        <source>unknown</source>
+        <translation>未知</translation>
     </message>
 </context>
 <context>

@@ -279,8 +279,8 @@ TEST(SimulateCli, PoolJobsOnAnOversubscribedSpineAreSlowerTogether) {
 }
 
 // The bundled mixture-of-experts scenario: the best one-job plan the search ranks uses expert
-// parallelism, and its simulation shows the all-to-alls: in the breakdown of every stage, and
-// as traffic on the fabric.
+// parallelism, and its simulation shows the all-to-alls: in the breakdown of every stage with
+// expert parallelism (and of no other), and as traffic on the fabric.
 void expect_simulated_all_to_alls(const std::string& scenario) {
   const CliRun run = hetplan("plan scenarios/" + scenario + " --simulate-top 1 --json");
   ASSERT_EQ(run.exit_code, 0) << run.out;
@@ -290,9 +290,24 @@ void expect_simulated_all_to_alls(const std::string& scenario) {
   const auto& simulation = simulated[0].at("simulation");
   const std::string name = simulation.at("plan");
   EXPECT_NE(name.find("-ep"), std::string::npos) << name;
-  EXPECT_GT(simulation.at("breakdown").at("expert_parallel_s").get<double>(), 0);
-  for (const auto& stage : simulation.at("stages"))
-    EXPECT_GT(stage.at("breakdown").at("expert_parallel_s").get<double>(), 0) << stage.dump();
+  // The plan's stages as ranked: their expert-parallel sizes.
+  const nlohmann::json* estimate = nullptr;
+  for (const auto& ranked : report.at("ranked"))
+    if (ranked.contains("name") && ranked.at("name") == name) estimate = &ranked.at("estimate");
+  ASSERT_NE(estimate, nullptr) << name;
+  const auto& stages = simulation.at("stages");
+  ASSERT_EQ(stages.size(), estimate->at("stages").size());
+  int with_experts = 0;
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const int ep = estimate->at("stages")[i].at("ep");
+    const double all_to_all = stages[i].at("breakdown").at("expert_parallel_s").get<double>();
+    with_experts += ep > 1 ? 1 : 0;
+    if (ep > 1)
+      EXPECT_GT(all_to_all, 0) << stages[i].dump();
+    else
+      EXPECT_EQ(all_to_all, 0) << stages[i].dump();
+  }
+  EXPECT_GT(with_experts, 0);
   EXPECT_FALSE(simulation.at("links").empty());
 }
 

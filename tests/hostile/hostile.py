@@ -376,9 +376,13 @@ def finite_json(value):
 
 
 def identifiers(text):
-    """Words the input uses as names (a scenario called "inf" is legal; its name is no figure)."""
-    return {m.lower() for m in re.findall(
+    """Words the input uses as names (a scenario called "inf" is legal; its name is no figure),
+    and the words of a chip's vendor and model, which `check` repeats ("DCU K-inf-AI")."""
+    names = {m.lower() for m in re.findall(
         r"^\s*(?:- )?(?:name|id|island|chip|model_type|zone)\s*:\s*([A-Za-z0-9._-]+)\s*$", text, re.M)}
+    for line in re.findall(r"^(?:vendor|model)\s*:\s*(.+)$", text, re.M):
+        names.update(word.lower() for word in re.findall(r"[A-Za-z]+", line))
+    return names
 
 
 def judge(argv, limit, cwd, names=frozenset()):
