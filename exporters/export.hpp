@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/plan.hpp"
+#include "core/sha256.hpp"
 #include "core/scenario.hpp"
 #include "sim/estimator.hpp"
 #include "validation/ladder.hpp"
@@ -91,8 +92,8 @@ void check_validation_gate(const ExportInput& input);
 // digits). Its JSON Schema: docs/schemas/plan-v1.schema.json.
 ExportedFile export_plan_json(const ExportInput& input);
 
-// Lower-case hex SHA-256 of bytes (FIPS 180-4; sha256.cpp).
-std::string sha256_hex(std::string_view data);
+// Lower-case hex SHA-256 of bytes (core/sha256.hpp, shared with the validation records).
+using ::hetplan::sha256_hex;
 
 // SHA-256 of every input file a scenario was loaded from: the scenario, its cluster, its
 // workload, every chip profile the cluster uses, the reference plan when it has one and every

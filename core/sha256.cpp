@@ -1,14 +1,14 @@
-// SHA-256 (FIPS 180-4, section 6.2), for the provenance hashes of exported plans. Small and
-// self-contained so that the exporters need no crypto library; tested against the FIPS 180-4
-// example vectors.
+// SHA-256 (FIPS 180-4, section 6.2), for the provenance hashes of exported plans and the
+// evidence hashes of validation records. Small and self-contained so that no library needs a
+// crypto library; tested against the FIPS 180-4 example vectors.
 #include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "exporters/export.hpp"
+#include "core/sha256.hpp"
 
-namespace hetplan::exporters {
+namespace hetplan {
 namespace {
 
 constexpr std::array<std::uint32_t, 64> kRoundConstants = {
@@ -116,4 +116,4 @@ std::string sha256_hex(std::string_view data) {
   return hash.hex();
 }
 
-}  // namespace hetplan::exporters
+}  // namespace hetplan
