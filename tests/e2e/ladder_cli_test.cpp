@@ -253,6 +253,13 @@ struct RecordsCopy {
   }
   std::string plan() const { return folder.file("solo.yaml"); }
   std::string out() const { return folder.path() + "/out"; }
+  // A log of the same iterations, as slow as the estimate of `run` (validate --run --json of
+  // the plan) says: a run that passes.
+  std::string passing_log(const nlohmann::json& run) const {
+    std::ofstream(folder.file("slow.log"))
+        << scaled_log(run["predicted_step_s"].get<double>() / run["measured_step_s"].get<double>());
+    return folder.file("slow.log");
+  }
 };
 
 // The defect: a run that did not pass printed "not passed" and exited 0, and the ladder then
@@ -296,10 +303,8 @@ TEST(ValidateRunCli, ARunThatDoesNotPassExitsFourAndBlocksTheGateUntilALaterRunP
   EXPECT_NE(hetplan::e2e::read_text(copy.out() + "/volcano-solo.yaml").find("hetplan.io/validated: \"false\""),
             std::string::npos);
 
-  // A later run that passes unblocks it: the same iterations, as slow as the estimate says.
-  std::ofstream(copy.folder.file("slow.log"))
-      << scaled_log(j["predicted_step_s"].get<double>() / j["measured_step_s"].get<double>());
-  const auto passed = hetplan("validate --run " + copy.folder.file("slow.log") +
+  // A later run that passes unblocks it.
+  const auto passed = hetplan("validate --run " + copy.passing_log(j) +
                               " --scenario scenarios/default.yaml --plan " + copy.plan() + records +
                               " --date 2026-12-02");
   EXPECT_EQ(passed.exit_code, 0) << passed.out;
@@ -314,10 +319,7 @@ TEST(ValidateRunCli, APassedRunIsListedAsPassedAndMovesTheStep) {
   const auto first = hetplan("validate --run " + kLog + " --scenario scenarios/default.yaml --plan " +
                              copy.plan() + " --json");
   ASSERT_EQ(first.exit_code, 4) << first.out;
-  const auto j = nlohmann::json::parse(first.out);
-  std::ofstream(copy.folder.file("slow.log"))
-      << scaled_log(j["predicted_step_s"].get<double>() / j["measured_step_s"].get<double>());
-  const auto run = hetplan("validate --run " + copy.folder.file("slow.log") +
+  const auto run = hetplan("validate --run " + copy.passing_log(nlohmann::json::parse(first.out)) +
                            " --scenario scenarios/default.yaml --plan " + copy.plan() + records +
                            " --date 2026-12-02");
   ASSERT_EQ(run.exit_code, 0) << run.out;
@@ -408,7 +410,7 @@ TEST(ValidateEvidenceCli, TheProbesOutputBecomesRecords) {
   const std::string evidence = "tests/e2e/data/evidence/";
   const std::string records = folder.path() + "/records";
   const std::string scope = " --scenario scenarios/default.yaml --records " + records;
-  for (const std::string& file : {"910b-bundle.json", "910b-collectives.json", "910b-checkpoint.json"}) {
+  for (const char* file : {"910b-bundle.json", "910b-collectives.json", "910b-checkpoint.json"}) {
     const auto run = hetplan("validate --evidence " + evidence + file + " --island ascend-910b" + scope);
     EXPECT_EQ(run.exit_code, 0) << run.out;
   }
