@@ -43,6 +43,8 @@
 #include "sim/twin/runner.hpp"
 #include "sim/twin_input.hpp"
 #include "validation/calibrate.hpp"
+#include "validation/training_run.hpp"
+#include "validation/evidence.hpp"
 #include "validation/ladder.hpp"
 #include "validation/microbench.hpp"
 #include "validation/published_runs.hpp"
@@ -51,6 +53,19 @@
 namespace {
 
 constexpr int kInputErrorExit = 2;
+// validate --run and --evidence: the run or check did not pass (its record says it failed).
+constexpr int kNotPassedExit = 4;
+
+// Records just written read back, with their evidence holding; anything else is a fault here.
+void check_written_records(const std::string& folder, const std::vector<std::string>& written) {
+  std::set<std::string> names;
+  for (const auto& path : written) names.insert(std::filesystem::path(path).filename().string());
+  for (const auto& record : hetplan::validation::load_checked_records(folder)) {
+    if (!names.count(std::filesystem::path(record.file).filename().string())) continue;
+    for (const auto& entry : record.entries)
+      if (!entry.evidence_problem.empty()) throw std::runtime_error(entry.evidence_problem);
+  }
+}
 
 // The plan given with --plan (checked against the scenario), or the scenario's own.
 hetplan::Plan plan_of(const hetplan::Scenario& scenario, const std::string& plan_path) {
@@ -357,21 +372,42 @@ int run_ladder(const std::string& scenario_path, const std::string& records, boo
                               "expected --records DIR or a `validation_records:` in the scenario");
   }
   if (json) {
+    auto rung_json = [](const hetplan::validation::RungState& rung) {
+      nlohmann::ordered_json r{{"step", std::string(hetplan::to_string(rung.step))},
+                               {"status", std::string(hetplan::validation::to_string(rung.status))}};
+      if (!rung.date.empty()) r["date"] = rung.date;
+      if (!rung.evidence.empty()) r["evidence"] = rung.evidence;
+      if (!rung.note.empty()) r["note"] = rung.note;
+      if (rung.step == hetplan::LadderStep::scale && !rung.date.empty()) r["chips"] = rung.chips;
+      r["refused"] = rung.refused;
+      r["commands"] = rung.commands;
+      return r;
+    };
+    auto pairs_json = [&](const std::vector<hetplan::validation::BoundaryLadder>& pairs) {
+      auto out = nlohmann::ordered_json::array();
+      for (const auto& b : pairs) {
+        auto entry = rung_json(b.rung);
+        entry.erase("step");
+        out.push_back(nlohmann::ordered_json{{"a", b.a}, {"b", b.b}, {"passed", b.passed()}});
+        out.back().update(entry);
+      }
+      return out;
+    };
     nlohmann::ordered_json j;
     j["islands"] = nlohmann::ordered_json::array();
     for (const auto& s : ladder->islands) {
+      auto rungs = nlohmann::ordered_json::array();
+      for (const auto& rung : s.rungs) rungs.push_back(rung_json(rung));
       j["islands"].push_back({{"island", s.island},
                               {"chip", s.chip},
                               {"runtime", s.runtime.name + " " + s.runtime.version},
                               {"step", s.level},
                               {"missing", s.missing},
-                              {"scale_chips", s.scale_chips}});
+                              {"scale_chips", s.scale_chips},
+                              {"rungs", rungs}});
     }
-    j["boundaries"] = nlohmann::ordered_json::array();
-    for (const auto& b : ladder->boundaries) {
-      j["boundaries"].push_back(
-          {{"a", b.a}, {"b", b.b}, {"passed", b.passed}, {"evidence", b.evidence}});
-    }
+    j["boundaries"] = pairs_json(ladder->boundaries);
+    j["exchanges"] = pairs_json(ladder->exchanges);
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << "validation ladder of " << scenario.cluster.name << "\n"
@@ -681,10 +717,13 @@ int run_calibrate(const std::string& profile_path, const std::vector<std::string
 
 // A run of the plan at scale, from its training log: the measured step against the estimate, and
 // for each island of the plan a validation record of the ladder's scale step (docs/validation.md).
+// Exits with kNotPassedExit when the run did not pass (the records say it failed).
 int run_validate_run(const std::string& log_path, const std::string& scenario_path,
                      const std::string& plan_path, const std::string& records,
                      const std::string& date, double tolerance, bool json) {
-  const hetplan::importers::TrainingLog log = hetplan::importers::import_training_log(log_path);
+  // One read: the log the records hash is the log that was measured.
+  const std::string log_text = hetplan::validation::read_evidence_file(log_path);
+  const hetplan::importers::TrainingLog log = hetplan::importers::parse_training_log(log_text, log_path);
   const auto summary = hetplan::importers::summarize(log);
   if (summary.count == 0) {
     throw hetplan::InputError({log_path, 0, 0}, "iterations",
@@ -696,25 +735,33 @@ int run_validate_run(const std::string& log_path, const std::string& scenario_pa
   hetplan::formats::require_one_pipeline(plan, "hetplan validate --run");
   hetplan::formats::check_plan_references(plan, scenario.cluster, scenario.workload);
   // The log's layout, where it states one, must be the plan's.
-  const int pp = static_cast<int>(plan.stages.size());
-  const int dp = plan.stages.front().dp;
-  long long plan_chips = 0;
-  for (const auto& stage : plan.stages) plan_chips += static_cast<long long>(stage.tp) * stage.dp;
-  if ((log.pp && *log.pp != pp) || (log.dp && *log.dp != dp) ||
-      (log.world_size && *log.world_size != plan_chips)) {
-    throw hetplan::InputError({log_path, 0, 0}, "layout",
-                              "expected the plan's layout (" + std::to_string(plan_chips) +
-                                  " chips, pp " + std::to_string(pp) + ", dp " + std::to_string(dp) +
-                                  "), got a log of world " +
-                                  (log.world_size ? std::to_string(*log.world_size) : "?") + ", pp " +
-                                  (log.pp ? std::to_string(*log.pp) : "?") + ", dp " +
-                                  (log.dp ? std::to_string(*log.dp) : "?"));
-  }
+  hetplan::validation::check_log_layout(log, plan, log_path);
   const auto estimate = runnable_estimate(scenario, plan, plan_path);
   const double measured = summary.median_elapsed_s;
   const double predicted = estimate.step_time_s;
   const double error = (predicted - measured) / measured;
-  const bool passed = std::abs(error) <= tolerance;
+  // Its numerics: every loss finite and no interval with a NaN iteration (loss-scale skips under
+  // fp16 are normal and do not count).
+  int losses = 0;
+  bool finite = true;
+  std::optional<double> first_loss, last_loss;
+  for (const auto& iteration : log.iterations) {
+    finite &= iteration.nan_iterations == 0;
+    if (!iteration.loss) continue;
+    ++losses;
+    finite &= std::isfinite(*iteration.loss);
+    if (!first_loss) first_loss = iteration.loss;
+    last_loss = iteration.loss;
+  }
+  const bool passed = std::abs(error) <= tolerance && finite;
+  const std::string note =
+      "measured " + hetplan::cli::fixed(measured, 3) + " s a step, predicted " +
+      hetplan::cli::fixed(predicted, 3) + " s: error " + hetplan::cli::fixed(100 * error, 1) +
+      "% (tolerance " + hetplan::cli::fixed(100 * tolerance, 0) + "%); " +
+      (losses == 0 ? std::string("no loss printed")
+                   : std::to_string(losses) + " losses, " + hetplan::cli::fixed(*first_loss, 3) +
+                         " to " + hetplan::cli::fixed(*last_loss, 3)) +
+      (finite ? "" : ", with a NaN or infinite loss");
   if (!hetplan::formats::is_record_date(date)) {
     throw hetplan::InputError({"validate", 0, 0}, "--date", "expected YYYY-MM-DD, got \"" + date + "\"");
   }
@@ -731,58 +778,24 @@ int run_validate_run(const std::string& log_path, const std::string& scenario_pa
     std::vector<hetplan::formats::NamedText> records_to_write;
     std::map<std::string, long long> chips;
     for (const auto& stage : plan.stages) chips[stage.island] += static_cast<long long>(stage.tp) * stage.dp;
-    const std::string evidence =
-        std::filesystem::absolute(log_path).lexically_relative(std::filesystem::absolute(folder)).generic_string();
-    // A boundary between consecutive stages on different chips or stacks, which the run crossed
-    // every iteration: its numerics (every loss finite, no NaN iteration) are what the log
-    // shows of it; it is recorded on the earlier stage's record.
-    int losses = 0;
-    bool finite = true;
-    std::optional<double> first_loss, last_loss;
-    for (const auto& iteration : log.iterations) {
-      finite &= iteration.nan_iterations == 0;
-      if (!iteration.loss) continue;
-      ++losses;
-      finite &= std::isfinite(*iteration.loss);
-      if (!first_loss) first_loss = iteration.loss;
-      last_loss = iteration.loss;
-    }
-    std::map<std::string, std::vector<std::string>> boundaries;  // island -> ladder entries
-    std::set<std::pair<std::string, std::string>> crossed;
-    for (std::size_t i = 0; losses > 0 && i + 1 < plan.stages.size(); ++i) {
-      const hetplan::Island& a = *scenario.cluster.find_island(plan.stages[i].island);
-      const hetplan::Island& b = *scenario.cluster.find_island(plan.stages[i + 1].island);
-      const hetplan::ChipProfile& chip_b = scenario.cluster.chip_of(b);
-      if (&a == &b || !crossed.insert({a.name, b.name}).second) continue;
-      const std::string note =
-          "stages " + std::to_string(i) + " and " + std::to_string(i + 1) + " of plan " +
-          plan.name + ": " + std::to_string(losses) + " iterations trained through it, loss " +
-          hetplan::cli::fixed(*first_loss, 3) + " to " + hetplan::cli::fixed(*last_loss, 3) +
-          (finite ? ", every loss finite" : ", with a NaN or infinite loss") +
-          "; outputs not compared with a reference";
-      boundaries[a.name].push_back(
-          "  - {step: boundary, passed: " + std::string(finite ? "true" : "false") + ", date: " +
-          date + ", evidence: " + nlohmann::json(evidence).dump() + ", with: {chip: " +
-          chip_b.id + ", runtime: {name: " + nlohmann::json(b.runtime.name).dump() +
-          ", version: " + nlohmann::json(b.runtime.version).dump() + "}}, note: " +
-          nlohmann::json(note).dump() + "}\n");
-    }
     for (const auto& [name, count] : chips) {
       const hetplan::Island& island = *scenario.cluster.find_island(name);
-      const hetplan::ChipProfile& chip = scenario.cluster.chip_of(island);
-      std::string text = "# Written by hetplan validate --run: " + log.framework + " log of plan " + plan.name +
-                         ", measured " + hetplan::cli::fixed(measured, 3) + " s a step, predicted " +
-                         hetplan::cli::fixed(predicted, 3) + " s (" + hetplan::cli::fixed(100 * error, 1) +
-                         "%, tolerance " + hetplan::cli::fixed(100 * tolerance, 0) + "%).\n";
-      text += "schema: hetplan/validation-record/v1\n";
-      text += "chip: " + chip.id + "\n";
-      text += "runtime: {name: " + nlohmann::json(island.runtime.name).dump() +
-              ", version: " + nlohmann::json(island.runtime.version).dump() + "}\n";
-      text += "ladder:\n";
-      text += "  - {step: scale, passed: " + std::string(passed ? "true" : "false") + ", date: " + date +
-              ", evidence: " + nlohmann::json(evidence).dump() + ", chips: " + std::to_string(count) + "}\n";
-      for (const auto& entry : boundaries[name]) text += entry;
-      records_to_write.push_back({"scale-" + date + "-" + plan.name + "-" + name + ".yaml", text});
+      hetplan::ValidationRecord record;
+      record.chip = scenario.cluster.chip_of(island).id;
+      record.runtime = island.runtime;
+      hetplan::LadderEntry entry;
+      entry.step = hetplan::LadderStep::scale;
+      entry.passed = passed;
+      entry.date = date;
+      entry.evidence = hetplan::validation::relative_to_folder(log_path, folder);
+      entry.sha256 = hetplan::sha256_hex(log_text);
+      entry.chips = static_cast<int>(std::min<long long>(count, 1 << 24));
+      entry.note = note;
+      record.entries.push_back(entry);
+      records_to_write.push_back(
+          {"scale-" + date + "-" + plan.name + "-" + name + ".yaml",
+           hetplan::formats::validation_record_yaml(
+               record, "Written by hetplan validate --run: " + log.framework + " log of plan " + plan.name + ".")});
     }
     // The records of one run appear together.
     try {
@@ -790,8 +803,8 @@ int run_validate_run(const std::string& log_path, const std::string& scenario_pa
     } catch (const std::exception& failure) {
       throw hetplan::InputError({folder, 0, 0}, "--records", failure.what());
     }
-    // What was written reads back as records.
-    (void)hetplan::formats::load_validation_records(folder);
+    // What was written reads back as records whose evidence holds.
+    check_written_records(folder, written);
   }
   if (json) {
     nlohmann::ordered_json j;
@@ -802,6 +815,7 @@ int run_validate_run(const std::string& log_path, const std::string& scenario_pa
     j["predicted_step_s"] = hetplan::cli::round6(predicted);
     j["error"] = hetplan::cli::round6(error);
     j["tolerance"] = tolerance;
+    j["finite_losses"] = finite;
     j["passed"] = passed;
     j["records"] = written;
     std::cout << j.dump(2) << "\n";
@@ -810,11 +824,53 @@ int run_validate_run(const std::string& log_path, const std::string& scenario_pa
               << " iterations after warm-up, median " << hetplan::cli::fixed(measured, 3) << " s a step\n"
               << "plan " << plan.name << ": predicted " << hetplan::cli::fixed(predicted, 3) << " s, error "
               << hetplan::cli::fixed(100 * error, 1) << "% (tolerance " << hetplan::cli::fixed(100 * tolerance, 0)
-              << "%): " << (passed ? "passed" : "not passed") << "\n";
+              << "%)" << (finite ? "" : ", with a NaN or infinite loss") << ": "
+              << (passed ? "passed" : "not passed") << "\n";
     for (const auto& path : written) std::cout << "wrote " << path << "\n";
     if (written.empty()) std::cout << "no records folder (scenario validation_records or --records): nothing written\n";
   }
-  return 0;
+  return passed ? 0 : kNotPassedExit;
+}
+
+// `validate --evidence`: the record of a probe's output (a probe bundle, or the boundary probe's
+// evidence) for an island, or a pair of islands, of the scenario. Exits with kNotPassedExit when
+// the check failed (the record says so).
+int run_validate_evidence(const std::string& evidence_path, const std::string& scenario_path,
+                          const std::string& island, const std::string& with,
+                          const std::string& records, const std::string& date, bool json) {
+  const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
+  const std::string folder = !records.empty() ? records : scenario.validation_records.value_or("");
+  if (folder.empty()) {
+    throw hetplan::InputError({scenario_path, 0, 0}, "validation_records",
+                              "expected --records DIR or a `validation_records:` in the scenario");
+  }
+  const auto made =
+      hetplan::validation::make_evidence_record(evidence_path, scenario, island, with, date, folder);
+  std::vector<std::string> written;
+  try {
+    written = hetplan::formats::write_folder_atomically(
+        folder, {{made.file_name, hetplan::formats::validation_record_yaml(
+                                      made.record, "Written by hetplan validate --evidence.")}});
+  } catch (const std::invalid_argument& failure) {  // a note that is not UTF-8 text
+    throw hetplan::InputError({evidence_path, 0, 0}, "", failure.what());
+  } catch (const std::exception& failure) {
+    throw hetplan::InputError({folder, 0, 0}, "--records", failure.what());
+  }
+  check_written_records(folder, written);
+  const bool passed = made.record.entries.front().passed;
+  if (json) {
+    nlohmann::ordered_json j;
+    j["evidence"] = evidence_path;
+    j["step"] = std::string(hetplan::to_string(made.record.entries.front().step));
+    j["passed"] = passed;
+    j["note"] = made.record.entries.front().note;
+    j["records"] = written;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << made.summary << "\n";
+    for (const auto& path : written) std::cout << "wrote " << path << "\n";
+  }
+  return passed ? 0 : kNotPassedExit;
 }
 
 int run_validate_bundle(const std::string& profile_path, const std::string& bundle_path,
@@ -1077,20 +1133,36 @@ int main(int argc, char** argv) {
       "--run", run_log,
       "A training log of the plan at scale: its measured step against the estimate, and a "
       "scale record per island");
-  validate->add_option("--scenario", run_scenario, "With --run: the scenario of the plan");
+  validate->add_option("--scenario", run_scenario,
+                       "With --run: the scenario of the plan; with --evidence: of the island");
   validate->add_option("--plan", run_plan_path, "With --run: the plan the log ran");
-  validate->add_option("--date", run_date, "With --run: the record's date, YYYY-MM-DD (default: today)");
+  validate->add_option("--date", run_date,
+                       "With --run or --evidence: the record's date, YYYY-MM-DD (default: today; "
+                       "for --evidence, the day it ran)");
   validate->add_option("--tolerance", run_tolerance,
                        "With --run: the largest relative error that passes (default 0.15)")
       ->check(CLI::Range(0.0, 10.0));
   run_option->excludes(published);
   run_option->excludes(bundle_option);
+  std::string evidence_path, evidence_island, evidence_with;
+  auto* evidence_option = validate->add_option(
+      "--evidence", evidence_path,
+      "A probe's output (hetplan_probe.py's bundle, hetplan_boundary.py's evidence): its record "
+      "for --island (and --with, the other side of a boundary or gradient exchange)");
+  validate->add_option("--island", evidence_island, "With --evidence: the island it ran on");
+  validate->add_option("--with", evidence_with,
+                       "With --evidence of a boundary or gradient exchange: the island of its "
+                       "second backend");
+  evidence_option->excludes(published);
+  evidence_option->excludes(bundle_option);
+  evidence_option->excludes(run_option);
   std::string ladder_scenario;
   auto* ladder_option = validate->add_option(
       "--ladder", ladder_scenario,
       "A scenario: show where its cluster stands on the validation ladder");
   validate->add_option("--records", records,
-                       "Folder of validation records (with --ladder; default: the scenario's)");
+                       "Folder of validation records (with --ladder, --run, --evidence; default: "
+                       "the scenario's)");
   ladder_option->excludes(published);
   ladder_option->excludes(bundle_option);
   validate->add_option("--profiles", profiles, "Folder of chip profiles")->capture_default_str();
@@ -1330,6 +1402,14 @@ int main(int argc, char** argv) {
                                     "expected --profile PROFILE with --bundle");
         }
         return run_validate_bundle(check_profile, check_bundle, json);
+      }
+      if (!evidence_path.empty()) {
+        if (run_scenario.empty() || evidence_island.empty()) {
+          throw hetplan::InputError({evidence_path, 0, 0}, "--evidence",
+                                    "expected --scenario SCENARIO and --island ISLAND with --evidence");
+        }
+        return run_validate_evidence(evidence_path, run_scenario, evidence_island, evidence_with,
+                                     records, run_date, json);
       }
       if (!run_log.empty()) {
         if (run_scenario.empty() || run_plan_path.empty()) {

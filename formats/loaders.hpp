@@ -24,15 +24,24 @@ inline constexpr std::string_view kScenarioSchema = "hetplan/scenario/v1";
 inline constexpr std::string_view kPlanSchema = "hetplan/plan/v1";
 inline constexpr std::string_view kCalibrationBundleSchema = "hetplan/calibration-bundle/v1";
 inline constexpr std::string_view kValidationRecordSchema = "hetplan/validation-record/v1";
+inline constexpr std::string_view kLadderEvidenceSchema = "hetplan/ladder-evidence/v1";
 
 // From text (file_name is used in messages and to resolve relative paths).
 ChipProfile parse_chip(const std::string& text, const std::string& file_name);
 Plan parse_plan(const std::string& text, const std::string& file_name);
 CalibrationBundle parse_calibration_bundle(const std::string& text, const std::string& file_name);
 ValidationRecord parse_validation_record(const std::string& text, const std::string& file_name);
+// The output of validation/probe/hetplan_boundary.py.
+LadderEvidence parse_ladder_evidence(const std::string& text, const std::string& file_name);
+// The record as a hetplan/validation-record/v1 document that parse_validation_record reads back
+// (each entry's evidence written as it is, relative to the record's folder); each line of
+// `comment` becomes a `# ` line at the top.
+std::string validation_record_yaml(const ValidationRecord& record, const std::string& comment = {});
 
 // Whether text is a validation record's date: YYYY-MM-DD (docs/formats/validation-record.md).
 bool is_record_date(std::string_view text);
+// Whether text is a probe's time stamp: YYYY-MM-DDTHH:MM:SSZ.
+bool is_utc_time(std::string_view text);
 // A Hugging Face config.json (or any YAML/JSON mapping in that shape).
 ModelShape parse_hf_config(const std::string& text, const std::string& file_name);
 

@@ -1,7 +1,8 @@
 // Where each island and each pair of islands of a cluster stands on the validation ladder
 // (core/ladder.hpp), from validation records, and whether a plan has what it needs:
-// every island it uses at step 2 (collectives and checkpoint; step 1 for a single chip) and
-// every cross-island boundary it has at step 3. docs/formats/validation-record.md.
+// every island it uses at step 2 (collectives and checkpoint; step 1 for a single chip), no
+// island whose latest run at scale failed, and every cross-island boundary it has at step 3.
+// docs/formats/validation-record.md.
 #pragma once
 
 #include <optional>
@@ -15,19 +16,42 @@
 
 namespace hetplan::validation {
 
+// Where one rung stands. The latest entry that counts decides (by date; the later record or
+// entry on the same date): a failed entry always counts, a passed one only when its evidence
+// holds (LadderEntry::evidence_checked, evidence_problem).
+struct RungState {
+  enum class Status { no_record, passed, failed, not_counted };
+  LadderStep step = LadderStep::single_card;
+  Status status = Status::no_record;  // not_counted: every entry is a pass whose evidence fails
+  std::string date, evidence, note;   // of the deciding entry
+  int chips = 0;                      // scale: the deciding run's chips
+  std::vector<std::string> refused;   // passed entries whose evidence does not hold: why, located
+  // The commands that make its record: the probe's run, then `hetplan validate`.
+  std::vector<std::string> commands;
+};
+
+std::string_view to_string(RungState::Status status);  // "no record", "passed", ...
+
 struct IslandLadder {
   std::string island;
   std::string chip;
   SoftwareComponent runtime;
-  int level = 0;  // 0 nothing, 1 single card, 2 also collectives and checkpoint
-  std::vector<std::string> missing;  // what the next steps lack
-  int scale_chips = 0;               // the largest passed scale run
+  // 0 nothing, 1 single card, 2 also collectives and checkpoint, 4 also a run at scale whose
+  // latest record passed (step 3 belongs to pairs of islands: BoundaryLadder).
+  int level = 0;
+  std::vector<RungState> rungs;      // single-card, collectives, checkpoint, scale
+  std::vector<std::string> missing;  // what steps 1 and 2 lack ("collectives has no record")
+  std::string scale_failure;  // the latest run at scale failed: "scale failed on DATE: note"
+  int scale_chips = 0;        // the chips of the latest run at scale, when it passed
+
+  const RungState& rung(LadderStep step) const;
 };
 
 struct BoundaryLadder {
   std::string a, b;  // islands
-  bool passed = false;
-  std::string evidence;
+  RungState rung;    // boundary, or gradient-exchange
+
+  bool passed() const { return rung.status == RungState::Status::passed; }
 };
 
 struct LadderReport {
@@ -38,7 +62,16 @@ struct LadderReport {
   std::vector<BoundaryLadder> exchanges;
 };
 
-LadderReport ladder_state(const Cluster& cluster, const std::vector<ValidationRecord>& records);
+// Whether two runtimes are one, as records and islands are matched: names ignoring case,
+// versions exactly.
+bool same_runtime(const SoftwareComponent& a, const SoftwareComponent& b);
+// Whether two chip profile ids are one chip: calibrated versions "<id>.<label>" count as <id>.
+bool same_chip(const std::string& a, const std::string& b);
+
+// `scope` ends each `hetplan validate` command the rungs name: "--scenario S", with
+// " --records DIR" when the records are not the scenario's.
+LadderReport ladder_state(const Cluster& cluster, const std::vector<ValidationRecord>& records,
+                          const std::string& scope = "--scenario SCENARIO");
 std::string ladder_text(const LadderReport& report);
 
 struct PlanValidation {
@@ -54,8 +87,8 @@ inline constexpr const char* kNoValidationRecords =
     "no validation records (scenario validation_records, or --records)";
 
 // Where a scenario's cluster stands on the ladder: the records of the folder `records` when
-// given, else of the scenario's validation_records, else none. Throws InputError for records
-// that cannot be read.
+// given, else of the scenario's validation_records, else none; each entry's evidence checked
+// (validation/evidence.hpp). Throws InputError for records that cannot be read.
 std::optional<LadderReport> scenario_ladder(const Scenario& scenario, const std::string& records = {});
 
 }  // namespace hetplan::validation

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/plan.hpp"
 #include "core/workload.hpp"
+#include "importers/training_logs.hpp"
 
 namespace hetplan::validation {
 
@@ -42,6 +43,11 @@ struct TrainingRun {
   // The chip profile ids the run's plan uses (those of the islands its stages sit on).
   std::vector<std::string> chips() const;
 };
+
+// Throws InputError at `log_path` when the layout the log states (world size, pp, dp) is not
+// `plan`'s: the log is of another run.
+void check_log_layout(const importers::TrainingLog& log, const Plan& plan,
+                      const std::string& log_path);
 
 // A site's own run: the training log `log_path` (Megatron-LM, MindSpeed-LLM, ...; what
 // `validate --run` reads) of `plan_path` on `scenario_path`. Its measured step is the median

@@ -3,8 +3,8 @@
 
 Each case is a bundled file (a chip profile, the cluster, workload, scenario and plan of the
 default scenario, Hugging Face configs, kubectl nodes, nccl-tests and hccl_test logs, training
-logs, profiler traces, a calibration bundle, a validation record, a published-run file) with one
-hostile change: a number set to zero, a negative, a denormal, 1e308, NaN or infinity, a quantity
+logs, profiler traces, a calibration bundle, a published-run file, a validation record beside
+its evidence) with one hostile change: a number set to zero, a negative, a denormal, 1e308, NaN or infinity, a quantity
 with a wrong unit, a wrong type, a key removed or duplicated, the text truncated, a byte-order
 mark, CRLF line ends, control bytes, deep nesting. The changes are drawn from a fixed seed, so
 the corpus is the same on every run.
@@ -358,6 +358,17 @@ def families(src, hetplan):
                       mutate_yaml, 50,
                       lambda case, p: [H + ["validate", "--published", os.path.dirname(p), "--json"]],
                       flat("runs/case.yaml")))
+    # A validation record beside its evidence: the ladder and the plan search read it, and check
+    # each entry's evidence (an entry whose evidence does not hold is shown, not an error).
+    def record_beside_evidence(case, _source):
+        shutil.copytree(os.path.join(src, "tests", "e2e", "data", "evidence"), os.path.join(case, "evidence"))
+        os.makedirs(os.path.join(case, "records"))
+        return os.path.join(case, "records", "record.yaml")
+    default_scenario = os.path.join(src, "scenarios", "default.yaml")
+    out.append(Family("validation record", ["tests/e2e/data/records/ascend-910b-cann-8.0.0.yaml"], mutate_yaml, 40,
+                      lambda case, p: [H + ["validate", "--ladder", default_scenario, "--records", os.path.dirname(p), "--json"]]
+                      + ([H + ["plan", default_scenario, "--records", os.path.dirname(p), "--json"]] if every(case, 8) else []),
+                      record_beside_evidence))
     return out
 
 
