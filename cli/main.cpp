@@ -1141,14 +1141,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> resource_overrides, images;
   bool allow_unvalidated = false;
   auto* exporting = app.add_subcommand(
-      "export", "Write a plan for the scheduler: Volcano Job, plan JSON, launch arguments, labels");
+      "export", "Write a plan for the scheduler: Volcano Job and HyperNodes, kube-scheduler "
+                "configuration and Jobs, plan JSON, launch arguments, labels");
   exporting->add_option("plan", export_plan, "Plan file (YAML or the exported JSON)")->required();
   exporting->add_option("--scenario", export_scenario,
                         "The scenario the plan is for (default: the one the plan file names, "
                         "as `plan --out` writes it)");
   exporting->add_option("--to", export_target, "What to write")
       ->required()
-      ->check(CLI::IsMember({"volcano", "json", "megatron", "labels"}));
+      ->check(CLI::IsMember(hetplan::exporters::export_target_names()));
   exporting->add_option("--out", export_out, "Folder to write into")->capture_default_str();
   exporting->add_flag("--allow-unvalidated", allow_unvalidated,
                       "Export a plan the validation ladder has not validated, stamped as such");

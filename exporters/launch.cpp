@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/placement.hpp"
 #include "exporters/export.hpp"
 #include "formats/loaders.hpp"
 
@@ -722,14 +723,6 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
   return out;
 }
 
-std::string node_name(const IslandPart& part, int number) {
-  const int width = std::max<int>(2, static_cast<int>(std::to_string(part.nodes).size()));
-  std::string digits = std::to_string(number);
-  digits.insert(0, static_cast<std::size_t>(std::max(0, width - static_cast<int>(digits.size()))),
-                '0');
-  return part.island->name + "-node-" + digits;
-}
-
 }  // namespace
 
 std::vector<ExportedFile> export_megatron(const ExportInput& input) {
@@ -746,6 +739,12 @@ ExportedFile export_labels(const ExportInput& input) {
   check_input(input, "export_labels");
   const Plan& plan = *input.plan;
   const std::vector<IslandPart> parts = island_parts(input.scenario->cluster, plan);
+  Placement placement;
+  try {
+    placement = place_plan(input.scenario->cluster, plan);
+  } catch (const std::invalid_argument& error) {
+    throw std::invalid_argument(std::string("export_labels: ") + error.what());
+  }
 
   std::string out = "#!/bin/sh\n";
   out += comment("labels.sh: Kubernetes node labels for plan \"" + plan.name + "\" (scenario \"" +
@@ -759,15 +758,17 @@ ExportedFile export_labels(const ExportInput& input) {
     out += comment(
         "Where the cluster file counts an island's nodes but does not name them (node_names, "
         "which `hetplan inventory import` writes), the node names below are placeholders, "
-        "<island>-node-NN. Before running this script, substitute your nodes' names "
-        "(kubectl get nodes), e.g. sed -i 's/ " +
-        node_name(*unnamed, 1) +
-        " / worker-17 /' labels.sh, or label the nodes a selector finds instead, with the loop "
-        "given for each island.");
+        "<island>-node-NN, each labelled hetplan.io/node with its placeholder. Before running "
+        "this script, substitute your nodes' names (kubectl get nodes), e.g. sed -i 's/ " +
+        placeholder_node_name(*unnamed->island, 0) +
+        " / worker-17 /' labels.sh, so that the nodes of one hetplan.io/leaf hang off one leaf "
+        "switch.");
   }
   out += comment(
-      "Labels in the kubernetes.io and k8s.io namespaces belong to the kubelet and the cloud "
-      "provider; they are never written here.");
+      "hetplan.io/leaf names the leaf switch of the plan's placement (docs/export.md#placement), "
+      "which the extender scores by and the Volcano HyperNodes select. Labels in the "
+      "kubernetes.io and k8s.io namespaces belong to the kubelet and the cloud provider; they "
+      "are never written here.");
   out += "set -e\n";
   for (const IslandPart& part : parts) {
     const Island& island = *part.island;
@@ -781,25 +782,23 @@ ExportedFile export_labels(const ExportInput& input) {
     const std::string label_text = join(labels, " ");
     std::vector<std::string> stage_numbers;
     for (const std::size_t i : part.stages) stage_numbers.push_back(std::to_string(i));
+    // The island's nodes in the placement, in order, each once.
+    std::vector<PlacedNode> nodes;
+    for (const std::size_t i : part.stages)
+      for (const PlacedNode& node : placement.stages[i].nodes)
+        if (nodes.empty() || nodes.back().index < node.index) nodes.push_back(node);
 
     out += "\n";
-    out += comment("Island " + island.name + ": " + std::to_string(part.nodes) + " of its " +
+    out += comment("Island " + island.name + ": " + std::to_string(nodes.size()) + " of its " +
                    std::to_string(island.nodes) + " nodes (" + std::to_string(part.chips) +
                    " chips; stage" + (part.stages.size() > 1 ? "s " : " ") +
                    join(stage_numbers, ", ") + ").");
-    if (part.nodes > island.nodes) {
-      out += comment("The plan needs more nodes than the island has: it cannot run as written.");
-    }
-    out += "# By selector:\n";
-    out += "#   kubectl get nodes -l <a selector of your " + island.name +
-           " nodes> -o name | head -n " + std::to_string(part.nodes) + " |\n";
-    out += "#     while read -r node; do kubectl label \"$node\" " + label_text +
-           " --overwrite; done\n";
-    for (int n = 1; n <= part.nodes; ++n) {
-      const std::string name = n <= static_cast<int>(island.node_names.size())
-                                   ? island.node_names[static_cast<std::size_t>(n - 1)]
-                                   : node_name(part, n);
-      out += "kubectl label node " + shell_word(name) + " " + label_text + " --overwrite\n";
+    for (const PlacedNode& node : nodes) {
+      std::string placed = shell_word(std::string(kLeafLabel) + "=" +
+                                      leaf_name(input.scenario->cluster, island, node.leaf));
+      if (!node.named) placed += " " + shell_word(std::string(kNodeLabel) + "=" + node.name);
+      out += "kubectl label node " + shell_word(node.name) + " " + label_text + " " + placed +
+             " --overwrite\n";
     }
   }
   return {"labels.sh", out};

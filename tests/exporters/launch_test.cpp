@@ -438,13 +438,19 @@ TEST(Labels, OneCommandPerNodeThePlanNeeds) {
     const Island* found = scenario().cluster.find_island(island);
     ASSERT_NE(found, nullptr) << line;
     std::vector<std::string> labels(w.begin() + 4, w.end() - 1);
-    std::vector<std::string> want;
-    for (const auto& [key, value] : found->labels) want.push_back(key + "=" + value);
-    EXPECT_EQ(labels, want) << line;
     ++commands[island];
     char number[8];
     std::snprintf(number, sizeof number, "%02d", commands[island]);
     EXPECT_EQ(node, island + "-node-" + number);
+    // The island's labels, then the node's leaf switch (16 nodes a leaf on every island) and
+    // the placeholder it stands for.
+    std::vector<std::string> want;
+    for (const auto& [key, value] : found->labels) want.push_back(key + "=" + value);
+    char leaf[16];
+    std::snprintf(leaf, sizeof leaf, "%02d", (commands[island] - 1) / 16 + 1);
+    want.push_back("hetplan.io/leaf=" + island + "-leaf-" + leaf);
+    want.push_back("hetplan.io/node=" + node);
+    EXPECT_EQ(labels, want) << line;
   }
   for (const auto& [island, nodes] : expected) EXPECT_EQ(commands[island], nodes) << island;
   EXPECT_NE(file.text.find("accelerator.vendor=huawei"), std::string::npos) << file.text;
@@ -857,6 +863,9 @@ TEST(Labels, RealNodeNamesAndNoKubeletLabels) {
   input.scenario = &s;
   const std::string text = export_labels(input).text;
   EXPECT_NE(text.find("kubectl label node npu-0 "), std::string::npos) << text;
+  // A named node carries its leaf; its name already says which node of the placement it is.
+  EXPECT_NE(text.find("hetplan.io/leaf=ascend-910b-leaf-01 --overwrite\n"), std::string::npos);
+  EXPECT_EQ(text.find("hetplan.io/node=npu-"), std::string::npos);
   EXPECT_EQ(text.find("ascend-910b-node-01"), std::string::npos);
   EXPECT_NE(text.find("dcu-k100-node-01"), std::string::npos);  // not named: placeholders
   EXPECT_EQ(text.find("topology.kubernetes.io/zone="), std::string::npos);
