@@ -21,26 +21,6 @@ namespace {
 using nlohmann::json;
 using namespace kube_check;
 
-const std::string kSource = HETPLAN_SOURCE_DIR;
-
-const Scenario& bundled() {
-  static const Scenario scenario = formats::load_scenario(kSource + "/scenarios/default.yaml");
-  return scenario;
-}
-
-const Plan& reference() {
-  static const Plan plan = formats::load_plan(kSource + "/plans/default-reference.yaml");
-  return plan;
-}
-
-ExportInput input_for(const Scenario& scenario, const Plan& plan) {
-  ExportInput input;
-  input.scenario = &scenario;
-  input.plan = &plan;
-  input.validation.validated = true;
-  return input;
-}
-
 // Every reason the API server with the HyperNode CRD (its schema and its x-kubernetes-validations:
 // exactly one selector per member) or Volcano's admission would refuse the objects, and the
 // reasons they would not form one tree of tiers: each HyperNode member names a HyperNode of a
@@ -287,10 +267,7 @@ TEST(HyperNodes, BrokenOnesAreRefused) {
   ASSERT_TRUE(hypernode_errors(good).empty());
   const auto refused = [](const std::vector<json>& objects, const std::string& expected) {
     const auto errors = hypernode_errors(objects);
-    EXPECT_TRUE(std::any_of(errors.begin(), errors.end(),
-                            [&](const std::string& e) { return e.find(expected) != e.npos; }))
-        << "expected " << expected << ", got:\n"
-        << joined(errors);
+    EXPECT_TRUE(mentions(errors, expected)) << expected << ", got:\n" << joined(errors);
   };
   auto broken = good;
   broken[0]["spec"]["tier"] = "one";
@@ -318,7 +295,7 @@ TEST(HyperNodes, BrokenOnesAreRefused) {
 // ---- the Volcano Job's tiers -----------------------------------------------------------------
 
 TEST(VolcanoTopology, TheJobAndEachStageAskForTheTierOfTheirPlacement) {
-  const ExportInput input = input_for(bundled(), reference());
+  const ExportInput input = validated_input(bundled(), reference());
   const json job = parse_yaml(export_volcano(input).front().text);
   EXPECT_EQ(job_errors(job), std::vector<std::string>{}) << joined(job_errors(job));
   // The reference plan spans zone-a and zone-b: the site.
@@ -343,7 +320,7 @@ TEST(VolcanoTopology, TheJobAndEachStageAskForTheTierOfTheirPlacement) {
   Plan plan;
   plan.name = "dcu-only";
   plan.stages = {{"dcu-k100", 0, 40, 8, 2, {}, {}}, {"dcu-k100", 40, 40, 16, 2, {}, {}}};
-  const json second = parse_yaml(export_volcano(input_for(small, plan)).front().text);
+  const json second = parse_yaml(export_volcano(validated_input(small, plan)).front().text);
   EXPECT_EQ(job_errors(second), std::vector<std::string>{}) << joined(job_errors(second));
   EXPECT_EQ(second["spec"]["networkTopology"]["highestTierAllowed"], 2);
   EXPECT_EQ(second["spec"]["tasks"][0]["partitionPolicy"]["networkTopology"]["highestTierAllowed"],
@@ -352,7 +329,7 @@ TEST(VolcanoTopology, TheJobAndEachStageAskForTheTierOfTheirPlacement) {
             json::parse(R"({"totalPartitions": 2, "partitionSize": 2,
                             "networkTopology": {"mode": "hard", "highestTierAllowed": 1}})"));
   plan.stages[0].dp = 3;  // nodes 1-3: two leaves
-  const json third = parse_yaml(export_volcano(input_for(small, plan)).front().text);
+  const json third = parse_yaml(export_volcano(validated_input(small, plan)).front().text);
   EXPECT_EQ(third["spec"]["tasks"][0]["partitionPolicy"]["networkTopology"]["highestTierAllowed"],
             2);
   // Stage 1 now starts on node 4, leaf 2: its replicas are nodes 4-5 (leaves 2 and 3) and 6-7.
@@ -370,7 +347,7 @@ TEST(VolcanoTopology, TheJobAndEachStageAskForTheTierOfTheirPlacement) {
 
 TEST(ExportPlan, VolcanoWritesTheJobAndItsClustersHyperNodes) {
   const std::vector<ExportedFile> files =
-      export_plan(input_for(bundled(), reference()), ExportTarget::volcano);
+      export_plan(validated_input(bundled(), reference()), ExportTarget::volcano);
   ASSERT_EQ(files.size(), 2u);
   EXPECT_EQ(files[0].name, "volcano-default-reference.yaml");
   EXPECT_EQ(files[1].name, "hypernodes-mixed-roce-64.yaml");

@@ -18,6 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "exporters/export.hpp"
+#include "formats/loaders.hpp"
+
 #if __has_include(<valijson/validator.hpp>)
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
 #include <valijson/schema.hpp>
@@ -360,6 +363,34 @@ inline std::vector<std::string> scheduler_config_errors(const json& config) {
   }
   if (binders > 1) errors.push_back("more than one extender binds");
   return errors;
+}
+
+// Whether one of `errors` mentions `part`.
+inline bool mentions(const std::vector<std::string>& errors, const std::string& part) {
+  return std::any_of(errors.begin(), errors.end(),
+                     [&](const std::string& error) { return error.find(part) != error.npos; });
+}
+
+// ---- the bundled site and its reference plan -------------------------------------------------
+
+inline const Scenario& bundled() {
+  static const Scenario scenario =
+      formats::load_scenario(HETPLAN_SOURCE_DIR "/scenarios/default.yaml");
+  return scenario;
+}
+
+inline const Plan& reference() {
+  static const Plan plan = formats::load_plan(HETPLAN_SOURCE_DIR "/plans/default-reference.yaml");
+  return plan;
+}
+
+// The input of an export of `plan` on `scenario`, validated.
+inline ExportInput validated_input(const Scenario& scenario, const Plan& plan) {
+  ExportInput input;
+  input.scenario = &scenario;
+  input.plan = &plan;
+  input.validation.validated = true;
+  return input;
 }
 
 }  // namespace hetplan::exporters::kube_check

@@ -25,24 +25,6 @@ using namespace kube_check;
 
 const std::string kSource = HETPLAN_SOURCE_DIR;
 
-const Scenario& bundled() {
-  static const Scenario scenario = formats::load_scenario(kSource + "/scenarios/default.yaml");
-  return scenario;
-}
-
-const Plan& reference() {
-  static const Plan plan = formats::load_plan(kSource + "/plans/default-reference.yaml");
-  return plan;
-}
-
-ExportInput input_for(const Scenario& scenario, const Plan& plan) {
-  ExportInput input;
-  input.scenario = &scenario;
-  input.plan = &plan;
-  input.validation.validated = true;
-  return input;
-}
-
 std::string read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
@@ -84,7 +66,7 @@ std::set<std::string> managed(const json& config) {
 }
 
 TEST(KubeScheduler, TheBundledPlanValidatesAndItsPodsNameTheProfile) {
-  const Exported out = exported(input_for(bundled(), reference()));
+  const Exported out = exported(validated_input(bundled(), reference()));
   EXPECT_EQ(scheduler_config_errors(out.config), std::vector<std::string>{})
       << joined(scheduler_config_errors(out.config));
   ASSERT_EQ(out.objects.size(), 9u);  // the Service and eight stages
@@ -115,13 +97,13 @@ TEST(KubeScheduler, TheBundledPlanValidatesAndItsPodsNameTheProfile) {
 // The extender is asked about exactly the pods that request what the plan's pods request: each
 // device-plugin and RDMA resource of the manifest, no other.
 TEST(KubeScheduler, ManagedResourcesAreExactlyWhatThePodsRequest) {
-  const Exported out = exported(input_for(bundled(), reference()));
+  const Exported out = exported(validated_input(bundled(), reference()));
   EXPECT_EQ(managed(out.config), requested(out.objects));
   EXPECT_EQ(managed(out.config),
             (std::set<std::string>{"cambricon.com/mlu", "huawei.com/Ascend910", "hygon.com/dcu",
                                    "rdma/hca_shared_devices_a"}));
   // Overridden names follow.
-  ExportInput input = input_for(bundled(), reference());
+  ExportInput input = validated_input(bundled(), reference());
   input.overrides = {{"mlu", "cambricon.com/mlu370"}, {"rdma", "none"}};
   const Exported other = exported(input);
   EXPECT_EQ(managed(other.config), requested(other.objects));
@@ -136,19 +118,17 @@ TEST(KubeScheduler, ManagedResourcesAreExactlyWhatThePodsRequest) {
 // deploy/ holds what `hetplan export plans/default-reference.yaml --to kube-scheduler` writes for
 // the bundled site, so its managed resources cannot drift from what the bundled pods request.
 TEST(KubeScheduler, DeployHoldsTheBundledPlansConfiguration) {
-  const std::vector<ExportedFile> files = export_kube_scheduler(input_for(bundled(), reference()));
+  const std::vector<ExportedFile> files =
+      export_kube_scheduler(validated_input(bundled(), reference()));
   ASSERT_EQ(files.at(0).name, "kube-scheduler-config.yaml");
   EXPECT_EQ(read(kSource + "/deploy/kube-scheduler-extender.yaml"), files.at(0).text);
 }
 
 // The validator is real: each of these is refused.
 TEST(KubeScheduler, BrokenManifestsAreRefused) {
-  const Exported out = exported(input_for(bundled(), reference()));
+  const Exported out = exported(validated_input(bundled(), reference()));
   const auto refused = [](const std::vector<std::string>& errors, const std::string& expected) {
-    EXPECT_TRUE(std::any_of(errors.begin(), errors.end(),
-                            [&](const std::string& e) { return e.find(expected) != e.npos; }))
-        << "expected " << expected << ", got:\n"
-        << joined(errors);
+    EXPECT_TRUE(mentions(errors, expected)) << expected << ", got:\n" << joined(errors);
   };
   json config = out.config;
   config["extenders"][0]["managedResources"][0].erase("name");
@@ -178,15 +158,15 @@ TEST(KubeScheduler, BrokenManifestsAreRefused) {
 }
 
 TEST(KubeScheduler, SameInputSameBytesAndTheGateFirst) {
-  const auto a = export_kube_scheduler(input_for(bundled(), reference()));
-  const auto b = export_kube_scheduler(input_for(bundled(), reference()));
+  const auto a = export_kube_scheduler(validated_input(bundled(), reference()));
+  const auto b = export_kube_scheduler(validated_input(bundled(), reference()));
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].name, b[i].name);
     EXPECT_EQ(a[i].text, b[i].text);
   }
   EXPECT_EQ(a[1].name, "kube-default-reference.yaml");
-  ExportInput input = input_for(bundled(), reference());
+  ExportInput input = validated_input(bundled(), reference());
   input.validation.validated = false;
   input.validation.missing = {"island mlu370: no step"};
   EXPECT_THROW(export_kube_scheduler(input), UnvalidatedPlan);

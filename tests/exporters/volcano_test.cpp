@@ -215,8 +215,7 @@ TEST(Volcano, BrokenJobsAreRefused) {
   const auto refused = [](const json& job, const std::string& expected) {
     const std::vector<std::string> errors = job_errors(job);
     EXPECT_FALSE(errors.empty()) << expected;
-    EXPECT_TRUE(std::any_of(errors.begin(), errors.end(),
-                            [&](const std::string& e) { return e.find(expected) != e.npos; }))
+    EXPECT_TRUE(mentions(errors, expected))
         << "expected an error mentioning " << expected << ", got:\n"
         << joined(errors);
   };
