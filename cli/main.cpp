@@ -928,12 +928,34 @@ int run_inventory_import(const std::string& nodes_path, const std::string& name,
   return 0;
 }
 
+// The scenario of a plan: as given, else the one the plan names, which must not have changed
+// since the plan was made (export and the extender alike).
+std::string scenario_of_plan(const hetplan::Plan& plan, const std::string& plan_path,
+                             const std::string& scenario_path) {
+  if (!scenario_path.empty()) return scenario_path;
+  if (!plan.scenario) {
+    throw hetplan::InputError({plan_path, 0, 0}, "--scenario",
+                              "expected --scenario SCENARIO: the plan does not name the "
+                              "scenario it was made for (plans from `hetplan plan --out` do)");
+  }
+  const std::string resolved = hetplan::formats::resolve_relative(plan.scenario->path, plan_path);
+  const std::string now = hetplan::exporters::sha256_hex(hetplan::formats::read_text_file(resolved));
+  if (now != plan.scenario->sha256) {
+    throw hetplan::InputError({plan_path, 0, 0}, "scenario.sha256",
+                              "expected " + resolved + " as the plan was made for it (sha256 " +
+                                  plan.scenario->sha256.substr(0, 12) + "...), got a changed file (" +
+                                  now.substr(0, 12) + "...); plan again, or give --scenario");
+  }
+  return resolved;
+}
+
 int run_extender(const std::string& plan_path, const std::string& scenario_path,
                  const std::string& listen, const std::string& nodes_path,
                  double request_timeout) {
-  const hetplan::Scenario scenario = hetplan::formats::load_scenario(scenario_path);
   const hetplan::Plan plan = hetplan::formats::load_plan(plan_path);
   hetplan::formats::require_one_pipeline(plan, "hetplan extender");
+  const hetplan::Scenario scenario =
+      hetplan::formats::load_scenario(scenario_of_plan(plan, plan_path, scenario_path));
   hetplan::formats::check_plan_references(plan, scenario.cluster, scenario.workload);
   const auto colon = listen.rfind(':');
   int port = -1;
@@ -988,23 +1010,7 @@ int run_export(const std::string& plan_path, const std::string& scenario_path,
                const std::vector<std::string>& resources) {
   const hetplan::Plan plan = hetplan::formats::load_plan(plan_path);
   hetplan::formats::require_one_pipeline(plan, "hetplan export");
-  // The scenario: as given, else the one the plan names, which must not have changed since.
-  std::string resolved = scenario_path;
-  if (resolved.empty()) {
-    if (!plan.scenario) {
-      throw hetplan::InputError({plan_path, 0, 0}, "--scenario",
-                                "expected --scenario SCENARIO: the plan does not name the "
-                                "scenario it was made for (plans from `hetplan plan --out` do)");
-    }
-    resolved = hetplan::formats::resolve_relative(plan.scenario->path, plan_path);
-    const std::string now = hetplan::exporters::sha256_hex(hetplan::formats::read_text_file(resolved));
-    if (now != plan.scenario->sha256) {
-      throw hetplan::InputError({plan_path, 0, 0}, "scenario.sha256",
-                                "expected " + resolved + " as the plan was made for it (sha256 " +
-                                    plan.scenario->sha256.substr(0, 12) + "...), got a changed file (" +
-                                    now.substr(0, 12) + "...); plan again, or give --scenario");
-    }
-  }
+  const std::string resolved = scenario_of_plan(plan, plan_path, scenario_path);
   const hetplan::Scenario scenario = hetplan::formats::load_scenario(resolved);
   hetplan::formats::check_plan_references(plan, scenario.cluster, scenario.workload);
   const auto estimate = runnable_estimate(scenario, plan, plan_path);
@@ -1241,14 +1247,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> resource_overrides, images;
   bool allow_unvalidated = false;
   auto* exporting = app.add_subcommand(
-      "export", "Write a plan for the scheduler: Volcano Job, plan JSON, launch arguments, labels");
+      "export", "Write a plan for the scheduler: Volcano Job and HyperNodes, kube-scheduler "
+                "configuration and Jobs, plan JSON, launch arguments, labels");
   exporting->add_option("plan", export_plan, "Plan file (YAML or the exported JSON)")->required();
   exporting->add_option("--scenario", export_scenario,
                         "The scenario the plan is for (default: the one the plan file names, "
                         "as `plan --out` writes it)");
   exporting->add_option("--to", export_target, "What to write")
       ->required()
-      ->check(CLI::IsMember({"volcano", "json", "megatron", "labels"}));
+      ->check(CLI::IsMember(hetplan::exporters::export_target_names()));
   exporting->add_option("--out", export_out, "Folder to write into")->capture_default_str();
   exporting->add_flag("--allow-unvalidated", allow_unvalidated,
                       "Export a plan the validation ladder has not validated, stamped as such");
@@ -1273,15 +1280,15 @@ int main(int argc, char** argv) {
   import_nodes->add_option("--profiles", inventory_profiles, "Chip profile folder");
   import_nodes->add_option("--out", inventory_out, "Cluster file to write (default: stdout)");
 
-  std::string extender_plan, extender_scenario = hetplan::formats::bundled_path("scenarios/default.yaml"), extender_listen,
-      extender_nodes;
+  std::string extender_plan, extender_scenario, extender_listen, extender_nodes;
   double extender_request_timeout = hetplan::extender::ExtenderConfig{}.request_timeout;
   auto* extender = app.add_subcommand(
       "extender", "Serve kube-scheduler's extender protocol (filter, prioritize) for a plan");
   extender->add_option("--plan", extender_plan, "The plan whose stage groups to place")
       ->required();
   extender->add_option("--scenario", extender_scenario,
-                       "The scenario the plan is for (default: the bundled default)");
+                       "The scenario the plan is for (default: the one the plan file names, "
+                       "as `plan --out` writes it)");
   extender->add_option("--listen", extender_listen, "HOST:PORT (port 0: any free port)")
       ->required();
   extender->add_option("--nodes", extender_nodes,

@@ -90,11 +90,22 @@ Plan plan_naming_scenario(const Plan& plan, const std::string& scenario_path,
   return recorded;
 }
 
+namespace {
+constexpr ExportTarget kTargets[] = {ExportTarget::volcano, ExportTarget::json,
+                                     ExportTarget::megatron, ExportTarget::labels,
+                                     ExportTarget::kube_scheduler};
+}  // namespace
+
 std::optional<ExportTarget> export_target(std::string_view name) {
-  for (ExportTarget target :
-       {ExportTarget::volcano, ExportTarget::json, ExportTarget::megatron, ExportTarget::labels})
+  for (ExportTarget target : kTargets)
     if (to_string(target) == name) return target;
   return std::nullopt;
+}
+
+std::vector<std::string> export_target_names() {
+  std::vector<std::string> names;
+  for (ExportTarget target : kTargets) names.emplace_back(to_string(target));
+  return names;
 }
 
 std::string_view to_string(ExportTarget target) {
@@ -103,6 +114,7 @@ std::string_view to_string(ExportTarget target) {
     case ExportTarget::json: return "json";
     case ExportTarget::megatron: return "megatron";
     case ExportTarget::labels: return "labels";
+    case ExportTarget::kube_scheduler: return "kube-scheduler";
   }
   return "?";
 }
@@ -123,10 +135,15 @@ ExportInput plan_export_input(const Scenario& scenario, const std::string& scena
 
 std::vector<ExportedFile> export_plan(const ExportInput& input, ExportTarget target) {
   switch (target) {
-    case ExportTarget::volcano: return export_volcano(input);
+    case ExportTarget::volcano: {
+      std::vector<ExportedFile> files = export_volcano(input);
+      files.push_back(export_hypernodes(input.scenario->cluster));
+      return files;
+    }
     case ExportTarget::json: return {export_plan_json(input)};
     case ExportTarget::megatron: return export_megatron(input);
     case ExportTarget::labels: return {export_labels(input)};
+    case ExportTarget::kube_scheduler: return export_kube_scheduler(input);
   }
   return {};
 }

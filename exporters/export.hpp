@@ -1,6 +1,7 @@
-// Export of a plan to what the cluster runs: Volcano Jobs, plan JSON for a scheduler extender,
-// launch arguments for Megatron-LM / MindSpeed-LLM, node labels. Pure functions from a plan and
-// its scenario to file contents; the CLI writes them (atomically). docs/export.md.
+// Export of a plan to what the cluster runs: Volcano Jobs and HyperNodes, kube-scheduler's
+// configuration and Jobs, plan JSON, launch arguments for Megatron-LM / MindSpeed-LLM, node
+// labels. Pure functions from a plan and its scenario to file contents; the CLI writes them
+// (atomically). docs/export.md.
 #pragma once
 
 #include <map>
@@ -76,6 +77,26 @@ struct ExportedFile {
 // label Kubernetes refuses, a tensor-parallel group that spans nodes unevenly).
 std::vector<ExportedFile> export_volcano(const ExportInput& input);
 
+// The cluster's fabric as Volcano HyperNodes (volcano.cpp, topology.volcano.sh/v1alpha1),
+// "hypernodes-<cluster>.yaml": a tier-1 HyperNode per leaf switch of every island (its nodes by
+// name, or by the hetplan.io/leaf label labels.sh writes where the cluster file does not name
+// them), a tier-2 one per zone and a tier-3 one per set of zones joined by zone links
+// (docs/export.md#placement). Throws std::invalid_argument for a name Kubernetes refuses.
+ExportedFile export_hypernodes(const Cluster& cluster);
+
+// kube-scheduler with the hetplan extender (kube_scheduler.cpp): "kube-scheduler-config.yaml",
+// a KubeSchedulerConfiguration whose profile kSchedulerName consults the extender at
+// kExtenderUrl for exactly requested_resources(input), and "kube-<job name>.yaml", a headless
+// Service and an Indexed batch/v1 Job per stage whose pods name that profile. Throws as
+// export_volcano does.
+inline constexpr const char* kSchedulerName = "hetplan-scheduler";
+inline constexpr const char* kExtenderUrl = "http://127.0.0.1:8888/hetplan";
+std::vector<ExportedFile> export_kube_scheduler(const ExportInput& input);
+
+// The extended resources the exported pods of the plan request (device-plugin and RDMA), sorted,
+// each once.
+std::vector<std::string> requested_resources(const ExportInput& input);
+
 // Thrown when a plan that the validation ladder has not validated is exported without
 // allow_unvalidated; the message names what the ladder lacks.
 struct UnvalidatedPlan : std::runtime_error {
@@ -110,8 +131,10 @@ std::map<std::string, std::string> input_hashes(const Scenario& scenario,
 // island's stages and ranks.
 std::vector<ExportedFile> export_megatron(const ExportInput& input);
 
-// Node labels (launch.cpp): "labels.sh", one `kubectl label node` command per node each island of
-// the plan needs, with the island's labels, on placeholder node names "<island>-node-NN".
+// Node labels (launch.cpp): "labels.sh", one `kubectl label node` command per node the plan's
+// placement uses (core/placement.hpp), with the island's labels and the node's leaf switch
+// (hetplan.io/leaf), on the cluster file's node names or, with hetplan.io/node, placeholders
+// "<island>-node-NN".
 ExportedFile export_labels(const ExportInput& input);
 
 // The plan as a plan file in `folder` records it (`hetplan plan --out`, the GUI's export): it
@@ -120,9 +143,10 @@ ExportedFile export_labels(const ExportInput& input);
 Plan plan_naming_scenario(const Plan& plan, const std::string& scenario_path,
                           const std::string& scenario_sha256, const std::string& folder);
 
-// What `hetplan export --target` names.
-enum class ExportTarget { volcano, json, megatron, labels };
+// What `hetplan export --to` names.
+enum class ExportTarget { volcano, json, megatron, labels, kube_scheduler };
 std::optional<ExportTarget> export_target(std::string_view name);  // "volcano", "json", ...
+std::vector<std::string> export_target_names();                    // every target, in order
 std::string_view to_string(ExportTarget target);
 
 // The input of an export of `plan` as `hetplan export` makes it, for every front end: the plan's
@@ -135,7 +159,8 @@ ExportInput plan_export_input(const Scenario& scenario, const std::string& scena
                               const std::optional<validation::LadderReport>& ladder,
                               const std::string& plan_file_name, std::string_view plan_text);
 
-// The files of one target (throws as the target's exporter does).
+// The files of one target (throws as the target's exporter does); volcano: the Job and the
+// HyperNodes of its cluster.
 std::vector<ExportedFile> export_plan(const ExportInput& input, ExportTarget target);
 
 }  // namespace hetplan::exporters

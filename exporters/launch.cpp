@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/framework.hpp"
+#include "core/placement.hpp"
 #include "exporters/export.hpp"
 #include "formats/loaders.hpp"
 
@@ -111,6 +113,7 @@ std::string unvalidated_banner(const ExportInput& input) {
 }
 
 struct Framework {
+  TrainingFramework kind = TrainingFramework::megatron_lm;
   std::string id;    // HETPLAN_FRAMEWORK
   std::string name;  // for people
   bool mindspeed = false;
@@ -118,43 +121,58 @@ struct Framework {
 };
 
 Framework framework_for(const ChipProfile& chip) {
+  Framework out;
+  out.kind = framework_of(chip);
+  out.id = std::string(framework_id(out.kind));
+  out.name = std::string(framework_name(out.kind));
+  out.mindspeed = out.kind == TrainingFramework::mindspeed_llm;
   if (chip.family == "ascend") {
-    return {"mindspeed-llm", "MindSpeed-LLM", true,
-            "Ascend NPUs (chip family \"ascend\") train with MindSpeed-LLM: Megatron-LM's "
-            "arguments on torch_npu, plus MindSpeed's own (--num-layer-list)."};
+    out.note =
+        "Ascend NPUs (chip family \"ascend\") train with MindSpeed-LLM: Megatron-LM core_v0.12.1's "
+        "arguments on torch_npu, plus MindSpeed's own (--num-layer-list).";
+  } else if (chip.family == "nvidia") {
+    out.note = "NVIDIA GPUs train with upstream Megatron-LM (Megatron-Core 0.13 or later).";
+  } else if (chip.family == "dcu") {
+    out.note =
+        "Hygon DCUs train with Megatron-LM on ROCm (DTK's PyTorch); the ROCm build takes "
+        "Megatron-LM's arguments.";
+  } else if (chip.family == "mlu") {
+    out.note =
+        "Cambricon MLUs train with Cambricon's Megatron-LM adaptation (torch_mlu), which "
+        "takes Megatron-LM-style arguments.";
+  } else {
+    out.note = "hetplan knows no training framework for chip family \"" + chip.family +
+               "\": these are Megatron-LM-style arguments; check them against the vendor's "
+               "Megatron-LM adaptation.";
   }
-  if (chip.family == "nvidia") {
-    return {"megatron-lm", "Megatron-LM", false, "NVIDIA GPUs train with upstream Megatron-LM."};
-  }
-  if (chip.family == "dcu") {
-    return {"megatron-lm", "Megatron-LM", false,
-            "Hygon DCUs train with Megatron-LM on ROCm (DTK's PyTorch); the ROCm build takes "
-            "Megatron-LM's arguments."};
-  }
-  if (chip.family == "mlu") {
-    return {"megatron-lm", "Megatron-LM", false,
-            "Cambricon MLUs train with Cambricon's Megatron-LM adaptation (torch_mlu), which "
-            "takes Megatron-LM-style arguments."};
-  }
-  return {"megatron-lm", "Megatron-LM", false,
-          "hetplan knows no training framework for chip family \"" + chip.family +
-              "\": these are Megatron-LM-style arguments; check them against the vendor's "
-              "Megatron-LM adaptation."};
+  return out;
 }
 
-// A shell assignment of a list of arguments, one per line.
+// A bash array of a list of arguments, one flag and its values a line, each word quoted for the
+// shell where it needs it (a value such as [0]*1+[1]*26 reaches the framework as written).
 std::string args_assignment(const std::string& variable, const std::vector<std::string>& args) {
-  std::string out = variable + "=\"";
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    out += (i == 0 ? "" : "  ") + args[i] + (i + 1 < args.size() ? " \\\n" : "");
+  std::string out = variable + "=(\n";
+  for (const std::string& arg : args) {
+    std::istringstream words(arg);
+    std::string line;
+    for (std::string word; words >> word;) {
+      // A comma is literal to bash, but in an array reads as a mistaken separator (shellcheck
+      // SC2054): a list such as 12,12,7 is quoted.
+      std::string quoted = shell_word(word);
+      if (quoted == word && word.find(',') != std::string::npos) quoted = "'" + word + "'";
+      line += (line.empty() ? "" : " ") + quoted;
+    }
+    out += "  " + line + "\n";
   }
-  return out + "\"\n";
+  return out + ")\n";
 }
 
-// The pipeline's layer split as arguments of the framework, or a note saying why it cannot be.
+// The pipeline's layer split as arguments of the framework, in the form core/framework.hpp
+// says it takes, or a note saying why it cannot be expressed.
 void split_arguments(const Plan& plan, const ModelShape& model, const Framework& framework,
                      std::vector<std::string>& args, std::vector<std::string>& notes) {
   const int pipeline = static_cast<int>(plan.stages.size());
+  const int v = plan.schedule == Schedule::interleaved ? std::max(1, plan.virtual_stages) : 1;
   std::vector<int> split;
   std::vector<std::string> words;
   for (const PlanStage& stage : plan.stages) {
@@ -162,88 +180,69 @@ void split_arguments(const Plan& plan, const ModelShape& model, const Framework&
     words.push_back(std::to_string(stage.num_layers));
   }
   const std::string split_text = join(words, ",");
-  const bool even = std::all_of(split.begin(), split.end(), [&](int n) { return n == split[0]; });
+  const bool unequal_chunks =
+      std::any_of(plan.stages.begin(), plan.stages.end(),
+                  [](const PlanStage& s) { return !s.chunk_layers.empty(); });
 
-  const bool chunk_layout = std::any_of(plan.stages.begin(), plan.stages.end(),
-                                        [](const PlanStage& s) { return !s.chunk_layers.empty(); });
-  if (plan.schedule == Schedule::interleaved && chunk_layout) {
-    // Megatron-Core's layout: the virtual stages in order (chunk c of stage s is c x stages +
-    // s), separated by '|', each an 'E' for the embedding, a 't' per decoder layer, an 'm' per
-    // multi-token-prediction layer and an 'L' for the loss (written out, without the '*N'
-    // shorthand a shell would glob).
-    std::string layout;
-    for (int c = 0; c < plan.virtual_stages; ++c) {
-      for (int s = 0; s < pipeline; ++s) {
-        if (!layout.empty()) layout += '|';
-        if (c == 0 && s == 0) layout += 'E';
-        layout +=
-            std::string(static_cast<std::size_t>(chunk_layer_count(
-                            plan.stages[static_cast<std::size_t>(s)], c, plan.virtual_stages)),
-                        't');
-        if (c == plan.virtual_stages - 1 && s == pipeline - 1)
-          layout += std::string(static_cast<std::size_t>(std::max(0, model.mtp_layers)), 'm') + 'L';
+  switch (split_form(framework.kind, split, v, unequal_chunks)) {
+    case SplitForm::even:
+      if (v > 1) {
+        args.push_back("--num-layers-per-virtual-pipeline-stage " +
+                       std::to_string(split[0] / v));
       }
+      return;
+    case SplitForm::layer_list:
+      args.push_back("--num-layer-list " + split_text);
+      return;
+    case SplitForm::first_last: {
+      // Megatron-Core shares what the first and the last stage leave equally among the middle
+      // ones; with two stages the first's count says it all (naming both leaves no middle stage
+      // to share among, which its split refuses). With model chunks each stage's layers are
+      // shared evenly by its chunks, and the chunks are counted per stage.
+      const int middle = pipeline > 2 ? split[1] : -1;
+      if (split.front() != middle)
+        args.push_back("--decoder-first-pipeline-num-layers " + std::to_string(split.front()));
+      if (pipeline > 2 && split.back() != middle)
+        args.push_back("--decoder-last-pipeline-num-layers " + std::to_string(split.back()));
+      if (v > 1) args.push_back("--num-virtual-stages-per-pipeline-rank " + std::to_string(v));
+      return;
     }
-    if (framework.mindspeed) {
+    case SplitForm::layout: {
+      // Megatron-Core's layout: the virtual stages in order (chunk c of stage s is c x stages +
+      // s), separated by '|', each an 'E' for the embedding, a 't' per decoder layer, an 'm' per
+      // multi-token-prediction layer and an 'L' for the loss, each count written as t*N.
+      std::string layout;
+      for (int c = 0; c < v; ++c) {
+        for (int s = 0; s < pipeline; ++s) {
+          if (c > 0 || s > 0) layout += '|';
+          if (c == 0 && s == 0) layout += "E,";
+          const int layers = chunk_layer_count(plan.stages[static_cast<std::size_t>(s)], c, v);
+          layout += layers == 1 ? std::string("t") : "t*" + std::to_string(layers);
+          if (c == v - 1 && s == pipeline - 1) {
+            if (model.mtp_layers > 0) layout += ",m*" + std::to_string(model.mtp_layers);
+            layout += ",L";
+          }
+        }
+      }
       args.push_back("--pipeline-model-parallel-layout " + layout);
       return;
     }
-    notes.push_back(
-        "The plan's model chunks differ in size. The Megatron-LM arguments hetplan "
-        "checks against have no --pipeline-model-parallel-layout (newer Megatron-Core "
-        "has it); with it, the plan's layout is --pipeline-model-parallel-layout " +
-        layout + ". No split or chunk argument is written.");
-    return;
+    case SplitForm::none:
+      break;
   }
-  if (plan.schedule == Schedule::interleaved) {
-    if (even) {
-      args.push_back("--num-layers-per-virtual-pipeline-stage " +
-                     std::to_string(split[0] / plan.virtual_stages));
-      return;
-    }
-    notes.push_back(
-        "The plan splits the layers unevenly AND interleaves " +
-        std::to_string(plan.virtual_stages) + " model chunks per stage: " + framework.name +
-        " cannot express that with arguments (" +
-        (framework.mindspeed
-             ? "--num-layer-list cannot be combined with --num-layers-per-virtual-pipeline-stage"
-             : "--decoder-first/last-pipeline-num-layers cannot be combined with the "
-               "interleaved schedule") +
-        "). No split or chunk argument is written. The plan's split, stage by stage: " +
-        split_text + " (" + std::to_string(plan.virtual_stages) + " chunks each).");
-    return;
-  }
-  if (even) return;
-  if (framework.mindspeed) {
-    args.push_back("--num-layer-list " + split_text);
-    return;
-  }
-  // Megatron-LM: the first and the last stage may differ from equal middle stages.
-  const bool middle_equal =
-      std::all_of(split.begin() + 1, split.end() - 1, [&](int n) { return n == split[1]; });
-  if (middle_equal) {
-    const int middle = pipeline > 2 ? split[1] : -1;
-    if (split.front() != middle) {
-      args.push_back("--decoder-first-pipeline-num-layers " + std::to_string(split.front()));
-    }
-    if (split.back() != middle) {
-      args.push_back("--decoder-last-pipeline-num-layers " + std::to_string(split.back()));
-    }
-    return;
-  }
-  const std::string fallback = model.layers % pipeline == 0
-                                   ? ", which is not this plan"
-                                   : " and refuses (" + std::to_string(model.layers) +
-                                         " is not a multiple of " + std::to_string(pipeline) + ")";
   notes.push_back(
-      "Megatron-LM cannot express this plan's layer split. It splits the layers evenly, or sets "
-      "the first and the last stage apart (--decoder-first-pipeline-num-layers, "
-      "--decoder-last-pipeline-num-layers) when all middle stages are equal; here they are not. "
-      "The plan's split, stage by stage: " +
-      split_text + ". No split argument is written: Megatron-LM would split the " +
-      std::to_string(model.layers) + " layers evenly" + fallback +
-      ". Give the framework this split (e.g. a patched get_num_layers_to_build reading "
-      "HETPLAN_LAYER_SPLIT) or choose a plan whose split it can express.");
+      std::string("MindSpeed-LLM cannot express this plan's layer split: ") +
+      (unequal_chunks
+           ? "its model chunks differ in size, and the Megatron-LM it runs on (core_v0.12.1) has "
+             "no --pipeline-model-parallel-layout"
+           : "with " + std::to_string(v) +
+                 " model chunks per stage it takes an even split or equal middle stages "
+                 "(--decoder-first/last-pipeline-num-layers), and --num-layer-list is refused "
+                 "beside virtual pipeline stages") +
+      ". No split or chunk argument is written. The plan's split, stage by stage: " + split_text +
+      " (" + std::to_string(v) +
+      " chunks each). hetplan's search keeps to the splits each island's framework can "
+      "express; this plan was written by hand.");
 }
 
 std::string launch_file(const ExportInput& input, const std::vector<IslandPart>& parts,
@@ -396,6 +395,15 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
                     "on the version; without them a stage needs more memory than estimated.");
   }
   if (training.sequence_parallel && tp > 1) parallel.push_back("--sequence-parallel");
+  // The attention the estimate priced (training.flash_attention): MindSpeed takes its fused
+  // kernel (npu_fusion_attention) only with --use-flash-attn, and without it keeps the scores in
+  // memory; Megatron-Core picks a backend unless told, so it is named.
+  if (framework.mindspeed) {
+    if (training.flash_attention) parallel.push_back("--use-flash-attn");
+  } else {
+    parallel.push_back(training.flash_attention ? "--attention-backend flash"
+                                                : "--attention-backend unfused");
+  }
   // The workload's overlaps, as Megatron-Core (and MindSpeed on Ascend) name them.
   if (training.overlap_grad_reduce && plan_dp > 1) parallel.push_back("--overlap-grad-reduce");
   if (training.overlap_param_gather && training.zero_stage >= 1 && plan_dp > 1) {
@@ -675,20 +683,24 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
   for (const PlanStage& s : plan.stages) split_words.push_back(std::to_string(s.num_layers));
 
   const std::string file = "launch-" + island.name + ".sh";
-  std::string out;
+  // bash: the argument lists are arrays, so that each word reaches the framework as written.
+  // The variables are for the script that sources the file (shellcheck: not unused).
+  std::string out = "# shellcheck shell=bash disable=SC2034\n";
   out += comment(file + ": launch arguments for island " + island.name + " of plan \"" + plan.name +
                  "\" (scenario \"" + scenario.name + "\"). Generated by hetplan.");
   out += "#\n";
   out += unvalidated_banner(input);
   out += comment(
-      "Source it in the launch script of each node of the island, then start the "
+      "Source it in the bash launch script of each node of the island (the argument lists are "
+      "bash arrays), then start the "
       "trainer with one torch.distributed world for the whole job (" +
       std::to_string(world) + " ranks on " + std::to_string(job_nodes) +
       " nodes; this island's nodes hold ranks HETPLAN_RANKS):");
   out += "#   . ./" + file + "\n";
   out += "#   torchrun --nnodes \"$HETPLAN_JOB_NODES\" --node-rank <this node's> \\\n";
   out +=
-      "#     --nproc-per-node \"$HETPLAN_CHIPS_PER_NODE\" ... pretrain_gpt.py $HETPLAN_ARGS \\\n";
+      "#     --nproc-per-node \"$HETPLAN_CHIPS_PER_NODE\" ... pretrain_gpt.py "
+      "\"${HETPLAN_ARGS[@]}\" \\\n";
   out += "#     <tokenizer, data, optimizer and checkpoint arguments>\n";
   out += "#\n";
   out += comment("Framework: " + framework.name + ". " + framework.note);
@@ -718,16 +730,8 @@ std::string launch_file(const ExportInput& input, const std::vector<IslandPart>&
   out += "HETPLAN_LAYER_SPLIT=\"" + join(split_words, ",") + "\"\n";
   out += args_assignment("HETPLAN_MODEL_ARGS", model_args);
   out += args_assignment("HETPLAN_PARALLEL_ARGS", parallel);
-  out += "HETPLAN_ARGS=\"$HETPLAN_MODEL_ARGS $HETPLAN_PARALLEL_ARGS\"\n";
+  out += "HETPLAN_ARGS=(\"${HETPLAN_MODEL_ARGS[@]}\" \"${HETPLAN_PARALLEL_ARGS[@]}\")\n";
   return out;
-}
-
-std::string node_name(const IslandPart& part, int number) {
-  const int width = std::max<int>(2, static_cast<int>(std::to_string(part.nodes).size()));
-  std::string digits = std::to_string(number);
-  digits.insert(0, static_cast<std::size_t>(std::max(0, width - static_cast<int>(digits.size()))),
-                '0');
-  return part.island->name + "-node-" + digits;
 }
 
 }  // namespace
@@ -746,6 +750,12 @@ ExportedFile export_labels(const ExportInput& input) {
   check_input(input, "export_labels");
   const Plan& plan = *input.plan;
   const std::vector<IslandPart> parts = island_parts(input.scenario->cluster, plan);
+  Placement placement;
+  try {
+    placement = place_plan(input.scenario->cluster, plan);
+  } catch (const std::invalid_argument& error) {
+    throw std::invalid_argument(std::string("export_labels: ") + error.what());
+  }
 
   std::string out = "#!/bin/sh\n";
   out += comment("labels.sh: Kubernetes node labels for plan \"" + plan.name + "\" (scenario \"" +
@@ -759,15 +769,17 @@ ExportedFile export_labels(const ExportInput& input) {
     out += comment(
         "Where the cluster file counts an island's nodes but does not name them (node_names, "
         "which `hetplan inventory import` writes), the node names below are placeholders, "
-        "<island>-node-NN. Before running this script, substitute your nodes' names "
-        "(kubectl get nodes), e.g. sed -i 's/ " +
-        node_name(*unnamed, 1) +
-        " / worker-17 /' labels.sh, or label the nodes a selector finds instead, with the loop "
-        "given for each island.");
+        "<island>-node-NN, each labelled hetplan.io/node with its placeholder. Before running "
+        "this script, substitute your nodes' names (kubectl get nodes), e.g. sed -i 's/ " +
+        placeholder_node_name(*unnamed->island, 0) +
+        " / worker-17 /' labels.sh, so that the nodes of one hetplan.io/leaf hang off one leaf "
+        "switch.");
   }
   out += comment(
-      "Labels in the kubernetes.io and k8s.io namespaces belong to the kubelet and the cloud "
-      "provider; they are never written here.");
+      "hetplan.io/leaf names the leaf switch of the plan's placement (docs/export.md#placement), "
+      "which the extender scores by and the Volcano HyperNodes select. Labels in the "
+      "kubernetes.io and k8s.io namespaces belong to the kubelet and the cloud provider; they "
+      "are never written here.");
   out += "set -e\n";
   for (const IslandPart& part : parts) {
     const Island& island = *part.island;
@@ -781,25 +793,23 @@ ExportedFile export_labels(const ExportInput& input) {
     const std::string label_text = join(labels, " ");
     std::vector<std::string> stage_numbers;
     for (const std::size_t i : part.stages) stage_numbers.push_back(std::to_string(i));
+    // The island's nodes in the placement, in order, each once.
+    std::vector<PlacedNode> nodes;
+    for (const std::size_t i : part.stages)
+      for (const PlacedNode& node : placement.stages[i].nodes)
+        if (nodes.empty() || nodes.back().index < node.index) nodes.push_back(node);
 
     out += "\n";
-    out += comment("Island " + island.name + ": " + std::to_string(part.nodes) + " of its " +
+    out += comment("Island " + island.name + ": " + std::to_string(nodes.size()) + " of its " +
                    std::to_string(island.nodes) + " nodes (" + std::to_string(part.chips) +
                    " chips; stage" + (part.stages.size() > 1 ? "s " : " ") +
                    join(stage_numbers, ", ") + ").");
-    if (part.nodes > island.nodes) {
-      out += comment("The plan needs more nodes than the island has: it cannot run as written.");
-    }
-    out += "# By selector:\n";
-    out += "#   kubectl get nodes -l <a selector of your " + island.name +
-           " nodes> -o name | head -n " + std::to_string(part.nodes) + " |\n";
-    out += "#     while read -r node; do kubectl label \"$node\" " + label_text +
-           " --overwrite; done\n";
-    for (int n = 1; n <= part.nodes; ++n) {
-      const std::string name = n <= static_cast<int>(island.node_names.size())
-                                   ? island.node_names[static_cast<std::size_t>(n - 1)]
-                                   : node_name(part, n);
-      out += "kubectl label node " + shell_word(name) + " " + label_text + " --overwrite\n";
+    for (const PlacedNode& node : nodes) {
+      std::string placed = shell_word(std::string(kLeafLabel) + "=" +
+                                      leaf_name(input.scenario->cluster, island, node.leaf));
+      if (!node.named) placed += " " + shell_word(std::string(kNodeLabel) + "=" + node.name);
+      out += "kubectl label node " + shell_word(node.name) + " " + label_text + " " + placed +
+             " --overwrite\n";
     }
   }
   return {"labels.sh", out};

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <stdexcept>
 
 #include "extender/http_server.hpp"
 
@@ -219,15 +220,28 @@ PodGroup pod_group(const StageTable& table, const json& pod, const Request& requ
   return result;
 }
 
-// The first group label a node lacks or has another value of; nullopt when all match.
-std::optional<std::string> mismatch(const StageGroup& group, const NodeLabels& labels) {
+// The first group label a node lacks or has another value of, or that the node is outside the
+// stage's placement; nullopt when it may run the group's pods.
+std::optional<std::string> mismatch(const StageTable& table, const StageGroup& group,
+                                    const std::string& node, const NodeLabels& labels) {
   for (const auto& [name, wanted] : group.labels) {
     const auto found = labels.find(name);
     if (found != labels.end() && found->second == wanted) continue;
     return "node label " + name + ": wanted " + in_quotes(wanted) + ", found " +
            (found == labels.end() ? std::string("none") : in_quotes(found->second));
   }
-  return std::nullopt;
+  if (group.nodes.empty()) return std::nullopt;
+  const auto placeholder = labels.find(std::string(kNodeLabel));
+  const std::string& id = placeholder != labels.end() ? placeholder->second : node;
+  if (std::find(group.nodes.begin(), group.nodes.end(), id) != group.nodes.end()) {
+    return std::nullopt;
+  }
+  // The reason names no node, so that the scheduler's summary groups the nodes it fails.
+  return "node outside the placement of stage " + std::to_string(group.stage) + " of plan " +
+         table.plan + " (" + std::to_string(group.nodes.size()) + " node" +
+         (group.nodes.size() == 1 ? ": " + group.nodes.front()
+                                  : "s, " + group.nodes.front() + " to " + group.nodes.back()) +
+         "; by " + std::string(kNodeLabel) + ", else by name)";
 }
 
 // ---- ExtenderArgs -------------------------------------------------------------------------
@@ -285,11 +299,12 @@ Args read_args(const json& args, NodeCache& cache, const Request& request) {
 }
 
 // Why a candidate cannot run the pod; nullopt when it can.
-std::optional<std::string> failure(const PodGroup& group, const Candidate& candidate) {
+std::optional<std::string> failure(const StageTable& table, const PodGroup& group,
+                                   const Candidate& candidate) {
   if (!group.named) return std::nullopt;
   if (!group.error.empty()) return group.error;
   if (!candidate.labels) return std::string(kUnknownNodeReason);
-  return mismatch(*group.group, *candidate.labels);
+  return mismatch(table, *group.group, candidate.name, *candidate.labels);
 }
 
 void check_config(const ExtenderConfig& config) {
@@ -337,12 +352,24 @@ StageTable stage_table(const Cluster& cluster, const Plan& plan) {
   table.groups.reserve(plan.stages.size());
   for (std::size_t i = 0; i < plan.stages.size(); ++i) {
     const PlanStage& stage = plan.stages[i];
-    const Island* island = cluster.find_island(stage.island);
-    if (!island) {
+    if (!cluster.find_island(stage.island)) {
       throw InputError(
           stage.island_location, at("stages", i) + ".island",
           "expected an island of cluster " + cluster.name + ", got " + in_quotes(stage.island));
     }
+  }
+  Placement placement;
+  try {
+    placement = place_plan(cluster, plan);
+  } catch (const std::invalid_argument& error) {
+    const SourceLocation where = plan.stages.empty() ? SourceLocation{} : plan.stages[0].location;
+    throw InputError(where, "stages",
+                     "expected stages that fit their islands' nodes, got " +
+                         std::string(error.what()));
+  }
+  for (std::size_t i = 0; i < plan.stages.size(); ++i) {
+    const PlanStage& stage = plan.stages[i];
+    const Island* island = cluster.find_island(stage.island);
     StageGroup group;
     group.stage = static_cast<int>(i);
     group.island = island->name;
@@ -351,6 +378,7 @@ StageTable stage_table(const Cluster& cluster, const Plan& plan) {
       if (found != island->labels.end()) group.labels.emplace_back(found->first, found->second);
     }
     group.nodes_per_leaf = island->nodes_per_leaf;
+    for (const PlacedNode& node : placement.stages[i].nodes) group.nodes.push_back(node.name);
     table.groups.push_back(std::move(group));
   }
   return table;
@@ -427,7 +455,7 @@ json filter(const StageTable& table, NodeCache& cache, const json& args) {
   std::vector<const Candidate*> passed;
   passed.reserve(in.candidates.size());
   for (const Candidate& candidate : in.candidates) {
-    if (auto reason = failure(group, candidate)) {
+    if (auto reason = failure(table, group, candidate)) {
       failed[candidate.name] = std::move(*reason);
     } else {
       passed.push_back(&candidate);
@@ -468,7 +496,7 @@ json prioritize(const StageTable& table, NodeCache& cache, const json& args) {
   std::map<std::string, int> per_leaf;
   for (std::size_t i = 0; i < in.candidates.size(); ++i) {
     const Candidate& candidate = in.candidates[i];
-    if (!group.group || failure(group, candidate)) continue;
+    if (!group.group || failure(table, group, candidate)) continue;
     matches[i] = true;
     const auto leaf = candidate.labels->find(table.leaf_label);
     if (leaf == candidate.labels->end() || leaf->second.empty()) continue;

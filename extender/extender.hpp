@@ -22,6 +22,7 @@
 
 #include "core/cluster.hpp"
 #include "core/error.hpp"
+#include "core/placement.hpp"
 #include "core/plan.hpp"
 
 namespace hetplan::extender {
@@ -36,8 +37,11 @@ inline constexpr std::string_view kStageKey = "hetplan.io/stage";
 inline constexpr std::string_view kIslandEnv = "HETPLAN_ISLAND";
 inline constexpr std::string_view kStageEnv = "HETPLAN_STAGE";
 
-// The node label naming the leaf switch a node hangs off (the default of StageTable::leaf_label).
-inline constexpr std::string_view kLeafLabel = "hetplan.io/leaf";
+// The node label naming the leaf switch a node hangs off (the default of StageTable::leaf_label),
+// and the one naming the node a placeholder of the plan's placement stands for
+// (core/placement.hpp; labels.sh writes both).
+using hetplan::kLeafLabel;
+using hetplan::kNodeLabel;
 
 // The island labels (Island::labels) a node must carry, in the order they are checked.
 inline constexpr std::array<std::string_view, 4> kGroupLabels = {
@@ -53,6 +57,10 @@ struct StageGroup {
   // The labels a node must carry (name, value), in kGroupLabels order; only those the island has.
   std::vector<std::pair<std::string, std::string>> labels;
   int nodes_per_leaf = 0;  // Island::nodes_per_leaf
+  // The nodes the plan's placement puts the stage on (core/placement.hpp), in order: the cluster
+  // file's node names, or placeholders "<island>-node-NN". A node passes only when its
+  // kNodeLabel, or without one its name, is one of them. Empty: any node with the labels.
+  std::vector<std::string> nodes;
 };
 
 // What the extender knows about a plan: one group per stage, indexed by the stage.
@@ -62,8 +70,10 @@ struct StageTable {
   std::string leaf_label = std::string(kLeafLabel);
 };
 
-// The table of a plan on its cluster. Throws InputError at the stage when a stage names an island
-// the cluster lacks (formats::check_plan_references catches that earlier when it is run).
+// The table of a plan on its cluster, each group with the nodes of its stage's placement. Throws
+// InputError at the stage when a stage names an island the cluster lacks
+// (formats::check_plan_references catches that earlier when it is run) or needs more nodes than
+// its island has.
 StageTable stage_table(const Cluster& cluster, const Plan& plan);
 
 using NodeLabels = std::map<std::string, std::string>;
@@ -96,8 +106,9 @@ class NodeCache {
 nlohmann::json parse_json(const std::string& text, const std::string& file_name);
 
 // The ExtenderFilterResult for ExtenderArgs `args` (full "Nodes" or, nodeCacheCapable,
-// "NodeNames"). Nodes whose labels differ from the pod's group, and unknown node names, go to
-// FailedAndUnresolvableNodes with a reason (evicting pods cannot change labels). A pod that names
+// "NodeNames"). Nodes whose labels differ from the pod's group, nodes outside its stage's
+// placement, and unknown node names, go to FailedAndUnresolvableNodes with a reason (evicting
+// pods cannot change labels). A pod that names
 // no group passes every node. Throws InputError ("filter request: Nodes.items[2].metadata.name:
 // expected a string, got 5") when args is not ExtenderArgs.
 nlohmann::json filter(const StageTable& table, NodeCache& cache, const nlohmann::json& args);

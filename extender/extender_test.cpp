@@ -80,19 +80,28 @@ json node(const std::string& name, const std::map<std::string, std::string>& lab
   return node;
 }
 
-// Every node of the default cluster: "<island>-<i>", the island's labels and its leaf
-// ("<island>-leaf-<i / nodes_per_leaf>").
+// Every node of the default cluster as labels.sh labels it: "<island>-<i>", the island's labels,
+// its leaf and, as the cluster file does not name its nodes, the placeholder it stands for
+// (hetplan.io/node=<island>-node-<i + 1>, two digits).
 std::vector<json> cluster_nodes() {
   std::vector<json> nodes;
-  for (const Island& island : default_scenario().cluster.islands) {
+  const Cluster& cluster = default_scenario().cluster;
+  for (const Island& island : cluster.islands) {
     for (int i = 0; i < island.nodes; ++i) {
       auto labels = island.labels;
-      labels[std::string(kLeafLabel)] =
-          island.name + "-leaf-" + std::to_string(i / island.nodes_per_leaf);
+      labels[std::string(kLeafLabel)] = leaf_name(cluster, island, i / island.nodes_per_leaf);
+      labels[std::string(kNodeLabel)] = placeholder_node_name(island, i);
       nodes.push_back(node(island.name + "-" + std::to_string(i), labels));
     }
   }
   return nodes;
+}
+
+// The table of the reference plan without its placement: the stage groups' labels alone.
+StageTable labels_only_table() {
+  StageTable table = default_table();
+  for (StageGroup& group : table.groups) group.nodes.clear();
+  return table;
 }
 
 enum class Via { labels, annotations, env };
@@ -162,9 +171,9 @@ std::vector<std::string> names_of(const json& items) {
   return names;
 }
 
-std::vector<std::string> island_node_names(const std::string& island, int count) {
+std::vector<std::string> island_node_names(const std::string& island, int first, int count) {
   std::vector<std::string> names;
-  for (int i = 0; i < count; ++i) names.push_back(island + "-" + std::to_string(i));
+  for (int i = first; i < first + count; ++i) names.push_back(island + "-" + std::to_string(i));
   return names;
 }
 
@@ -216,22 +225,29 @@ TEST(ExtenderStageTable, AStageOnAnUnknownIslandIsAnInputError) {
 
 // ---- filter -------------------------------------------------------------------------------
 
-TEST(ExtenderFilter, FullNodesKeepOnlyTheGroupsIsland) {
+// Stage 5 of the reference plan was placed on the DCU island's nodes 1-4 (stages 5 and 6 take
+// four nodes each, in order): those pass, the island's other nodes and every other island's fail.
+TEST(ExtenderFilter, FullNodesKeepOnlyTheStagesPlacedNodes) {
   const StageTable table = default_table();
+  EXPECT_EQ(table.groups[5].nodes, (std::vector<std::string>{"dcu-k100-node-01", "dcu-k100-node-02",
+                                                             "dcu-k100-node-03", "dcu-k100-node-04"}));
   NodeCache cache;
   const json result = filter(table, cache, full_args(pod("dcu-k100", "5"), cluster_nodes()));
 
-  EXPECT_EQ(names_of(result["Nodes"]["items"]), island_node_names("dcu-k100", 16));
+  EXPECT_EQ(names_of(result["Nodes"]["items"]), island_node_names("dcu-k100", 0, 4));
   EXPECT_EQ(result["Nodes"]["kind"], "NodeList");  // the rest of the list is kept
   EXPECT_TRUE(result["NodeNames"].is_null());
   EXPECT_EQ(result["FailedNodes"], json::object());
   EXPECT_EQ(result["Error"], "");
   const json& failed = result["FailedAndUnresolvableNodes"];
-  EXPECT_EQ(failed.size(), 48u);
+  EXPECT_EQ(failed.size(), 60u);
   EXPECT_EQ(failed["ascend-910b-0"],
             "node label accelerator.vendor: wanted \"hygon\", found \"huawei\"");
   EXPECT_EQ(failed["mlu370-15"],
             "node label accelerator.vendor: wanted \"hygon\", found \"cambricon\"");
+  EXPECT_EQ(failed["dcu-k100-4"],
+            "node outside the placement of stage 5 of plan default-reference (4 nodes, "
+            "dcu-k100-node-01 to dcu-k100-node-04; by hetplan.io/node, else by name)");
   // Full nodes fill the cache for later requests that send names only.
   EXPECT_EQ(cache.size(), 64u);
 }
@@ -240,6 +256,7 @@ TEST(ExtenderFilter, TheReasonNamesTheFirstLabelThatDiffers) {
   const StageTable table = default_table();
   NodeCache cache;
   auto labels = default_scenario().cluster.islands[0].labels;  // ascend-910b
+  labels[std::string(kNodeLabel)] = "ascend-910b-node-01";       // where stage 0 was placed
   auto old_model = labels;
   old_model["accelerator.model"] = "ascend-910";
   auto old_runtime = labels;
@@ -272,7 +289,7 @@ TEST(ExtenderFilter, TheGroupMayComeFromAnnotationsOrTheFirstContainersEnv) {
   NodeCache cache;
   for (Via via : {Via::labels, Via::annotations, Via::env}) {
     const json result = filter(table, cache, full_args(pod("mlu370", "7", via), cluster_nodes()));
-    EXPECT_EQ(names_of(result["Nodes"]["items"]), island_node_names("mlu370", 16));
+    EXPECT_EQ(names_of(result["Nodes"]["items"]), island_node_names("mlu370", 0, 4));
   }
 }
 
@@ -306,15 +323,20 @@ TEST(ExtenderFilter, NodeNamesUseTheCacheAndUnknownNamesFail) {
   const json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", cluster_nodes()}};
   EXPECT_EQ(cache.add_node_list(list, {"nodes.json", 0, 0}), 64u);
 
+  // Stage 3 was placed on Ascend nodes 13-16.
   const json result = filter(table, cache,
-                             name_args(pod("ascend-910b", "3"), {"dcu-k100-1", "ascend-910b-4",
-                                                                 "gone-node", "ascend-910b-31"}));
+                             name_args(pod("ascend-910b", "3"), {"dcu-k100-1", "ascend-910b-12",
+                                                                 "gone-node", "ascend-910b-15",
+                                                                 "ascend-910b-16"}));
   EXPECT_TRUE(result["Nodes"].is_null());
-  EXPECT_EQ(result["NodeNames"], json::array({"ascend-910b-4", "ascend-910b-31"}));
+  EXPECT_EQ(result["NodeNames"], json::array({"ascend-910b-12", "ascend-910b-15"}));
   EXPECT_EQ(
       result["FailedAndUnresolvableNodes"],
       json({{"dcu-k100-1", "node label accelerator.vendor: wanted \"huawei\", found \"hygon\""},
-            {"gone-node", "unknown node: not in the extender's cache"}}));
+            {"gone-node", "unknown node: not in the extender's cache"},
+            {"ascend-910b-16",
+             "node outside the placement of stage 3 of plan default-reference (4 nodes, "
+             "ascend-910b-node-13 to ascend-910b-node-16; by hetplan.io/node, else by name)"}}));
   EXPECT_EQ(std::string(kUnknownNodeReason), "unknown node: not in the extender's cache");
 
   // A pod without a group passes even unknown names.
@@ -365,8 +387,10 @@ std::map<std::string, int> scores_of(const json& list) {
   return scores;
 }
 
+// Scores among candidates that may all run the pod: the table without the placement, so that
+// any node with the island's labels is one.
 TEST(ExtenderPrioritize, TheLeafMostCandidatesShareScoresHighest) {
-  const StageTable table = default_table();
+  const StageTable table = labels_only_table();
   NodeCache cache;
   auto dcu = default_scenario().cluster.islands[1].labels;
   ASSERT_EQ(dcu.at("accelerator.vendor"), "hygon");
@@ -398,16 +422,28 @@ TEST(ExtenderPrioritize, TheLeafMostCandidatesShareScoresHighest) {
 }
 
 TEST(ExtenderPrioritize, TiesGoToTheSmallerLeafName) {
-  const StageTable table = default_table();
   NodeCache cache;
-  const json result = prioritize(table, cache, full_args(pod("ascend-910b", "1"), cluster_nodes()));
+  const json result =
+      prioritize(labels_only_table(), cache, full_args(pod("ascend-910b", "1"), cluster_nodes()));
   const auto scores = scores_of(result);
-  // Both ascend leaves hold 16 candidates; leaf-0 wins, leaf-1 gets 1 + 8 * 16 / 16.
+  // Both ascend leaves hold 16 candidates; leaf-01 wins, leaf-02 gets 1 + 8 * 16 / 16.
   EXPECT_EQ(scores.at("ascend-910b-0"), 10);
   EXPECT_EQ(scores.at("ascend-910b-15"), 10);
   EXPECT_EQ(scores.at("ascend-910b-16"), 9);
   EXPECT_EQ(scores.at("dcu-k100-0"), 0);
   EXPECT_EQ(scores.at("mlu370-0"), 0);
+}
+
+// With the placement, only the stage's own nodes score: stage 1 was placed on Ascend nodes 5-8,
+// all under leaf 01.
+TEST(ExtenderPrioritize, OnlyTheStagesPlacedNodesScore) {
+  NodeCache cache;
+  const json result = prioritize(default_table(), cache, full_args(pod("ascend-910b", "1"), cluster_nodes()));
+  std::map<std::string, int> positive;
+  for (const auto& [host, score] : scores_of(result))
+    if (score > 0) positive[host] = score;
+  EXPECT_EQ(positive, (std::map<std::string, int>{{"ascend-910b-4", 10}, {"ascend-910b-5", 10},
+                                                  {"ascend-910b-6", 10}, {"ascend-910b-7", 10}}));
 }
 
 TEST(ExtenderPrioritize, NodeNamesWorkFromTheCacheAndPodsWithoutAGroupScoreZero) {
@@ -534,18 +570,18 @@ TEST(ExtenderHttp, FilterAndPrioritizeOverLoopback) {
   // The full nodes filled the server's cache: a nodeCacheCapable request now resolves names.
   EXPECT_EQ(running.server().node_cache().size(), 64u);
   const json by_name = name_args(pod("dcu-k100", "5", Via::annotations),
-                                 {"dcu-k100-0", "dcu-k100-15", "mlu370-0", "elsewhere"});
+                                 {"dcu-k100-0", "dcu-k100-3", "mlu370-0", "elsewhere"});
   auto prioritized = client.Post("/hetplan/prioritize", by_name.dump(), "application/json");
   ASSERT_TRUE(prioritized);
   EXPECT_EQ(prioritized->status, 200);
   EXPECT_EQ(
       json::parse(prioritized->body),
-      json::parse(R"([{"Host": "dcu-k100-0", "Score": 10}, {"Host": "dcu-k100-15", "Score": 10},
+      json::parse(R"([{"Host": "dcu-k100-0", "Score": 10}, {"Host": "dcu-k100-3", "Score": 10},
                             {"Host": "mlu370-0", "Score": 0}, {"Host": "elsewhere", "Score": 0}])"));
   auto names_filtered = client.Post("/hetplan/filter", by_name.dump(), "application/json");
   ASSERT_TRUE(names_filtered);
   EXPECT_EQ(json::parse(names_filtered->body)["NodeNames"],
-            json::array({"dcu-k100-0", "dcu-k100-15"}));
+            json::array({"dcu-k100-0", "dcu-k100-3"}));
 }
 
 TEST(ExtenderHttp, ANodesFileFillsTheCacheBeforeListening) {

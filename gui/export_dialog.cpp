@@ -66,10 +66,11 @@ ExportDialog::ExportDialog(const Scenario& scenario, const QString& scenario_pat
 
   auto* form = new QFormLayout();
   target_ = new QComboBox(this);
-  target_->addItem(tr("Volcano Job"), QStringLiteral("volcano"));
+  target_->addItem(tr("Volcano Job and HyperNodes"), QStringLiteral("volcano"));
   target_->addItem(tr("Plan JSON (scheduler extender)"), QStringLiteral("json"));
   target_->addItem(tr("Megatron-LM / MindSpeed-LLM arguments"), QStringLiteral("megatron"));
   target_->addItem(tr("Node labels (kubectl label)"), QStringLiteral("labels"));
+  target_->addItem(tr("kube-scheduler with the extender"), QStringLiteral("kube-scheduler"));
   form->addRow(tr("Export as"), target_);
   auto* folder_row = new QHBoxLayout();
   folder_ = new QLineEdit(this);

@@ -530,7 +530,8 @@ class MainWindowTest : public QObject {
     QVERIFY(!dialog->override_box()->isHidden());  // offered, as the plan is not validated
     QTemporaryDir out;
     const QStringList targets{QStringLiteral("volcano"), QStringLiteral("json"),
-                              QStringLiteral("megatron"), QStringLiteral("labels")};
+                              QStringLiteral("megatron"), QStringLiteral("labels"),
+                              QStringLiteral("kube-scheduler")};
     for (const QString& target : targets) {
       const QString gui_folder = out.filePath(QStringLiteral("gui-") + target);
       const QString cli_folder = out.filePath(QStringLiteral("cli-") + target);

@@ -297,8 +297,19 @@ struct Guess {
   std::string question;  // empty when the labels name the profile's chip
 };
 
+// The AI cores MindCluster's servertype label gives ("Ascend910B-20", "Ascend910-20": the part
+// and its AI-core count) and whether it names the 910B generation; 0 without one.
+std::pair<int, bool> servertype_cores(const std::string& servertype) {
+  const std::string t = upper(servertype);
+  const auto dash = t.rfind('-');
+  if (!starts_with(t, "ASCEND910") || dash == std::string::npos) return {0, false};
+  const auto cores = non_negative_integer(std::string_view(t).substr(dash + 1));
+  if (!cores || *cores < 1 || *cores > 64) return {0, false};
+  return {static_cast<int>(*cores), contains(t.substr(0, dash), "910B")};
+}
+
 Guess guess_ascend(const std::string& resource, const std::string& model,
-                   const std::string& accelerator_type) {
+                   const std::string& accelerator_type, const std::string& servertype) {
   const std::string m = upper(model);
   const std::string type = upper(accelerator_type);
   if (resource == "huawei.com/Ascend310P" || contains(m, "310P")) return {"ascend-310p", ""};
@@ -320,6 +331,18 @@ Guess guess_ascend(const std::string& resource, const std::string& model,
                 " (20 AI cores, 32 GiB); ascend-910b-313t is the 20-core 313T class with 64 GiB, "
                 "and the 910B4's own tier is not established: copy it with your part's peaks "
                 "and memory"};
+  }
+  // Without a chip name, a 910B server's AI-core count (servertype) gives the tier: 24 cores the
+  // 376T class (910B2), 20 the 313T class (910B3, or the 910B4 with half the memory).
+  const auto [cores, names_910b] = servertype_cores(servertype);
+  if (m.empty() && (names_910b || contains(type, "910B"))) {
+    if (cores == 24) return {"ascend-910b", ""};
+    if (cores == 20) {
+      return {"ascend-910b-313t",
+              "chip: servertype=" + servertype +
+                  " gives 20 AI cores, the 313T class: a 910B3 (64 GiB, the profile's) or a "
+                  "910B4 (32 GiB); no node.kubernetes.io/npu.chip.name label says which"};
+    }
   }
   if (contains(m, "910B") || contains(type, "910B")) {
     return {"ascend-910b",
@@ -731,6 +754,9 @@ struct NodeDevices {
   std::int64_t allocatable = -1;  // healthy physical devices; -1: unknown
   bool partitioned = false;       // only slices (vNPU, MIG) are offered
   std::vector<std::string> questions;
+  // The device plugin's own labels and resource names the chip was read from
+  // ("node.kubernetes.io/npu.chip.name=910B3, servertype=Ascend910B-20").
+  std::string evidence;
 };
 
 // The device resource of a node: a whole-device resource before a shared one before slices,
@@ -868,17 +894,23 @@ std::optional<NodeDevices> devices_of(const Node& node) {
         out.model = slash_name.substr(6);  // HAMi's Ascend910B3 -> 910B3
       }
       if (out.model.empty()) out.model = hami_type;
-      guess = guess_ascend(out.resource, out.model, node.label_or_empty("accelerator-type"));
+      guess = guess_ascend(out.resource, out.model, node.label_or_empty("accelerator-type"),
+                           node.label_or_empty("servertype"));
+      for (const char* key : {"node.kubernetes.io/npu.chip.name", "servertype", "accelerator-type"})
+        if (const std::string* value = node.label(key))
+          out.evidence += (out.evidence.empty() ? "" : ", ") + std::string(key) + "=" + *value;
       break;
     }
     case Family::dcu:
       out.model = node.label_or_empty("hygon.com/dcu.name");
+      if (!out.model.empty()) out.evidence = "hygon.com/dcu.name=" + out.model;
       if (out.model.empty()) out.model = hami_type;
       guess = guess_dcu(out.model);
       break;
     case Family::mlu:
       if (starts_with(slash_name, "mlu") && slash_name != "mlu" && slash_name != "mlunum") {
         out.model = upper(slash_name);  // cambricon.com/mlu370 -> MLU370
+        out.evidence = "the resource " + out.resource;
       }
       if (out.model.empty() || out.model == "MLU370") {
         if (!hami_type.empty()) out.model = hami_type;
@@ -887,6 +919,7 @@ std::optional<NodeDevices> devices_of(const Node& node) {
       break;
     case Family::nvidia:
       out.model = node.label_or_empty("nvidia.com/gpu.product");
+      if (!out.model.empty()) out.evidence = "nvidia.com/gpu.product=" + out.model;
       if (out.model.empty()) out.model = node.label_or_empty("cloud.google.com/gke-accelerator");
       if (out.model.empty()) out.model = hami_type;
       if (out.model.empty()) {
@@ -904,11 +937,24 @@ std::optional<NodeDevices> devices_of(const Node& node) {
     }
   }
   // The deployment practice's accelerator.model names hetplan's chip profile (labels.sh writes
-  // it): it comes before any guess from vendor labels.
+  // it). Where the device plugin's own labels name the chip for certain, they decide, and a site
+  // label that says otherwise is a question; where they leave the chip open, the site label
+  // settles it.
   if (const std::string practice = node.label_or_empty("accelerator.model");
       !practice.empty() && out.family != Family::other && hetplan_name(practice, "") == practice) {
-    out.model = practice;
-    guess = {practice, ""};
+    const bool plugin_decides = guess.question.empty() && guess.chip_id != "unknown";
+    if (!plugin_decides) {
+      out.model = practice;
+      guess = {practice, ""};
+    } else if (practice != guess.chip_id) {
+      out.questions.push_back(
+          "chip: the site's label accelerator.model=" + practice +
+          " disagrees with the device plugin (" + out.evidence + "), which names " +
+          guess.chip_id + ": written chip " + guess.chip_id +
+          ", and the node selectors ask for accelerator.model=" + guess.chip_id +
+          " (labels.sh relabels the nodes); if " + practice +
+          " is right, the device plugin's labels are wrong: fix them and set chip: " + practice);
+    }
   }
   out.chip_id = guess.chip_id;
   if (!guess.question.empty()) out.questions.push_back(guess.question);
@@ -1118,6 +1164,19 @@ InventoryIsland make_island(const std::vector<Member>& members, const std::strin
     });
     if (shared) island.labels[key] = *value;
   }
+  // A site accelerator.model that names another chip is a question (devices_of), not a selector:
+  // the cluster loader gives the island accelerator.model=<chip> instead.
+  if (const auto model = island.labels.find("accelerator.model");
+      model != island.labels.end() && model->second != island.chip_id) {
+    island.labels.erase(model);
+  }
+  // The free nodes first: a plan's placement takes an island's nodes in the order of node_names
+  // (core/placement.hpp), and must not land on a cordoned or tainted one.
+  std::stable_partition(island.node_names.begin(), island.node_names.end(),
+                        [&](const std::string& name) {
+                          return std::none_of(island.busy_nodes.begin(), island.busy_nodes.end(),
+                                              [&](const BusyNode& busy) { return busy.name == name; });
+                        });
 
   // RDMA and NICs.
   std::map<std::int64_t, int> efa_counts;
@@ -1137,7 +1196,9 @@ InventoryIsland make_island(const std::vector<Member>& members, const std::strin
     island.nic_count = static_cast<int>(efa_counts.begin()->first);
   }
   island.questions.push_back(
-      "nodes per leaf switch (rail group): Kubernetes does not know the wiring");
+      "nodes per leaf switch (rail group): Kubernetes does not know the wiring; each run of "
+      "nodes_per_leaf nodes in node_names (free nodes first) is taken as one leaf switch, so "
+      "list them leaf by leaf");
   if (island.nic_count > 0) {
     island.questions.push_back("NIC speed: vpc.amazonaws.com/efa counts " +
                                std::to_string(island.nic_count) +

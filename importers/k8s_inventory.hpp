@@ -70,7 +70,7 @@ struct InventoryIsland {
   // nvidia.com/gpu.product, node.kubernetes.io/instance-type, topology.kubernetes.io/zone, ...,
   // and hetplan's own accelerator.vendor / accelerator.model / runtime.version / fabric.zone.
   std::map<std::string, std::string> labels;
-  std::vector<std::string> node_names;  // in input order
+  std::vector<std::string> node_names;  // the free ones first, each part in input order
   std::vector<BusyNode> busy_nodes;     // the nodes not counted in free_nodes, in input order
   // What Kubernetes does not know about these nodes: fabric wiring (nodes per leaf), NICs when
   // no resource counts them, the runtime version when no label names it, an uncertain chip guess.

@@ -268,4 +268,74 @@ bool solve_split(const SplitProblem& problem, SplitWorkspace& work, Split& out) 
   return true;
 }
 
+bool first_last_form(const std::vector<int>& layers) {
+  return layers.size() <= 3 ||
+         std::all_of(layers.begin() + 1, layers.end() - 1, [&](int n) { return n == layers[1]; });
+}
+
+bool solve_first_last_split(const SplitProblem& problem, Split& out) {
+  const std::size_t p = problem.stages.size();
+  const int g = std::max(1, problem.granularity);
+  if (p == 0 || problem.layers % g != 0) return false;
+  const int total = problem.layers / g;
+  std::vector<Unit> units(p);
+  for (std::size_t j = 0; j < p; ++j) {
+    const SplitStage& s = problem.stages[j];
+    units[j] = {s.per_layer_s * g, s.fixed_s, s.max_layers / g,
+                std::max(1, (s.min_layers + g - 1) / g)};
+    if (units[j].cap < units[j].least) return false;
+  }
+  if (p <= 3) {
+    // Every split of three stages or fewer has equal middle stages.
+    SplitWorkspace work;
+    return solve_split(problem, work, out);
+  }
+  const int m = problem.micro_batches;
+  const int v = std::max(1, problem.virtual_stages);
+  const Unit& first = units.front();
+  const Unit& last = units.back();
+  // The middle count c, the same on every middle stage, within each one's least and cap.
+  int c_low = 1, c_high = total;
+  for (std::size_t j = 1; j + 1 < p; ++j) {
+    c_low = std::max(c_low, units[j].least);
+    c_high = std::min(c_high, units[j].cap);
+  }
+  double best = kNone;
+  int best_c = 0, best_f = 0;
+  const int middles = static_cast<int>(p) - 2;
+  for (int c = c_low; c <= c_high; ++c) {
+    const int ends = total - middles * c;  // the first's and the last's units together
+    if (ends < first.least + last.least) break;
+    double middle_max = 0, middle_sum = 0;
+    for (std::size_t j = 1; j + 1 < p; ++j) {
+      const double tau = units[j].fixed + c * units[j].time;
+      middle_max = std::max(middle_max, tau);
+      middle_sum += tau;
+    }
+    const int f_low = std::max(first.least, ends - last.cap);
+    const int f_high = std::min(first.cap, ends - last.least);
+    for (int f = f_low; f <= f_high; ++f) {
+      const double a = first.fixed + f * first.time;
+      const double b = last.fixed + (ends - f) * last.time;
+      const double max_tau = std::max({middle_max, a, b});
+      const double value = m * max_tau + (middle_sum + a + b - max_tau) / v;
+      if (value < best) {  // ties: the first found (fewer middle units, then fewer first)
+        best = value;
+        best_c = c;
+        best_f = f;
+      }
+    }
+  }
+  if (best == kNone) return false;
+  out.layers.assign(p, best_c * g);
+  out.layers.front() = best_f * g;
+  out.layers.back() = (total - middles * best_c - best_f) * g;
+  double max_tau = 0;
+  for (std::size_t j = 0; j < p; ++j)
+    max_tau = std::max(max_tau, units[j].fixed + out.layers[j] / g * units[j].time);
+  out.pipeline_s = pipeline_time(problem, out.layers);
+  out.bottleneck_s = max_tau;
+  return true;
+}
+
 }  // namespace hetplan::planner

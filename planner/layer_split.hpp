@@ -91,4 +91,13 @@ std::optional<Split> solve_split(const SplitProblem& problem);
 // The same into `out` with the workspace's buffers; false when no split fits.
 bool solve_split(const SplitProblem& problem, SplitWorkspace& work, Split& out);
 
+// Whether `layers` has equal middle stages (the first and the last may differ): the splits
+// Megatron-Core's --decoder-first/last-pipeline-num-layers express, and the only uneven ones
+// MindSpeed-LLM takes beside virtual pipeline stages (core/framework.hpp).
+bool first_last_form(const std::vector<int>& layers);
+
+// The optimal split among those of first_last_form: the same problem as solve_split, with every
+// middle stage holding the same count. Into `out`; false when no such split fits.
+bool solve_first_last_split(const SplitProblem& problem, Split& out);
+
 }  // namespace hetplan::planner

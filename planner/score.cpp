@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/framework.hpp"
 #include "models/memory.hpp"
 #include "planner/layer_split.hpp"
 
@@ -145,6 +146,17 @@ PipelineScore score_pipeline(const Cluster& cluster, const ModelShape& model,
   Split& split = cache ? cache->split : local_split;
   if (!solve_split(problem, cache ? cache->work : local_work, split))
     return {ScoreStatus::layers_do_not_fit, -1};
+  // A split the framework of some stage's island cannot express is not a plan that runs: with
+  // model chunks MindSpeed-LLM takes equal middle stages only (core/framework.hpp,
+  // docs/planner.md#expressible-splits), so the best such split is taken instead.
+  if (v > 1 && !first_last_form(split.layers)) {
+    const bool first_last_only =
+        std::any_of(kernels.begin(), kernels.end(), [&](const sim::StageKernel* k) {
+          return needs_first_last_split(framework_of(cluster.chip_of(*k->island)), v);
+        });
+    if (first_last_only && !solve_first_last_split(problem, split))
+      return {ScoreStatus::layers_do_not_fit, -1};
+  }
 
   slots.clear();
   std::vector<models::StageMemory> local_memories;

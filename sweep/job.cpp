@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <stdexcept>
 
@@ -10,6 +11,8 @@
 #include "core/input_file.hpp"
 #include "formats/loaders.hpp"
 #include "formats/yaml_edit.hpp"
+
+#include <yaml-cpp/yaml.h>
 
 namespace hetplan::sweep {
 namespace {
@@ -43,6 +46,73 @@ fs::path common_folder(const std::vector<fs::path>& files) {
   return common;
 }
 
+// A carried file's text with every absolute path it writes to a carried file (or to a folder
+// holding one) rewritten relative to the file, so that the pods read the copy in the ConfigMap;
+// an absolute path to anything else is refused at its place. Plain files (a config.json) are
+// carried as they are.
+std::string relocated(const std::string& text, const fs::path& file, const fs::path& root,
+                      const std::set<fs::path>& carried) {
+  const std::string extension = file.extension().string();
+  if (extension != ".yaml" && extension != ".yml") return text;
+  YAML::Node document;
+  try {
+    document = YAML::Load(text);
+  } catch (const YAML::Exception&) {
+    return text;  // the loaders read it already; nothing to find in what they did not
+  }
+  struct Found {
+    formats::YamlPath path;
+    YAML::Mark mark;
+    std::string value;
+  };
+  std::vector<Found> absolute;
+  std::function<void(const YAML::Node&, formats::YamlPath&)> walk = [&](const YAML::Node& node,
+                                                                       formats::YamlPath& at) {
+    if (node.IsScalar()) {
+      const std::string value = node.Scalar();
+      if (!value.empty() && value.front() == '/') absolute.push_back({at, node.Mark(), value});
+    } else if (node.IsSequence()) {
+      for (std::size_t i = 0; i < node.size(); ++i) {
+        at.emplace_back(i);
+        walk(node[i], at);
+        at.pop_back();
+      }
+    } else if (node.IsMap()) {
+      for (const auto& entry : node) {
+        if (!entry.first.IsScalar()) continue;
+        at.emplace_back(entry.first.Scalar());
+        walk(entry.second, at);
+        at.pop_back();
+      }
+    }
+  };
+  formats::YamlPath at;
+  walk(document, at);
+  std::string out = text;
+  for (const Found& found : absolute) {
+    const fs::path target = fs::path(found.value).lexically_normal();
+    bool reachable = carried.count(target) > 0;
+    // A folder holding carried files (a cluster's profiles), within the carried tree.
+    if (!reachable && !target.lexically_relative(root).empty() &&
+        *target.lexically_relative(root).begin() != "..") {
+      for (const fs::path& other : carried) {
+        const fs::path inside = other.lexically_relative(target);
+        if (!inside.empty() && *inside.begin() != "..") reachable = true;
+      }
+    }
+    if (!reachable) {
+      throw InputError({file.string(), static_cast<int>(found.mark.line) + 1,
+                        static_cast<int>(found.mark.column) + 1},
+                       formats::to_string(found.path),
+                       "expected a relative path or one to a file the sweep's ConfigMap carries "
+                       "(its pods read nothing else), got " + hetplan::quoted(found.value));
+    }
+    const std::string relative = target.lexically_relative(file.parent_path()).generic_string();
+    out = formats::set_yaml_value(out, found.path, yaml_quoted(relative), file.string());
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<JobInput> job_inputs(const Sweep& sweep) {
@@ -72,6 +142,7 @@ std::vector<JobInput> job_inputs(const Sweep& sweep) {
       throw InputError({unique[i].string(), 0, 0}, "",
                        "expected UTF-8 text to carry in the sweep's ConfigMap");
     }
+    text = relocated(text, unique[i], root, seen);
     out.push_back({"f" + key + "-" + leaf, unique[i].lexically_relative(root).generic_string(),
                    std::move(text)});
   }

@@ -4,7 +4,7 @@
 // tests/exporters/data/README.md); the launch files are exported for plans that together make
 // launch.cpp write each argument it can write: dense and mixture-of-experts models, even, uneven
 // and interleaved splits, each recompute, precision and overlap, on NVIDIA, Hygon, Cambricon,
-// Moore Threads and Ascend islands. The files are sourced by sh, as a launch script would.
+// Moore Threads and Ascend islands. The files are sourced by bash, as a launch script would.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -21,6 +21,8 @@
 
 #include "exporters/export.hpp"
 #include "formats/loaders.hpp"
+#include "planner/search.hpp"
+#include "sim/estimator.hpp"
 #include "tests/support/plans.hpp"
 #include "tests/support/shell.hpp"
 
@@ -47,7 +49,7 @@ std::string framework_name(const std::string& framework_id) {
 }
 
 // The HETPLAN_* variables a launch file assigns, each with its words after sourcing the file in
-// sh (throws when sh fails).
+// bash, an array's elements as its words (throws when bash fails).
 std::map<std::string, std::vector<std::string>> sourced_variables(const std::string& text) {
   std::vector<std::string> names;
   static const std::regex assignment("^(HETPLAN_[A-Z_]+)=");
@@ -67,13 +69,13 @@ std::map<std::string, std::vector<std::string>> sourced_variables(const std::str
     // Each value, then the record separator (octal 036).
     std::ofstream out(reader, std::ios::binary);
     out << ". \"$1\" || exit 1\nprintf '%s\\036'";
-    for (const auto& name : names) out << " \"$" << name << "\"";
+    for (const auto& name : names) out << " \"${" << name << "[*]}\"";
     out << "\n";
   }
-  const test::ShellRun run = test::run_shell("sh '" + reader.string() + "' '" + file.string() + "'");
+  const test::ShellRun run = test::run_shell("bash '" + reader.string() + "' '" + file.string() + "'");
   std::filesystem::remove(file);
   std::filesystem::remove(reader);
-  if (run.status != 0) throw std::runtime_error("sh failed on:\n" + text);
+  if (run.status != 0) throw std::runtime_error("bash failed on:\n" + text);
   const std::string& output = run.output;
 
   std::map<std::string, std::vector<std::string>> out;
@@ -329,7 +331,13 @@ TEST(LaunchFlags, TheCasesWriteEveryFlagOfTheExporter) {
   EXPECT_EQ(written["--num-layer-list"], std::set<std::string>{"mindspeed-llm"});
   EXPECT_EQ(written["--use-ascend-mc2"], std::set<std::string>{"mindspeed-llm"});
   EXPECT_EQ(written["--tp-comm-overlap"], std::set<std::string>{"megatron-lm"});
-  EXPECT_EQ(written["--decoder-first-pipeline-num-layers"], std::set<std::string>{"megatron-lm"});
+  // Equal middle stages: both frameworks (MindSpeed-LLM with model chunks); any other split:
+  // Megatron-Core's layout, which MindSpeed-LLM's Megatron-LM (core_v0.12.1) lacks.
+  EXPECT_EQ(written["--decoder-first-pipeline-num-layers"],
+            (std::set<std::string>{"megatron-lm", "mindspeed-llm"}));
+  EXPECT_EQ(written["--pipeline-model-parallel-layout"], std::set<std::string>{"megatron-lm"});
+  EXPECT_EQ(written["--use-flash-attn"], std::set<std::string>{"mindspeed-llm"});
+  EXPECT_EQ(written["--attention-backend"], std::set<std::string>{"megatron-lm"});
   // Latent attention and dense first layers, each framework in its own words.
   EXPECT_EQ(written["--multi-latent-attention"], std::set<std::string>{"megatron-lm"});
   EXPECT_EQ(written["--qk-pos-emb-head-dim"], std::set<std::string>{"megatron-lm"});
@@ -339,6 +347,98 @@ TEST(LaunchFlags, TheCasesWriteEveryFlagOfTheExporter) {
   EXPECT_EQ(written["--kv-lora-rank"], (std::set<std::string>{"megatron-lm", "mindspeed-llm"}));
 }
 
+// Whether `tool` is on the PATH.
+bool installed(const std::string& tool) {
+  return test::run_shell("command -v " + tool + " >/dev/null 2>&1").status == 0;
+}
+
+// bash -n and, where it is installed, shellcheck on a script; the findings, empty when none.
+std::string shell_findings(const std::string& name, const std::string& text) {
+  static int count = 0;
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() /
+      ("hetplan-shellcheck-" + std::to_string(::getpid()) + "-" + std::to_string(++count) + "-" +
+       name);
+  std::ofstream(path, std::ios::binary) << text;
+  std::string out;
+  const auto syntax = test::run_shell("bash -n '" + path.string() + "' 2>&1");
+  if (syntax.status != 0) out += "bash -n: " + syntax.output;
+  if (installed("shellcheck")) {
+    const auto lint = test::run_shell("shellcheck '" + path.string() + "' 2>&1");
+    if (lint.status != 0) out += "shellcheck:\n" + lint.output;
+  }
+  std::filesystem::remove(path);
+  return out;
+}
+
+// Every bundled scenario's best plan: each launch file passes only flags of its framework's
+// parser, names every assumption of the estimate that the framework has a flag for (fused
+// attention, sequence parallelism, the distributed optimizer, the overlaps, the recompute
+// granularity, the MoE dispatcher), and passes bash -n and shellcheck (when installed), as
+// labels.sh does.
+TEST(LaunchFlags, EveryBundledScenariosBestPlanNamesItsAssumptions) {
+  std::map<std::string, std::set<std::string>> known;
+  for (const std::string id : {"megatron-lm", "mindspeed-llm"}) known[id] = parser_flags(id);
+  if (!installed("shellcheck")) std::fprintf(stderr, "shellcheck not installed: bash -n only\n");
+  int files = 0;
+  for (const std::string name :
+       {"default.yaml", "six-vendors.yaml", "mixtral-mixed.yaml", "deepseek-v2-lite-mixed.yaml"}) {
+    const Scenario scenario = scenario_at(name);
+    planner::SearchOptions options;
+    options.top = 1;
+    const planner::SearchResult result = planner::search_plans(scenario, options);
+    const planner::RankedPlan* best = planner::best_job(result);
+    ASSERT_NE(best, nullptr) << name;
+    const Plan& plan = best->plan;
+    ExportInput input;
+    input.scenario = &scenario;
+    input.plan = &plan;
+    input.validation.validated = true;
+    const sim::StepSettings settings = sim::step_settings(scenario.workload, plan);
+    const TrainingSettings& t = settings.training;
+    for (const ExportedFile& file : export_megatron(input)) {
+      ++files;
+      const std::string where = name + " " + file.name;
+      const auto variables = sourced_variables(file.text);
+      const std::string framework = variables.at("HETPLAN_FRAMEWORK").at(0);
+      const bool mindspeed = framework == "mindspeed-llm";
+      const std::vector<std::string>& args = variables.at("HETPLAN_ARGS");
+      const std::set<std::string> words(args.begin(), args.end());
+      for (const std::string& word : args)
+        if (word.rfind("--", 0) == 0)
+          EXPECT_TRUE(known.at(framework).count(word)) << word << " in " << where;
+      const PlanStage& stage =
+          plan.stages.at(std::stoul(variables.at("HETPLAN_STAGES").at(0)));
+      const auto has = [&](const std::string& flag) { return words.count(flag) > 0; };
+      if (t.flash_attention) {
+        if (mindspeed) {
+          EXPECT_TRUE(has("--use-flash-attn")) << where;
+        } else {
+          EXPECT_TRUE(has("--attention-backend") && has("flash")) << where;
+        }
+      }
+      EXPECT_EQ(has("--sequence-parallel"), t.sequence_parallel && stage.tp > 1) << where;
+      EXPECT_EQ(has("--use-distributed-optimizer"), t.zero_stage >= 1) << where;
+      EXPECT_EQ(has("--overlap-grad-reduce"), t.overlap_grad_reduce && stage.dp > 1) << where;
+      if (t.overlap_param_gather && t.overlap_grad_reduce && t.zero_stage >= 1 && stage.dp > 1)
+        EXPECT_TRUE(has("--overlap-param-gather")) << where;
+      if (t.overlap_tp_comm && stage.tp > 1) {
+        EXPECT_TRUE(has(mindspeed ? "--use-ascend-mc2" : "--tp-comm-overlap") ||
+                    file.text.find("overlaps tensor-parallel communication, not passed") !=
+                        std::string::npos)
+            << where;
+      }
+      const Recompute recompute =
+          stage.recompute ? *stage.recompute : sim::settings_recompute(settings).mode;
+      EXPECT_EQ(has("--recompute-granularity"), recompute != Recompute::none) << where;
+      EXPECT_EQ(has("--moe-token-dispatcher-type"), scenario.workload.model.moe()) << where;
+      EXPECT_EQ(shell_findings(file.name, file.text), "") << where;
+    }
+    EXPECT_EQ(shell_findings("labels.sh", export_labels(input).text), "") << name;
+  }
+  EXPECT_GE(files, 4);
+}
+
 // The fixtures tell the frameworks apart where the exporter does: MindSpeed's MC2 and
 // MindSpeed-LLM's layer list are not Megatron-LM's.
 TEST(LaunchFlags, TheFrameworksDifferWhereTheExporterSaysSo) {
@@ -346,6 +446,15 @@ TEST(LaunchFlags, TheFrameworksDifferWhereTheExporterSaysSo) {
   const auto mindspeed = parser_flags("mindspeed-llm");
   for (const std::string flag : {"--use-ascend-mc2", "--num-layer-list", "--shared-expert-gate"}) {
     EXPECT_FALSE(megatron.count(flag)) << flag;
+    EXPECT_TRUE(mindspeed.count(flag)) << flag;
+  }
+  for (const std::string flag : {"--pipeline-model-parallel-layout"}) {
+    EXPECT_TRUE(megatron.count(flag)) << flag;
+    EXPECT_FALSE(mindspeed.count(flag)) << flag;
+  }
+  for (const std::string flag : {"--use-flash-attn", "--num-virtual-stages-per-pipeline-rank",
+                                 "--decoder-last-pipeline-num-layers"}) {
+    EXPECT_TRUE(megatron.count(flag)) << flag;
     EXPECT_TRUE(mindspeed.count(flag)) << flag;
   }
   for (const std::string flag : {"--tensor-model-parallel-size", "--tp-comm-overlap",

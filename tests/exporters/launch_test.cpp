@@ -1,10 +1,11 @@
 // Launch arguments (Megatron-LM / MindSpeed-LLM) and node labels: the default scenario's
 // reference and top plans, and hand-made plans for the layer splits each framework can and
-// cannot express. The files are sourced by sh to read back what a launch script would see.
+// cannot express. The files are sourced by bash to read back what a launch script would see.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -72,14 +73,15 @@ std::filesystem::path temp_file(const std::string& text) {
   return path;
 }
 
-// The words of a variable after sourcing the file in sh (throws when sh fails).
+// The words of a variable (an array's elements) after sourcing the file in bash (throws when
+// bash fails).
 std::vector<std::string> sourced(const std::string& text, const std::string& variable) {
   const std::filesystem::path path = temp_file(text);
   const std::string command =
-      "sh -c '. \"$0\" && printf %s \"$" + variable + "\"' '" + path.string() + "'";
+      "bash -c '. \"$0\" && printf %s \"${" + variable + "[*]}\"' '" + path.string() + "'";
   const test::ShellRun run = test::run_shell(command);
   std::filesystem::remove(path);
-  if (run.status != 0) throw std::runtime_error("sh failed on:\n" + text);
+  if (run.status != 0) throw std::runtime_error("bash failed on:\n" + text);
   std::istringstream words(run.output);
   std::vector<std::string> out;
   for (std::string word; words >> word;) out.push_back(word);
@@ -212,23 +214,57 @@ TEST(Launch, MindSpeedNumLayerListIsThePlansSplit) {
   EXPECT_FALSE(has_flag(even_args, "--num-layer-list"));
 }
 
-TEST(Launch, MegatronCannotExpressTheReferenceSplit) {
+// The decoder layers of each virtual stage of a Megatron-Core pipeline layout, as its parser
+// reads it: commas dropped, x*N unrolled to N x's, virtual stages between '|'.
+std::vector<int> layout_chunks(const std::string& layout) {
+  std::string plain;
+  for (std::size_t i = 0; i < layout.size(); ++i) {
+    const char c = layout[i];
+    if (c == ',') continue;
+    if (i + 1 < layout.size() && layout[i + 1] == '*') {
+      std::size_t end = i + 2;
+      while (end < layout.size() && std::isdigit(static_cast<unsigned char>(layout[end]))) ++end;
+      plain += std::string(std::stoul(layout.substr(i + 2, end - i - 2)), c);
+      i = end - 1;
+      continue;
+    }
+    plain += c;
+  }
+  std::vector<int> out(1, 0);
+  for (const char c : plain) {
+    if (c == '|') out.push_back(0);
+    if (c == 't') ++out.back();
+  }
+  EXPECT_EQ(plain.front(), 'E') << layout;
+  EXPECT_EQ(plain.back(), 'L') << layout;
+  return out;
+}
+
+// The layers per stage of a layout of `stages` stages (chunk c of stage s is c x stages + s).
+std::string layout_split(const std::string& layout, std::size_t stages) {
+  const std::vector<int> chunks = layout_chunks(layout);
+  std::vector<int> layers(stages, 0);
+  for (std::size_t i = 0; i < chunks.size(); ++i) layers[i % stages] += chunks[i];
+  std::string out;
+  for (const int n : layers) out += (out.empty() ? "" : ",") + std::to_string(n);
+  return out;
+}
+
+// The reference plan's split (12,12,12,12,12,7,7,6) has unequal middle stages: Megatron-LM on
+// the Hygon and Cambricon islands takes it as a pipeline layout (Megatron-Core 0.13 on).
+TEST(Launch, MegatronTakesTheReferenceSplitAsALayout) {
   const auto files = export_megatron(input_for(reference()));
   for (const auto* name : {"launch-dcu-k100.sh", "launch-mlu370.sh"}) {
     const std::string& text = file_named(files, name).text;
-    EXPECT_NE(comments(text).find("Megatron-LM cannot express this plan's layer split."),
-              std::string::npos)
-        << name;
-    EXPECT_NE(comments(text).find("The plan's split, stage by stage: 12,12,12,12,12,7,7,6."),
-              std::string::npos)
-        << text;
-    EXPECT_NE(
-        comments(text).find("Megatron-LM would split the 80 layers evenly, which is not this plan"),
-        std::string::npos);
+    EXPECT_EQ(text.find("cannot express"), std::string::npos) << text;
     const auto args = sourced(text, "HETPLAN_PARALLEL_ARGS");
+    const std::string layout = value_of(args, "--pipeline-model-parallel-layout");
+    EXPECT_EQ(layout, "E,t*12|t*12|t*12|t*12|t*12|t*7|t*7|t*6,L") << text;
+    EXPECT_EQ(layout_split(layout, 8), split_of(reference()));
     EXPECT_FALSE(has_flag(args, "--decoder-first-pipeline-num-layers"));
-    EXPECT_FALSE(has_flag(args, "--decoder-last-pipeline-num-layers"));
     EXPECT_FALSE(has_flag(args, "--num-layer-list"));
+    // The layout's '|' and '*' are quoted for the shell.
+    EXPECT_NE(text.find("  --pipeline-model-parallel-layout 'E,t*12|"), std::string::npos) << text;
   }
 }
 
@@ -241,7 +277,9 @@ TEST(Launch, MegatronFirstAndLastStagesApart) {
       {{9, 10, 10, 10, 10, 10, 10, 11}, "9", "11"},
       {{3, 11, 11, 11, 11, 11, 11, 11}, "3", ""},
       {{11, 11, 11, 11, 11, 11, 11, 3}, "", "3"},
-      {{30, 50}, "30", "50"},
+      // Two stages: the first's count alone (naming both leaves no middle stage, which
+      // Megatron-Core's split divides by).
+      {{30, 50}, "30", ""},
       {{20, 30, 30}, "20", ""},
   };
   for (const Case& c : cases) {
@@ -250,17 +288,14 @@ TEST(Launch, MegatronFirstAndLastStagesApart) {
     const auto args = sourced(text, "HETPLAN_PARALLEL_ARGS");
     EXPECT_EQ(value_of(args, "--decoder-first-pipeline-num-layers"), c.first) << split_of(plan);
     EXPECT_EQ(value_of(args, "--decoder-last-pipeline-num-layers"), c.last) << split_of(plan);
+    EXPECT_FALSE(has_flag(args, "--pipeline-model-parallel-layout"));
     EXPECT_EQ(text.find("cannot express"), std::string::npos) << text;
   }
-  // Unequal middle stages: not expressible, and an even split is not a whole number here.
+  // Unequal middle stages (and 80 layers no multiple of 7): the layout.
   const Plan uneven = plan_on("dcu-k100", {12, 11, 13, 11, 11, 11, 11}, 8, 1);
-  const std::string text = export_megatron(input_for(uneven))[0].text;
-  EXPECT_NE(comments(text).find("The plan's split, stage by stage: 12,11,13,11,11,11,11."),
-            std::string::npos);
-  EXPECT_NE(comments(text).find(
-                "would split the 80 layers evenly and refuses (80 is not a multiple of 7)"),
-            std::string::npos)
-      << text;
+  const auto args = sourced(export_megatron(input_for(uneven))[0].text, "HETPLAN_PARALLEL_ARGS");
+  EXPECT_EQ(layout_split(value_of(args, "--pipeline-model-parallel-layout"), 7), split_of(uneven));
+  EXPECT_FALSE(has_flag(args, "--decoder-first-pipeline-num-layers"));
 }
 
 TEST(Launch, InterleavedSchedules) {
@@ -268,30 +303,73 @@ TEST(Launch, InterleavedSchedules) {
   const auto args = sourced(export_megatron(input_for(even))[0].text, "HETPLAN_PARALLEL_ARGS");
   EXPECT_EQ(value_of(args, "--num-layers-per-virtual-pipeline-stage"), "10");
 
+  // Equal middle stages: both frameworks take the first and last stages apart, the chunks
+  // counted per stage.
   for (const auto* island : {"dcu-k100", "ascend-910b"}) {
     const Plan uneven = plan_on(island, {22, 20, 20, 18}, 8, 2, 2);
     const std::string text = export_megatron(input_for(uneven))[0].text;
     const auto uneven_args = sourced(text, "HETPLAN_PARALLEL_ARGS");
     EXPECT_FALSE(has_flag(uneven_args, "--num-layers-per-virtual-pipeline-stage"));
     EXPECT_FALSE(has_flag(uneven_args, "--num-layer-list"));
-    EXPECT_FALSE(has_flag(uneven_args, "--decoder-first-pipeline-num-layers"));
-    EXPECT_NE(
-        comments(text).find("The plan splits the layers unevenly AND interleaves 2 model chunks"),
-        std::string::npos)
-        << text;
-    EXPECT_NE(comments(text).find("split, stage by stage: 22,20,20,18 (2 chunks each)."),
-              std::string::npos);
+    EXPECT_EQ(value_of(uneven_args, "--decoder-first-pipeline-num-layers"), "22") << text;
+    EXPECT_EQ(value_of(uneven_args, "--decoder-last-pipeline-num-layers"), "18") << text;
+    EXPECT_EQ(value_of(uneven_args, "--num-virtual-stages-per-pipeline-rank"), "2") << text;
+    EXPECT_EQ(text.find("cannot express"), std::string::npos) << text;
   }
+  // Unequal middle stages: Megatron-LM's layout; MindSpeed-LLM has no way to say it.
+  const Plan odd_dcu = plan_on("dcu-k100", {22, 20, 18, 20}, 8, 2, 2);
+  const auto dcu_args =
+      sourced(export_megatron(input_for(odd_dcu))[0].text, "HETPLAN_PARALLEL_ARGS");
+  const std::string layout = value_of(dcu_args, "--pipeline-model-parallel-layout");
+  EXPECT_EQ(layout_chunks(layout), (std::vector<int>{11, 10, 9, 10, 11, 10, 9, 10}));
+  EXPECT_FALSE(has_flag(dcu_args, "--num-virtual-stages-per-pipeline-rank"));
+  const Plan odd_ascend = plan_on("ascend-910b", {22, 20, 18, 20}, 8, 2, 2);
+  const std::string text = export_megatron(input_for(odd_ascend))[0].text;
+  const auto ascend_args = sourced(text, "HETPLAN_PARALLEL_ARGS");
+  for (const auto* flag : {"--num-layer-list", "--decoder-first-pipeline-num-layers",
+                           "--num-layers-per-virtual-pipeline-stage",
+                           "--pipeline-model-parallel-layout"})
+    EXPECT_FALSE(has_flag(ascend_args, flag)) << flag;
+  EXPECT_NE(comments(text).find("MindSpeed-LLM cannot express this plan's layer split"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(comments(text).find("split, stage by stage: 22,20,18,20 (2 chunks each)."),
+            std::string::npos);
+}
+
+// Dense first layers on Megatron-LM are a --moe-layer-freq pattern, [0]*1+[1]*26 for
+// DeepSeek-V2-Lite: a glob to the shell. It reaches the arguments as written even where a file
+// matches it (the launch script's folder holding one named 01+126).
+TEST(Launch, ValuesTheShellWouldExpandAreQuoted) {
+  const Scenario deepseek =
+      formats::load_scenario(HETPLAN_SOURCE_DIR "/scenarios/deepseek-v2-lite-mixed.yaml");
+  const Plan plan = plan_on("dcu-k100", {14, 13}, 2, 8, 1, 8);
+  ExportInput input;
+  input.scenario = &deepseek;
+  input.plan = &plan;
+  input.validation.validated = true;
+  const std::string text = export_megatron(input)[0].text;
+  const std::filesystem::path path = temp_file(text);
+  const std::filesystem::path folder = path.string() + ".d";
+  std::filesystem::create_directory(folder);
+  std::ofstream(folder / "01+126") << "";
+  const test::ShellRun run = test::run_shell(
+      "cd '" + folder.string() + "' && bash -c '. \"$0\" && printf \"%s\\n\" \"${HETPLAN_ARGS[@]}\"' '" +
+      path.string() + "'");
+  std::filesystem::remove_all(folder);
+  std::filesystem::remove(path);
+  ASSERT_EQ(run.status, 0) << text;
+  std::vector<std::string> args;
+  std::istringstream lines(run.output);
+  for (std::string line; std::getline(lines, line);) args.push_back(line);
+  EXPECT_EQ(value_of(args, "--moe-layer-freq"), "[0]*1+[1]*26") << text;
 }
 
 // Model chunks of unequal size (PlanStage::chunk_layers) as Megatron-Core's layout: the
 // virtual stages in order (chunk c of stage s is c x 4 + s), the embedding before the first,
-// the loss after the last. MindSpeed-LLM (Ascend) takes it as an argument; the Megatron-LM
-// arguments hetplan checks against have none, so the layout is a note there.
+// the loss after the last. MindSpeed-LLM's Megatron-LM (core_v0.12.1) has no layout, so there
+// it is a note.
 TEST(Launch, ChunkLayoutsAsMegatronCoreLayouts) {
-  const std::string t10(10, 't');
-  const std::string layout = "E" + std::string(12, 't') + "|" + t10 + "|" + t10 + "|" + t10 + "|" +
-                             t10 + "|" + t10 + "|" + t10 + "|" + std::string(8, 't') + "L";
   for (const auto* island : {"dcu-k100", "ascend-910b"}) {
     Plan plan = plan_on(island, {22, 20, 20, 18}, 8, 2, 2);
     const std::vector<std::vector<int>> chunks = {{12, 10}, {10, 10}, {10, 10}, {10, 8}};
@@ -300,13 +378,14 @@ TEST(Launch, ChunkLayoutsAsMegatronCoreLayouts) {
     const auto args = sourced(text, "HETPLAN_PARALLEL_ARGS");
     EXPECT_FALSE(has_flag(args, "--num-layers-per-virtual-pipeline-stage"));
     EXPECT_FALSE(has_flag(args, "--num-layer-list"));
-    if (std::string(island) == "ascend-910b") {
-      EXPECT_EQ(value_of(args, "--pipeline-model-parallel-layout"), layout) << text;
+    EXPECT_FALSE(has_flag(args, "--decoder-first-pipeline-num-layers"));
+    if (std::string(island) == "dcu-k100") {
+      const std::string layout = value_of(args, "--pipeline-model-parallel-layout");
+      EXPECT_EQ(layout, "E,t*12|t*10|t*10|t*10|t*10|t*10|t*10|t*8,L") << text;
+      EXPECT_EQ(layout_chunks(layout), (std::vector<int>{12, 10, 10, 10, 10, 10, 10, 8}));
     } else {
       EXPECT_FALSE(has_flag(args, "--pipeline-model-parallel-layout"));
-      EXPECT_NE(comments(text).find("--pipeline-model-parallel-layout " + layout),
-                std::string::npos)
-          << text;
+      EXPECT_NE(comments(text).find("its model chunks differ in size"), std::string::npos) << text;
     }
   }
 }
@@ -438,13 +517,19 @@ TEST(Labels, OneCommandPerNodeThePlanNeeds) {
     const Island* found = scenario().cluster.find_island(island);
     ASSERT_NE(found, nullptr) << line;
     std::vector<std::string> labels(w.begin() + 4, w.end() - 1);
-    std::vector<std::string> want;
-    for (const auto& [key, value] : found->labels) want.push_back(key + "=" + value);
-    EXPECT_EQ(labels, want) << line;
     ++commands[island];
     char number[8];
     std::snprintf(number, sizeof number, "%02d", commands[island]);
     EXPECT_EQ(node, island + "-node-" + number);
+    // The island's labels, then the node's leaf switch (16 nodes a leaf on every island) and
+    // the placeholder it stands for.
+    std::vector<std::string> want;
+    for (const auto& [key, value] : found->labels) want.push_back(key + "=" + value);
+    char leaf[16];
+    std::snprintf(leaf, sizeof leaf, "%02d", (commands[island] - 1) / 16 + 1);
+    want.push_back("hetplan.io/leaf=" + island + "-leaf-" + leaf);
+    want.push_back("hetplan.io/node=" + node);
+    EXPECT_EQ(labels, want) << line;
   }
   for (const auto& [island, nodes] : expected) EXPECT_EQ(commands[island], nodes) << island;
   EXPECT_NE(file.text.find("accelerator.vendor=huawei"), std::string::npos) << file.text;
@@ -857,6 +942,9 @@ TEST(Labels, RealNodeNamesAndNoKubeletLabels) {
   input.scenario = &s;
   const std::string text = export_labels(input).text;
   EXPECT_NE(text.find("kubectl label node npu-0 "), std::string::npos) << text;
+  // A named node carries its leaf; its name already says which node of the placement it is.
+  EXPECT_NE(text.find("hetplan.io/leaf=ascend-910b-leaf-01 --overwrite\n"), std::string::npos);
+  EXPECT_EQ(text.find("hetplan.io/node=npu-"), std::string::npos);
   EXPECT_EQ(text.find("ascend-910b-node-01"), std::string::npos);
   EXPECT_NE(text.find("dcu-k100-node-01"), std::string::npos);  // not named: placeholders
   EXPECT_EQ(text.find("topology.kubernetes.io/zone="), std::string::npos);

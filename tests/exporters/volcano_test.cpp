@@ -6,7 +6,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <fstream>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -19,25 +18,17 @@
 #include "exporters/export.hpp"
 #include "formats/loaders.hpp"
 #include "importers/k8s_inventory.hpp"
-#include "tests/support/llama.hpp"
-#include "tests/support/temp_folder.hpp"
+#include "tests/exporters/kube_check.hpp"
 #include "planner/search.hpp"
 #include "sim/estimator.hpp"
 #include "validation/ladder.hpp"
 
-#if __has_include(<valijson/validator.hpp>)
-#include <valijson/adapters/nlohmann_json_adapter.hpp>
-#include <valijson/schema.hpp>
-#include <valijson/schema_parser.hpp>
-#include <valijson/validation_results.hpp>
-#include <valijson/validator.hpp>
-#define HETPLAN_HAVE_VALIJSON 1
-#endif
 
 namespace hetplan::exporters {
 namespace {
 
 using nlohmann::json;
+using namespace kube_check;
 
 const std::string kScenarioPath = HETPLAN_SOURCE_DIR "/scenarios/default.yaml";
 const std::string kJobCrd = HETPLAN_SOURCE_DIR "/tests/exporters/data/batch.volcano.sh_jobs.yaml";
@@ -99,128 +90,6 @@ std::string export_text(const ExportInput& input) {
   return files.empty() ? std::string() : files.front().text;
 }
 
-// ---- YAML as Kubernetes reads it -------------------------------------------------------------
-
-// A plain scalar resolved as sigs.k8s.io/yaml (go-yaml v2, YAML 1.1) does: null, booleans
-// (yes/no/on/off too), integers (decimal, 0x, 0b, 0-octal), floats; anything else is a string.
-json plain_scalar(const std::string& text) {
-  static const std::regex null_re("^(~|null|Null|NULL|)$");
-  static const std::regex true_re("^(y|Y|yes|Yes|YES|true|True|TRUE|on|On|ON)$");
-  static const std::regex false_re("^(n|N|no|No|NO|false|False|FALSE|off|Off|OFF)$");
-  static const std::regex int_re("^[-+]?(0|[1-9][0-9_]*)$");
-  static const std::regex other_int_re("^[-+]?0(b[01_]+|x[0-9a-fA-F_]+|[0-7_]+)$");
-  static const std::regex float_re(
-      "^[-+]?(\\.[0-9]+|[0-9][0-9_]*(\\.[0-9_]*)?)([eE][-+]?[0-9]+)?$|^[-+]?\\.(inf|Inf|INF)$|"
-      "^\\.(nan|NaN|NAN)$");
-  if (std::regex_match(text, null_re)) return nullptr;
-  if (std::regex_match(text, true_re)) return true;
-  if (std::regex_match(text, false_re)) return false;
-  std::string digits;
-  for (char c : text) {
-    if (c != '_') digits += c;
-  }
-  if (std::regex_match(text, int_re)) return std::stoll(digits);
-  if (std::regex_match(text, other_int_re)) {
-    const bool negative = digits[0] == '-';
-    const std::string body = (digits[0] == '-' || digits[0] == '+') ? digits.substr(1) : digits;
-    const long long value = body.rfind("0b", 0) == 0 ? std::stoll(body.substr(2), nullptr, 2)
-                                                     : std::stoll(body, nullptr, 0);
-    return negative ? -value : value;
-  }
-  if (std::regex_match(text, float_re)) return 0.5;  // a float: its value does not matter here
-  return text;
-}
-
-json yaml_to_json(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-      return nullptr;
-    case YAML::NodeType::Scalar:
-      // Quoted and block scalars carry the non-specific tag "!": always strings.
-      return node.Tag() == "!" ? json(node.Scalar()) : plain_scalar(node.Scalar());
-    case YAML::NodeType::Sequence: {
-      json out = json::array();
-      for (const auto& item : node) out.push_back(yaml_to_json(item));
-      return out;
-    }
-    case YAML::NodeType::Map: {
-      json out = json::object();
-      for (const auto& entry : node) {
-        const std::string key = entry.first.as<std::string>();
-        if (out.contains(key)) throw std::runtime_error("duplicate key " + key);
-        out[key] = yaml_to_json(entry.second);
-      }
-      return out;
-    }
-    default:
-      throw std::runtime_error("undefined YAML node");
-  }
-}
-
-json parse_yaml(const std::string& text) {
-  return yaml_to_json(YAML::Load(text));
-}
-
-// ---- checks beyond the schema ----------------------------------------------------------------
-
-const std::regex kLabelValue("^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$");
-const std::regex kLabelKey(
-    "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    "[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$");
-const std::regex kDnsLabel("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
-const std::regex kDns1035Label("^[a-z]([-a-z0-9]*[a-z0-9])?$");
-
-bool label_key_ok(const std::string& key) {
-  const auto slash = key.find('/');
-  const std::string name = slash == std::string::npos ? key : key.substr(slash + 1);
-  return std::regex_match(key, kLabelKey) && name.size() <= 63 &&
-         (slash == std::string::npos || slash <= 253);
-}
-
-// The structural-schema extensions valijson does not know: x-kubernetes-list-type (set: unique
-// items; map: unique x-kubernetes-list-map-keys) and the int32 range of `format: int32` (the
-// Go types decode into int32). x-kubernetes-int-or-string is already an anyOf in the schema;
-// x-kubernetes-map-type only says how updates merge.
-void kube_extension_errors(const json& schema, const json& doc, const std::string& path,
-                           std::vector<std::string>& errors) {
-  if (!schema.is_object()) return;
-  if (doc.is_array() && schema.contains("x-kubernetes-list-type")) {
-    const std::string type = schema["x-kubernetes-list-type"];
-    std::set<std::string> seen;
-    for (const json& item : doc) {
-      std::string key;
-      if (type == "set") key = item.dump();
-      if (type == "map" && item.is_object()) {
-        for (const json& field : schema["x-kubernetes-list-map-keys"]) {
-          key += item.value(field.get<std::string>(), json()).dump() + "\x1f";
-        }
-      }
-      if (type != "atomic" && !seen.insert(key).second) {
-        errors.push_back(path + ": duplicate entry in a list of type " + type);
-      }
-    }
-  }
-  if (doc.is_number_integer() && schema.value("format", "") == "int32") {
-    const auto value = doc.get<std::int64_t>();
-    if (value < INT32_MIN || value > INT32_MAX) errors.push_back(path + ": out of int32 range");
-  }
-  if (doc.is_object()) {
-    const json properties = schema.value("properties", json::object());
-    for (const auto& [key, value] : doc.items()) {
-      if (properties.contains(key)) {
-        kube_extension_errors(properties[key], value, path + "." + key, errors);
-      } else if (schema.contains("additionalProperties")) {
-        kube_extension_errors(schema["additionalProperties"], value, path + "." + key, errors);
-      }
-    }
-  }
-  if (doc.is_array() && schema.contains("items")) {
-    for (std::size_t i = 0; i < doc.size(); ++i) {
-      kube_extension_errors(schema["items"], doc[i], path + "[" + std::to_string(i) + "]", errors);
-    }
-  }
-}
-
 // What Volcano's job admission (pkg/webhooks/admission/jobs/validate) and the pod validation
 // check that the CRD schema does not: task names unique DNS-1123 labels, every pod's host name
 // "<job>-<task>-<index>" a DNS label, minAvailable within the total replicas; label and
@@ -265,65 +134,14 @@ void admission_errors(const json& job, std::vector<std::string>& errors) {
 
 #ifdef HETPLAN_HAVE_VALIJSON
 
-// Kubernetes rejects fields a structural schema does not declare (kubectl's default strict
-// field validation), so every object schema with properties gets additionalProperties: false;
-// the CRD leaves metadata open because the API server checks ObjectMeta itself, so that check
-// is written here: a name, string labels that are label values, string annotations.
-void harden(json& schema) {
-  if (!schema.is_object()) return;
-  if (schema.contains("properties") && !schema.contains("additionalProperties") &&
-      !schema.value("x-kubernetes-preserve-unknown-fields", false)) {
-    schema["additionalProperties"] = false;
-  }
-  if (schema.contains("properties")) {
-    for (auto& [name, sub] : schema["properties"].items()) harden(sub);
-  }
-  for (const char* key : {"additionalProperties", "items"}) {
-    if (schema.contains(key)) harden(schema[key]);
-  }
-  for (const char* key : {"anyOf", "allOf", "oneOf"}) {
-    if (schema.contains(key)) {
-      for (auto& sub : schema[key]) harden(sub);
-    }
-  }
-}
-
-json label_value_schema() {
-  return {{"type", "string"},
-          {"maxLength", 63},
-          {"pattern", "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"}};
-}
-
-json object_meta_schema() {
-  return {
-      {"type", "object"},
-      {"required", {"name"}},
-      {"additionalProperties", false},
-      {"properties",
-       {{"name", {{"type", "string"}, {"minLength", 1}, {"maxLength", 253}}},
-        {"namespace", {{"type", "string"}}},
-        {"labels", {{"type", "object"}, {"additionalProperties", label_value_schema()}}},
-        {"annotations", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}}}}};
-}
-
-struct JobSchema {
-  json raw;  // the hardened openAPIV3Schema, for the extension walk
-  valijson::Schema schema;
-};
-
-const JobSchema& job_schema() {
-  static const JobSchema* const loaded = [] {
-    auto* out = new JobSchema;
-    const json crd = yaml_to_json(YAML::LoadFile(kJobCrd));
-    out->raw = crd.at("spec").at("versions").at(0).at("schema").at("openAPIV3Schema");
-    harden(out->raw);
-    out->raw["properties"]["metadata"] = object_meta_schema();
+const Schema& job_schema() {
+  static const Schema* const loaded = [] {
+    auto* out = new Schema;
+    out->raw = crd_schema(kJobCrd);
     json& template_meta = out->raw["properties"]["spec"]["properties"]["tasks"]["items"]
                                   ["properties"]["template"]["properties"]["metadata"];
     template_meta["properties"]["labels"]["additionalProperties"] = label_value_schema();
-    valijson::SchemaParser parser;
-    valijson::adapters::NlohmannJsonAdapter adapter(out->raw);
-    parser.populateSchema(adapter, out->schema);
+    populate(*out);
     return out;
   }();
   return *loaded;
@@ -334,34 +152,15 @@ const JobSchema& job_schema() {
 // Every reason the API server (with the CRD), Volcano's admission or kubectl would refuse the
 // Job; empty when it would be accepted.
 std::vector<std::string> job_errors(const json& job) {
-  std::vector<std::string> errors;
 #ifdef HETPLAN_HAVE_VALIJSON
-  const JobSchema& schema = job_schema();
-  valijson::Validator validator;
-  valijson::ValidationResults results;
-  valijson::adapters::NlohmannJsonAdapter target(job);
-  if (!validator.validate(schema.schema, target, &results)) {
-    valijson::ValidationResults::Error error;
-    while (results.popError(error)) {
-      std::string path;
-      for (const std::string& part : error.context) path += part;
-      errors.push_back(path + ": " + error.description);
-    }
-  }
-  kube_extension_errors(schema.raw, job, "", errors);
+  std::vector<std::string> errors = schema_errors(job_schema(), job);
 #else
-  errors.push_back("valijson is not installed (apt-get install libvalijson-dev)");
+  std::vector<std::string> errors = {"valijson is not installed (apt-get install libvalijson-dev)"};
 #endif
   if (job.is_object() && job.contains("metadata") && job.contains("spec")) {
     admission_errors(job, errors);
   }
   return errors;
-}
-
-std::string joined(const std::vector<std::string>& errors) {
-  std::string out;
-  for (const auto& error : errors) out += error + "\n";
-  return out;
 }
 
 const json& env_of(const json& task) {
@@ -416,8 +215,7 @@ TEST(Volcano, BrokenJobsAreRefused) {
   const auto refused = [](const json& job, const std::string& expected) {
     const std::vector<std::string> errors = job_errors(job);
     EXPECT_FALSE(errors.empty()) << expected;
-    EXPECT_TRUE(std::any_of(errors.begin(), errors.end(),
-                            [&](const std::string& e) { return e.find(expected) != e.npos; }))
+    EXPECT_TRUE(mentions(errors, expected))
         << "expected an error mentioning " << expected << ", got:\n"
         << joined(errors);
   };
@@ -812,100 +610,6 @@ TEST(Volcano, AscendRingControllerValues) {
   EXPECT_EQ(ascend_ring_controller(chip), "");
 }
 
-
-// The site as kubectl shows it: nine nodes (a tainted control plane, four Ascend 910B nodes with
-// huawei.com/Ascend910, two DCU nodes with hygon.com/dcu and the RDMA shared-device plugin's
-// resource printed as "1k", two MLU nodes with the Cambricon plugin's default cambricon.com/mlu),
-// every accelerator node labelled as the deployment practice says (accelerator.vendor,
-// accelerator.model, runtime.version, fabric.zone). Imported without hand edits, planned and
-// exported, every pod of the Job must fit on nodes that its selectors pick and that advertise
-// what it requests.
-TEST(Volcano, AnImportedInventoryGetsAJobThatSchedules) {
-  nlohmann::json nodes = nlohmann::json::parse(
-      std::ifstream(HETPLAN_SOURCE_DIR "/tests/importers/data/kubectl-get-nodes-ascend-dcu-mlu.json"));
-  for (auto& node : nodes["items"]) {
-    auto& labels = node["metadata"]["labels"];
-    auto& allocatable = node["status"]["allocatable"];
-    const std::string name = node["metadata"]["name"];
-    std::string vendor, model, runtime, zone;
-    if (name.rfind("a910b", 0) == 0) {
-      vendor = "huawei", model = "ascend-910b", runtime = "cann-8.0.0", zone = "zone-a";
-    } else if (name.rfind("dcu", 0) == 0) {
-      vendor = "hygon", model = "hygon-k100-ai", runtime = "dtk-24.04", zone = "zone-b";
-      allocatable["rdma/hca_shared_devices_a"] = "1k";
-      node["status"]["capacity"]["rdma/hca_shared_devices_a"] = "1k";
-    } else if (name.rfind("mlu", 0) == 0) {
-      vendor = "cambricon", model = "cambricon-mlu370-x8", runtime = "neuware-5.10", zone = "zone-b";
-      for (auto* map : {&allocatable, &node["status"]["capacity"]}) {
-        (*map)["cambricon.com/mlu"] = (*map)["cambricon.com/mlu370"];
-        map->erase("cambricon.com/mlu370");
-      }
-    } else {
-      continue;
-    }
-    labels["accelerator.vendor"] = vendor;
-    labels["accelerator.model"] = model;
-    labels["runtime.version"] = runtime;
-    labels["fabric.zone"] = zone;
-  }
-  test::TempFolder folder;
-  const importers::Inventory inventory = importers::parse_kubectl_nodes(nodes.dump(2), "nodes.json");
-  ASSERT_EQ(inventory.islands.size(), 3u);
-  std::vector<ChipProfile> profiles;
-  for (const auto& island : inventory.islands) {
-    ASSERT_NE(island.chip_id, "unknown") << island.name;
-    // The practice's labels decide: fabric.zone over the cloud's topology zone ("hall-a" on
-    // every node), and accelerator.model names the profile, so no island asks for its chip.
-    EXPECT_EQ(island.zone, island.family == "ascend" ? "zone-a" : "zone-b") << island.name;
-    for (const auto& question : island.questions)
-      EXPECT_NE(question.rfind("chip:", 0), 0u) << island.name << ": " << question;
-    profiles.push_back(formats::load_chip(HETPLAN_SOURCE_DIR "/profiles/" + island.chip_id + ".yaml"));
-  }
-  const std::string cluster_path = folder.file("site.yaml");
-  std::ofstream(cluster_path) << importers::cluster_yaml(inventory, "site", HETPLAN_SOURCE_DIR "/profiles", profiles);
-  Scenario scenario;
-  scenario.name = "site";
-  scenario.cluster = formats::load_cluster(cluster_path);
-  scenario.workload = test::small_llama(24, 64);
-  const planner::SearchResult result = planner::search_plans(scenario);
-  std::vector<const planner::RankedPlan*> plans;
-  for (const auto& ranked : result.ranked) {
-    if (ranked.mode != planner::Mode::resource_pool && !ranked.plan.stages.empty())
-      plans.push_back(&ranked);
-  }
-  ASSERT_FALSE(plans.empty());
-  std::set<std::string> islands_seen;
-  for (const planner::RankedPlan* ranked : plans) {
-    const json job = parse_yaml(export_text(input_for(scenario, ranked->plan, &ranked->estimate)));
-    EXPECT_EQ(job_errors(job), std::vector<std::string>{}) << joined(job_errors(job));
-    for (const json& task : job["spec"]["tasks"]) {
-      const json& spec = task["template"]["spec"];
-      const json& requests = spec["containers"][0]["resources"]["requests"];
-      islands_seen.insert(task["template"]["metadata"]["labels"]["hetplan.io/island"]);
-      // The nodes the selectors pick, each taking as many of this task's pods as its
-      // resources allow.
-      long long room = 0;
-      for (const auto& node : nodes["items"]) {
-        bool selected = true;
-        for (const auto& [key, value] : spec["nodeSelector"].items())
-          selected &= node["metadata"]["labels"].value(key, std::string("\x01")) == value.get<std::string>();
-        if (!selected) continue;
-        long long pods = 1 << 20;
-        for (const auto& [resource, count] : requests.items()) {
-          const auto advertised = importers::kubernetes_count(
-              node["status"]["allocatable"].value(resource, std::string("0")));
-          ASSERT_TRUE(advertised.has_value()) << resource;
-          pods = std::min(pods, *advertised / count.get<long long>());
-        }
-        room += pods;
-      }
-      EXPECT_GE(room, task["replicas"].get<long long>())
-          << ranked->plan.name << " task " << task["name"] << ": requests " << requests.dump()
-          << " on nodes selected by " << spec["nodeSelector"].dump();
-    }
-  }
-  EXPECT_GE(islands_seen.size(), 2u);  // the plans use more than one vendor's nodes
-}
 
 TEST(Inventory, KubernetesQuantitiesAsKubernetesReadsThem) {
   using importers::kubernetes_count;

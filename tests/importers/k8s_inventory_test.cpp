@@ -226,7 +226,7 @@ TEST(K8sInventoryClusterYaml, WrittenKeysAndComments) {
       contains("  #   - {between: [hall-a, hall-b], bandwidth: 6.4 Tbps, latency: 2 us}\n"));
   EXPECT_TRUE(contains(
       "#   - island hygon-k100-ai: nodes per leaf switch (rail group): Kubernetes does not "
-      "know the wiring\n"));
+      "know the wiring;"));
   EXPECT_TRUE(contains("# Nodes without accelerators, in no island: master-01\n"));
   EXPECT_TRUE(contains(
       "  - name: ascend-910b-313t\n"
@@ -348,7 +348,9 @@ TEST(K8sInventory, AscendChipGuesses) {
       {"910B3", "module-910b-8", "ascend-910b-313t", false},
       {"910B4", "module-910b-8", "ascend-910b-313t", true},
       {"910ProB", "module", "ascend-910", false},
-      {"", "module-910b-8", "ascend-910b", true},
+      // The fixture's servertype=Ascend910-20 gives a 910B server's 20 AI cores: the 313T
+      // class, a 910B3 or a 910B4.
+      {"", "module-910b-8", "ascend-910b-313t", true},
       {"", "module", "ascend-910", true},
       {"", "module-a3-16", "ascend-910c", false},
       {"", "", "ascend-910b", true},
@@ -369,6 +371,84 @@ TEST(K8sInventory, AscendChipGuesses) {
     EXPECT_EQ(has_question(ascend.questions, "chip:"), c.question)
         << c.chip_name << " " << c.accelerator_type;
   }
+}
+
+// Without a chip name, MindCluster's servertype gives a 910B server's AI cores: 24 the 376T
+// class, 20 the 313T class (a 910B3 or a 910B4: a question). A servertype that does not say
+// 910B, on a server whose accelerator-type does not either, is not read.
+TEST(K8sInventory, ServertypeGivesTheTierWithoutAChipName) {
+  const auto chip_of = [](const std::string& servertype, const std::string& accelerator_type) {
+    auto list = fixture_json();
+    for (auto& item : list["items"]) {
+      auto& labels = item["metadata"]["labels"];
+      if (!labels.contains("accelerator")) continue;
+      labels.erase("node.kubernetes.io/npu.chip.name");
+      labels["servertype"] = servertype;
+      labels["accelerator-type"] = accelerator_type;
+    }
+    const InventoryIsland island = parse(list).islands[0];
+    return island.chip_id + (has_question(island.questions, "chip:") ? " (asked)" : "");
+  };
+  EXPECT_EQ(chip_of("Ascend910B-24", "module"), "ascend-910b");
+  EXPECT_EQ(chip_of("Ascend910B-20", "module"), "ascend-910b-313t (asked)");
+  EXPECT_EQ(chip_of("Ascend910-20", "module-910b-8"), "ascend-910b-313t (asked)");
+  EXPECT_EQ(chip_of("Ascend910-20", "module"), "ascend-910 (asked)");
+}
+
+// The site's own accelerator.model label against the device plugin's (the site fixture: the
+// Ascend nodes' label says ascend-910b, the 376T profile; their plugin says 910B3 and 20 AI
+// cores). The plugin decides; the site label is a question naming what each said, and it is not
+// kept as a selector, so the cluster loader's accelerator.model is the chip written. Where the
+// plugin leaves the chip open (the MLU nodes' cambricon.com/mlu names no card) or agrees (the
+// DCU nodes), the site label settles it without a question.
+TEST(K8sInventory, ASiteLabelThatDisagreesWithTheDevicePluginIsAQuestion) {
+  const Inventory inventory = import_kubectl_nodes(kData + "kubectl-get-nodes-site-labels.json");
+  ASSERT_EQ(inventory.islands.size(), 3u);
+  const InventoryIsland& ascend = inventory.islands[0];
+  EXPECT_EQ(ascend.chip_id, "ascend-910b-313t");
+  EXPECT_EQ(ascend.name, "ascend-910b-313t");
+  EXPECT_TRUE(has_question(
+      ascend.questions,
+      "chip: the site's label accelerator.model=ascend-910b disagrees with the device plugin "
+      "(node.kubernetes.io/npu.chip.name=910B3, servertype=Ascend910B-20, "
+      "accelerator-type=module-910b-8), which names ascend-910b-313t: written chip "
+      "ascend-910b-313t, and the node selectors ask for accelerator.model=ascend-910b-313t "
+      "(labels.sh relabels the nodes); if ascend-910b is right, the device plugin's labels are "
+      "wrong: fix them and set chip: ascend-910b"))
+      << ascend.questions.front();
+  EXPECT_FALSE(ascend.labels.contains("accelerator.model"));
+  EXPECT_EQ(ascend.labels.at("node.kubernetes.io/npu.chip.name"), "910B3");
+  for (const auto* chip : {"hygon-k100-ai", "cambricon-mlu370-x8"}) {
+    const InventoryIsland* island = island_of(inventory, chip);
+    ASSERT_NE(island, nullptr) << chip;
+    EXPECT_FALSE(has_question(island->questions, "chip:")) << chip;
+    EXPECT_EQ(island->labels.at("accelerator.model"), chip);
+  }
+
+  const std::string yaml = cluster_yaml(inventory, "site", kProfiles, profiles_of(inventory));
+  EXPECT_NE(yaml.find("#   - island ascend-910b-313t: chip: the site's label "
+                      "accelerator.model=ascend-910b disagrees"),
+            std::string::npos)
+      << yaml;
+  const Cluster cluster = load_written(yaml, "site-labels");
+  const Island& written = cluster.islands[0];
+  EXPECT_EQ(cluster.chip_of(written).id, "ascend-910b-313t");
+  EXPECT_EQ(written.labels.at("accelerator.model"), "ascend-910b-313t");
+  EXPECT_EQ(written.labels.at("servertype"), "Ascend910B-20");
+}
+
+// A plan is placed on an island's nodes in the order of node_names: the free nodes come first,
+// so that no placement lands on the cordoned mlu370-01 (the site fixture's first MLU node).
+TEST(K8sInventory, FreeNodesComeFirstInNodeNames) {
+  const Inventory inventory = import_kubectl_nodes(kData + "kubectl-get-nodes-site-labels.json");
+  const InventoryIsland* mlu = island_of(inventory, "cambricon-mlu370-x8");
+  ASSERT_NE(mlu, nullptr);
+  EXPECT_EQ(mlu->free_nodes, 1);
+  EXPECT_EQ(mlu->node_names, (std::vector<std::string>{"mlu370-02", "mlu370-01"}));
+  const InventoryIsland* ascend = island_of(inventory, "ascend-910b-313t");
+  ASSERT_NE(ascend, nullptr);
+  EXPECT_EQ(ascend->node_names,
+            (std::vector<std::string>{"a910b-01", "a910b-02", "a910b-03", "a910b-04"}));
 }
 
 // An A3 node's device plugin advertises its 16 dies; the ascend-910c profile is one die, so the

@@ -160,6 +160,50 @@ TEST(LayerSplit, StageSpeedsFarApartMatchBruteForce) {
   EXPECT_EQ(solved, 2000);
 }
 
+// MindSpeed-LLM with model chunks takes only equal middle stages (core/framework.hpp): the
+// best such split against brute force over the splits of that form, on random problems of up
+// to six stages.
+TEST(LayerSplit, FirstLastSplitMatchesBruteForceOverItsForm) {
+  std::mt19937 rng(20260705);
+  int solved = 0, constrained = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    SplitProblem problem = random_problem(rng);
+    if (trial % 2 == 0) {  // longer pipelines, where the form binds
+      problem.stages.resize(std::uniform_int_distribution<std::size_t>(4, 6)(rng),
+                            problem.stages.back());
+      for (auto& s : problem.stages)
+        s.per_layer_s = std::uniform_real_distribution<double>(0.5, 4.0)(rng);
+      problem.layers = problem.granularity * std::uniform_int_distribution<int>(6, 16)(rng);
+      for (auto& s : problem.stages) s.max_layers = std::max(s.max_layers, problem.layers / 2);
+    }
+    const double expected = test::brute_force_split(problem, first_last_form);
+    Split split;
+    const bool found = solve_first_last_split(problem, split);
+    if (!std::isfinite(expected)) {
+      EXPECT_FALSE(found) << "trial " << trial;
+      continue;
+    }
+    ASSERT_TRUE(found) << "trial " << trial;
+    ++solved;
+    EXPECT_TRUE(first_last_form(split.layers)) << "trial " << trial;
+    EXPECT_NEAR(split.pipeline_s, expected, 1e-9 * expected) << "trial " << trial;
+    EXPECT_NEAR(split.pipeline_s, pipeline_time(problem, split.layers), 1e-12 * expected);
+    int total = 0;
+    for (std::size_t j = 0; j < split.layers.size(); ++j) {
+      EXPECT_LE(split.layers[j], problem.stages[j].max_layers);
+      EXPECT_EQ(split.layers[j] % problem.granularity, 0);
+      total += split.layers[j];
+    }
+    EXPECT_EQ(total, problem.layers);
+    const auto free = solve_split(problem);
+    ASSERT_TRUE(free);
+    EXPECT_GE(split.pipeline_s, free->pipeline_s * (1 - 1e-12));
+    if (!first_last_form(free->layers)) ++constrained;
+  }
+  EXPECT_GT(solved, 1000);
+  EXPECT_GT(constrained, 100);  // the form bound often
+}
+
 TEST(LayerSplit, SlowStagesGetFewerLayers) {
   SplitProblem problem;
   problem.layers = 12;

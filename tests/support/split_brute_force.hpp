@@ -13,8 +13,11 @@
 namespace hetplan::test {
 
 // The best pipeline time over every split that gives each stage at least one unit (and its
-// min_layers) and respects the caps; infinity when there is none.
-inline double brute_force_split(const planner::SplitProblem& problem) {
+// min_layers) and respects the caps, among those `keep` keeps (all without it); infinity when
+// there is none.
+inline double brute_force_split(
+    const planner::SplitProblem& problem,
+    const std::function<bool(const std::vector<int>&)>& keep = nullptr) {
   const int g = problem.granularity;
   std::vector<int> layers(problem.stages.size());
   double best = std::numeric_limits<double>::infinity();
@@ -25,7 +28,7 @@ inline double brute_force_split(const planner::SplitProblem& problem) {
     if (j + 1 == problem.stages.size()) {
       if (left < least(j) || left > problem.stages[j].max_layers) return;
       layers[j] = left;
-      best = std::min(best, planner::pipeline_time(problem, layers));
+      if (!keep || keep(layers)) best = std::min(best, planner::pipeline_time(problem, layers));
       return;
     }
     for (int n = least(j); n <= std::min(left, problem.stages[j].max_layers); n += g) {

@@ -573,6 +573,76 @@ TEST(SweepJob, ShardsOfTheManifestMergeToTheSingleRun) {
             (std::vector<std::string>{"sweep", "report", "/results/dcu-mlu-mtbf/merged"}));
 }
 
+// A text with every occurrence of `from` replaced by `to`.
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+// Inputs that name each other by absolute paths (the workload's hf_config among them) reach the
+// pods: the ConfigMap carries each file and rewrites the paths to the carried copies, so the
+// scenario rebuilt from the ConfigMap reads nothing outside the mount.
+TEST(SweepJob, AbsolutePathsReachTheCarriedCopies) {
+  const std::string source = HETPLAN_SOURCE_DIR;
+  const test::TempFolder folder;
+  std::ofstream(folder.file("workload.yaml"))
+      << replaced(formats::read_text_file(source + "/workloads/llama-70b-pretrain.yaml"),
+                  "hf_config: hf/", "hf_config: " + source + "/workloads/hf/");
+  std::string scenario = formats::read_text_file(source + "/scenarios/default.yaml");
+  scenario = replaced(scenario, "workload: ../workloads/llama-70b-pretrain.yaml",
+                      "workload: " + folder.file("workload.yaml"));
+  scenario = replaced(scenario, ": ../", ": " + source + "/");
+  std::ofstream(folder.file("scenario.yaml")) << scenario;
+  std::ofstream(folder.file("sweep.yaml"))
+      << "schema: hetplan/sweep/v1\nname: absolute\nscenario: " << folder.file("scenario.yaml")
+      << "\ntop: 1\naxes:\n  - path: training.global_batch\n    values: [512, 1024]\n";
+  const Sweep sweep = load_sweep(folder.file("sweep.yaml"));
+  JobOptions options;
+  options.image = "img:1";
+  const auto files = sweep_job(sweep, options);
+  const YAML::Node configmap = YAML::Load(files[0].text);
+  const YAML::Node job = YAML::Load(files[1].text);
+
+  const test::TempFolder pod;
+  const std::string mount = pod.path() + "/inputs";
+  for (const auto& volume : job["spec"]["template"]["spec"]["volumes"]) {
+    if (!volume["configMap"]) continue;
+    for (const auto& item : volume["configMap"]["items"]) {
+      const std::filesystem::path file = std::filesystem::path(mount) / item["path"].as<std::string>();
+      std::filesystem::create_directories(file.parent_path());
+      std::ofstream(file, std::ios::binary)
+          << configmap["data"][item["key"].as<std::string>()].as<std::string>();
+    }
+  }
+  const std::string sweep_arg = strings(job["spec"]["template"]["spec"]["containers"][0]["args"])[1];
+  const Sweep rebuilt = load_sweep(mount + sweep_arg.substr(std::string("/inputs").size()));
+  const Scenario read = formats::load_scenario(rebuilt.scenario);
+  const auto inside = [&](const std::string& file) {
+    return std::filesystem::path(file).lexically_normal().string().rfind(mount + "/", 0) == 0;
+  };
+  EXPECT_TRUE(inside(rebuilt.scenario)) << rebuilt.scenario;
+  EXPECT_TRUE(inside(read.workload.model_file)) << read.workload.model_file;
+  EXPECT_TRUE(inside(read.workload.location.file)) << read.workload.location.file;
+  EXPECT_TRUE(inside(read.cluster.location.file)) << read.cluster.location.file;
+  ASSERT_TRUE(read.reference_plan);
+  EXPECT_TRUE(inside(read.reference_plan->location.file)) << read.reference_plan->location.file;
+  for (const ChipProfile& chip : read.cluster.chips)
+    EXPECT_TRUE(inside(chip.location.file)) << chip.location.file;
+  const Scenario original = formats::load_scenario(sweep.scenario);
+  EXPECT_EQ(read.workload.model.layers, original.workload.model.layers);
+  EXPECT_EQ(read.workload.model.hidden, original.workload.model.hidden);
+  // The carried workload names its config.json relative to itself.
+  bool found = false;
+  for (const auto& entry : configmap["data"]) {
+    const std::string text = entry.second.as<std::string>();
+    if (text.find("hf_config:") == std::string::npos) continue;
+    found = true;
+    EXPECT_EQ(text.find("hf_config: " + source), std::string::npos) << text;
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(SweepJob, OptionsKubernetesWouldRefuseAreErrors) {
   const Sweep sweep =
       load_sweep(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/sweeps/dcu-mlu-mtbf.yaml");
