@@ -158,6 +158,8 @@ LadderReport ladder_state(const Cluster& cluster, const std::vector<ValidationRe
     state.island = island.name;
     state.chip = chip.id;
     state.runtime = island.runtime;
+    state.evidence = chip.evidence_level();
+    state.band = chip.evidence.step;
     std::map<LadderStep, std::vector<const LadderEntry*>> steps;
     for (const auto& record : records) {
       if (base_chip(record.chip) != base_chip(chip.id) || !same_runtime(record.runtime, island.runtime))
@@ -267,6 +269,16 @@ std::string ladder_text(const LadderReport& report) {
                                                               : 2;
       out += rung_text(std::to_string(number) + " " + std::string(to_string(rung.step)), rung);
     }
+    // What its chip's figures rest on (docs/models/uncertainty.md): the probe and run records
+    // above are what narrow a datasheet-level chip's band.
+    char band[96] = "no band stated";
+    if (s.band)
+      std::snprintf(band, sizeof band, "80%% of runs %+.0f%% to %+.0f%% of the predicted step",
+                    100 * (s.band->low - 1), 100 * (s.band->high - 1));
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-28s %s, %s\n", "profile evidence",
+                  std::string(to_string(s.evidence)).c_str(), band);
+    out += line;
   }
   out += "cross-island pipeline boundaries (step 3)\n";
   for (const auto& b : report.boundaries) out += rung_text(b.a + " <-> " + b.b, b.rung);

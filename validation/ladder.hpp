@@ -41,6 +41,10 @@ struct IslandLadder {
   int level = 0;
   std::vector<RungState> rungs;      // single-card, collectives, checkpoint, scale
   std::vector<std::string> missing;  // what steps 1 and 2 lack ("collectives has no record")
+  // What stands behind its chip's figures, and their 80% step band (docs/models/uncertainty.md):
+  // the ladder's probe and run records are what raises a chip at datasheet level.
+  EvidenceLevel evidence = EvidenceLevel::datasheet;
+  std::optional<Band> band;
   std::string scale_failure;  // the latest run at scale failed: "scale failed on DATE: note"
   int scale_chips = 0;        // the chips of the latest run at scale, when it passed
 

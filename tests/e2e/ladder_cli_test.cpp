@@ -33,6 +33,19 @@ TEST(LadderCli, ShowsEachIslandsStepAndEachBoundary) {
                          "  1 single-card                no record\n"),
             std::string::npos)
       << run.out;
+  // Each island says what its chip's figures rest on: the 910B's runs, the K100-AI's datasheet.
+  const auto evidence_of = [&](const std::string& island) {
+    const auto at = run.out.find("island " + island + " (");
+    const auto line = run.out.find("  profile evidence", at);
+    return at == std::string::npos || line == std::string::npos
+               ? std::string()
+               : run.out.substr(line, run.out.find('\n', line) - line);
+  };
+  EXPECT_EQ(evidence_of("ascend-910b").rfind("  profile evidence             runs, 80% of runs ", 0), 0u)
+      << run.out;
+  EXPECT_EQ(evidence_of("dcu-k100").rfind("  profile evidence             datasheet, 80% of runs ", 0),
+            0u)
+      << run.out;
   EXPECT_NE(run.out.find("  ascend-910b <-> dcu-k100     passed on 2026-11-03 "
                          "(tests/e2e/data/evidence/910b-k100-boundary.json)\n"),
             std::string::npos)
