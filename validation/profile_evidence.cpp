@@ -87,6 +87,7 @@ ProfileEvidence profile_evidence(std::vector<TrainingRun> runs, const std::strin
     const ChipTerms* terms = silicon(profile.id);
     const ChipTerms* bin_of = terms || profile.in_step_from.empty() ? nullptr
                                                                     : silicon(profile.in_step_from);
+    LevelBand step;
     if (bin_of && bin_of->fit.profile.efficiency.in_step.any()) {
       // Another bin of a die the runs used: its terms, cited to its runs; the level stays what
       // this profile's own figures are, and the band is every chip's held-out one (a prediction
@@ -102,24 +103,9 @@ ProfileEvidence profile_evidence(std::vector<TrainingRun> runs, const std::strin
       }
       profile.evidence.level = profile.efficiency.calibrated ? EvidenceLevel::microbenchmarks
                                                               : EvidenceLevel::datasheet;
-      LevelBand step = out.runs;
+      step = out.runs;
       step.how += " (the terms are " + bin_of->chip + "'s, this bin has no runs)";
-      profile.evidence.step = step.band;
-      profile.sources["cross-validation"] = step.how;
-      profile.cited_by["evidence.step.low"] = "cross-validation";
-      profile.cited_by["evidence.step.high"] = "cross-validation";
-      if (out.memory.band) {
-        profile.evidence.memory = out.memory.band;
-        profile.sources["memory-validation"] = out.memory.how;
-        profile.cited_by["evidence.memory.low"] = "memory-validation";
-        profile.cited_by["evidence.memory.high"] = "memory-validation";
-      }
-      out.profiles.push_back(std::move(profile));
-      out.files.push_back(file.filename().string());
-      continue;
-    }
-    LevelBand step;
-    if (terms && terms->fit.profile.efficiency.in_step.any()) {
+    } else if (terms && terms->fit.profile.efficiency.in_step.any()) {
       std::vector<std::string> group{terms->chip};
       group.insert(group.end(), terms->shares.begin(), terms->shares.end());
       std::vector<TrainingRun> own;
