@@ -106,11 +106,11 @@ std::string indistinguishable(const RankedPlan& best, const std::string& best_na
           : a;
   return best_name + " and " + other_name + " are within each other's 80% intervals: the estimate "
          "cannot tell which is faster, and the twin shares its compute terms, so it cannot "
-         "either. " + weak.weakest_chip + " is at evidence level " +
-         std::string(to_string(weak.evidence)) + " (80%: " +
-         signed_percent(weak.step_band->low) + " to " + signed_percent(weak.step_band->high) +
-         " on the step): " + narrowing(weak.evidence) +
-         ".";
+         "either (their steps' 80% intervals: " + signed_percent(a.step_band->low) + " to " +
+         signed_percent(a.step_band->high) + " and " + signed_percent(b.step_band->low) + " to " +
+         signed_percent(b.step_band->high) + "). The least known of their chips is " +
+         weak.weakest_chip + ", at evidence level " + std::string(to_string(weak.evidence)) +
+         ": " + narrowing(weak.evidence) + ".";
 }
 
 }  // namespace

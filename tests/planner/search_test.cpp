@@ -1044,5 +1044,41 @@ TEST(PlanSearch, InterleavedPipelinesOnMindSpeedKeepToSplitsItExpresses) {
   EXPECT_GT(checked, 0);
 }
 
+
+// The explanation says when the best plan and the runner-up are within each other's 80%
+// intervals, and names the least known chip and what would narrow its band; with bands narrower
+// than the two plans' difference it says nothing of the kind (docs/models/uncertainty.md).
+TEST(PlanSearchExplain, SaysWhenTheBestPlansAreIndistinguishableWithinTheirBands) {
+  Scenario scenario =
+      formats::load_scenario(std::string(HETPLAN_SOURCE_DIR) + "/scenarios/default.yaml");
+  auto close = [](const SearchResult& result) {
+    for (const auto& line : explain(result))
+      if (line.rfind("The best plan and the runner-up are within each other's 80% intervals", 0) == 0)
+        return line;
+    return std::string();
+  };
+  // Wide bands on every chip: the runner-up, a few percent slower, cannot be told apart.
+  for (auto& chip : scenario.cluster.chips) {
+    chip.evidence.level = EvidenceLevel::datasheet;
+    chip.evidence.step = Band{0.8, 1.5};
+  }
+  const std::string wide = close(search_plans(scenario));
+  EXPECT_NE(wide.find("The least known of their chips is "), std::string::npos) << wide;
+  EXPECT_NE(wide.find("at evidence level datasheet: a probe on one of its nodes"), std::string::npos)
+      << wide;
+  // Bands far narrower than the plans' difference: the ranking stands.
+  for (auto& chip : scenario.cluster.chips) chip.evidence.step = Band{0.99999, 1.00001};
+  const SearchResult narrow = search_plans(scenario);
+  const RankedPlan* best = best_job(narrow);
+  ASSERT_NE(best, nullptr);
+  EXPECT_EQ(close(narrow), "");
+  // A chip with no band: the explanation says the ranking's certainty cannot be said.
+  scenario.cluster.chips.front().evidence.step.reset();
+  bool unknown = false;
+  for (const auto& line : explain(search_plans(scenario)))
+    unknown |= line.rfind("How sure this ranking is cannot be said", 0) == 0;
+  EXPECT_TRUE(unknown);
+}
+
 }  // namespace
 }  // namespace hetplan::planner
