@@ -268,7 +268,9 @@ inline const std::string kSchemaData = HETPLAN_SOURCE_DIR "/tests/exporters/data
 #ifdef HETPLAN_HAVE_VALIJSON
 // The hardened schema of a CRD file in tests/exporters/data, loaded once.
 inline const Schema& crd(const std::string& file) {
-  static std::map<std::string, Schema*> loaded;
+  // Never destroyed, so that the schemas stay reachable to the end: valijson does not free a
+  // schema's recursive references, and the leak checker would report each of them.
+  static auto& loaded = *new std::map<std::string, Schema*>;
   if (auto it = loaded.find(file); it != loaded.end()) return *it->second;
   auto* out = new Schema;
   out->raw = crd_schema(kSchemaData + file);
@@ -281,7 +283,7 @@ inline const Schema& crd(const std::string& file) {
 // Service), with the Volcano Job CRD's pod template (a core/v1 PodTemplateSpec) as its
 // PodTemplateSpec.
 inline const Schema& kube_object(const std::string& kind) {
-  static std::map<std::string, Schema*> loaded;
+  static auto& loaded = *new std::map<std::string, Schema*>;  // never destroyed, as crd()'s
   if (auto it = loaded.find(kind); it != loaded.end()) return *it->second;
   auto* out = new Schema;
   std::ifstream in(kSchemaData + "kubernetes-objects.schema.json");
