@@ -555,21 +555,15 @@ int run_plan(const std::string& scenario_path, std::size_t top, bool json,
       std::snprintf(prefix, sizeof prefix, "%02zu-", rank);
       // The figure with its 80% interval and the evidence behind it
       // (docs/models/uncertainty.md).
-      std::string interval;
-      if (ranked.estimate.step_band) {
-        const auto i = hetplan::sim::rate_interval(ranked.tokens_per_s, *ranked.estimate.step_band);
-        interval = " (80%: " + std::to_string(static_cast<long long>(i.low)) + "-" +
-                   std::to_string(static_cast<long long>(i.high)) + ")";
-      } else {
-        interval = " (interval unknown)";
-      }
+      const std::string range = hetplan::cli::tokens_interval_text(ranked.estimate, ranked.tokens_per_s);
+      const std::string interval = range.empty() ? " (interval unknown)" : " (80%: " + range + ")";
       const std::string comment =
           "Rank " + std::to_string(rank) + " of `hetplan plan " + scenario.name + "` (" +
           std::string(to_string(ranked.mode)) + "), " +
           std::to_string(static_cast<long long>(ranked.tokens_per_s)) + " tokens/s" + interval +
           " on " + std::to_string(ranked.chips) + " chips, evidence " +
           std::string(to_string(ranked.estimate.evidence)) +
-          (ranked.estimate.memory_tight ? ", memory tight" : "") + ".";
+          (ranked.estimate.memory_tight() ? ", memory tight" : "") + ".";
       // The plan names the scenario it was made for, so that `hetplan export` needs no
       // --scenario and notices a scenario that changed since.
       const hetplan::Plan recorded =

@@ -79,17 +79,14 @@ std::string row(std::size_t rank, const planner::RankedPlan& r, bool priced,
   } else {
     const sim::Estimate& e = r.estimate;
     // The 80% interval of tokens/s and the evidence behind it (docs/models/uncertainty.md).
-    std::string interval = "?";
-    if (e.step_band) {
-      const sim::Interval i = sim::rate_interval(r.tokens_per_s, *e.step_band);
-      interval = fixed(i.low, 0) + "-" + fixed(i.high, 0);
-    }
+    std::string interval = tokens_interval_text(e, r.tokens_per_s);
+    if (interval.empty()) interval = "?";
     std::snprintf(line, sizeof line,
                   "%-4zu %-13s %-60s %6d %8.2f %10.0f %15s %5.1f%% %6.1f%% %8.2f %8.1f%s %-15s",
                   rank, std::string(to_string(r.mode)).c_str(), name.c_str(), r.chips,
                   e.step_time_s, r.tokens_per_s, interval.c_str(), 100 * e.mfu,
                   100 * e.bubble_fraction, e.exposed.total(), headroom(e) / (1ull << 30),
-                  e.memory_tight ? "!" : " ", std::string(to_string(e.evidence)).c_str());
+                  e.memory_tight() ? "!" : " ", std::string(to_string(e.evidence)).c_str());
   }
   std::string out = line;
   if (priced) {

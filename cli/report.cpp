@@ -40,6 +40,12 @@ nlohmann::ordered_json rounded(nlohmann::ordered_json value) {
   return value;
 }
 
+std::string tokens_interval_text(const sim::Estimate& estimate, double tokens_per_s) {
+  if (!estimate.step_band) return {};
+  const sim::Interval i = sim::rate_interval(tokens_per_s, *estimate.step_band);
+  return fixed(i.low, 0) + "-" + fixed(i.high, 0);
+}
+
 std::string estimate_text(const sim::Estimate& e, const Plan& plan) {
   std::string out;
   out += "plan " + plan.name + ": " + std::to_string(plan.stages.size()) + " stages, " +
@@ -125,7 +131,7 @@ nlohmann::ordered_json estimate_json(const sim::Estimate& e, const Plan& plan) {
   } else {
     j["memory_band_80"] = nullptr;
   }
-  j["memory_tight"] = e.memory_tight;
+  j["memory_tight"] = e.memory_tight();
   j["model_flops_per_step"] = round6(e.model_flops_per_step);
   j["chips"] = e.chips;
   j["micro_batches"] = e.micro_batches;

@@ -18,6 +18,9 @@ nlohmann::ordered_json rounded(nlohmann::ordered_json value);
 
 // value with `precision` digits after the point, for the text reports.
 std::string fixed(double value, int precision);
+// The 80% interval of `tokens_per_s` under the estimate's step band, "71122-152261"; empty when a
+// chip of the plan states no band (docs/models/uncertainty.md).
+std::string tokens_interval_text(const sim::Estimate& estimate, double tokens_per_s);
 
 std::string estimate_text(const sim::Estimate& estimate, const Plan& plan);
 nlohmann::ordered_json estimate_json(const sim::Estimate& estimate, const Plan& plan);

@@ -1,5 +1,7 @@
 #include "core/chip.hpp"
 
+#include <cstdio>
+
 namespace hetplan {
 
 std::optional<double> ChipProfile::peak(DType dtype) const {
@@ -90,6 +92,12 @@ std::string_view to_string(IntraNodeTopology topology) {
 
 std::string_view to_string(ChipRole role) {
   return role == ChipRole::training ? "training" : "inference";
+}
+
+std::string band_text(const Band& band) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%+.0f%% to %+.0f%%", 100 * (band.low - 1), 100 * (band.high - 1));
+  return text;
 }
 
 std::string_view to_string(EvidenceLevel level) {

@@ -180,5 +180,7 @@ std::string_view to_string(IntraNodeKind kind);
 std::string_view to_string(IntraNodeTopology topology);
 std::string_view to_string(ChipRole role);
 std::string_view to_string(EvidenceLevel level);
+// A band as the change it allows against the prediction: {0.77, 1.31} -> "-23% to +31%".
+std::string band_text(const Band& band);
 
 }  // namespace hetplan

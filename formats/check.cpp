@@ -60,10 +60,7 @@ CheckReport check_file(const std::string& path) {
         summary << ", " << what << " band unknown";
         return;
       }
-      char text[64];
-      std::snprintf(text, sizeof text, "%+.0f%% to %+.0f%%", 100 * (b->low - 1),
-                    100 * (b->high - 1));
-      summary << ", 80% " << what << " band " << text;
+      summary << ", 80% " << what << " band " << band_text(*b);
     };
     band("step", chip.evidence.step);
     band("memory", chip.evidence.memory);

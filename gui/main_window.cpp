@@ -1179,7 +1179,7 @@ void MainWindow::show_plan(const planner::RankedPlan* plan) {
                "%2</p>")
                 .arg(QString::fromStdString(e.weakest_chip).toHtmlEscaped(), level);
   }
-  if (e.memory_tight) {
+  if (e.memory_tight()) {
     html += tr("<p><b>Memory tight</b>: a stage's 80% memory interval reaches past what a "
                "process can allocate.</p>");
   }

@@ -49,13 +49,6 @@ std::string differences(const sim::Estimate& a, const sim::Estimate& b) {
   return out;
 }
 
-// A ratio as a signed change: 0.93 -> "-7%".
-std::string signed_percent(double ratio) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%+.0f%%", 100 * (ratio - 1));
-  return text;
-}
-
 // tokens/s with its 80% interval, where the plan's chips state one.
 std::string rate(const RankedPlan& plan) {
   std::string out = num(plan.tokens_per_s, 0) + " tokens/s";
@@ -106,9 +99,8 @@ std::string indistinguishable(const RankedPlan& best, const std::string& best_na
           : a;
   return best_name + " and " + other_name + " are within each other's 80% intervals: the estimate "
          "cannot tell which is faster, and the twin shares its compute terms, so it cannot "
-         "either (their steps' 80% intervals: " + signed_percent(a.step_band->low) + " to " +
-         signed_percent(a.step_band->high) + " and " + signed_percent(b.step_band->low) + " to " +
-         signed_percent(b.step_band->high) + "). The least known of their chips is " +
+         "either (their steps' 80% intervals: " + band_text(*a.step_band) + " and " +
+         band_text(*b.step_band) + "). The least known of their chips is " +
          weak.weakest_chip + ", at evidence level " + std::string(to_string(weak.evidence)) +
          ": " + narrowing(weak.evidence) + ".";
 }

@@ -1222,8 +1222,6 @@ void assemble_estimate(const Cluster& cluster, const ModelShape& model,
     if (peak_sum > 0) out.mfu = out.model_flops_per_step / (out.step_time_s * peak_sum);
     out.bubble_fraction = out.bubble_s / out.step_time_s;
   }
-  out.memory_tight = false;
-  for (const auto& stage : out.stages) out.memory_tight |= stage.tight;
 }
 
 Interval scaled_interval(double value, const Band& band) {

@@ -108,7 +108,9 @@ struct Estimate {
   std::optional<Band> memory_band;
   // A stage is tight (StageEstimate::tight): the plan may run out of memory although the
   // estimate fits.
-  bool memory_tight = false;
+  bool memory_tight() const {
+    return std::any_of(stages.begin(), stages.end(), [](const StageEstimate& s) { return s.tight; });
+  }
 };
 
 // A figure's 80% interval from its estimate and the band of measured over predicted: a time or

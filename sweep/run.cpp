@@ -29,6 +29,7 @@ ordered_json optional_number(const std::optional<double>& value) {
 
 ordered_json plan_summary(const planner::RankedPlan& ranked, const Scenario& scenario) {
   ordered_json out;
+  std::optional<double> goodput;  // tokens/s after failures and checkpoints
   out["mode"] = std::string(planner::to_string(ranked.mode));
   out["plan"] = ranked.mode == planner::Mode::resource_pool ? ordered_json(nullptr)
                                                             : ordered_json(ranked.plan.name);
@@ -43,10 +44,10 @@ ordered_json plan_summary(const planner::RankedPlan& ranked, const Scenario& sce
     out["mfu"] = ranked.estimate.mfu;
     // Tokens/s after failures and checkpoints, from the scenario's reliability section.
     std::vector<std::string> notes;
-    const auto goodput = sim::plan_goodput(scenario, ranked.plan, ranked.tokens_per_s,
-                                           ranked.estimate.step_time_s, notes);
-    out["goodput_tokens_per_s"] =
-        goodput ? ordered_json(goodput->goodput_tokens_per_s) : ordered_json(nullptr);
+    if (const auto step = sim::plan_goodput(scenario, ranked.plan, ranked.tokens_per_s,
+                                            ranked.estimate.step_time_s, notes))
+      goodput = step->goodput_tokens_per_s;
+    out["goodput_tokens_per_s"] = optional_number(goodput);
   }
   out["cost_per_million_tokens"] = optional_number(ranked.cost_per_million_tokens);
   // How sure: the evidence level and the 80% interval of each figure (docs/models/uncertainty.md);
@@ -54,7 +55,7 @@ ordered_json plan_summary(const planner::RankedPlan& ranked, const Scenario& sce
   if (ranked.mode != planner::Mode::resource_pool) {
     const sim::Estimate& e = ranked.estimate;
     out["evidence"] = std::string(to_string(e.evidence));
-    out["memory_tight"] = e.memory_tight;
+    out["memory_tight"] = e.memory_tight();
     if (e.step_band) {
       auto pair = [](const sim::Interval& i) { return ordered_json{{"low", i.low}, {"high", i.high}}; };
       ordered_json interval;
@@ -62,9 +63,7 @@ ordered_json plan_summary(const planner::RankedPlan& ranked, const Scenario& sce
       interval["step_time_s"] = pair(sim::scaled_interval(e.step_time_s, *e.step_band));
       interval["mfu"] = pair(sim::rate_interval(e.mfu, *e.step_band));
       interval["goodput_tokens_per_s"] =
-          out["goodput_tokens_per_s"].is_number()
-              ? pair(sim::rate_interval(out["goodput_tokens_per_s"].get<double>(), *e.step_band))
-              : ordered_json(nullptr);
+          goodput ? pair(sim::rate_interval(*goodput, *e.step_band)) : ordered_json(nullptr);
       interval["cost_per_million_tokens"] =
           ranked.cost_per_million_tokens
               ? pair(sim::scaled_interval(*ranked.cost_per_million_tokens, *e.step_band))

@@ -32,11 +32,6 @@ double student_t_quantile(double p, int nu) {
          (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * v * v * v);
 }
 
-std::string first_chip(const TrainingRun& run) {
-  const auto chips = run.chips();
-  return chips.empty() ? std::string() : chips.front();
-}
-
 const ChipProfile* profile_of(const TrainingRun& run, const std::string& id) {
   for (const auto& chip : run.cluster.chips)
     if (chip.id == id) return &chip;
@@ -114,7 +109,7 @@ CrossValidation cross_validate(std::vector<TrainingRun> runs, const RunFitOption
     std::vector<TrainingRun> kept;
     for (const auto& run : runs) {
       if (run.source == left_out) continue;
-      if (group_of.at(first_chip(run)) == g) kept.push_back(run);
+      if (group_of.at(run.first_chip()) == g) kept.push_back(run);
     }
     if (kept.empty()) return std::nullopt;
     RunFitOptions o = fit_options;
@@ -134,16 +129,16 @@ CrossValidation cross_validate(std::vector<TrainingRun> runs, const RunFitOption
   for (const auto& source : sources) {
     std::set<std::size_t> used;
     for (const auto& run : runs)
-      if (run.source == source) used.insert(group_of.at(first_chip(run)));
+      if (run.source == source) used.insert(group_of.at(run.first_chip()));
     for (const std::size_t g : used) held_out_fits[{source, g}] = fit(g, source);
   }
 
   for (const auto& run : runs) {
-    const std::size_t g = group_of.at(first_chip(run));
+    const std::size_t g = group_of.at(run.first_chip());
     CrossValidatedRun r;
     r.source = run.source;
     r.id = run.id;
-    r.chip = first_chip(run);
+    r.chip = run.first_chip();
     r.metric = run.metric;
     r.measured = run.measured;
     const double before = predicted_step(run, InStepTerms{}, groups[g]);
@@ -176,7 +171,7 @@ CrossValidation cross_validate(std::vector<TrainingRun> runs, const RunFitOption
     for (std::size_t i = 0; i < runs.size(); ++i) {
       if (runs[i].source == left_out) continue;
       all.push_back(out.runs[i].log_residual);
-      if (group_of.at(first_chip(runs[i])) == g) {
+      if (group_of.at(runs[i].first_chip()) == g) {
         chip_residuals.push_back(out.runs[i].log_residual);
         chip_sources.insert(runs[i].source);
       }
@@ -187,7 +182,7 @@ CrossValidation cross_validate(std::vector<TrainingRun> runs, const RunFitOption
   for (std::size_t i = 0; i < runs.size(); ++i) {
     bool own = false;
     CrossValidatedRun& r = out.runs[i];
-    r.band = band_without(group_of.at(first_chip(runs[i])), runs[i].source, &own);
+    r.band = band_without(group_of.at(runs[i].first_chip()), runs[i].source, &own);
     if (!r.band) continue;
     ++out.banded;
     const double ratio = std::exp(r.log_residual);
@@ -204,7 +199,7 @@ CrossValidation cross_validate(std::vector<TrainingRun> runs, const RunFitOption
     if (full[g]) terms.fit = *full[g];
     std::set<std::string> chip_sources;
     for (const auto& run : runs) {
-      if (group_of.at(first_chip(run)) != g) continue;
+      if (group_of.at(run.first_chip()) != g) continue;
       ++terms.runs;
       chip_sources.insert(run.source);
     }

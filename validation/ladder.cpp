@@ -271,13 +271,11 @@ std::string ladder_text(const LadderReport& report) {
     }
     // What its chip's figures rest on (docs/models/uncertainty.md): the probe and run records
     // above are what narrow a datasheet-level chip's band.
-    char band[96] = "no band stated";
-    if (s.band)
-      std::snprintf(band, sizeof band, "80%% of runs %+.0f%% to %+.0f%% of the predicted step",
-                    100 * (s.band->low - 1), 100 * (s.band->high - 1));
+    const std::string band =
+        s.band ? "80% of runs " + band_text(*s.band) + " of the predicted step" : "no band stated";
     char line[256];
     std::snprintf(line, sizeof line, "  %-28s %s, %s\n", "profile evidence",
-                  std::string(to_string(s.evidence)).c_str(), band);
+                  std::string(to_string(s.evidence)).c_str(), band.c_str());
     out += line;
   }
   out += "cross-island pipeline boundaries (step 3)\n";

@@ -29,11 +29,6 @@ LevelBand level_band(const std::vector<double>& residuals, const std::set<std::s
   return out;
 }
 
-std::string first_chip_of(const TrainingRun& run) {
-  const auto chips = run.chips();
-  return chips.empty() ? std::string() : chips.front();
-}
-
 }  // namespace
 
 ProfileEvidence profile_evidence(std::vector<TrainingRun> runs, const std::string& profiles_folder) {
@@ -112,7 +107,7 @@ ProfileEvidence profile_evidence(std::vector<TrainingRun> runs, const std::strin
       std::vector<double> residuals;
       std::set<std::string> sources;
       for (std::size_t i = 0; i < runs.size(); ++i) {
-        if (std::find(group.begin(), group.end(), first_chip_of(runs[i])) == group.end()) continue;
+        if (std::find(group.begin(), group.end(), runs[i].first_chip()) == group.end()) continue;
         own.push_back(runs[i]);
         residuals.push_back(cv.runs[i].log_residual);
         sources.insert(runs[i].source);

@@ -373,7 +373,7 @@ RunCalibration calibrate_from_runs(const ChipProfile& base, const std::vector<Tr
   // microsecond (what the runs can tell is far coarser, docs/models/in-step.md#fit).
   for (int k = 0; k < a; ++k) {
     if (is_factor(candidates[static_cast<std::size_t>(active[static_cast<std::size_t>(k)])])) {
-      x(k) = std::log(std::stod(fixed(std::exp(x(k)), 4)));
+      x(k) = std::log(std::round(std::exp(x(k)) * 1e4) / 1e4);
     } else {
       x(k) = std::round(x(k) * 1e6) / 1e6;
     }

@@ -42,6 +42,11 @@ struct TrainingRun {
   }
   // The chip profile ids the run's plan uses (those of the islands its stages sit on).
   std::vector<std::string> chips() const;
+  // The chip its first stage runs on (what groups it by silicon); empty when none is known.
+  std::string first_chip() const {
+    const auto all = chips();
+    return all.empty() ? std::string() : all.front();
+  }
 };
 
 // Throws InputError at `log_path` when the layout the log states (world size, pp, dp) is not

@@ -340,7 +340,7 @@ TEST(EstimatorMemory, TightPlansAreFlagged) {
   const auto roomy = estimate_step(cluster, w, pipeline(1, 1, 1), options);
   ASSERT_TRUE(roomy.feasible);
   EXPECT_FALSE(roomy.stages[0].tight);
-  EXPECT_FALSE(roomy.memory_tight);
+  EXPECT_FALSE(roomy.memory_tight());
   EXPECT_DOUBLE_EQ(roomy.stages[0].memory_usable, 78.36 * (1ull << 30));
   auto flagged = [](const Estimate& e) {
     bool found = false;
@@ -351,7 +351,7 @@ TEST(EstimatorMemory, TightPlansAreFlagged) {
   const auto tight = estimate_step(cluster, w, pipeline(1, 1, 1), options);
   EXPECT_TRUE(tight.feasible);
   EXPECT_TRUE(tight.stages[0].tight);
-  EXPECT_TRUE(tight.memory_tight);
+  EXPECT_TRUE(tight.memory_tight());
   EXPECT_TRUE(flagged(tight));
   // With a measured band the band decides, whatever the headroom: just past usable at its high
   // end is tight, just short of it is not.
