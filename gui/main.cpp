@@ -1,12 +1,13 @@
 // hetplan-gui: the desktop front end. `hetplan-gui [SCENARIO]` opens the scenario (default: the
-// bundled one). `hetplan-gui --screenshot DIR [SCENARIO]` opens it, searches, writes the main
-// window to DIR/main.png (the three states) and DIR/plan.png (the best plan's detail), simulates
-// that plan and writes DIR/simulation.png (its timeline), DIR/export.png (its export dialog) and
-// DIR/compare.png (it pinned beside the third plan), then DIR/workload.png (the workload's
-// settings), and quits (offscreen with
+// bundled one). `hetplan-gui --screenshot DIR [--size WxH] [SCENARIO]` opens it (at that size),
+// searches, writes the main window to DIR/main.png (the three states) and DIR/plan.png (the best
+// plan's detail), simulates that plan and writes DIR/simulation.png (its timeline),
+// DIR/export.png (its export dialog) and DIR/compare.png (it pinned beside the third plan), then
+// DIR/workload.png (the workload's settings), and quits (offscreen with
 // QT_QPA_PLATFORM=offscreen).
 #include <QApplication>
 #include <QDir>
+#include <QSize>
 #include <QStringList>
 #include <QTableView>
 #include <QTimer>
@@ -33,10 +34,25 @@ int main(int argc, char** argv) {
     screenshots = args.at(at + 1);
     args.remove(at, 2);
   }
+  // The window's size for the screenshots (WxH, e.g. 1366x768): how it looks on that screen.
+  QSize size;
+  if (const auto at = args.indexOf(QStringLiteral("--size")); at >= 0) {
+    const QStringList parts = at + 1 < args.size() ? args.at(at + 1).split(QLatin1Char('x'))
+                                                   : QStringList();
+    bool width_ok = false, height_ok = false;
+    if (parts.size() == 2) size = QSize(parts[0].toInt(&width_ok), parts[1].toInt(&height_ok));
+    if (!width_ok || !height_ok || size.width() < 320 || size.height() < 240 ||
+        size.width() > 10000 || size.height() > 10000) {
+      std::fprintf(stderr, "error: --size: expected WIDTHxHEIGHT in pixels, e.g. 1366x768\n");
+      return 2;
+    }
+    args.remove(at, 2);
+  }
   const QString scenario =
       args.isEmpty() ? QString::fromStdString(hetplan::formats::bundled_path("scenarios/default.yaml"))
                      : args.front();
   hetplan::gui::MainWindow window;
+  if (size.isValid()) window.resize(size);
   window.show();
   const bool opened = window.open_scenario(scenario);
   if (screenshots.isEmpty()) return QApplication::exec();
