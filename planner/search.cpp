@@ -1383,9 +1383,10 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
     }
     return found == needed;
   };
-  std::function<void(std::size_t, double, double, double, int, long)> walk =
-      [&](std::size_t r, double capacity, double chunk_sum, double chunk_max, int stages,
-          long held) {
+  // Recursive through its first argument (a generic lambda, not a std::function: the walk
+  // visits millions of candidates, and the call through a std::function kept it from inlining).
+  auto walk = [&](auto& self, std::size_t r, double capacity, double chunk_sum, double chunk_max,
+                  int stages, long held) -> void {
         if ((++walked_ & 4095) == 0) poll();  // most candidates are pruned, never scored
         if (stages > stage_budget || stop_) return;
         if (!options_.exhaustive && held + rest_hold[r] < layers_) {
@@ -1419,7 +1420,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
           submit(partial);
           return;
         }
-        walk(r + 1, capacity, chunk_sum, chunk_max, stages, held);
+        self(self, r + 1, capacity, chunk_sum, chunk_max, stages, held);
         // Island r joins only while the pipeline spans fewer islands than the cap.
         if (options_.max_pipeline_islands > 0 &&
             static_cast<int>(partial.size()) >= options_.max_pipeline_islands)
@@ -1454,7 +1455,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
             }
             partial.emplace_back(option, count);
             ++taken_in_zone;
-            walk(r + 1, capacity + count / option->per_layer, chunk_sum + count * chunk,
+            self(self, r + 1, capacity + count / option->per_layer, chunk_sum + count * chunk,
                  std::max(chunk_max, chunk), stages + count,
                  held + static_cast<long>(count) * option->most_layers);
             --taken_in_zone;
@@ -1466,7 +1467,7 @@ void Searcher::search_task_level(const Setting& setting, const std::vector<Islan
   if (round_ == Round::seeds) return;
   phase_ = kPhaseTaskBound;
   PhaseClock bound_clock(phases_[kPhaseTaskBound]);
-  walk(0, 0.0, 0.0, 0.0, 0, 0);
+  walk(walk, 0, 0.0, 0.0, 0.0, 0, 0);
 }
 
 const sim::StageKernel& Searcher::kernel(const Setting& setting, std::size_t index,
