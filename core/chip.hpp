@@ -108,6 +108,11 @@ struct EfficiencyModel {
   std::optional<double> intra_latency;           // s, per collective step inside a node
   std::optional<double> network_bus_efficiency;  // bus bandwidth / NIC bandwidth
   std::optional<double> network_latency;         // s, per collective step across nodes
+  // A mixture's expert-parallel exchange inside a node, where all-to-alls were measured: its bus
+  // bandwidth over the intra-node link and its latency per step (docs/models/moe.md#exchange);
+  // unknown, it is priced with the collectives' figures above.
+  std::optional<double> intra_all_to_all_efficiency;
+  std::optional<double> intra_all_to_all_latency;
   std::optional<double> kernel_overhead;  // s, fixed cost of one kernel (launch, dispatch, tail)
   // Share of a tensor-parallel collective that overlapped execution (Transformer Engine's
   // userbuffers, MindSpeed's MC2) hides behind the GEMM beside it.

@@ -266,6 +266,8 @@ void read_efficiency(MapReader& root, ChipProfile& chip, ChipReader& reader) {
   };
   collectives("intra_node_collectives", model.intra_bus_efficiency, model.intra_latency);
   collectives("network_collectives", model.network_bus_efficiency, model.network_latency);
+  collectives("intra_node_all_to_all", model.intra_all_to_all_efficiency,
+              model.intra_all_to_all_latency);
   if (auto overhead = efficiency.optional("kernel_overhead")) {
     model.kernel_overhead = reader.quantity(*overhead, source, Dimension::duration);
     if (model.kernel_overhead && *model.kernel_overhead > 1e-3)

@@ -617,6 +617,9 @@ std::string chip_yaml(const ChipProfile& chip, const std::string& comment) {
   };
   collectives("intra_node_collectives", model.intra_bus_efficiency, model.intra_latency);
   collectives("network_collectives", model.network_bus_efficiency, model.network_latency);
+  if (model.intra_all_to_all_efficiency)
+    collectives("intra_node_all_to_all", model.intra_all_to_all_efficiency,
+                model.intra_all_to_all_latency);
   if (model.kernel_overhead)
     quantity(efficiency, "kernel_overhead", model.kernel_overhead, Dimension::duration, kTimeUnits);
   if (model.tp_comm_overlap) number(efficiency, "tp_comm_overlap", model.tp_comm_overlap, 0.0, 1.0);

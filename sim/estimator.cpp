@@ -92,22 +92,40 @@ IslandLinks island_links(const Island& island, const ChipProfile& chip,
       links.intra_cross.bus_bandwidth = links.nic_per_chip * links.network_efficiency;
     }
   }
+  // All-to-alls measured inside a node (docs/models/moe.md#exchange): their bus bandwidth over
+  // the link's and their latency replace the collectives' for the expert-parallel exchange, in
+  // the same proportion between fast groups.
+  links.intra_a2a = links.intra;
+  links.intra_cross_a2a = links.intra_cross;
+  if (eff.intra_all_to_all_efficiency) {
+    const double ratio = *eff.intra_all_to_all_efficiency / intra_eff;
+    links.intra_a2a.bus_bandwidth *= ratio;
+    links.intra_cross_a2a.bus_bandwidth *= ratio;
+    if (eff.intra_all_to_all_latency) {
+      links.intra_a2a.latency = *eff.intra_all_to_all_latency * slower;
+      links.intra_cross_a2a.latency = std::max(links.intra_cross.latency, links.intra_a2a.latency);
+    }
+  }
   return links;
 }
 
 // A group of `ranks` consecutive chips every `stride` chips (tp groups have stride 1; dp groups
 // stride tp), laid out node by node.
-CollectiveGroup make_group(const IslandLinks& links, int ranks, int stride, double inter_scale) {
+// all_to_all: the group carries an expert-parallel exchange (IslandLinks::intra_a2a).
+CollectiveGroup make_group(const IslandLinks& links, int ranks, int stride, double inter_scale,
+                           bool all_to_all = false) {
   CollectiveGroup group;
   group.ranks = ranks;
   const int per_node = std::max(1, links.chips_per_node / std::max(1, stride));
   group.ranks_per_node = std::min(ranks, per_node);
   const int span = group.ranks_per_node * stride;  // chips of a node the group touches
-  group.intra = span <= links.group_size ? links.intra : links.intra_cross;
+  const models::LinkLevel& intra = all_to_all ? links.intra_a2a : links.intra;
+  const models::LinkLevel& intra_cross = all_to_all ? links.intra_cross_a2a : links.intra_cross;
+  group.intra = span <= links.group_size ? intra : intra_cross;
   if (span > links.group_size) {
     // The node's ranks span fast groups: those of one group reach each other over its link.
     group.ranks_per_fast_group = std::max(1, links.group_size / std::max(1, stride));
-    group.fast = links.intra;
+    group.fast = intra;
   }
   group.inter = links.inter;
   group.inter.bus_bandwidth *= inter_scale;
@@ -343,7 +361,7 @@ StageKernel make_stage_kernel(const Cluster& cluster, const ModelShape& model,
   // the same experts. With etp = tp: ep neighbouring replicas, every ep-th the same experts.
   k.etp_group = etp == tp ? k.tp_group : make_group(k.links, etp, 1, leaf_scale);
   if (expert_groups_fit && (ep > 1 || etp != tp)) {
-    k.ep_group = make_group(k.links, ep, etp, leaf_scale);
+    k.ep_group = make_group(k.links, ep, etp, leaf_scale, true);
     k.expert_dp_group = make_group(k.links, tp * dp / (ep * etp), ep * etp, leaf_scale);
   } else {
     k.expert_dp_group = k.dp_group;

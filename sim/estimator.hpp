@@ -167,6 +167,10 @@ struct IslandLinks {
   models::LinkLevel intra;        // within the chip's fast group
   models::LinkLevel intra_cross;  // between groups of one node (falls back to intra)
   models::LinkLevel inter;        // per chip, across nodes under one leaf
+  // The same two intra-node levels for an all-to-all (a mixture's expert-parallel exchange):
+  // the profile's measured all-to-all figures where it has them, else intra and intra_cross.
+  models::LinkLevel intra_a2a;
+  models::LinkLevel intra_cross_a2a;
   double nic_per_chip = 0;
   double intra_efficiency = 1;    // achieved share of the intra-node bandwidth
   double network_efficiency = 1;  // achieved share of the NIC bandwidth

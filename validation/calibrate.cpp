@@ -493,12 +493,25 @@ Calibration calibrate(const ChipProfile& base, const std::vector<CalibrationBund
   }
 
   // Collectives: the all-reduce fits of the largest group inside one node (ranks up to the
-  // chips per node) and of the largest across nodes.
-  std::optional<CollectiveFit> intra, network;
+  // chips per node) and of the largest across nodes; the all-to-all fit of the largest group
+  // inside one node (a mixture's expert-parallel exchange, docs/models/moe.md#exchange).
+  std::optional<CollectiveFit> intra, network, intra_a2a;
   const int per_node = p.chips_per_node.value_or(1);
   for (auto& [key, samples] : collectives) {
     const CollectiveFit fit = fit_collective(samples);
     out.fits.push_back(fit.quality);
+    if (key.first == "all_to_all" && fit.ranks <= per_node) {
+      // A latency and a bandwidth need sizes on both sides of their crossing: three at least.
+      std::set<double> sizes;
+      for (const auto& sample : samples) sizes.insert(sample.bytes);
+      if (sizes.size() < 3) {
+        out.notes.push_back("all-to-all over " + std::to_string(fit.ranks) + " ranks measured at " +
+                            std::to_string(sizes.size()) +
+                            " size(s): three or more are needed to fit its latency and bandwidth");
+      } else if (!intra_a2a || fit.ranks > intra_a2a->ranks) {
+        intra_a2a = fit;
+      }
+    }
     if (key.first != "all_reduce") continue;
     auto& level = fit.ranks <= per_node ? intra : network;
     if (!level || fit.ranks > level->ranks) level = fit;
@@ -532,6 +545,18 @@ Calibration calibrate(const ChipProfile& base, const std::vector<CalibrationBund
     p.efficiency.intra_latency = intra->latency;
     cite("efficiency.intra_node_collectives.bus_efficiency");
     cite("efficiency.intra_node_collectives.latency");
+  }
+  if (intra_a2a) {
+    if (p.intra_node.bandwidth) {
+      p.efficiency.intra_all_to_all_efficiency =
+          std::min(1.5, intra_a2a->bus_bandwidth / *p.intra_node.bandwidth);
+      p.efficiency.intra_all_to_all_latency = std::min(1.0, intra_a2a->latency);
+      cite("efficiency.intra_node_all_to_all.bus_efficiency");
+      cite("efficiency.intra_node_all_to_all.latency");
+    } else {
+      out.notes.push_back("all-to-all inside a node measured, but the profile's intra-node "
+                          "bandwidth is unknown: its all-to-all efficiency not set");
+    }
   }
   carry_comments(base, p);
   return out;
@@ -657,20 +682,26 @@ std::vector<StepCheck> check_bundle(const ChipProfile& profile, const Calibratio
     out.push_back({what + " backward", layer.backward_s, backward,
                    (backward - layer.backward_s) / layer.backward_s, true, {}});
   }
-  // All-to-alls inside one node (a mixture's expert-parallel exchange): never fitted, priced
-  // with the intra-node link the all-reduce calibrated (or its prior), as the estimator prices
-  // an expert-parallel group of one node. Across nodes the probe's node cannot say.
+  // All-to-alls inside one node (a mixture's expert-parallel exchange), priced as the estimator
+  // prices an expert-parallel group of one node: with the profile's all-to-all figures where it
+  // has them, else the intra-node link the all-reduce calibrated (or its prior). Across nodes
+  // the probe's node cannot say.
   const sim::EstimateOptions priors;
   const int per_node = profile.chips_per_node.value_or(1);
+  const EfficiencyModel& eff = profile.efficiency;
+  const double intra_latency = eff.intra_latency.value_or(priors.intra_latency_default);
   for (const auto& s : bundle.collectives) {
     if (s.collective != "all_to_all" || s.ranks < 2 || s.ranks > per_node) continue;
     if (!profile.intra_node.bandwidth) continue;
     models::CollectiveGroup group;
     group.ranks = s.ranks;
     group.ranks_per_node = s.ranks;
-    group.intra = {*profile.intra_node.bandwidth * profile.efficiency.intra_bus_efficiency.value_or(
-                                                       priors.intra_bus_efficiency_default),
-                   profile.efficiency.intra_latency.value_or(priors.intra_latency_default)};
+    group.intra = {*profile.intra_node.bandwidth *
+                       eff.intra_all_to_all_efficiency.value_or(
+                           eff.intra_bus_efficiency.value_or(priors.intra_bus_efficiency_default)),
+                   eff.intra_all_to_all_efficiency
+                       ? eff.intra_all_to_all_latency.value_or(intra_latency)
+                       : intra_latency};
     const double predicted =
         models::best_collective(models::Collective::all_to_all, s.bytes, group).time;
     out.push_back(

@@ -174,6 +174,7 @@ std::optional<double> size_from_label(std::string_view label) {
 
 std::string collective_name(std::string name) {
   if (name.ends_with("_perf")) name.resize(name.size() - 5);
+  if (name == "alltoall") return "all_to_all";  // nccl-tests names it after its binary
   return name;
 }
 
@@ -783,7 +784,7 @@ CalibrationBundle microbench_bundle(const std::string& microbench_dir, const std
     b.add(
         read_flash_attention_figures(at("flashattention_figures_a100_h100.csv"), "H100 80GB SXM5"));
     b.add(read_nccl_tests(at("nccltests_h100_cluster01_xxrjun.csv"), "tag", "N1_G8", "", 8,
-                          {"all_gather", "reduce_scatter"}));
+                          {"all_gather", "reduce_scatter", "all_to_all"}));
   } else {
     device = "Huawei Ascend 910B (910B2C in the optuna search; the limulidae SKU is not stated)";
     b.add(read_mamf_optuna(at("mamf_gpu_benchmark_optuna.csv"), "Ascend910B2C"));

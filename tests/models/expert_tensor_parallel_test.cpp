@@ -151,6 +151,39 @@ TEST(ExpertTensorParallel, KernelGroupsAndCollectives) {
   EXPECT_EQ(bad.problems.front(), "ep 8 x etp 4 does not divide tp x dp 16, or ep the 8 experts");
 }
 
+// A profile's measured all-to-all figures (efficiency.intra_node_all_to_all) price the
+// expert-parallel exchange inside a node and nothing else: its bus bandwidth is the intra-node
+// link times their efficiency (not the collectives'), its latency theirs, and the tensor- and
+// data-parallel collectives keep the collectives' figures.
+TEST(ExpertTensorParallel, MeasuredAllToAllFiguresPriceTheExchangeAlone) {
+  Scenario s = mixtral();
+  const Island& island = *s.cluster.find_island("ascend-910b");
+  ChipProfile& chip = s.cluster.chips.at(island.chip);
+  chip.efficiency.in_step = {};
+  chip.efficiency.intra_all_to_all_efficiency.reset();
+  chip.efficiency.intra_all_to_all_latency.reset();
+  const StepSettings settings = step_settings(s.workload, test::plan_on("ascend-910b", {32}, 2, 8));
+  const StageKernel plain =
+      make_stage_kernel(s.cluster, s.workload.model, settings, island, 2, 8, {}, 4);
+  ASSERT_TRUE(plain.problems.empty()) << plain.problems.front();
+  ASSERT_TRUE(chip.intra_node.bandwidth && chip.efficiency.intra_bus_efficiency);
+  ASSERT_EQ(plain.ep_group.nodes(), 1);  // ep 4 over ranks tp 2 apart: one node of 8
+
+  chip.efficiency.intra_all_to_all_efficiency = 0.25;
+  chip.efficiency.intra_all_to_all_latency = 40e-6;
+  const StageKernel measured =
+      make_stage_kernel(s.cluster, s.workload.model, settings, island, 2, 8, {}, 4);
+  ASSERT_TRUE(measured.problems.empty()) << measured.problems.front();
+  const double bus = *chip.intra_node.bandwidth * 0.25;
+  const double expected = 3 * 40e-6 + 3.0 / 4.0 * measured.a2a_bytes / bus;
+  EXPECT_NEAR(measured.a2a_s, expected, 1e-12 * expected);
+  EXPECT_GT(measured.a2a_s, plain.a2a_s);
+  EXPECT_DOUBLE_EQ(measured.a2a_bytes, plain.a2a_bytes);
+  EXPECT_DOUBLE_EQ(measured.layer_tp_s, plain.layer_tp_s);
+  EXPECT_DOUBLE_EQ(measured.tp_group.intra.bus_bandwidth, plain.tp_group.intra.bus_bandwidth);
+  EXPECT_DOUBLE_EQ(measured.dp_group.intra.bus_bandwidth, plain.dp_group.intra.bus_bandwidth);
+}
+
 // Without data parallelism, experts whole on each chip of a tp 8 stage with ep 4 sit on 2 chips
 // each: their gradients are reduced over those 2 even though dp is 1; with etp = tp (ep 1) no
 // chip shares its experts and nothing is reduced.
