@@ -35,6 +35,13 @@ std::string read_input_file(const std::string& path, std::size_t max_bytes, std:
   return text;
 }
 
+void refuse_nul_bytes(std::string_view text, const std::string& file, std::string_view what) {
+  const std::size_t nul = text.find('\0');
+  if (nul == std::string_view::npos) return;
+  throw InputError(location_at(file, text, nul), "",
+                   "expected " + std::string(what) + ", got a NUL byte");
+}
+
 std::string quoted(std::string_view text) {
   constexpr std::size_t kMaxShown = 40;
   std::string out = "\"";

@@ -215,7 +215,7 @@ CalibrationBundle parse_calibration_bundle(const std::string& text, const std::s
     const Field collective = map.required("collective");
     collective.as_choice({"all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"});
     s.collective = collective.as_string();
-    s.ranks = static_cast<int>(map.required("ranks").as_int(1, 1 << 20));
+    s.ranks = static_cast<int>(map.required("ranks").as_int(2, 1 << 20));  // a collective needs two
     s.bytes = map.required("bytes").as_number(1.0, kMaxCount);
     s.seconds = seconds(map, "seconds");
     map.done();

@@ -504,8 +504,9 @@ class NcclTextParser {
           if (!integer(token.text)) bad("an integer root rank");
           break;
         case Kind::time: {
+          // A measured time is never 0: a row that says so has no bandwidth to give.
           const auto us = non_negative_number(token.text);
-          if (!us) bad("a non-negative time in microseconds");
+          if (!us || *us <= 0) bad("a positive time in microseconds");
           (in_place ? point.in_place_time_s : point.out_of_place_time_s) = *us * kMicrosecond;
           break;
         }
@@ -729,7 +730,9 @@ class NcclJsonReader {
         throw InputError(at(*side), side_path + ".time", "missing required key");
       }
       const auto us = as_measure(*time, side_path + std::string(time_key),
-                                 "a non-negative time in microseconds");
+                                 "a positive time in microseconds");
+      if (us && *us <= 0) expected(*time, side_path + std::string(time_key),
+                                   "a positive time in microseconds");
       const auto alg = as_measure(required(*side, side_path, "alg_bw"), side_path + ".alg_bw",
                                   "a non-negative bandwidth in GB/s");
       const auto bus = as_measure(required(*side, side_path, "bus_bw"), side_path + ".bus_bw",
@@ -977,7 +980,7 @@ class HcclParser {
         }
         case Kind::time: {
           const auto us = non_negative_number(cell);
-          if (!us) bad("a non-negative time in microseconds");
+          if (!us || *us <= 0) bad("a positive time in microseconds");
           point.out_of_place_time_s = *us * kMicrosecond;
           break;
         }
@@ -1075,6 +1078,7 @@ std::optional<CollectiveLogFormat> sniff_collective_log(std::string_view text) {
 
 std::vector<CollectiveSweep> import_collective_log(const std::string& path, const LogHints& hints) {
   const std::string text = read_input_file(path, kMaxFileBytes);
+  refuse_nul_bytes(text, path, "text");
 
   const auto format = sniff_collective_log(text);
   if (!format) {

@@ -435,6 +435,7 @@ double median(std::vector<double> values) {
 }  // namespace
 
 TrainingLog parse_training_log(const std::string& text, const std::string& file_name) {
+  refuse_nul_bytes(text, file_name, "text");
   return LogParser(text, file_name).parse();
 }
 

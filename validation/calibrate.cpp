@@ -558,6 +558,45 @@ Calibration calibrate(const ChipProfile& base, const std::vector<CalibrationBund
                           "bandwidth is unknown: its all-to-all efficiency not set");
     }
   }
+  // A fit outside what a profile holds (docs/formats/chip.md: a near-zero or NaN time, a
+  // collective that moved nothing) is no figure: the base profile's stays, and the notes say so.
+  struct Range {
+    const char* path;
+    std::optional<double> EfficiencyModel::*field;
+    double low, high;
+  };
+  static constexpr Range kRanges[] = {
+      {"efficiency.gemm.max", &EfficiencyModel::gemm_max, 0.01, 1.0},
+      {"efficiency.gemm.half_dim", &EfficiencyModel::gemm_half_dim, 0.0, 65536.0},
+      {"efficiency.gemm.backward_max", &EfficiencyModel::gemm_backward_max, 0.01, 1.0},
+      {"efficiency.kernel_overhead", &EfficiencyModel::kernel_overhead, 0.0, 1e-3},
+      {"efficiency.memory", &EfficiencyModel::memory, 0.01, 1.0},
+      {"efficiency.attention.max", &EfficiencyModel::attention_max, 0.01, 1.0},
+      {"efficiency.network_collectives.bus_efficiency", &EfficiencyModel::network_bus_efficiency,
+       0.01, 1.5},
+      {"efficiency.network_collectives.latency", &EfficiencyModel::network_latency, 0.0, 1.0},
+      {"efficiency.intra_node_collectives.bus_efficiency", &EfficiencyModel::intra_bus_efficiency,
+       0.01, 1.5},
+      {"efficiency.intra_node_collectives.latency", &EfficiencyModel::intra_latency, 0.0, 1.0},
+      {"efficiency.intra_node_all_to_all.bus_efficiency",
+       &EfficiencyModel::intra_all_to_all_efficiency, 0.01, 1.5},
+      {"efficiency.intra_node_all_to_all.latency", &EfficiencyModel::intra_all_to_all_latency, 0.0,
+       1.0},
+  };
+  for (const Range& range : kRanges) {
+    std::optional<double>& value = p.efficiency.*range.field;
+    if (!value || (*value >= range.low && *value <= range.high)) continue;
+    out.notes.push_back(std::string(range.path) + " fitted at " + number(*value) +
+                        ", outside what a profile holds (" + number(range.low) + " to " +
+                        number(range.high) + "): kept the base profile's");
+    value = base.efficiency.*range.field;
+    p.cited_by.erase(std::string(range.path) + ".value");
+    if (const auto it = base.cited_by.find(range.path); it != base.cited_by.end())
+      p.cited_by[range.path] = it->second;
+    if (const auto it = base.cited_by.find(std::string(range.path) + ".value");
+        it != base.cited_by.end())
+      p.cited_by[it->first] = it->second;
+  }
   carry_comments(base, p);
   return out;
 }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "tests/formats/test_support.hpp"
+#include "tests/support/temp_folder.hpp"
 
 namespace hetplan::importers {
 namespace {
@@ -289,6 +290,32 @@ TEST(NcclTestsTextErrors, NegativeSize) {
                 "number of bytes, got \"-4294967296\"");
 }
 
+// A measured time is never 0: a row that says so (nccl-tests prints two decimals of a
+// microsecond) has no bandwidth to give and is refused at its cell, in every format.
+TEST(NcclTestsTextErrors, ZeroTime) {
+  std::string text = read(kFiveCollectives);
+  const std::string row = "    33554432       4194304    double     sum      -1   171.88";
+  const auto at = text.find(row);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at + row.size() - 6, 6, "  0.00");
+  EXPECT_EQ(input_error_of([&] { (void)parse_nccl_tests(text, "z.log", {}); }),
+            "z.log:16:58: all_reduce.out_of_place.time: expected a positive time in "
+            "microseconds, got \"0.00\"");
+}
+
+// A NUL byte (a log cut by a crash is often padded with them) is refused where it is, before
+// anything is read from the log.
+TEST(NcclTestsTextErrors, NulByte) {
+  std::string text = read(kFiveCollectives);
+  const auto line_16 = text.find("    33554432       4194304    double");
+  ASSERT_NE(line_16, std::string::npos);
+  text.insert(line_16 + 4, 1, '\0');
+  test::TempFolder folder;
+  const std::string path = folder.file("nul.log");
+  std::ofstream(path, std::ios::binary) << text;
+  EXPECT_EQ(import_error(path), path + ":16:5: expected text, got a NUL byte");
+}
+
 TEST(NcclTestsTextErrors, LogWithoutTable) {
   EXPECT_EQ(import_error(kBad + "nccl-tests-no-table.log"),
             kBad +
@@ -552,7 +579,7 @@ TEST(HcclTestErrors, Retcode7) {
 TEST(HcclTestErrors, TimeNotANumber) {
   EXPECT_EQ(import_error(kBad + "hccl-test-time-not-a-number.txt"),
             kBad +
-                "hccl-test-time-not-a-number.txt:3:25: avg_time: expected a non-negative time in "
+                "hccl-test-time-not-a-number.txt:3:25: avg_time: expected a positive time in "
                 "microseconds, got \"-nan\"");
 }
 
@@ -582,7 +609,7 @@ TEST(HcclTestErrors, FieldNamesTheCollectiveWhenKnown) {
               (void)parse_hccl_test(read(kBad + "hccl-test-time-not-a-number.txt"), "h.txt",
                                     {"all_reduce", 8});
             }),
-            "h.txt:3:25: all_reduce.avg_time: expected a non-negative time in microseconds, got "
+            "h.txt:3:25: all_reduce.avg_time: expected a positive time in microseconds, got "
             "\"-nan\"");
 }
 

@@ -203,6 +203,16 @@ TEST(TrainingLogDeepSpeed, WindowsLineEndingsReadTheSame) {
   EXPECT_DOUBLE_EQ(*log.iterations[2].flops_per_gpu, 147.55 * kTflops);
 }
 
+// A log a crash cut off is often padded with NUL bytes: refused where the first one is, not
+// read as the iterations before it (what the run measured up to there is the user's to cut).
+TEST(TrainingLogErrors, NulBytes) {
+  std::string text = read(kMegatron64);
+  const auto second_line = text.find('\n') + 1;
+  text.insert(second_line + 2, std::string(3, '\0'));
+  EXPECT_EQ(input_error_of([&] { (void)parse_training_log(text, "cut.log"); }),
+            "cut.log:2:3: expected text, got a NUL byte");
+}
+
 // Columns no fixture has, on lines written by hand after the frameworks' format strings.
 TEST(TrainingLogColumns, MegatronLmThroughputPerGpu) {
   const TrainingLog log = parse_training_log(

@@ -383,6 +383,60 @@ TEST(CalibrationBundle, ATimeUnderANanosecondIsRefused) {
   EXPECT_EQ(with("1e-9"), "no error");
 }
 
+// A bundle with its collectives replaced by `entries` (a JSON list's elements).
+CalibrationBundle bundle_with_collectives(const std::string& entries) {
+  std::string text = h200_bundle_text();
+  const std::string key = "\"collectives\": []";
+  text.replace(text.find(key), key.size(), "\"collectives\": [" + entries + "]");
+  return formats::parse_calibration_bundle(text, "bundle.json");
+}
+
+// A collective needs two ranks: one over a single rank moved nothing and is refused where it
+// stands (it made calibrate divide by a bus factor of zero).
+TEST(CalibrationBundle, ACollectiveOverOneRankIsRefused) {
+  std::string error = "no error";
+  try {
+    (void)bundle_with_collectives(
+        R"({"collective": "all_reduce", "ranks": 1, "bytes": 1048576, "seconds": 0.0001})");
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("collectives[0].ranks: expected an integer from 2 to 1048576, got \"1\""),
+            std::string::npos)
+      << error;
+}
+
+// Times a real link cannot reach (1 ns for megabytes) fit a bus efficiency of about 10^6: no
+// profile holds that, so calibration keeps the base profile's figure and its source, says so,
+// and the profile it writes reads back.
+TEST(Calibrate, AFitOutsideWhatAProfileHoldsKeepsTheBaseFigure) {
+  const CalibrationBundle bundle = bundle_with_collectives(
+      R"({"collective": "all_reduce", "ranks": 2, "bytes": 1e6, "seconds": 1e-9},
+         {"collective": "all_reduce", "ranks": 2, "bytes": 2e6, "seconds": 1e-9},
+         {"collective": "all_reduce", "ranks": 2, "bytes": 4e6, "seconds": 1e-9})");
+  const ChipProfile h100 =
+      formats::load_chip(std::string(HETPLAN_SOURCE_DIR) + "/profiles/nvidia-h100-sxm5-80gb.yaml");
+  const Calibration calibration = calibrate(h100, {bundle}, "absurd");
+  const EfficiencyModel& eff = calibration.profile.efficiency;
+  EXPECT_EQ(eff.intra_bus_efficiency, h100.efficiency.intra_bus_efficiency);
+  EXPECT_EQ(calibration.profile.cited_by.count(
+                "efficiency.intra_node_collectives.bus_efficiency.value"),
+            0u);
+  const bool said = std::any_of(calibration.notes.begin(), calibration.notes.end(),
+                                [](const std::string& note) {
+                                  return note.starts_with(
+                                             "efficiency.intra_node_collectives.bus_efficiency "
+                                             "fitted at ") &&
+                                         note.ends_with(
+                                             ", outside what a profile holds (0.01 to 1.5): kept "
+                                             "the base profile's");
+                                });
+  EXPECT_TRUE(said);
+  const ChipProfile again =
+      formats::parse_chip(formats::chip_yaml(calibration.profile), "calibrated.yaml");
+  EXPECT_EQ(again.efficiency.intra_bus_efficiency, h100.efficiency.intra_bus_efficiency);
+}
+
 // An all-to-all inside one node (a mixture's expert-parallel exchange) is checked as the
 // estimator prices it: one exchange over the node's link, (n - 1) latencies and (n - 1) / n of a
 // rank's send buffer at the link's bus bandwidth: the profile's all-to-all figures where it has
