@@ -968,8 +968,11 @@ int run_extender(const std::string& plan_path, const std::string& scenario_path,
   config.request_timeout = request_timeout;
   hetplan::extender::Server server(hetplan::extender::stage_table(scenario.cluster, plan), config);
   if (!nodes_path.empty()) {
-    const auto nodes = hetplan::extender::parse_json(
-        hetplan::formats::read_text_file(nodes_path), nodes_path);
+    const std::string text = hetplan::formats::read_text_file(nodes_path);
+    // The inventory's reader first: it refuses at file:line:column what the cache would take
+    // silently (duplicate keys, device counts that are negative or fractional).
+    (void)hetplan::importers::parse_kubectl_nodes(text, nodes_path);
+    const auto nodes = hetplan::extender::parse_json(text, nodes_path);
     server.node_cache().add_node_list(nodes, {nodes_path, 0, 0});
   }
   // Port 0: any free port, printed so that a caller can find it.

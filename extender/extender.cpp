@@ -6,10 +6,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <stdexcept>
 
+#include "core/input_file.hpp"
 #include "extender/http_server.hpp"
 
 namespace hetplan::extender {
@@ -427,6 +430,40 @@ std::size_t NodeCache::add_node_list(const json& list, const SourceLocation& whe
   return added;
 }
 
+namespace {
+
+// The offset of the first number of a JSON text beyond the range of a double (which nlohmann
+// reports without a place), or npos. Strings are skipped with their escapes.
+std::size_t overflowing_number(std::string_view text) {
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      continue;
+    }
+    if (c != '-' && !std::isdigit(static_cast<unsigned char>(c))) continue;
+    std::size_t end = i;
+    while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) ||
+                                 std::strchr("+-.eE", text[end]) != nullptr))
+      ++end;
+    const std::string token(text.substr(i, end - i));
+    if (!std::isfinite(std::strtod(token.c_str(), nullptr))) return i;
+    i = end - 1;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
 json parse_json(const std::string& text, const std::string& file_name) {
   if (!nesting_within(text, kMaxDepth)) {
     throw InputError({file_name, 0, 0}, "",
@@ -436,11 +473,21 @@ json parse_json(const std::string& text, const std::string& file_name) {
   try {
     return json::parse(text);
   } catch (const json::parse_error& error) {
-    // "[json.exception.parse_error.101] parse error at line 1, column 2: ..." without the tag.
+    // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error while
+    // parsing value - ..." without the tag and the place, which the location gives.
     std::string what = error.what();
-    const auto tag_end = what.find("] ");
-    if (tag_end != std::string::npos) what.erase(0, tag_end + 2);
-    throw InputError({file_name, 0, 0}, "", "expected JSON, got a " + what);
+    if (const auto colon = what.find(": "); colon != std::string::npos) what.erase(0, colon + 2);
+    const std::size_t offset = error.byte > 0 ? std::min(error.byte - 1, text.size()) : 0;
+    throw InputError(location_at(file_name, text, offset), "", "expected JSON, got a " + what);
+  } catch (const json::exception&) {
+    // out_of_range.406: a number beyond a double.
+    const std::size_t at = overflowing_number(text);
+    const std::size_t offset = at == std::string_view::npos ? 0 : at;
+    std::size_t end = offset;
+    while (end < text.size() && std::strchr("+-.eE0123456789", text[end]) != nullptr) ++end;
+    throw InputError(location_at(file_name, text, offset), "",
+                     "expected a number within the range of a double, got " +
+                         quoted(std::string_view(text).substr(offset, end - offset)));
   }
 }
 

@@ -489,8 +489,16 @@ TEST(ExtenderNodeCache, ANodeListWithABadItemAddsNothing) {
 
 TEST(ExtenderJson, SyntaxErrorsAndDeepNestingAreInputErrors) {
   EXPECT_EQ(input_error_of([] { (void)parse_json("{\"Pod\": ", "nodes.json"); }),
-            "nodes.json: expected JSON, got a parse error at line 1, column 9: syntax error while "
-            "parsing value - unexpected end of input; expected '[', '{', or a literal");
+            "nodes.json:1:9: expected JSON, got a syntax error while parsing value - unexpected "
+            "end of input; expected '[', '{', or a literal");
+  EXPECT_EQ(input_error_of([] { (void)parse_json("{\n  \"a\": [1,\n  -x]}", "nodes.json"); }),
+            "nodes.json:3:4: expected JSON, got a syntax error while parsing value - invalid "
+            "number; expected digit after '-'; last read: '-x'");
+  // A number beyond a double, at its place; the same text inside a string is no number.
+  EXPECT_EQ(input_error_of([] {
+              (void)parse_json("{\"s\": \"1e999 \\\" 2e999\",\n \"n\": [1, -2e999]}", "nodes.json");
+            }),
+            "nodes.json:2:11: expected a number within the range of a double, got \"-2e999\"");
   const std::string deep = std::string(65, '[') + std::string(65, ']');
   EXPECT_EQ(input_error_of([&] { (void)parse_json(deep, "nodes.json"); }),
             "nodes.json: expected JSON nested at most 64 levels deep, got deeper nesting");
@@ -605,8 +613,15 @@ TEST(ExtenderHttp, MalformedRequestsGetA4xxWithAJsonBodyAndTheServerGoesOn) {
   ASSERT_TRUE(bad_json);
   EXPECT_EQ(bad_json->status, 400);
   EXPECT_EQ(error_json(bad_json)["Error"],
-            "filter request: expected JSON, got a parse error at line 1, column 10: syntax error "
-            "while parsing object key - unexpected end of input; expected string literal");
+            "filter request:1:10: expected JSON, got a syntax error while parsing object key - "
+            "unexpected end of input; expected string literal");
+
+  // A number beyond a double is the client's error, not the server's.
+  auto overflow = client.Post("/hetplan/filter", "{\"Pod\": {\"n\": 1e400}}", "application/json");
+  ASSERT_TRUE(overflow);
+  EXPECT_EQ(overflow->status, 400);
+  EXPECT_EQ(error_json(overflow)["Error"],
+            "filter request:1:15: expected a number within the range of a double, got \"1e400\"");
 
   auto not_args = client.Post("/hetplan/prioritize", "{\"Pod\": 1}", "application/json");
   ASSERT_TRUE(not_args);

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "tests/e2e/cli_run.hpp"
+#include "tests/support/temp_folder.hpp"
 
 extern char** environ;
 
@@ -427,6 +428,27 @@ TEST(BundledCli, TheExtenderNeedsTheScenarioOfAPlanThatNamesNone) {
           "/plans/default-reference.yaml: --scenario: expected --scenario "
           "SCENARIO: the plan does not name the scenario it was made for (plans from `hetplan "
           "plan --out` do)");
+  EXPECT_EQ(extender.port(), -1);
+}
+
+// The extender's node list is read as `inventory import` reads it: what the cache would take
+// silently (a negative device count, a key given twice) is refused at its place before it serves.
+TEST(BundledCli, TheExtendersNodeListIsCheckedAsTheInventoryChecksIt) {
+  hetplan::test::TempFolder folder;
+  std::string nodes = read_text(kSource + "/tests/importers/data/kubectl-get-nodes-ascend-dcu-mlu.json");
+  const std::string count = "\"huawei.com/Ascend910\": \"8\"";
+  const auto at = nodes.find(count);
+  ASSERT_NE(at, std::string::npos);
+  nodes.replace(at, count.size(), "\"huawei.com/Ascend910\": \"-3\"");
+  const std::string path = folder.file("nodes.json");
+  std::ofstream(path) << nodes;
+  const Extender extender("--plan " + kSource + "/plans/default-reference.yaml --scenario " +
+                          kSource + "/scenarios/default.yaml --listen 127.0.0.1:0 --nodes " + path);
+  EXPECT_EQ(extender.first_line(),
+            "error: " + path +
+                ":171:45: items[1].status.allocatable[\"huawei.com/Ascend910\"]: expected a device "
+                "count (a whole Kubernetes quantity such as \"8\" or \"1k\", at most 1000000), got "
+                "\"-3\"");
   EXPECT_EQ(extender.port(), -1);
 }
 
