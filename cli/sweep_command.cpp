@@ -1,5 +1,7 @@
 #include "cli/sweep_command.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -90,6 +92,79 @@ void write_results(const std::string& out_dir, const std::vector<std::string>& p
   }
 }
 
+// A lock on a sweep's --out for the run (flock on its .lock file), released when it goes.
+class OutputFolderLock {
+ public:
+  OutputFolderLock() = default;
+  OutputFolderLock(const OutputFolderLock&) = delete;
+  OutputFolderLock& operator=(const OutputFolderLock&) = delete;
+  ~OutputFolderLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  // False when another process holds it.
+  bool take(const fs::path& file) {
+    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return false;
+    return ::flock(fd_, LOCK_EX | LOCK_NB) == 0;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// What a sweep's --out says of the results it holds: the sweep and its inputs.
+std::string out_identity(const sweep::Sweep& loaded, const std::string& inputs) {
+  return "sweep: " + loaded.name + "\ninputs: " + inputs + "\n";
+}
+
+// Makes --out and points/ in it, takes the folder's lock, refuses a folder holding another
+// sweep's results (another name, or other inputs: the base files, the settings, the version),
+// and removes what a killed run of this sweep left half-written (points/.KEY.json.tmpPID).
+void prepare_out_folder(const std::string& out_dir, const sweep::Sweep& loaded,
+                        const std::string& inputs, OutputFolderLock& lock) {
+  const fs::path out(out_dir);
+  const fs::path points_dir = out / "points";
+  std::error_code error;
+  fs::create_directories(points_dir, error);
+  if (error)
+    throw InputError({out_dir, 0, 0}, "--out",
+                     "expected a folder hetplan can create, got " + error.message());
+  if (!lock.take(out / ".lock"))
+    throw InputError({out_dir, 0, 0}, "--out",
+                     "expected a folder no other sweep is writing to, got one a running sweep "
+                     "holds");
+  const fs::path identity_file = out / "sweep.txt";
+  const std::string identity = out_identity(loaded, inputs);
+  if (fs::is_regular_file(identity_file, error)) {
+    const std::string held = formats::read_text_file(identity_file.string());
+    if (held != identity) {
+      const auto name_end = held.find('\n');
+      const std::string held_name =
+          held.rfind("sweep: ", 0) == 0 ? held.substr(7, name_end - 7) : "?";
+      throw InputError({identity_file.string(), 1, 1}, "--out",
+                       "expected a folder of sweep " + loaded.name +
+                           "'s results with these inputs, or a new one, got the results of "
+                           "sweep " + held_name +
+                           (held_name == loaded.name ? " with other inputs (base files, settings "
+                                                       "or version)"
+                                                     : "") +
+                           ": choose another --out");
+    }
+  } else {
+    try {
+      formats::write_file_atomically(identity_file.string(), identity);
+    } catch (const std::runtime_error& failure) {
+      throw InputError({out_dir, 0, 0}, "--out", failure.what());
+    }
+  }
+  // Left by a run killed while writing a point: never a result (the rename did not happen).
+  for (const auto& entry : fs::directory_iterator(points_dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(".") && name.find(".json.tmp") != std::string::npos)
+      fs::remove(entry.path(), error);
+  }
+}
+
 }  // namespace
 
 int run_sweep_command(const SweepCommand& command) {
@@ -103,12 +178,13 @@ int run_sweep_command(const SweepCommand& command) {
   if (command.resume && command.out_dir.empty())
     throw InputError({"sweep", 0, 0}, "--resume", "expected --out DIR too (the results to resume)");
   const fs::path points_dir = fs::path(command.out_dir) / "points";
+  OutputFolderLock lock;
   if (!command.out_dir.empty()) {
-    std::error_code error;
-    fs::create_directories(points_dir, error);
-    if (error)
-      throw InputError({command.out_dir, 0, 0}, "--out",
-                       "expected a folder hetplan can create, got " + error.message());
+    // The folder is made only for a sweep that runs (a refused one leaves nothing), held for
+    // this run alone, and kept to one sweep's results.
+    options.started = [&](const std::string& inputs) {
+      prepare_out_folder(command.out_dir, loaded, inputs, lock);
+    };
     // Each finished point, at once: an interrupted sweep resumes from them.
     options.finished = [&](const sweep::PointResult& point) {
       try {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace hetplan::formats {
 namespace {
@@ -106,9 +107,18 @@ YAML::Node parse_document(const std::string& text, const std::string& file_name)
   }
   check_nesting(text, file_name);
   try {
-    YAML::Node root = YAML::Load(text);
+    // Every document of the file, so that a second one is refused rather than ignored.
+    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
     if (!root.IsDefined() || root.IsNull()) {
       throw InputError({file_name, 1, 1}, "", "expected a mapping, got an empty document");
+    }
+    for (std::size_t i = 1; i < documents.size(); ++i) {
+      const YAML::Node& next = documents[i];
+      if (!next.IsDefined() || next.IsNull()) continue;  // "---" with nothing after it
+      const YAML::Mark mark = next.Mark();
+      throw InputError({file_name, mark.line + 1, mark.column + 1}, "",
+                       "expected one YAML document, got a second one (after \"---\")");
     }
     return root;
   } catch (const YAML::Exception& error) {

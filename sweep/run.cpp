@@ -2,7 +2,9 @@
 // copy of the base scenario; results summarised as one JSON line per point and a CSV.
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -166,6 +168,20 @@ std::string inputs_digest(const Sweep& sweep, const Scenario& base) {
   return digest;
 }
 
+// A value as its point's key holds it: a number (alone or before a unit) in one spelling, so
+// that "4", "4.0" and "4e0", or two steps of a range that print alike, are one point.
+std::string canonical_value(const std::string& text) {
+  double number = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+  if (error != std::errc() || !std::isfinite(number)) return text;
+  std::string rest(end, text.data() + text.size());
+  const auto first = rest.find_first_not_of(' ');
+  rest = first == std::string::npos ? "" : " " + rest.substr(first);
+  char spelled[40];
+  const auto written = std::to_chars(spelled, spelled + sizeof spelled, number == 0 ? 0.0 : number);
+  return std::string(spelled, written.ptr) + rest;  // the shortest spelling that reads back
+}
+
 std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
   std::string out = "\"";
@@ -202,26 +218,49 @@ SweepResult run_sweep(const Sweep& sweep, const SweepOptions& options) {
   for (const Point& point : all) {
     if (point.index % shards == options.shard.index) mine.push_back(point);
   }
+  if (options.started) options.started(exporters::sha256_hex(digest));
+  // Each point's key: the inputs and its values, a number in one spelling.
+  auto key_of = [&](const Point& point) {
+    std::string key_text = digest;
+    for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
+      key_text += sweep.axes[a].path + " = " +
+                  canonical_value(sweep.axes[a].values[point.values[a]].text) + "\n";
+    }
+    return exporters::sha256_hex(key_text);
+  };
+  // Points of one key are searched once: the first runs, the others take its result.
+  std::vector<std::string> keys;
+  std::vector<std::size_t> first_of(mine.size());
+  std::vector<Point> unique;
+  {
+    std::map<std::string, std::size_t> seen;
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      keys.push_back(key_of(mine[i]));
+      const auto [at, added] = seen.emplace(keys.back(), i);
+      first_of[i] = at->second;
+      if (added) unique.push_back(mine[i]);
+    }
+  }
 
   SweepResult out;
   out.total_points = all.size();
-  std::vector<std::optional<PointResult>> results(mine.size());
+  std::vector<std::optional<PointResult>> results(unique.size());
   std::atomic<std::size_t> next{0};
   std::mutex report;
   SweepProgress progress;
-  progress.total = mine.size();
+  progress.total = unique.size();
 
+  auto values_of = [&](const Point& point) {
+    ordered_json values = ordered_json::object();
+    for (std::size_t a = 0; a < sweep.axes.size(); ++a)
+      values[sweep.axes[a].path] = sweep.axes[a].values[point.values[a]].text;
+    return values;
+  };
   auto run_point = [&](const Point& point) {
     PointResult r;
     r.index = point.index;
-    ordered_json values = ordered_json::object();
-    std::string key_text = digest;
-    for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
-      const std::string& text = sweep.axes[a].values[point.values[a]].text;
-      values[sweep.axes[a].path] = text;
-      key_text += sweep.axes[a].path + " = " + text + "\n";
-    }
-    r.key = exporters::sha256_hex(key_text);
+    const ordered_json values = values_of(point);
+    r.key = key_of(point);
     if (options.earlier) {
       if (auto line = options.earlier(r.key)) {
         r.line = std::move(*line);
@@ -276,8 +315,8 @@ SweepResult run_sweep(const Sweep& sweep, const SweepOptions& options) {
         return;
       }
       const std::size_t i = next.fetch_add(1);
-      if (i >= mine.size()) return;
-      PointResult r = run_point(mine[i]);
+      if (i >= unique.size()) return;
+      PointResult r = run_point(unique[i]);
       std::lock_guard lock(report);
       ++progress.done;
       if (!r.ok) ++progress.failed;
@@ -287,17 +326,30 @@ SweepResult run_sweep(const Sweep& sweep, const SweepOptions& options) {
       if (options.observer) options.observer->on_point(progress);
     }
   };
-  const int jobs = std::max(1, std::min<int>(options.jobs, static_cast<int>(std::max<std::size_t>(1, mine.size()))));
+  const int jobs = std::max(1, std::min<int>(options.jobs, static_cast<int>(std::max<std::size_t>(1, unique.size()))));
   std::vector<std::thread> workers;
   for (int j = 1; j < jobs; ++j) workers.emplace_back(work);
   work();
   for (auto& worker : workers) worker.join();
-  for (auto& r : results) {
-    if (r) {
-      out.points.push_back(std::move(*r));
-    } else {
+  // Every point of the shard in order, a repeated one with its first's result under its own
+  // index and values.
+  std::map<std::size_t, const PointResult*> by_index;  // the first point's index -> its result
+  for (const auto& r : results)
+    if (r) by_index.emplace(r->index, &*r);
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    const auto found = by_index.find(mine[first_of[i]].index);
+    if (found == by_index.end()) {
       out.stopped = true;
+      continue;
     }
+    PointResult r = *found->second;
+    if (first_of[i] != i) {
+      r.index = mine[i].index;
+      r.reused = false;
+      r.line["index"] = mine[i].index;
+      r.line["values"] = values_of(mine[i]);
+    }
+    out.points.push_back(std::move(r));
   }
   if (out.stopped) out.stopped_by = out_of_time ? "the time budget ran out" : "stopped on request";
   return out;

@@ -113,6 +113,10 @@ struct SweepOptions {
   std::function<std::optional<nlohmann::ordered_json>(const std::string& key)> earlier;
   // Each finished point as it finishes (one call at a time): a front end keeps it for resume.
   std::function<void(const PointResult&)> finished;
+  // Once the base scenario is loaded and the sweep checked against it, before any point runs:
+  // the sweep's inputs (a digest of the base files and the settings the results depend on), for
+  // a front end to prepare where it keeps results (nothing is made for a sweep that is refused).
+  std::function<void(const std::string& inputs)> started;
   // Seconds after which no new point starts (0: no budget); points running then finish.
   double max_seconds = 0;
   // The twin's worker executable (hetplan-twin), for a sweep with `twin:`; each point runs its

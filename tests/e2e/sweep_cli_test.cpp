@@ -3,7 +3,14 @@
 // shards merge to the single run's bytes.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tests/e2e/cli_run.hpp"
 
@@ -56,7 +63,83 @@ TEST(SweepCli, ABadAxisFailsBeforeAnyPointRuns) {
   EXPECT_EQ(run.out, "error: " + folder.file("bad.yaml") +
                          ":6:17: cluster.islands[ascend-910b].nodes: expected an integer from 1 "
                          "to 100000, got \"many\"\n");
-  EXPECT_FALSE(fs::exists(fs::path(folder.file("out")) / "results.jsonl"));
+  // Refused before any point: --out is not even made.
+  EXPECT_FALSE(fs::exists(folder.file("out")));
+}
+
+// One --out holds one sweep's results: a second sweep into it is refused (nothing of it
+// written), a run while another holds the folder is refused, and what a killed run left
+// half-written is removed when the sweep runs there again.
+TEST(SweepCli, AnOutFolderHoldsOneSweepsResults) {
+  TempFolder folder;
+  const std::string sweep = std::string(HETPLAN_SOURCE_DIR) + "/scenarios/sweeps/ascend-scaling.yaml";
+  const std::string out = folder.file("out");
+  ASSERT_EQ(hetplan("sweep " + sweep + " --jobs 2 --out " + out).exit_code, 0);
+  const std::string results = read(fs::path(out) / "results.jsonl");
+
+  const auto other = hetplan("sweep " + std::string(HETPLAN_SOURCE_DIR) +
+                             "/scenarios/sweeps/dcu-mlu-mtbf.yaml --jobs 2 --out " + out);
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_EQ(other.out, "error: " + out +
+                           "/sweep.txt:1:1: --out: expected a folder of sweep dcu-mlu-mtbf's "
+                           "results with these inputs, or a new one, got the results of sweep "
+                           "ascend-scaling: choose another --out\n");
+  EXPECT_EQ(read(fs::path(out) / "results.jsonl"), results);
+
+  // A killed run's half-written point, and the folder held by a running sweep (its lock taken
+  // here as that sweep would hold it).
+  const fs::path stale = fs::path(out) / "points" / ".0123abcd.json.tmp4242";
+  std::ofstream(stale) << "{\"half\":";
+  {
+    const int held = ::open((fs::path(out) / ".lock").c_str(), O_RDWR);
+    ASSERT_GE(held, 0);
+    ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);
+    const auto busy = hetplan("sweep " + sweep + " --jobs 2 --resume --out " + out);
+    EXPECT_EQ(busy.exit_code, 2);
+    EXPECT_EQ(busy.out, "error: " + out +
+                            ": --out: expected a folder no other sweep is writing to, got one a "
+                            "running sweep holds\n");
+    ::close(held);
+  }
+  EXPECT_TRUE(fs::exists(stale));
+  const auto again = hetplan("sweep " + sweep + " --jobs 2 --resume --out " + out);
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_EQ(read(fs::path(out) / "results.jsonl"), results);
+}
+
+// Values spelled differently are one point: 8, 8.0 and 8e0 nodes are searched once, and each
+// keeps its own spelling and index beside the one result.
+TEST(SweepCli, OnePointUnderThreeSpellingsIsSearchedOnce) {
+  TempFolder folder;
+  std::ofstream(folder.file("same.yaml"))
+      << "schema: hetplan/sweep/v1\nname: same\nscenario: " << HETPLAN_SOURCE_DIR
+      << "/scenarios/default.yaml\ntop: 1\naxes:\n  - path: cluster.islands[ascend-910b].nodes\n"
+         "    values: [8, 8.0, 8e0, 16]\n";
+  const std::string out = folder.file("out");
+  const auto run = hetplan("sweep " + folder.file("same.yaml") + " --jobs 2 --out " + out);
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  std::size_t point_files = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(fs::path(out) / "points")) ++point_files;
+  EXPECT_EQ(point_files, 2u);  // 8 and 16
+  std::vector<nlohmann::json> lines;
+  std::istringstream text(read(fs::path(out) / "results.jsonl"));
+  for (std::string line; std::getline(text, line);) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 4u);
+  const char* spelled[] = {"8", "8.0", "8e0", "16"};
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(lines[i]["index"], i);
+    EXPECT_EQ(lines[i]["values"]["cluster.islands[ascend-910b].nodes"], spelled[i]);
+  }
+  for (std::size_t i = 1; i < 3; ++i) {
+    nlohmann::json a = lines[0], b = lines[i];
+    for (auto* line : {&a, &b}) {
+      line->erase("index");
+      line->erase("values");
+    }
+    EXPECT_EQ(a, b) << i;
+  }
+  EXPECT_NE(lines[0]["key"], lines[3]["key"]);
 }
 
 TEST(SweepCli, ResumeRunsOnlyWhatIsMissingAndShardsMergeToTheSameBytes) {

@@ -77,6 +77,18 @@ TEST(DocumentLimits, NulByteAnywhere) {
             "deep.yaml:2:8: expected a text document, got a NUL byte");
 }
 
+// Every file holds one document: a second one (after "---") is refused where it starts, not
+// ignored; a "---" before the first or after the last with nothing behind it is no document.
+TEST(DocumentLimits, ASecondDocumentIsRefused) {
+  EXPECT_EQ(plan_error("schema: hetplan/plan/v1\nname: a\n---\nschema: hetplan/plan/v1\nname: b\n"),
+            "deep.yaml:4:1: expected one YAML document, got a second one (after \"---\")");
+  EXPECT_EQ(plan_error("---\nschema: hetplan/plan/v1\nname: a\n--- {name: b}\n"),
+            "deep.yaml:4:5: expected one YAML document, got a second one (after \"---\")");
+  // Only the first document: the plan's own errors, not the document's.
+  EXPECT_EQ(plan_error("---\nschema: hetplan/plan/v1\nname: a\n---\n").find("second"),
+            std::string::npos);
+}
+
 TEST(DocumentLimits, OversizedDocument) {
   const std::string text(16u * 1024 * 1024 + 1, ' ');
   EXPECT_EQ(plan_error(text), "deep.yaml:1:16777217: expected a document of at most 16 MiB, got 16777217 bytes");
