@@ -85,6 +85,41 @@ void check_nesting(const std::string& text, const std::string& file_name) {
   }
 }
 
+// Where the content of a second document starts, or npos. A line that starts with "---" (then
+// a blank or its end) is a document marker wherever it stands (YAML does not allow one inside a
+// document's content); the first may precede the first document, and a marker, an end marker
+// ("...") or comments with nothing after them are no document.
+std::size_t second_document(std::string_view text) {
+  bool content = false;  // the first document has begun
+  bool after_marker = false;  // a marker (or "...") closed it: content now begins another
+  auto blank_or_comment = [](std::string_view rest) {
+    const std::size_t first = rest.find_first_not_of(" \t");
+    return first == std::string_view::npos || rest[first] == '#';
+  };
+  std::size_t line_start = 0;
+  while (line_start < text.size()) {
+    std::size_t end = text.find('\n', line_start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(line_start, end - line_start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const bool marker = (line.starts_with("---") || line.starts_with("...")) &&
+                        (line.size() == 3 || line[3] == ' ' || line[3] == '\t');
+    if (marker) {
+      if (content) after_marker = true;
+      const std::string_view rest = line.substr(3);
+      if (!blank_or_comment(rest) && line.starts_with("---")) {
+        if (after_marker) return line_start + 3 + rest.find_first_not_of(" \t");
+        content = true;
+      }
+    } else if (!blank_or_comment(line) && !(line.starts_with("%") && !content)) {
+      if (after_marker) return line_start + line.find_first_not_of(" \t");
+      content = true;
+    }
+    line_start = end + 1;
+  }
+  return std::string_view::npos;
+}
+
 bool is_identifier(std::string_view text) {
   if (text.empty()) return false;
   auto lower_or_digit = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
@@ -107,18 +142,15 @@ YAML::Node parse_document(const std::string& text, const std::string& file_name)
   }
   check_nesting(text, file_name);
   try {
-    // Every document of the file, so that a second one is refused rather than ignored.
-    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
+    // A second document is refused rather than ignored (found in the text: yaml-cpp's LoadAll
+    // does not return on some malformed input).
+    if (const std::size_t second = second_document(text); second != std::string::npos) {
+      throw InputError(location_at(file_name, text, second), "",
+                       "expected one YAML document, got a second one (after \"---\")");
+    }
+    YAML::Node root = YAML::Load(text);
     if (!root.IsDefined() || root.IsNull()) {
       throw InputError({file_name, 1, 1}, "", "expected a mapping, got an empty document");
-    }
-    for (std::size_t i = 1; i < documents.size(); ++i) {
-      const YAML::Node& next = documents[i];
-      if (!next.IsDefined() || next.IsNull()) continue;  // "---" with nothing after it
-      const YAML::Mark mark = next.Mark();
-      throw InputError({file_name, mark.line + 1, mark.column + 1}, "",
-                       "expected one YAML document, got a second one (after \"---\")");
     }
     return root;
   } catch (const YAML::Exception& error) {

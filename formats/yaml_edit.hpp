@@ -29,7 +29,18 @@ std::string yaml_quoted(std::string_view text);
 // in errors. Throws std::invalid_argument when the path cannot be followed (a sequence index past
 // its end, a step into a scalar, a value at the path that is neither a scalar nor a flow list) and
 // InputError when the text does not parse.
+// Every edit is checked before it is returned: the edited text reads back, holds the value at
+// the path, and every other value of the document as it was; a text that cannot take the edit
+// faithfully (a plain scalar over several lines, a key written in an unusual form, ...) is
+// refused with std::invalid_argument ("...: edit the file by hand"). A value reached through an
+// alias gets its own value in place of the alias; a value or mapping that an anchor defines and
+// aliases repeat is refused (InputError at the anchor). A UTF-8 byte-order mark and the file's
+// line ends (LF or CRLF) are kept.
 std::string set_yaml_value(const std::string& text, const YamlPath& path, const std::string& value,
                            const std::string& file_name);
+
+// The edit without that check (for the check's own tests and the fuzz target).
+std::string set_yaml_value_unchecked(const std::string& text, const YamlPath& path,
+                                     const std::string& value, const std::string& file_name);
 
 }  // namespace hetplan::formats

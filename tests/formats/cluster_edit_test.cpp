@@ -198,5 +198,73 @@ TEST(YamlEdit, APathItCannotFollowIsRefused) {
   EXPECT_THROW(set_yaml_value("a: [\n", {std::string("a")}, "1", "c.yaml"), InputError);
 }
 
+// The text after a UTF-8 byte-order mark: the parser's places do not count it, the edit lands
+// where the value is and the mark stays.
+TEST(YamlEdit, AByteOrderMarkStaysAndTheEditLandsOnTheValue) {
+  const std::string bom = "\xEF\xBB\xBF";
+  EXPECT_EQ(set_yaml_value(bom + "a: 32\nb: 5\n", {std::string("b")}, "7", "w.yaml"),
+            bom + "a: 32\nb: 7\n");
+  EXPECT_EQ(set_yaml_value(bom + "a: 32\n", {std::string("c")}, "1", "w.yaml"), bom + "c: 1\na: 32\n");
+}
+
+// A file with CRLF line ends gets CRLF on the lines an edit adds.
+TEST(YamlEdit, AddedLinesTakeTheFilesLineEnds) {
+  EXPECT_EQ(set_yaml_value("t:\r\n  a: 1\r\n", {std::string("t"), std::string("b")}, "2", "w.yaml"),
+            "t:\r\n  b: 2\r\n  a: 1\r\n");
+  EXPECT_EQ(set_yaml_value("islands:\r\n  - name: x\r\n    nodes: 1\r\n",
+                           {std::string("islands"), std::size_t{0}, std::string("zone")}, "z", "w.yaml"),
+            "islands:\r\n  - name: x\r\n    zone: z\r\n    nodes: 1\r\n");
+  EXPECT_EQ(set_yaml_value("a: 1\r\nb: 2\r\n", {std::string("b")}, "3", "w.yaml"), "a: 1\r\nb: 3\r\n");
+}
+
+// Anchors and aliases: a value reached through an alias gets its own value in place of the
+// alias (the anchor's other places keep theirs); an anchored value no alias names keeps its
+// anchor; a value or mapping aliases repeat is refused where its anchor is, nothing written.
+TEST(YamlEdit, AnchorsAndAliasesKeepTheirMeaning) {
+  const std::string text = "a: &n 32\nb: *n\nc: !!int 5\n";
+  EXPECT_EQ(set_yaml_value(text, {std::string("b")}, "8", "w.yaml"), "a: &n 32\nb: 8\nc: !!int 5\n");
+  EXPECT_EQ(set_yaml_value(text, {std::string("c")}, "6", "w.yaml"), "a: &n 32\nb: *n\nc: !!int 6\n");
+  EXPECT_EQ(set_yaml_value("a: &n 32\nb: 1\n", {std::string("a")}, "64", "w.yaml"), "a: &n 64\nb: 1\n");
+  std::string error;
+  try {
+    (void)set_yaml_value(text, {std::string("a")}, "64", "w.yaml");
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  EXPECT_EQ(error,
+            "w.yaml:1:4: a: expected a value written once, got one an anchor (&) defines here and "
+            "aliases (*) repeat: an edit in place would change them all; edit the file by hand");
+  const std::string islands =
+      "islands:\n  - &common {chip: x, nodes: 4}\n  - *common\n";
+  EXPECT_THROW(set_yaml_value(islands, {std::string("islands"), std::size_t{1}, std::string("nodes")},
+                              "8", "c.yaml"),
+               InputError);
+}
+
+// A block or folded scalar is replaced with all its lines; the lines after it stay.
+TEST(YamlEdit, ABlockScalarIsReplacedWhole) {
+  EXPECT_EQ(set_yaml_value("a: |\n  one\n\n  two\nb: 1\n", {std::string("a")}, "x", "w.yaml"),
+            "a: x\nb: 1\n");
+  EXPECT_EQ(set_yaml_value("t:\n  a: >-\n    one\n    two\n\n  b: 1\n", {std::string("t"), std::string("a")},
+                           "x", "w.yaml"),
+            "t:\n  a: x\n\n  b: 1\n");
+  EXPECT_EQ(set_yaml_value("a: |\r\n  one\r\nb: 1\r\n", {std::string("a")}, "x", "w.yaml"),
+            "a: x\r\nb: 1\r\n");
+}
+
+// Empty and null values take the new one where they are written.
+TEST(YamlEdit, EmptyAndNullValuesAreSet) {
+  EXPECT_EQ(set_yaml_value("a:\nb: 1\n", {std::string("a")}, "2", "w.yaml"), "a: 2\nb: 1\n");
+  EXPECT_EQ(set_yaml_value("a:   # later\nb: 1\n", {std::string("a")}, "2", "w.yaml"),
+            "a:   2 # later\nb: 1\n");
+  EXPECT_EQ(set_yaml_value("a: ~\nb: null\n", {std::string("a")}, "2", "w.yaml"), "a: 2\nb: null\n");
+  EXPECT_EQ(set_yaml_value("a: ~\nb: null\n", {std::string("b")}, "3", "w.yaml"), "a: ~\nb: 3\n");
+  EXPECT_EQ(set_yaml_value("t: {a: , b: 1}\n", {std::string("t"), std::string("a")}, "2", "w.yaml"),
+            "t: {a: 2, b: 1}\n");
+  EXPECT_EQ(set_yaml_value("a:", {std::string("a")}, "2", "w.yaml"), "a: 2");
+  EXPECT_THROW(set_yaml_value("a:\n  -\n  - 1\n", {std::string("a"), std::size_t{0}}, "2", "w.yaml"),
+               std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace hetplan::formats
