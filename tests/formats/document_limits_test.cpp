@@ -89,6 +89,13 @@ TEST(DocumentLimits, ASecondDocumentIsRefused) {
             std::string::npos);
 }
 
+// yaml-cpp's LoadAll never returns on this text (found by fuzz_yaml_edit): the document is
+// read once, as one document, and ends in an error or a value.
+TEST(DocumentLimits, ATextLoadAllLoopsOnEndsInTime) {
+  const std::string error = plan_error(" ,r");
+  EXPECT_TRUE(error.starts_with("deep.yaml:")) << error;
+}
+
 TEST(DocumentLimits, OversizedDocument) {
   const std::string text(16u * 1024 * 1024 + 1, ' ');
   EXPECT_EQ(plan_error(text), "deep.yaml:1:16777217: expected a document of at most 16 MiB, got 16777217 bytes");
