@@ -4,7 +4,7 @@
 Each case is a bundled file (a chip profile, the cluster, workload, scenario and plan of the
 default scenario, Hugging Face configs, kubectl nodes, nccl-tests and hccl_test logs, training
 logs, profiler traces, a calibration bundle, a published-run file, a validation record beside
-its evidence) with one hostile change: a number set to zero, a negative, a denormal, 1e308, NaN or infinity, a quantity
+its evidence, a sweep file) with one hostile change: a number set to zero, a negative, a denormal, 1e308, NaN or infinity, a quantity
 with a wrong unit, a wrong type, a key removed or duplicated, the text truncated, a byte-order
 mark, CRLF line ends, control bytes, deep nesting. The changes are drawn from a fixed seed, so
 the corpus is the same on every run.
@@ -369,6 +369,20 @@ def families(src, hetplan):
                       lambda case, p: [H + ["validate", "--ladder", default_scenario, "--records", os.path.dirname(p), "--json"]]
                       + ([H + ["plan", default_scenario, "--records", os.path.dirname(p), "--json"]] if every(case, 8) else []),
                       record_beside_evidence))
+    # A sweep file beside the default scenario, run whole (one job) into a fresh --out; one change
+    # in five is a second YAML document after the first (appended last, so that the other
+    # families' corpus stays as it was).
+    def mutate_sweep(text, rng):
+        if rng.random() < 0.2:
+            return text + "---\nschema: hetplan/sweep/v1\nname: second\n", "a second document"
+        return mutate_yaml(text, rng)
+    def beside_scenarios(case, source):
+        scenario_tree(src, case)
+        return os.path.join(case, source)
+    out.append(Family("sweep file", ["scenarios/sweeps/ascend-scaling.yaml",
+                                     "scenarios/sweeps/dcu-mlu-mtbf.yaml"], mutate_sweep, 24,
+                      lambda case, p: [H + ["sweep", p, "--jobs", "1", "--out", os.path.join(case, "out")]],
+                      beside_scenarios))
     return out
 
 
