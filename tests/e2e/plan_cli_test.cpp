@@ -210,6 +210,44 @@ TEST(PlanCli, AnyThreadCountGivesByteIdenticalJson) {
   }
 }
 
+// Same inputs, same bytes in any process: two runs whose heaps start with different bytes
+// (glibc's MALLOC_PERTURB_) and lie at other addresses (address-space randomisation) write the
+// same exports, every target, and print the same estimate. A figure read from memory never
+// written, or an order taken from addresses, differs between them; two calls in one process
+// share both, which is why this is not a unit test.
+TEST(PlanCli, ExportsAndEstimatesAreTheSameBytesInAnyProcess) {
+  TempFolder folder;
+  auto run = [](const char* perturb, const std::string& args) {
+    setenv("MALLOC_PERTURB_", perturb, 1);
+    const CliRun result = hetplan(args);
+    unsetenv("MALLOC_PERTURB_");
+    return result;
+  };
+  const char* const perturbs[] = {"0", "165"};
+  for (const char* target : {"volcano", "megatron", "json", "kube-scheduler", "labels"}) {
+    std::map<std::string, std::string> files[2];
+    for (int k = 0; k < 2; ++k) {
+      const std::string out = folder.file(std::string(target) + "-" + perturbs[k]);
+      const CliRun exported =
+          run(perturbs[k], "export plans/default-reference.yaml --scenario scenarios/default.yaml "
+                           "--allow-unvalidated --to " + std::string(target) + " --out " + out);
+      ASSERT_EQ(exported.exit_code, 0) << exported.out;
+      for (const auto& entry : std::filesystem::recursive_directory_iterator(out)) {
+        if (entry.is_regular_file())
+          files[k][std::filesystem::relative(entry.path(), out).string()] =
+              read_text(entry.path().string());
+      }
+    }
+    EXPECT_FALSE(files[0].empty()) << target;
+    EXPECT_EQ(files[0], files[1]) << target;
+  }
+  const CliRun a = run("0", "eval scenarios/default.yaml --json");
+  const CliRun b = run("165", "eval scenarios/default.yaml --json");
+  ASSERT_EQ(a.exit_code, 0) << a.out;
+  EXPECT_GT(a.out.size(), 1000u);
+  EXPECT_EQ(a.out, b.out);
+}
+
 TEST(PlanCli, MissingScenarioIsOneErrorLineNamingTheFile) {
   const CliRun run = hetplan("plan no/such/file.yaml");
   EXPECT_EQ(run.exit_code, 2);

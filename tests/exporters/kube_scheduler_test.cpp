@@ -157,14 +157,11 @@ TEST(KubeScheduler, BrokenManifestsAreRefused) {
   refused(kube_object_errors(service), "[clusterIP]: Value type not permitted");
 }
 
-TEST(KubeScheduler, SameInputSameBytesAndTheGateFirst) {
+// The gate comes first: an unvalidated plan is refused unless allowed, and then stamped. (That
+// the bytes are the same in any process: PlanCli.ExportsAndEstimatesAreTheSameBytesInAnyProcess.)
+TEST(KubeScheduler, TheGateFirst) {
   const auto a = export_kube_scheduler(validated_input(bundled(), reference()));
-  const auto b = export_kube_scheduler(validated_input(bundled(), reference()));
-  ASSERT_EQ(a.size(), b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    EXPECT_EQ(a[i].name, b[i].name);
-    EXPECT_EQ(a[i].text, b[i].text);
-  }
+  ASSERT_EQ(a.size(), 2u);
   EXPECT_EQ(a[1].name, "kube-default-reference.yaml");
   ExportInput input = validated_input(bundled(), reference());
   input.validation.validated = false;

@@ -487,13 +487,6 @@ TEST(Launch, TopPlansSourceCleanly) {
   }
 }
 
-TEST(Launch, Deterministic) {
-  const auto a = export_megatron(input_for(reference()));
-  const auto b = export_megatron(input_for(reference()));
-  ASSERT_EQ(a.size(), b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].text, b[i].text);
-}
-
 TEST(Labels, OneCommandPerNodeThePlanNeeds) {
   const ExportedFile file = export_labels(input_for(reference()));
   EXPECT_EQ(file.name, "labels.sh");

@@ -448,17 +448,14 @@ TEST(Volcano, UnvalidatedPlansNeedPermissionAndAreStamped) {
   EXPECT_EQ(validated["metadata"]["annotations"]["hetplan.io/scenario"], "default");
 }
 
-TEST(Volcano, SameInputSameBytes) {
+// The file is named after the Job it holds. (That the bytes are the same in any process:
+// PlanCli.ExportsAndEstimatesAreTheSameBytesInAnyProcess.)
+TEST(Volcano, TheFileIsNamedAfterItsJob) {
   for (const Planned& planned : fixture().top) {
-    const Planned copy = planned;
-    const std::vector<ExportedFile> a = export_volcano(input_for(planned));
-    const std::vector<ExportedFile> b = export_volcano(input_for(copy));
-    ASSERT_EQ(a.size(), 1u);
-    ASSERT_EQ(b.size(), 1u);
-    EXPECT_EQ(a[0].name, b[0].name);
-    EXPECT_EQ(a[0].text, b[0].text);
-    EXPECT_EQ(a[0].name,
-              "volcano-" + parse_yaml(a[0].text)["metadata"]["name"].get<std::string>() + ".yaml");
+    const std::vector<ExportedFile> files = export_volcano(input_for(planned));
+    ASSERT_EQ(files.size(), 1u);
+    EXPECT_EQ(files[0].name,
+              "volcano-" + parse_yaml(files[0].text)["metadata"]["name"].get<std::string>() + ".yaml");
   }
 }
 

@@ -186,13 +186,6 @@ TEST(Estimator, SlowerChipsMakeTheirStageTheBottleneck) {
   EXPECT_GT(e.stages[1].forward_s, 1.5 * e.stages[0].forward_s);
 }
 
-TEST(Estimator, SameInputsSameNumbers) {
-  const auto a = estimate_step(a100_cluster(2), small_llama(), pipeline(2, 2, 4));
-  const auto b = estimate_step(a100_cluster(2), small_llama(), pipeline(2, 2, 4));
-  EXPECT_EQ(a.step_time_s, b.step_time_s);
-  EXPECT_EQ(a.mfu, b.mfu);
-}
-
 }  // namespace
 }  // namespace hetplan::sim
 
