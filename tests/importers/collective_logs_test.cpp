@@ -303,6 +303,31 @@ TEST(NcclTestsTextErrors, ZeroTime) {
             "microseconds, got \"0.00\"");
 }
 
+// The same in nccl-tests' JSON (-J) and in hccl_test's table.
+TEST(CollectiveLogErrors, ZeroTimeInTheOtherFormats) {
+  std::string json = read(kJson);
+  const std::string time = "\"out_of_place\":{\"time\":55165.900000";
+  const auto at = json.find(time);
+  ASSERT_NE(at, std::string::npos);
+  json.replace(at, time.size(), "\"out_of_place\":{\"time\":0.000000");
+  const std::string json_error =
+      input_error_of([&] { (void)parse_nccl_tests_json(json, "z.json", {}); });
+  EXPECT_NE(json_error.find("results[0].out_of_place.time: expected a positive time in "
+                            "microseconds, got 0.000000"),
+            std::string::npos)
+      << json_error;
+  EXPECT_TRUE(json_error.starts_with("z.json:1:")) << json_error;
+
+  std::string hccl = read(kHcclAllReduce);
+  const std::string row = "16384             |     858.80    |";
+  const auto row_at = hccl.find(row);
+  ASSERT_NE(row_at, std::string::npos);
+  hccl.replace(row_at, row.size(), "16384             |       0.00    |");
+  EXPECT_EQ(input_error_of([&] { (void)parse_hccl_test(hccl, "z.txt", {"all_reduce", 8}); }),
+            "z.txt:4:27: all_reduce.avg_time: expected a positive time in microseconds, got "
+            "\"0.00\"");
+}
+
 // A NUL byte (a log cut by a crash is often padded with them) is refused where it is, before
 // anything is read from the log.
 TEST(NcclTestsTextErrors, NulByte) {
