@@ -90,28 +90,55 @@ std::string at(const std::string& path, std::size_t index) {
   return path + "[" + std::to_string(index) + "]";
 }
 
-// Depth of nesting, checked before parsing (deep documents would exhaust the stack of the code
-// that walks them). Strings are skipped, escapes included.
-bool nesting_within(std::string_view text, int limit) {
-  int depth = 0;
+// Calls visit(i) for each byte of a JSON text outside its strings (a string's escapes are
+// skipped with it); visit returns how many bytes to go on by, 0 to stop.
+template <typename Visit>
+void scan_outside_strings(std::string_view text, Visit&& visit) {
   bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
+  for (std::size_t i = 0; i < text.size();) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
+      if (c == '"') in_string = false;
+      i += c == '\\' ? 2 : 1;
     } else if (c == '"') {
       in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return false;
-    } else if (c == ']' || c == '}') {
-      --depth;
+      ++i;
+    } else {
+      const std::size_t step = visit(i);
+      if (step == 0) return;
+      i += step;
     }
   }
-  return true;
+}
+
+// Depth of nesting, checked before parsing (deep documents would exhaust the stack of the code
+// that walks them).
+bool nesting_within(std::string_view text, int limit) {
+  int depth = 0;
+  scan_outside_strings(text, [&](std::size_t i) -> std::size_t {
+    if (text[i] == '[' || text[i] == '{') return ++depth > limit ? 0 : 1;
+    if (text[i] == ']' || text[i] == '}') --depth;
+    return 1;
+  });
+  return depth <= limit;
+}
+
+// The first number of a JSON text beyond the range of a double (which nlohmann reports
+// without a place), or an empty view.
+std::string_view overflowing_number(std::string_view text) {
+  std::string_view found;
+  scan_outside_strings(text, [&](std::size_t i) -> std::size_t {
+    if (text[i] != '-' && !std::isdigit(static_cast<unsigned char>(text[i]))) return 1;
+    std::size_t end = i;
+    while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) ||
+                                 std::strchr("+-.eE", text[end]) != nullptr))
+      ++end;
+    const std::string token(text.substr(i, end - i));
+    if (std::isfinite(std::strtod(token.c_str(), nullptr))) return end - i;
+    found = text.substr(i, end - i);
+    return 0;
+  });
+  return found;
 }
 
 // The labels of a v1.Node (metadata.labels); path names the node in messages.
@@ -430,40 +457,6 @@ std::size_t NodeCache::add_node_list(const json& list, const SourceLocation& whe
   return added;
 }
 
-namespace {
-
-// The offset of the first number of a JSON text beyond the range of a double (which nlohmann
-// reports without a place), or npos. Strings are skipped with their escapes.
-std::size_t overflowing_number(std::string_view text) {
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-      continue;
-    }
-    if (c != '-' && !std::isdigit(static_cast<unsigned char>(c))) continue;
-    std::size_t end = i;
-    while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) ||
-                                 std::strchr("+-.eE", text[end]) != nullptr))
-      ++end;
-    const std::string token(text.substr(i, end - i));
-    if (!std::isfinite(std::strtod(token.c_str(), nullptr))) return i;
-    i = end - 1;
-  }
-  return std::string_view::npos;
-}
-
-}  // namespace
-
 json parse_json(const std::string& text, const std::string& file_name) {
   if (!nesting_within(text, kMaxDepth)) {
     throw InputError({file_name, 0, 0}, "",
@@ -481,13 +474,10 @@ json parse_json(const std::string& text, const std::string& file_name) {
     throw InputError(location_at(file_name, text, offset), "", "expected JSON, got a " + what);
   } catch (const json::exception&) {
     // out_of_range.406: a number beyond a double.
-    const std::size_t at = overflowing_number(text);
-    const std::size_t offset = at == std::string_view::npos ? 0 : at;
-    std::size_t end = offset;
-    while (end < text.size() && std::strchr("+-.eE0123456789", text[end]) != nullptr) ++end;
+    const std::string_view number = overflowing_number(text);
+    const std::size_t offset = number.empty() ? 0 : static_cast<std::size_t>(number.data() - text.data());
     throw InputError(location_at(file_name, text, offset), "",
-                     "expected a number within the range of a double, got " +
-                         quoted(std::string_view(text).substr(offset, end - offset)));
+                     "expected a number within the range of a double, got " + quoted(number));
   }
 }
 

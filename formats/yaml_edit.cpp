@@ -229,9 +229,9 @@ std::string yaml_quoted(std::string_view text) {
 
 namespace {
 
-std::string set_in_text(const std::string& text, const YamlPath& path, const std::string& value,
-                        const std::string& file_name) {
-  const YAML::Node root = parse_document(text, file_name);
+// The edit in `text`, whose document is `root`.
+std::string set_in_text(const std::string& text, const YAML::Node& root, const YamlPath& path,
+                        const std::string& value, const std::string& file_name) {
   // reset() rebinds a node; operator= would write through into the document.
   YAML::Node node;
   node.reset(root);
@@ -367,13 +367,12 @@ void leaves(const YAML::Node& node, YamlPath& at, const YamlPath& skip,
 
 // The edit kept the document faithful: it reads back, holds the value at the path, and every
 // other value as it was. Otherwise the edit is refused (the text is never written).
-void check_faithful(const std::string& before, const std::string& after, const YamlPath& path,
+void check_faithful(const YAML::Node& old_root, const std::string& after, const YamlPath& path,
                     const std::string& value, const std::string& file_name) {
   const std::string where = to_string(path);
   const std::string refused = where + ": this file's text cannot take the edit in place (";
-  YAML::Node old_root, new_root, wanted;
+  YAML::Node new_root, wanted;
   try {
-    old_root = parse_document(before, file_name);
     new_root = parse_document(after, file_name);
     wanted = YAML::Load(value);
   } catch (const std::exception&) {
@@ -398,19 +397,16 @@ void check_faithful(const std::string& before, const std::string& after, const Y
 
 std::string set_yaml_value(const std::string& text, const YamlPath& path, const std::string& value,
                            const std::string& file_name) {
-  std::string edited = set_yaml_value_unchecked(text, path, value, file_name);
-  check_faithful(text, edited, path, value, file_name);
-  return edited;
-}
-
-std::string set_yaml_value_unchecked(const std::string& text, const YamlPath& path,
-                                     const std::string& value, const std::string& file_name) {
   if (path.empty()) throw std::invalid_argument("an empty path");
   // The parser's places do not count a UTF-8 byte-order mark: edit after it, keep it.
   constexpr std::string_view kBom = "\xEF\xBB\xBF";
-  if (std::string_view(text).starts_with(kBom))
-    return std::string(kBom) + set_in_text(text.substr(kBom.size()), path, value, file_name);
-  return set_in_text(text, path, value, file_name);
+  const bool bom = std::string_view(text).starts_with(kBom);
+  std::string stripped;
+  const std::string& body = bom ? (stripped = text.substr(kBom.size())) : text;
+  const YAML::Node root = parse_document(body, file_name);
+  const std::string edited = set_in_text(body, root, path, value, file_name);
+  check_faithful(root, edited, path, value, file_name);
+  return bom ? std::string(kBom) + edited : edited;
 }
 
 }  // namespace hetplan::formats

@@ -39,8 +39,4 @@ std::string yaml_quoted(std::string_view text);
 std::string set_yaml_value(const std::string& text, const YamlPath& path, const std::string& value,
                            const std::string& file_name);
 
-// The edit without that check (for the check's own tests and the fuzz target).
-std::string set_yaml_value_unchecked(const std::string& text, const YamlPath& path,
-                                     const std::string& value, const std::string& file_name);
-
 }  // namespace hetplan::formats

@@ -229,16 +229,16 @@ SweepResult run_sweep(const Sweep& sweep, const SweepOptions& options) {
     return exporters::sha256_hex(key_text);
   };
   // Points of one key are searched once: the first runs, the others take its result.
-  std::vector<std::string> keys;
-  std::vector<std::size_t> first_of(mine.size());
-  std::vector<Point> unique;
+  std::vector<std::string> keys(mine.size());
+  std::vector<std::size_t> unique;             // the first point of each key (in `mine`)
+  std::vector<std::size_t> slot(mine.size());  // each point's key's place in `unique`
   {
     std::map<std::string, std::size_t> seen;
     for (std::size_t i = 0; i < mine.size(); ++i) {
-      keys.push_back(key_of(mine[i]));
-      const auto [at, added] = seen.emplace(keys.back(), i);
-      first_of[i] = at->second;
-      if (added) unique.push_back(mine[i]);
+      keys[i] = key_of(mine[i]);
+      const auto [at, added] = seen.emplace(keys[i], unique.size());
+      if (added) unique.push_back(i);
+      slot[i] = at->second;
     }
   }
 
@@ -256,11 +256,11 @@ SweepResult run_sweep(const Sweep& sweep, const SweepOptions& options) {
       values[sweep.axes[a].path] = sweep.axes[a].values[point.values[a]].text;
     return values;
   };
-  auto run_point = [&](const Point& point) {
+  auto run_point = [&](const Point& point, const std::string& key) {
     PointResult r;
     r.index = point.index;
     const ordered_json values = values_of(point);
-    r.key = key_of(point);
+    r.key = key;
     if (options.earlier) {
       if (auto line = options.earlier(r.key)) {
         r.line = std::move(*line);
@@ -316,7 +316,7 @@ SweepResult run_sweep(const Sweep& sweep, const SweepOptions& options) {
       }
       const std::size_t i = next.fetch_add(1);
       if (i >= unique.size()) return;
-      PointResult r = run_point(unique[i]);
+      PointResult r = run_point(mine[unique[i]], keys[unique[i]]);
       std::lock_guard lock(report);
       ++progress.done;
       if (!r.ok) ++progress.failed;
@@ -333,17 +333,14 @@ SweepResult run_sweep(const Sweep& sweep, const SweepOptions& options) {
   for (auto& worker : workers) worker.join();
   // Every point of the shard in order, a repeated one with its first's result under its own
   // index and values.
-  std::map<std::size_t, const PointResult*> by_index;  // the first point's index -> its result
-  for (const auto& r : results)
-    if (r) by_index.emplace(r->index, &*r);
   for (std::size_t i = 0; i < mine.size(); ++i) {
-    const auto found = by_index.find(mine[first_of[i]].index);
-    if (found == by_index.end()) {
+    const std::optional<PointResult>& first = results[slot[i]];
+    if (!first) {
       out.stopped = true;
       continue;
     }
-    PointResult r = *found->second;
-    if (first_of[i] != i) {
+    PointResult r = *first;
+    if (unique[slot[i]] != i) {
       r.index = mine[i].index;
       r.reused = false;
       r.line["index"] = mine[i].index;

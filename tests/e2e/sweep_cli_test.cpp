@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -21,6 +22,11 @@ namespace fs = std::filesystem;
 
 std::string read(const fs::path& path) {
   return read_text(path.string());
+}
+
+std::size_t files_in(const fs::path& folder) {
+  return static_cast<std::size_t>(
+      std::distance(fs::directory_iterator(folder), fs::directory_iterator()));
 }
 
 std::size_t lines_of(const std::string& text) {
@@ -119,9 +125,7 @@ TEST(SweepCli, OnePointUnderThreeSpellingsIsSearchedOnce) {
   const std::string out = folder.file("out");
   const auto run = hetplan("sweep " + folder.file("same.yaml") + " --jobs 2 --out " + out);
   ASSERT_EQ(run.exit_code, 0) << run.out;
-  std::size_t point_files = 0;
-  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(fs::path(out) / "points")) ++point_files;
-  EXPECT_EQ(point_files, 2u);  // 8 and 16
+  EXPECT_EQ(files_in(fs::path(out) / "points"), 2u);  // 8 and 16
   std::vector<nlohmann::json> lines;
   std::istringstream text(read(fs::path(out) / "results.jsonl"));
   for (std::string line; std::getline(text, line);) lines.push_back(nlohmann::json::parse(line));
@@ -159,9 +163,7 @@ TEST(SweepCli, ResumeRunsOnlyWhatIsMissingAndShardsMergeToTheSameBytes) {
   const auto resumed = hetplan("sweep " + sweep + " --jobs 2 --resume --out " + whole);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
   EXPECT_EQ(read(fs::path(whole) / "results.jsonl"), expected);
-  std::size_t point_files = 0;
-  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(fs::path(whole) / "points")) ++point_files;
-  EXPECT_EQ(point_files, 5u);
+  EXPECT_EQ(files_in(fs::path(whole) / "points"), 5u);
 
   std::string parts;
   for (int i = 0; i < 3; ++i) {
