@@ -75,8 +75,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const YAML::Node got = at_path(root, path);
   const YAML::Node wanted = YAML::Load(value);
   if (!got.IsDefined()) __builtin_trap();
+  // A tag written before the old value stays before the new one (it is the file's); the value
+  // is compared without it.
+  YAML::Node untagged = YAML::Clone(got);
+  untagged.SetTag("");
   YAML::Emitter a, b;
-  a << YAML::Flow << got;
+  a << YAML::Flow << untagged;
   b << YAML::Flow << wanted;
   if (std::string(a.c_str()) != std::string(b.c_str())) __builtin_trap();
   return 0;
