@@ -1,6 +1,8 @@
 // hetplan: the command-line front end. Parses arguments, calls the libraries, prints. Input
 // errors print one line and exit with code 2.
 #include <CLI/CLI.hpp>
+#include <atomic>
+#include <functional>
 #include <cctype>
 #include <cmath>
 #include <chrono>
@@ -943,14 +945,52 @@ std::string scenario_of_plan(const hetplan::Plan& plan, const std::string& plan_
   return resolved;
 }
 
-int run_extender(const std::string& plan_path, const std::string& scenario_path,
-                 const std::string& listen, const std::string& nodes_path,
-                 double request_timeout) {
-  const hetplan::Plan plan = hetplan::formats::load_plan(plan_path);
+struct ExtenderOptions {
+  std::string plan, scenario, listen = "127.0.0.1:8888", nodes;
+  double request_timeout = hetplan::extender::ExtenderConfig{}.request_timeout;
+  std::string tls_cert, tls_key, client_ca;  // files
+};
+
+// Serves until SIGTERM or SIGINT, then lets the requests in flight finish (the drain) and
+// returns. The signals are taken by a thread of their own (sigwait), not a handler: stopping
+// the server takes a lock.
+void serve_until_signalled(hetplan::extender::Server& server, const std::function<void()>& serve) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigset_t previous;
+  pthread_sigmask(SIG_BLOCK, &signals, &previous);  // before the server's threads start
+  std::atomic<bool> done{false};
+  std::thread waiter([&] {
+    const timespec tick{0, 200'000'000};
+    while (!done.load()) {
+      if (sigtimedwait(&signals, nullptr, &tick) > 0) {
+        server.stop();
+        return;
+      }
+    }
+  });
+  try {
+    serve();
+  } catch (...) {
+    done = true;
+    waiter.join();
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    throw;
+  }
+  done = true;
+  waiter.join();
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+}
+
+int run_extender(const ExtenderOptions& options) {
+  const hetplan::Plan plan = hetplan::formats::load_plan(options.plan);
   hetplan::formats::require_one_pipeline(plan, "hetplan extender");
   const hetplan::Scenario scenario =
-      hetplan::formats::load_scenario(scenario_of_plan(plan, plan_path, scenario_path));
+      hetplan::formats::load_scenario(scenario_of_plan(plan, options.plan, options.scenario));
   hetplan::formats::check_plan_references(plan, scenario.cluster, scenario.workload);
+  const std::string& listen = options.listen;
   const auto colon = listen.rfind(':');
   int port = -1;
   if (colon != std::string::npos && colon > 0) {
@@ -963,34 +1003,47 @@ int run_extender(const std::string& plan_path, const std::string& scenario_path,
     throw hetplan::InputError({"extender", 0, 0}, "--listen",
                               "expected HOST:PORT such as 127.0.0.1:8888, got \"" + listen + "\"");
   }
-  const std::string host = listen.substr(0, colon);
+  std::string host = listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   hetplan::extender::ExtenderConfig config;
-  config.request_timeout = request_timeout;
+  config.request_timeout = options.request_timeout;
+  if (!options.tls_cert.empty()) config.tls_certificate = hetplan::formats::read_text_file(options.tls_cert);
+  if (!options.tls_key.empty()) config.tls_key = hetplan::formats::read_text_file(options.tls_key);
+  if (!options.client_ca.empty()) config.client_ca = hetplan::formats::read_text_file(options.client_ca);
   hetplan::extender::Server server(hetplan::extender::stage_table(scenario.cluster, plan), config);
-  if (!nodes_path.empty()) {
-    const std::string text = hetplan::formats::read_text_file(nodes_path);
+  if (!options.nodes.empty()) {
+    const std::string text = hetplan::formats::read_text_file(options.nodes);
     // The inventory's reader first: it refuses at file:line:column what the cache would take
     // silently (duplicate keys, device counts that are negative or fractional).
-    (void)hetplan::importers::parse_kubectl_nodes(text, nodes_path);
-    const auto nodes = hetplan::extender::parse_json(text, nodes_path);
-    server.node_cache().add_node_list(nodes, {nodes_path, 0, 0});
+    (void)hetplan::importers::parse_kubectl_nodes(text, options.nodes);
+    const auto nodes = hetplan::extender::parse_json(text, options.nodes);
+    server.node_cache().add_node_list(nodes, {options.nodes, 0, 0});
+  }
+  const int bound = port == 0 ? server.bind_any_port(host) : -1;
+  if (port == 0 && bound < 0) {
+    throw hetplan::InputError({"extender", 0, 0}, "--listen",
+                              "expected an address this machine can listen on, got \"" + listen +
+                                  "\"");
+  }
+  const bool loopback = host == "127.0.0.1" || host == "::1" || host == "localhost";
+  if (!loopback && config.client_ca.empty()) {
+    std::cerr << "hetplan extender: warning: listening on " << host
+              << " without --client-ca: anyone who can reach the port can rewrite the node "
+                 "cache (docs/extender.md#tls)\n";
   }
   // Port 0: any free port, printed so that a caller can find it.
-  if (port == 0) {
-    const int bound = server.bind_any_port(host);
-    if (bound < 0) {
-      throw hetplan::InputError({"extender", 0, 0}, "--listen",
-                                "expected an address this machine can listen on, got \"" +
-                                    listen + "\"");
-    }
-    std::cout << "serving plan " << plan.name << " on " << host << ":" << bound << "\n"
-              << std::flush;
-    server.listen_after_bind();
-    return 0;
-  }
-  std::cout << "serving plan " << plan.name << " on " << host << ":" << port << "\n"
+  std::cout << "serving plan " << plan.name << " on " << (config.tls_certificate.empty() ? "http" : "https")
+            << "://" << listen.substr(0, colon) << ":" << (port == 0 ? bound : port) << "\n"
             << std::flush;
-  if (!server.listen(host, port)) {
+  bool listened = true;
+  serve_until_signalled(server, [&] {
+    if (port == 0) {
+      server.listen_after_bind();
+    } else {
+      listened = server.listen(host, port);
+    }
+  });
+  if (!listened) {
     throw hetplan::InputError({"extender", 0, 0}, "--listen",
                               "expected an address this machine can listen on, got \"" + listen +
                                   "\"");
@@ -1277,22 +1330,27 @@ int main(int argc, char** argv) {
   import_nodes->add_option("--profiles", inventory_profiles, "Chip profile folder");
   import_nodes->add_option("--out", inventory_out, "Cluster file to write (default: stdout)");
 
-  std::string extender_plan, extender_scenario, extender_listen, extender_nodes;
-  double extender_request_timeout = hetplan::extender::ExtenderConfig{}.request_timeout;
+  ExtenderOptions extender_options;
   auto* extender = app.add_subcommand(
       "extender", "Serve kube-scheduler's extender protocol (filter, prioritize) for a plan");
-  extender->add_option("--plan", extender_plan, "The plan whose stage groups to place")
+  extender->add_option("--plan", extender_options.plan, "The plan whose stage groups to place")
       ->required();
-  extender->add_option("--scenario", extender_scenario,
+  extender->add_option("--scenario", extender_options.scenario,
                        "The scenario the plan is for (default: the one the plan file names, "
                        "as `plan --out` writes it)");
-  extender->add_option("--listen", extender_listen, "HOST:PORT (port 0: any free port)")
-      ->required();
-  extender->add_option("--nodes", extender_nodes,
+  extender->add_option("--listen", extender_options.listen, "HOST:PORT (port 0: any free port)")
+      ->capture_default_str();
+  extender->add_option("--nodes", extender_options.nodes,
                        "kubectl get nodes -o json, to fill the node cache (nodeCacheCapable)");
-  extender->add_option("--request-timeout", extender_request_timeout,
+  extender->add_option("--request-timeout", extender_options.request_timeout,
                        "Seconds a request may take to arrive whole; a slower client gets 408 "
                        "(default 10)");
+  extender->add_option("--tls-cert", extender_options.tls_cert,
+                       "PEM certificate (chain) to serve HTTPS with; needs --tls-key");
+  extender->add_option("--tls-key", extender_options.tls_key, "PEM private key of --tls-cert");
+  extender->add_option("--client-ca", extender_options.client_ca,
+                       "PEM CA certificates: only clients with a certificate they signed are "
+                       "served (kube-scheduler's extender tlsConfig certFile/keyFile)");
 
   std::string base_profile, label, calibrated_out;
   std::vector<std::string> bundle_paths;
@@ -1445,8 +1503,7 @@ int main(int argc, char** argv) {
                           json);
     }
     if (*extender) {
-      return run_extender(extender_plan, extender_scenario, extender_listen, extender_nodes,
-                          extender_request_timeout);
+      return run_extender(extender_options);
     }
     if (*import_nodes) {
       return run_inventory_import(nodes_path, inventory_name, inventory_profiles, inventory_out);

@@ -350,6 +350,16 @@ void check_config(const ExtenderConfig& config) {
     throw InputError(where, "request_timeout",
                      std::string("expected seconds from 0.1 to 3600, got ") + got);
   }
+  if (config.tls_certificate.empty() != config.tls_key.empty()) {
+    throw InputError(where, "tls",
+                     "expected a certificate and its private key together, got only the " +
+                         std::string(config.tls_key.empty() ? "certificate" : "key"));
+  }
+  if (!config.client_ca.empty() && config.tls_certificate.empty()) {
+    throw InputError(where, "client_ca",
+                     "expected a server certificate and key with it: client certificates are "
+                     "asked for over TLS only");
+  }
   if (config.max_body < 1024) {
     throw InputError(where, "max_body",
                      "expected at least 1024 bytes, got " + std::to_string(config.max_body));
@@ -488,6 +498,19 @@ json filter(const StageTable& table, NodeCache& cache, const json& args) {
   const Args in = read_args(args, cache, request);
   const PodGroup group = pod_group(table, *in.pod, request);
 
+  // A pod naming a group the plan does not have: the error is the pod's, said once (the
+  // scheduler keeps the pod pending and reports it), not once per node: a list of node names
+  // would otherwise buy an answer tens of times its size.
+  if (group.named && !group.error.empty()) {
+    json result = json::object();
+    result["Nodes"] = in.nodes ? json({{"items", json::array()}}) : json(nullptr);
+    result["NodeNames"] = in.nodes ? json(nullptr) : json::array();
+    result["FailedNodes"] = json::object();
+    result["FailedAndUnresolvableNodes"] = json::object();
+    result["Error"] = group.error;
+    return result;
+  }
+
   json failed = json::object();
   std::vector<const Candidate*> passed;
   passed.reserve(in.candidates.size());
@@ -582,8 +605,11 @@ struct Server::Impl {
         config(std::move(extender_config)),
         filter_path(config.prefix + "/filter"),
         prioritize_path(config.prefix + "/prioritize"),
-        http(limits(config), [this](const http::Request& req, http::Response& res) { handle(req, res); },
-             [](std::string_view message) { return error_body(std::string(message)); }) {}
+        http(
+            limits(config), [this](const http::Request& req, http::Response& res) { handle(req, res); },
+            [](std::string_view message) { return error_body(std::string(message)); },
+            [this](const http::Request& head, http::Response& refusal) { return route(head, refusal); },
+            http::Tls{config.tls_certificate, config.tls_key, config.client_ca}) {}
 
   static http::Limits limits(const ExtenderConfig& config) {
     http::Limits limits;
@@ -592,22 +618,30 @@ struct Server::Impl {
     limits.backlog = kBacklog;
     limits.request_deadline =
         std::chrono::milliseconds(std::lround(config.request_timeout * 1000.0));
+    limits.drain = limits.request_deadline;
+    // Room for four of the largest bodies besides the reserve small requests keep.
+    limits.budget = 4 * config.max_body + limits.small_reserve;
     return limits;
+  }
+
+  // The endpoints and their method, checked before a body is read.
+  bool route(const http::Request& head, http::Response& refusal) const {
+    if (head.path != filter_path && head.path != prioritize_path) {
+      refusal.status = 404;
+      refusal.body = error_body("no such endpoint: " + head.method + " " + head.path);
+      return false;
+    }
+    if (head.method != "POST") {
+      refusal.status = 405;
+      refusal.headers.emplace_back("Allow", "POST");
+      refusal.body = error_body("method " + head.method + " not allowed: use POST");
+      return false;
+    }
+    return true;
   }
 
   void handle(const http::Request& req, http::Response& res) {
     const bool is_filter = req.path == filter_path;
-    if (!is_filter && req.path != prioritize_path) {
-      res.status = 404;
-      res.body = error_body("no such endpoint: " + req.method + " " + req.path);
-      return;
-    }
-    if (req.method != "POST") {
-      res.status = 405;
-      res.headers.emplace_back("Allow", "POST");
-      res.body = error_body("method " + req.method + " not allowed: use POST");
-      return;
-    }
     try {
       const json args = parse_json(req.body, is_filter ? "filter request" : "prioritize request");
       const json result = is_filter ? filter(table, cache, args) : prioritize(table, cache, args);
@@ -637,11 +671,19 @@ int Server::bind_any_port(const std::string& host) {
 }
 
 void Server::listen_after_bind() {
-  impl_->http.run();
+  if (!impl_->http.run()) {
+    throw InputError({"extender", 0, 0}, "tls",
+                     "expected a PEM certificate, its private key and (for client "
+                     "certificates) PEM CA certificates the TLS library accepts; it refused them");
+  }
 }
 
 void Server::stop() {
   impl_->http.stop();
+}
+
+http::Counters Server::counters() const {
+  return impl_->http.counters();
 }
 
 NodeCache& Server::node_cache() {

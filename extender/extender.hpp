@@ -24,6 +24,7 @@
 #include "core/error.hpp"
 #include "core/placement.hpp"
 #include "core/plan.hpp"
+#include "extender/http_server.hpp"
 
 namespace hetplan::extender {
 
@@ -109,7 +110,8 @@ nlohmann::json parse_json(const std::string& text, const std::string& file_name)
 // "NodeNames"). Nodes whose labels differ from the pod's group, nodes outside its stage's
 // placement, and unknown node names, go to FailedAndUnresolvableNodes with a reason (evicting
 // pods cannot change labels). A pod that names
-// no group passes every node. Throws InputError ("filter request: Nodes.items[2].metadata.name:
+// no group passes every node; one that names a group the plan lacks passes none, with the
+// reason once in "Error". Throws InputError ("filter request: Nodes.items[2].metadata.name:
 // expected a string, got 5") when args is not ExtenderArgs.
 nlohmann::json filter(const StageTable& table, NodeCache& cache, const nlohmann::json& args);
 
@@ -126,6 +128,12 @@ struct ExtenderConfig {
   // Seconds a request may take from the moment a worker waits for it to its last byte; a
   // slower client gets 408 and is disconnected (docs/extender.md#limits).
   double request_timeout = 10;
+  // HTTPS (PEM texts; the front end reads the files): without a certificate the extender
+  // speaks plain HTTP. With client_ca, only clients presenting a certificate that CA signed
+  // (kube-scheduler's extender tlsConfig certFile/keyFile) reach the node cache.
+  std::string tls_certificate;
+  std::string tls_key;
+  std::string client_ca;
 };
 
 // The HTTP server. Use listen() (blocks until stop()), or bind_any_port() then
@@ -143,9 +151,14 @@ class Server {
   bool listen(const std::string& host, int port);
   // Binds to a free port of host and returns it; -1 when binding fails.
   int bind_any_port(const std::string& host);
-  // Serves on the bound port until stop().
+  // Serves on the bound port until stop(). Throws InputError ("extender: tls: ...") when the
+  // HTTP library cannot start with the TLS certificate, key or CA given.
   void listen_after_bind();
+  // Any thread, any time. Serving then ends after the requests being read or answered finish
+  // (at most request_timeout); no new connection is taken meanwhile.
   void stop();
+  // What the HTTP server counted (answers, refusals for memory, bytes held).
+  http::Counters counters() const;
 
   // The node cache, e.g. to fill it from a nodes file before listening.
   NodeCache& node_cache();

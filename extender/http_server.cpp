@@ -1,22 +1,20 @@
 #include "extender/http_server.hpp"
 
+#include <gnutls/gnutls.h>
 #include <malloc.h>
+#include <microhttpd.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
-#include <climits>
-#include <cstdint>
-#include <cstdio>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <mutex>
-#include <optional>
+#include <stdexcept>
 #include <thread>
 
 namespace hetplan::extender::http {
@@ -33,195 +31,74 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
-// RFC 9110 token characters (methods, header names).
-bool is_token(std::string_view text) {
-  if (text.empty()) return false;
-  for (const char c : text) {
-    const bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    if (!alnum && std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos)
-      return false;
-  }
-  return true;
+std::size_t count_headers(const Request& request, std::string_view name) {
+  std::size_t count = 0;
+  for (const auto& header : request.headers) count += iequals(header.first, name) ? 1 : 0;
+  return count;
 }
 
-// Waits until `fd` can take more bytes; false at the deadline or on an error.
-bool writable_by(int fd, Clock::time_point deadline) {
-  for (;;) {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return false;
-    pollfd ready{fd, POLLOUT, 0};
-    const int n = ::poll(&ready, 1, static_cast<int>(std::min<long long>(left.count(), INT_MAX)));
-    if (n < 0 && errno != EINTR) return false;
-    if (n <= 0) continue;  // interrupted, or the deadline is checked again above
-    if (ready.revents & (POLLERR | POLLNVAL)) return false;
-    if (ready.revents & (POLLOUT | POLLHUP)) return true;
-  }
+unsigned whole_seconds(std::chrono::milliseconds span) {
+  const auto seconds = std::chrono::ceil<std::chrono::seconds>(span).count();
+  return static_cast<unsigned>(std::max<long long>(seconds, 1));
 }
 
-bool write_all(int fd, std::string_view data, Clock::time_point deadline) {
-  while (!data.empty()) {
-    if (!writable_by(fd, deadline)) return false;
-    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-      return false;
-    }
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
-
-// A request that cannot be served, and what to answer.
-struct Refusal {
-  int status = 400;
-  std::string message;
+// What a connection remembers between its requests (the library's socket context).
+struct ConnectionState {
+  Clock::time_point opened = Clock::now();
+  std::size_t requests = 0;
 };
 
-// Parses the request line and headers (`head`, without the blank line that ends it).
-std::optional<Refusal> parse_head(std::string_view head, Request& request) {
-  std::vector<std::string_view> lines;
-  while (!head.empty()) {
-    const std::size_t end = head.find('\n');
-    std::string_view line = head.substr(0, end);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    lines.push_back(line);
-    if (end == std::string_view::npos) break;
-    head.remove_prefix(end + 1);
-  }
-  if (lines.empty()) return Refusal{400, "malformed request: no request line"};
-  const std::string_view line = lines.front();
-  const std::size_t first = line.find(' ');
-  const std::size_t second = first == std::string_view::npos ? first : line.find(' ', first + 1);
-  if (second == std::string_view::npos || line.find(' ', second + 1) != std::string_view::npos)
-    return Refusal{400, "malformed request line: expected METHOD TARGET HTTP/1.1"};
-  const std::string_view method = line.substr(0, first);
-  const std::string_view target = line.substr(first + 1, second - first - 1);
-  const std::string_view version = line.substr(second + 1);
-  if (!is_token(method)) return Refusal{400, "malformed request line: bad method"};
-  if (target.empty() || target.front() != '/')
-    return Refusal{400, "malformed request line: the target must be a path"};
-  for (const char c : target) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
-      return Refusal{400, "malformed request line: control byte in the target"};
-  }
-  if (version.substr(0, 5) != "HTTP/") return Refusal{400, "malformed request line: not HTTP"};
-  if (version != "HTTP/1.1" && version != "HTTP/1.0")
-    return Refusal{505, "HTTP version " + std::string(version) + " not supported: use HTTP/1.1"};
-  request.method = method;
-  request.path = target.substr(0, target.find('?'));
-  request.version = version;
-  for (std::size_t i = 1; i < lines.size(); ++i) {
-    const std::string_view header = lines[i];
-    if (header.front() == ' ' || header.front() == '\t')
-      return Refusal{400, "malformed header: folded lines are not accepted"};
-    const std::size_t colon = header.find(':');
-    if (colon == std::string_view::npos || !is_token(header.substr(0, colon)))
-      return Refusal{400, "malformed header line " + std::to_string(i + 1)};
-    std::string_view value = header.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-    for (const char c : value) {
-      if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f)
-        return Refusal{400, "malformed header line " + std::to_string(i + 1) + ": control byte"};
-    }
-    request.headers.emplace_back(header.substr(0, colon), value);
-  }
-  return std::nullopt;
-}
-
-// The body's length from Content-Length, or a refusal. A method that carries a body needs one.
-std::optional<Refusal> body_length(const Request& request, std::size_t max_body,
-                                   std::size_t& length) {
-  length = 0;
-  if (request.header("Transfer-Encoding"))
-    return Refusal{411, "chunked request bodies are not accepted: send Content-Length"};
-  const std::string* declared = nullptr;
-  for (const auto& [name, value] : request.headers) {
-    if (!iequals(name, "Content-Length")) continue;
-    if (declared && *declared != value) return Refusal{400, "conflicting Content-Length headers"};
-    declared = &value;
-  }
-  const std::string& m = request.method;
-  const bool carries_body = m == "POST" || m == "PUT" || m == "PATCH" || m == "DELETE";
-  if (!declared) {
-    if (carries_body) return Refusal{411, "a request needs a Content-Length"};
-    return std::nullopt;
-  }
-  if (declared->empty() || declared->size() > 18 ||
-      declared->find_first_not_of("0123456789") != std::string::npos)
-    return Refusal{400, "Content-Length is not a number of bytes"};
-  length = std::stoull(*declared);
-  if (length > max_body) return Refusal{413, "request body too large"};
-  return std::nullopt;
-}
-
-bool keeps_alive(const Request& request) {
-  const std::string* connection = request.header("Connection");
-  if (request.version == "HTTP/1.0") return connection && iequals(*connection, "keep-alive");
-  return !(connection && iequals(*connection, "close"));
-}
-
-std::string render(const Request* request, const Response& response, bool keep_alive) {
-  std::string out = "HTTP/1.1 " + std::to_string(response.status) + " " +
-                    std::string(reason_phrase(response.status)) + "\r\n";
-  out += "Content-Type: " + response.content_type + "\r\n";
-  out += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
-  for (const auto& [name, value] : response.headers) out += name + ": " + value + "\r\n";
-  out += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
-  if (!request || request->method != "HEAD") out += response.body;
-  return out;
-}
-
-// The workers that answer complete requests. Its queue needs no bound of its own: each open
-// connection has at most one request in it (Limits::max_connections).
-class Pool {
- public:
-  explicit Pool(std::size_t threads) {
-    workers_.reserve(threads);
-    for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
-  }
-  ~Pool() { finish(); }
-  Pool(const Pool&) = delete;
-  Pool& operator=(const Pool&) = delete;
-
-  void enqueue(std::function<void()> job) {
-    std::lock_guard lock(mutex_);
-    jobs_.push_back(std::move(job));
-    work_.notify_one();
-  }
-
-  // Runs every queued job, then joins the workers.
-  void finish() {
-    {
-      std::lock_guard lock(mutex_);
-      finishing_ = true;
-    }
-    work_.notify_all();
-    for (auto& worker : workers_) worker.join();
-    workers_.clear();
-  }
-
- private:
-  void work() {
-    for (;;) {
-      std::function<void()> job;
-      {
-        std::unique_lock lock(mutex_);
-        work_.wait(lock, [&] { return !jobs_.empty() || finishing_; });
-        if (jobs_.empty()) return;
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
-      }
-      job();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable work_;
-  std::deque<std::function<void()>> jobs_;
-  std::vector<std::thread> workers_;
-  bool finishing_ = false;
+// One request on its way through the server: its head and body as they arrive, then the
+// answer a worker made for it.
+struct Exchange {
+  enum class Phase { reading, queued, answered, refused };
+  MHD_Connection* connection = nullptr;
+  Request request;
+  Clock::time_point deadline;
+  std::size_t reserved = 0;  // body bytes counted against the budget
+  Phase phase = Phase::reading;
+  Response response;
 };
+
+// An answer's bytes, alive while the library writes them.
+struct Held {
+  std::string body;
+  struct Budget* budget;
+};
+
+// Bytes held for requests and answers. Large bodies may not use the reserve kept for small ones.
+struct Budget {
+  std::mutex mutex;
+  std::size_t held = 0;
+  std::size_t peak = 0;
+  std::size_t limit = 0;
+  std::size_t reserve_for_small = 0;
+
+  bool take(std::size_t bytes, bool small) {
+    std::lock_guard lock(mutex);
+    const std::size_t room = small ? limit : limit - std::min(limit, reserve_for_small);
+    if (held > room || bytes > room - held) return false;
+    held += bytes;
+    peak = std::max(peak, held);
+    return true;
+  }
+  // Answers: already computed, counted whatever the budget says (bounded by answer_factor).
+  void force(std::size_t bytes) {
+    std::lock_guard lock(mutex);
+    held += bytes;
+    peak = std::max(peak, held);
+  }
+  void give(std::size_t bytes) {
+    std::lock_guard lock(mutex);
+    held -= std::min(held, bytes);
+  }
+};
+
+extern "C" void free_held(void* cls) {
+  auto* held = static_cast<Held*>(cls);
+  held->budget->give(held->body.size());
+  delete held;
+}
 
 }  // namespace
 
@@ -236,280 +113,353 @@ std::string_view reason_phrase(int status) {
   switch (status) {
     case 200: return "OK";
     case 400: return "Bad Request";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
-    case 411: return "Length Required";
     case 413: return "Content Too Large";
-    case 431: return "Request Header Fields Too Large";
+    case 415: return "Unsupported Media Type";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
     default: return "Unknown";
   }
 }
-
-// One client connection. The I/O thread owns it while it waits for or reads a request, or
-// drains after a refusal; a worker owns it while it answers a complete request.
-struct Connection {
-  enum class State { idle, reading, draining };
-  int fd = -1;
-  State state = State::idle;
-  std::string in;  // bytes received and not yet consumed
-  Clock::time_point until;  // idle: the next request's first byte; reading: the request's
-                            // deadline; draining: when to close
-  int served = 0;
-  // Once the head of the current request is parsed.
-  std::optional<Request> head;
-  std::size_t body_start = 0;
-  std::size_t length = 0;
-  ~Connection() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-using ConnectionPtr = std::shared_ptr<Connection>;
 
 struct Server::Impl {
   Limits limits;
   Handler handler;
   ErrorBody error_body;
+  HeadCheck head_check;
+  Tls tls;
   int listen_fd = -1;
-  int stop_fd = -1;  // an eventfd, readable once stop() was called
-  int wake_fd = -1;  // an eventfd, readable when a worker hands a kept-alive connection back
-  std::atomic<bool> stopping{false};
-  std::mutex returned_mutex;
-  std::vector<ConnectionPtr> returned;  // kept-alive connections workers handed back
-  std::atomic<std::size_t> busy{0};     // connections a worker holds
+  Budget budget;
 
-  // Writes a refusal without waiting (it is small) and lets the connection drain: reading what
-  // the client still sends for a moment before closing keeps the kernel from resetting the
-  // connection before the client has read the answer.
-  void refuse(Connection& c, const Request* request, const Refusal& refusal) {
+  std::mutex mutex;  // guards what follows
+  std::condition_variable changed;
+  bool stopping = false;
+  bool workers_done = false;
+  bool large_busy = false;  // a worker is answering a request with a body over small_body  // set by run() after the drain: workers return once the queue is empty
+  std::deque<Exchange*> queue;  // complete requests waiting for a worker (connections suspended)
+  std::size_t in_flight = 0;    // exchanges begun and not completed
+  std::size_t suspended = 0;    // connections suspended for a worker
+  std::vector<std::thread> workers;
+
+  std::atomic<std::size_t> answered{0};
+  std::atomic<std::size_t> refused_budget{0};
+  std::atomic<std::size_t> dropped_gone{0};
+
+  Impl(Limits l, Handler h, ErrorBody e, HeadCheck c, Tls t)
+      : limits(std::move(l)),
+        handler(std::move(h)),
+        error_body(std::move(e)),
+        head_check(std::move(c)),
+        tls(std::move(t)) {
+    budget.limit = limits.budget;
+    budget.reserve_for_small = limits.small_reserve;
+  }
+
+  // Queues `response` on the connection; its bytes are counted until the library frees them.
+  MHD_Result send(MHD_Connection* connection, Response response) {
+    auto* held = new Held{std::move(response.body), &budget};
+    budget.force(held->body.size());
+    MHD_Response* answer = MHD_create_response_from_buffer_with_free_callback_cls(
+        held->body.size(), held->body.data(), &free_held, held);
+    if (!answer) {
+      free_held(held);
+      return MHD_NO;
+    }
+    MHD_add_response_header(answer, MHD_HTTP_HEADER_CONTENT_TYPE, response.content_type.c_str());
+    for (const auto& [name, value] : response.headers)
+      MHD_add_response_header(answer, name.c_str(), value.c_str());
+    const MHD_Result queued =
+        MHD_queue_response(connection, static_cast<unsigned>(response.status), answer);
+    MHD_destroy_response(answer);
+    return queued;
+  }
+
+  MHD_Result refuse(Exchange& exchange, int status, const std::string& message,
+                    std::vector<std::pair<std::string, std::string>> headers = {}) {
+    exchange.phase = Exchange::Phase::refused;
     Response response;
-    response.status = refusal.status;
-    response.body = error_body(refusal.message);
-    const std::string out = render(request, response, false);
-    const ssize_t sent = ::send(c.fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    c.in.clear();
-    c.head.reset();
-    if (sent != static_cast<ssize_t>(out.size())) {
-      c.state = Connection::State::draining;
-      c.until = Clock::now();  // closes at the next look
-      return;
-    }
-    ::shutdown(c.fd, SHUT_WR);
-    c.state = Connection::State::draining;
-    c.until = Clock::now() + std::chrono::milliseconds(500);
+    response.status = status;
+    response.body = error_body(message);
+    response.headers = std::move(headers);
+    return send(exchange.connection, std::move(response));
   }
 
-  // Parses what a reading connection has; true when a whole request is there.
-  bool complete(Connection& c) {
-    if (!c.head) {
-      // Blank lines before a request line are ignored (RFC 9112 section 2.2).
-      const std::size_t text = c.in.find_first_not_of("\r\n");
-      c.in.erase(0, text == std::string::npos ? c.in.size() : text);
-      std::size_t head_end = std::string::npos;
-      if (const std::size_t crlf = c.in.find("\r\n\r\n"); crlf != std::string::npos) {
-        head_end = crlf;
-        c.body_start = crlf + 4;
-      }
-      if (const std::size_t lf = c.in.find("\n\n"); lf != std::string::npos && lf < head_end) {
-        head_end = lf;
-        c.body_start = lf + 2;
-      }
-      if (head_end == std::string::npos || head_end > limits.max_head) {
-        if (c.in.size() > limits.max_head || head_end != std::string::npos) {
-          refuse(c, nullptr, {431, "request line and headers longer than " +
-                                       std::to_string(limits.max_head) + " bytes"});
-        }
-        return false;
-      }
-      Request request;
-      if (auto refusal = parse_head(std::string_view(c.in).substr(0, head_end), request)) {
-        refuse(c, nullptr, *refusal);
-        return false;
-      }
-      if (auto refusal = body_length(request, limits.max_body, c.length)) {
-        refuse(c, &request, *refusal);
-        return false;
-      }
-      c.head = std::move(request);
-    }
-    return c.in.size() - c.body_start >= c.length;
+  bool client_certificate_verified(MHD_Connection* connection) const {
+    const MHD_ConnectionInfo* info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (!info || !info->tls_session) return false;
+    auto session = static_cast<gnutls_session_t>(info->tls_session);
+    unsigned status = 0;
+    return gnutls_certificate_verify_peers2(session, &status) == GNUTLS_E_SUCCESS && status == 0;
   }
 
-  // A worker answers the connection's complete request, then hands it back or closes it.
-  std::function<void()> answer(ConnectionPtr c) {
-    return [this, c] {
-      Request request = std::move(*c->head);
-      c->head.reset();
-      request.body = c->in.substr(c->body_start, c->length);
-      c->in.erase(0, c->body_start + c->length);
-      Response response;
+  // The head of a request has come: check it and reserve its body, or refuse it unread.
+  MHD_Result begin(MHD_Connection* connection, const char* url, const char* method,
+                   const char* version, void** context) {
+    auto* exchange = new Exchange;
+    exchange->connection = connection;
+    *context = exchange;
+    {
+      std::lock_guard lock(mutex);
+      ++in_flight;
+    }
+    Request& request = exchange->request;
+    request.method = method ? method : "";
+    request.path = url ? url : "";
+    request.path = request.path.substr(0, request.path.find('?'));
+    request.version = version ? version : "";
+    MHD_get_connection_values(
+        connection, MHD_HEADER_KIND,
+        [](void* cls, MHD_ValueKind, const char* key, const char* value) {
+          static_cast<Request*>(cls)->headers.emplace_back(key ? key : "", value ? value : "");
+          return MHD_YES;
+        },
+        &request);
+    // A connection's first request counts from the accept: a head sent slowly counts too.
+    Clock::time_point start = Clock::now();
+    if (const MHD_ConnectionInfo* info =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        info && info->socket_context) {
+      auto* state = static_cast<ConnectionState*>(info->socket_context);
+      if (state->requests++ == 0) start = state->opened;
+    }
+    exchange->deadline = start + limits.request_deadline;
+
+    if (!tls.client_ca.empty() && !client_certificate_verified(connection))
+      return refuse(*exchange, 403, "a client certificate signed by the extender's CA is required");
+    if (const std::size_t hosts = count_headers(request, "Host"); hosts != 1)
+      return refuse(*exchange, 400, "expected one Host header, got " + std::to_string(hosts));
+    if (request.header("Origin"))
+      return refuse(*exchange, 403, "requests from web pages (with an Origin header) are refused");
+    if (head_check) {
+      Response refusal;
+      if (!head_check(request, refusal)) {
+        exchange->phase = Exchange::Phase::refused;
+        return send(connection, std::move(refusal));
+      }
+    }
+    const std::size_t lengths = count_headers(request, "Content-Length");
+    if (lengths > 0 && request.header("Transfer-Encoding"))
+      return refuse(*exchange, 400, "both Content-Length and Transfer-Encoding");
+    std::size_t length = 0;
+    if (lengths > 0) {
+      const std::string& declared = *request.header("Content-Length");
+      for (const auto& [name, value] : request.headers) {
+        if (iequals(name, "Content-Length") && value != declared)
+          return refuse(*exchange, 400, "conflicting Content-Length headers");
+      }
+      if (declared.empty() || declared.size() > 18 ||
+          declared.find_first_not_of("0123456789") != std::string::npos)
+        return refuse(*exchange, 400, "Content-Length is not a number of bytes");
+      length = std::stoull(declared);
+    }
+    const bool has_body = length > 0 || request.header("Transfer-Encoding");
+    if (has_body && !limits.content_type.empty()) {
+      const std::string* type = request.header("Content-Type");
+      std::string media = type ? type->substr(0, type->find(';')) : "";
+      while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.pop_back();
+      if (!iequals(media, limits.content_type))
+        return refuse(*exchange, 415, "expected Content-Type: " + limits.content_type + ", got " +
+                                          (type ? "\"" + type->substr(0, 64) + "\"" : std::string("none")));
+    }
+    if (length > limits.max_body) return refuse(*exchange, 413, "request body too large");
+    if (Clock::now() > exchange->deadline) return refuse(*exchange, 408, deadline_message());
+    if (length > 0 && !budget.take(length, length <= limits.small_body)) {
+      refused_budget.fetch_add(1, std::memory_order_relaxed);
+      return refuse(*exchange, 503, "the server holds as many request bytes as it may; retry",
+                    {{"Retry-After", "1"}});
+    }
+    exchange->reserved = length;
+    // While the body comes, a client silent for the request deadline is disconnected.
+    MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT,
+                              whole_seconds(limits.request_deadline));
+    return MHD_YES;
+  }
+
+  std::string deadline_message() const {
+    return "request not complete within " + std::to_string(limits.request_deadline.count()) +
+           " ms";
+  }
+
+  // A piece of the body.
+  MHD_Result take(Exchange& exchange, const char* data, std::size_t size) {
+    std::string& body = exchange.request.body;
+    if (Clock::now() > exchange.deadline) return refuse(exchange, 408, deadline_message());
+    if (size > limits.max_body - body.size()) return refuse(exchange, 413, "request body too large");
+    if (body.size() + size > exchange.reserved) {  // chunked: reserved as it comes
+      const std::size_t more = body.size() + size - exchange.reserved;
+      if (!budget.take(more, body.size() + size <= limits.small_body)) {
+        refused_budget.fetch_add(1, std::memory_order_relaxed);
+        return refuse(exchange, 503, "the server holds as many request bytes as it may; retry",
+                      {{"Retry-After", "1"}});
+      }
+      exchange.reserved += more;
+    }
+    body.append(data, size);
+    return MHD_YES;
+  }
+
+  // The whole body has come: a worker answers while the connection waits.
+  MHD_Result dispatch(Exchange& exchange) {
+    if (Clock::now() > exchange.deadline) return refuse(exchange, 408, deadline_message());
+    exchange.phase = Exchange::Phase::queued;
+    MHD_suspend_connection(exchange.connection);
+    {
+      std::lock_guard lock(mutex);
+      ++suspended;
+      queue.push_back(&exchange);
+    }
+    changed.notify_all();
+    return MHD_YES;
+  }
+
+  // Whether the client reset its connection (a half-close still wants its answer).
+  static bool client_gone(MHD_Connection* connection) {
+    const MHD_ConnectionInfo* info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!info) return true;
+    char byte = 0;
+    const ssize_t got = ::recv(info->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+  }
+
+  void answer(Exchange& exchange) {
+    Response& response = exchange.response;
+    if (client_gone(exchange.connection)) {
+      dropped_gone.fetch_add(1, std::memory_order_relaxed);
+      response.status = 503;
+      response.body = error_body("the client has gone");
+    } else {
       try {
-        handler(request, response);
-      } catch (const std::bad_alloc&) {
-        response = {};
-        response.status = 503;
-        response.body = error_body("out of memory");
-      } catch (...) {
-        response = {};
+        handler(exchange.request, response);
+      } catch (const std::exception& error) {
+        response = Response{};
         response.status = 500;
-        response.body = error_body("internal error");
+        response.body = error_body(std::string("internal error: ") + error.what());
       }
-      const bool keep = keeps_alive(request) && c->served + 1 < limits.keep_alive_max && !stopping;
-      const bool written =
-          write_all(c->fd, render(&request, response, keep), Clock::now() + limits.write_deadline);
-      if (request.body.size() >= limits.trim_after) {
-        request = {};
-        response = {};
-        c->in.shrink_to_fit();
-        ::malloc_trim(0);  // a large body's pages go back to the system, not to the next peak
+      answered.fetch_add(1, std::memory_order_relaxed);
+      const std::size_t request_bytes = exchange.request.body.size() + 1024;
+      const std::size_t bound = std::max<std::size_t>(64 << 10, limits.answer_factor * request_bytes);
+      if (response.body.size() > bound) {
+        response = Response{};
+        response.status = 500;
+        response.body = error_body("the answer would be larger than " +
+                                   std::to_string(limits.answer_factor) +
+                                   " times the request; refused");
       }
-      if (written && keep) {
-        ++c->served;
-        c->state = Connection::State::idle;
-        c->until = Clock::now() + limits.idle_timeout;
-        std::lock_guard lock(returned_mutex);
-        returned.push_back(c);
-        const std::uint64_t one = 1;
-        [[maybe_unused]] const ssize_t ignored = ::write(wake_fd, &one, sizeof one);
-      }
-      --busy;
-    };
-  }
-
-  // Reads what a connection has; false when it is done (closed by the client, an error).
-  bool read_from(Connection& c) {
-    char buffer[65536];
-    const ssize_t got = ::recv(c.fd, buffer, sizeof buffer, MSG_DONTWAIT);
-    if (got == 0) return false;
-    if (got < 0) return errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK;
-    if (c.state == Connection::State::draining) return true;
-    if (c.state == Connection::State::idle) {
-      c.state = Connection::State::reading;
-      c.until = Clock::now() + limits.request_deadline;
     }
-    c.in.append(buffer, static_cast<std::size_t>(got));
-    return true;
+    const std::size_t size = exchange.request.body.size();
+    std::string().swap(exchange.request.body);
+    budget.give(exchange.reserved);
+    exchange.reserved = 0;
+    if (size >= limits.trim_after) malloc_trim(0);
   }
 
-  void serve(Pool& pool) {
-    std::vector<ConnectionPtr> open;
-    std::vector<pollfd> fds;
-    std::vector<char> drop;
-    // Bytes all reading connections may hold together: beyond it they are read no further
-    // until some request completes or meets its deadline.
-    const std::size_t budget = 4 * limits.max_body + (1 << 20);
+  // The first queued request a worker may take: any small one; a large one only while no other
+  // large one is being answered (parsing a body takes tens of times its size: one at a time
+  // bounds that; small requests go on meanwhile).
+  std::deque<Exchange*>::iterator next_eligible() {
+    return std::find_if(queue.begin(), queue.end(), [&](const Exchange* exchange) {
+      return exchange->request.body.size() <= limits.small_body || !large_busy;
+    });
+  }
+
+  void work() {
     for (;;) {
+      Exchange* exchange = nullptr;
+      bool large = false;
       {
-        std::lock_guard lock(returned_mutex);
-        for (auto& c : returned) open.push_back(std::move(c));
-        returned.clear();
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return next_eligible() != queue.end() || (workers_done && queue.empty()); });
+        const auto at = next_eligible();
+        if (at == queue.end()) return;
+        exchange = *at;
+        queue.erase(at);
+        large = exchange->request.body.size() > limits.small_body;
+        if (large) large_busy = true;
       }
-      std::size_t buffered = 0;
-      for (const auto& c : open) buffered += c->in.size();
-      fds.clear();
-      fds.push_back({stop_fd, POLLIN, 0});
-      fds.push_back({wake_fd, POLLIN, 0});
-      const bool room = open.size() + busy < limits.max_connections;
-      fds.push_back({room ? listen_fd : -1, POLLIN, 0});
-      auto next = Clock::time_point::max();
-      for (const auto& c : open) {
-        const bool read = c->state != Connection::State::reading || buffered < budget;
-        fds.push_back({c->fd, static_cast<short>(read ? POLLIN : 0), 0});
-        next = std::min(next, c->until);
+      answer(*exchange);
+      {
+        std::lock_guard lock(mutex);
+        exchange->phase = Exchange::Phase::answered;
+        --suspended;
+        if (large) large_busy = false;
+        MHD_resume_connection(exchange->connection);
       }
-      int timeout = -1;
-      if (next != Clock::time_point::max()) {
-        const auto left = std::chrono::ceil<std::chrono::milliseconds>(next - Clock::now());
-        timeout = static_cast<int>(std::clamp<long long>(left.count(), 0, INT_MAX));
-      }
-      if (::poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) break;
-      if (fds[0].revents & POLLIN) break;  // stopped
-      if (fds[1].revents & POLLIN) {
-        std::uint64_t count = 0;
-        [[maybe_unused]] const ssize_t ignored = ::read(wake_fd, &count, sizeof count);
-      }
-      drop.assign(open.size(), 0);
-      const auto now = Clock::now();
-      for (std::size_t i = 0; i < open.size(); ++i) {
-        Connection& c = *open[i];
-        if (fds[3 + i].revents & (POLLIN | POLLHUP | POLLERR)) {
-          if (!read_from(c)) {
-            drop[i] = 1;
-            continue;
-          }
-        }
-        // A kept-alive connection handed back may already hold the next request.
-        if (c.state == Connection::State::idle && !c.in.empty()) {
-          c.state = Connection::State::reading;
-          c.until = now + limits.request_deadline;
-        }
-        if (c.state == Connection::State::reading && complete(c)) {
-          ++busy;
-          pool.enqueue(answer(open[i]));
-          drop[i] = 2;  // a worker holds it now
-          continue;
-        }
-        if (now >= c.until) {
-          if (c.state == Connection::State::reading) {
-            const auto seconds = std::chrono::duration<double>(limits.request_deadline).count();
-            char message[96];
-            std::snprintf(message, sizeof message, "request not complete within %g s", seconds);
-            refuse(c, nullptr, {408, message});
-          } else {
-            drop[i] = 1;  // idle too long, or drained
-          }
-        }
-      }
-      std::size_t kept = 0;
-      for (std::size_t i = 0; i < open.size(); ++i) {
-        if (!drop[i]) open[kept++] = std::move(open[i]);
-      }
-      open.resize(kept);
-      if (room && (fds[2].revents & POLLIN)) accept_all(open);
+      changed.notify_all();
     }
   }
 
-  void accept_all(std::vector<ConnectionPtr>& open) {
-    while (open.size() + busy < limits.max_connections) {
-      const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) {
-        // Out of descriptors (EMFILE, ENFILE) or memory: wait a moment instead of spinning.
-        if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED)
-          std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        return;
-      }
-      int yes = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
-      auto c = std::make_shared<Connection>();
-      c->fd = fd;
-      // The first request's first byte, like a kept-alive connection's next one.
-      c->until = Clock::now() + std::min(limits.idle_timeout, limits.request_deadline);
-      open.push_back(std::move(c));
+  void completed(MHD_Connection* connection, void** context) {
+    auto* exchange = static_cast<Exchange*>(*context);
+    if (!exchange) return;
+    *context = nullptr;
+    budget.give(exchange->reserved);
+    delete exchange;
+    MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT,
+                              static_cast<unsigned>(limits.idle_timeout.count()));
+    {
+      std::lock_guard lock(mutex);
+      --in_flight;
+    }
+    changed.notify_all();
+  }
+
+  static MHD_Result on_request(void* cls, MHD_Connection* connection, const char* url,
+                               const char* method, const char* version, const char* data,
+                               std::size_t* size, void** context) {
+    auto* self = static_cast<Impl*>(cls);
+    auto* exchange = static_cast<Exchange*>(*context);
+    if (!exchange) return self->begin(connection, url, method, version, context);
+    switch (exchange->phase) {
+      case Exchange::Phase::reading:
+        if (*size > 0) {
+          const std::size_t got = *size;
+          *size = 0;
+          return self->take(*exchange, data, got);
+        }
+        return self->dispatch(*exchange);
+      case Exchange::Phase::answered:
+        exchange->phase = Exchange::Phase::refused;  // sent once
+        return self->send(connection, std::move(exchange->response));
+      case Exchange::Phase::queued:
+      case Exchange::Phase::refused:
+        *size = 0;  // the rest of a refused body is not kept
+        return MHD_YES;
+    }
+    return MHD_NO;
+  }
+
+  static void on_completed(void* cls, MHD_Connection* connection, void** context,
+                           MHD_RequestTerminationCode) {
+    static_cast<Impl*>(cls)->completed(connection, context);
+  }
+
+  static void on_connection(void*, MHD_Connection*, void** socket_context,
+                            MHD_ConnectionNotificationCode code) {
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+      *socket_context = new ConnectionState;
+    } else {
+      delete static_cast<ConnectionState*>(*socket_context);
+      *socket_context = nullptr;
     }
   }
 };
 
-Server::Server(Limits limits, Handler handler, ErrorBody error_body)
-    : impl_(std::make_unique<Impl>()) {
-  impl_->limits = limits;
-  impl_->handler = std::move(handler);
-  impl_->error_body = std::move(error_body);
-  impl_->stop_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  impl_->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-}
+Server::Server(Limits limits, Handler handler, ErrorBody error_body, HeadCheck head_check, Tls tls)
+    : impl_(std::make_unique<Impl>(std::move(limits), std::move(handler), std::move(error_body),
+                                   std::move(head_check), std::move(tls))) {}
 
 Server::~Server() {
   stop();
   if (impl_->listen_fd >= 0) ::close(impl_->listen_fd);
-  if (impl_->stop_fd >= 0) ::close(impl_->stop_fd);
-  if (impl_->wake_fd >= 0) ::close(impl_->wake_fd);
 }
 
 int Server::bind(const std::string& host, int port) {
-  if (impl_->listen_fd >= 0 || port < 0 || port > 65535) return -1;
+  if (impl_->listen_fd >= 0) return -1;
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -518,53 +468,97 @@ int Server::bind(const std::string& host, int port) {
   const std::string service = std::to_string(port);
   if (::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found) != 0)
     return -1;
-  int bound = -1;
-  for (addrinfo* a = found; a && bound < 0; a = a->ai_next) {
-    const int fd =
-        ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+  int fd = -1;
+  for (addrinfo* at = found; at; at = at->ai_next) {
+    fd = ::socket(at->ai_family, at->ai_socktype | SOCK_CLOEXEC, at->ai_protocol);
     if (fd < 0) continue;
-    // SO_REUSEADDR alone: a second server binding the same port fails (SO_REUSEPORT would let
-    // it share the connections silently).
-    int yes = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, impl_->limits.backlog) == 0) {
-      bound = fd;
-    } else {
-      ::close(fd);
-    }
+    const int on = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    if (::bind(fd, at->ai_addr, at->ai_addrlen) == 0 && ::listen(fd, impl_->limits.backlog) == 0)
+      break;
+    ::close(fd);
+    fd = -1;
   }
   ::freeaddrinfo(found);
-  if (bound < 0) return -1;
-  sockaddr_storage address{};
-  socklen_t size = sizeof address;
-  if (::getsockname(bound, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
-    ::close(bound);
+  if (fd < 0) return -1;
+  sockaddr_storage bound{};
+  socklen_t length = sizeof bound;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) != 0) {
+    ::close(fd);
     return -1;
   }
-  impl_->listen_fd = bound;
-  return address.ss_family == AF_INET6
-             ? ntohs(reinterpret_cast<const sockaddr_in6*>(&address)->sin6_port)
-             : ntohs(reinterpret_cast<const sockaddr_in*>(&address)->sin_port);
+  impl_->listen_fd = fd;
+  if (bound.ss_family == AF_INET6)
+    return ntohs(reinterpret_cast<const sockaddr_in6*>(&bound)->sin6_port);
+  return ntohs(reinterpret_cast<const sockaddr_in*>(&bound)->sin_port);
 }
 
-void Server::run() {
-  Impl& s = *impl_;
-  if (s.listen_fd < 0 || s.stop_fd < 0 || s.wake_fd < 0 || s.stopping) return;
+bool Server::run() {
+  Impl& impl = *impl_;
   {
-    Pool pool(s.limits.threads);
-    s.serve(pool);
-    pool.finish();  // the requests workers hold are answered; they hand nothing back now
+    std::lock_guard lock(impl.mutex);
+    if (impl.stopping || impl.listen_fd < 0) return true;
   }
-  std::lock_guard lock(s.returned_mutex);
-  s.returned.clear();  // closes them
+  std::vector<MHD_OptionItem> options = {
+      {MHD_OPTION_LISTEN_SOCKET, impl.listen_fd, nullptr},
+      {MHD_OPTION_THREAD_POOL_SIZE, static_cast<intptr_t>(impl.limits.io_threads), nullptr},
+      {MHD_OPTION_CONNECTION_LIMIT, static_cast<intptr_t>(impl.limits.max_connections), nullptr},
+      {MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<intptr_t>(impl.limits.connection_buffer), nullptr},
+      {MHD_OPTION_CONNECTION_TIMEOUT, static_cast<intptr_t>(impl.limits.idle_timeout.count()), nullptr},
+      {MHD_OPTION_STRICT_FOR_CLIENT, 1, nullptr},
+      {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Impl::on_completed), &impl},
+      {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&Impl::on_connection), &impl},
+  };
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+  if (impl.tls.enabled()) {
+    flags |= MHD_USE_TLS;
+    options.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, impl.tls.certificate.data()});
+    options.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, impl.tls.key.data()});
+    if (!impl.tls.client_ca.empty())
+      options.push_back({MHD_OPTION_HTTPS_MEM_TRUST, 0, impl.tls.client_ca.data()});
+  }
+  options.push_back({MHD_OPTION_END, 0, nullptr});
+  MHD_Daemon* daemon = MHD_start_daemon(flags, 0, nullptr, nullptr, &Impl::on_request, &impl,
+                                        MHD_OPTION_ARRAY, options.data(), MHD_OPTION_END);
+  if (!daemon) return false;
+  for (std::size_t i = 0; i < impl.limits.threads; ++i) impl.workers.emplace_back([&impl] { impl.work(); });
+
+  std::unique_lock lock(impl.mutex);
+  impl.changed.wait(lock, [&] { return impl.stopping; });
+  // Drain: no new connections; what is being read or answered gets limits.drain to finish.
+  lock.unlock();
+  const MHD_socket quiet = MHD_quiesce_daemon(daemon);
+  lock.lock();
+  impl.changed.wait_for(lock, impl.limits.drain, [&] { return impl.in_flight == 0; });
+  impl.changed.wait(lock, [&] { return impl.suspended == 0; });  // workers always resume
+  impl.workers_done = true;
+  lock.unlock();
+  impl.changed.notify_all();
+  for (auto& worker : impl.workers) worker.join();
+  impl.workers.clear();
+  MHD_stop_daemon(daemon);
+  if (quiet != MHD_INVALID_SOCKET) ::close(quiet);
+  impl.listen_fd = -1;
+  return true;
 }
 
 void Server::stop() {
-  impl_->stopping = true;
-  if (impl_->stop_fd >= 0) {
-    const std::uint64_t one = 1;
-    [[maybe_unused]] const ssize_t ignored = ::write(impl_->stop_fd, &one, sizeof one);
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->stopping = true;
   }
+  impl_->changed.notify_all();
+}
+
+Counters Server::counters() const {
+  Counters out;
+  out.answered = impl_->answered.load();
+  out.refused_budget = impl_->refused_budget.load();
+  out.dropped_gone = impl_->dropped_gone.load();
+  std::lock_guard lock(impl_->budget.mutex);
+  out.held_bytes = impl_->budget.held;
+  out.held_peak = impl_->budget.peak;
+  return out;
 }
 
 }  // namespace hetplan::extender::http

@@ -22,6 +22,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/e2e/cli_run.hpp"
@@ -98,6 +99,16 @@ class Extender {
 
   int port() const { return port_; }
   const std::string& first_line() const { return first_line_; }
+  // Sends `signal_number` and returns the exit status once the process has ended.
+  int end_with(int signal_number) {
+    int status = -1;
+    if (pid_ > 0) {
+      kill(pid_, signal_number);
+      waitpid(pid_, &status, 0);
+      pid_ = -1;
+    }
+    return status;
+  }
 
   // POSTs a JSON body to `path`; the response body, empty on failure.
   std::string post(const std::string& path, const std::string& body) const {
@@ -415,6 +426,39 @@ TEST(BundledCli, ThePlacementReachesVolcanoAndTheLabels) {
   }
   EXPECT_EQ(leaves, (std::set<std::string>{"ascend-910b-leaf-01", "ascend-910b-leaf-02",
                                            "dcu-k100-leaf-01", "mlu370-leaf-01"}));
+}
+
+// SIGTERM (what Kubernetes sends a pod it stops) while a request is half sent: the request is
+// answered, then the extender exits 0.
+TEST(BundledCli, TheExtenderAnswersTheRequestInFlightBeforeItExitsOnSigterm) {
+  Extender extender("--plan " + kSource + "/plans/default-reference.yaml --scenario " + kSource +
+                    "/scenarios/default.yaml --listen 127.0.0.1:0");
+  ASSERT_GT(extender.port(), 0) << extender.first_line();
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(extender.port()));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  const std::string body = R"({"Pod": {"metadata": {"name": "p"}}, "NodeNames": ["a"]})";
+  const std::string request = "POST /hetplan/filter HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                              "Content-Type: application/json\r\nContent-Length: " +
+                              std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::size_t half = request.size() - 10;
+  ASSERT_EQ(write(fd, request.data(), half), static_cast<ssize_t>(half));
+  usleep(200 * 1000);
+  int status = -1;
+  std::thread terminating([&] { status = extender.end_with(SIGTERM); });
+  usleep(300 * 1000);
+  ASSERT_EQ(write(fd, request.data() + half, 10), 10);
+  std::string answer;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) answer.append(buffer, static_cast<std::size_t>(n));
+  close(fd);
+  terminating.join();
+  EXPECT_EQ(answer.substr(0, answer.find("\r\n")), "HTTP/1.1 200 OK");
+  EXPECT_NE(answer.find("\"NodeNames\":[\"a\"]"), std::string::npos) << answer;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
 
 // A plan that names no scenario needs --scenario, for the extender as for export: no silent
