@@ -62,6 +62,8 @@ struct Limits {
   // together. A request whose body does not fit gets 503 with Retry-After, unread. Requests
   // whose body is at most small_body draw on a reserve of small_reserve bytes of it that larger
   // ones cannot use, so that a few large uploads cannot shut out the usual small requests.
+  // Workers answer at most one request larger than small_body at a time (parsing takes tens of
+  // times a body's size); small ones are taken past it.
   std::size_t budget = 64 << 20;
   std::size_t small_body = 1 << 20;
   std::size_t small_reserve = 16 << 20;

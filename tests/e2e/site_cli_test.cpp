@@ -461,6 +461,28 @@ TEST(BundledCli, TheExtenderAnswersTheRequestInFlightBeforeItExitsOnSigterm) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
 
+// deploy/extender-tls.yaml starts the extender with flags it has, over TLS with client
+// certificates, listening beyond loopback only with them.
+TEST(BundledCli, TheTlsDeploymentUsesFlagsTheExtenderHas) {
+  const std::string help = hetplan::e2e::hetplan("extender --help").out;
+  std::vector<std::string> kinds;
+  std::set<std::string> flags;
+  for (const YAML::Node& object : YAML::LoadAllFromFile(kSource + "/deploy/extender-tls.yaml")) {
+    kinds.push_back(object["kind"].as<std::string>());
+    if (kinds.back() != "Deployment") continue;
+    const YAML::Node container = object["spec"]["template"]["spec"]["containers"][0];
+    for (const auto& arg : container["args"]) {
+      const std::string text = arg.as<std::string>();
+      const std::string flag = text.substr(0, text.find('='));
+      flags.insert(flag);
+      EXPECT_NE(help.find(flag + " "), std::string::npos) << flag << " is not a flag of `hetplan extender`";
+    }
+  }
+  EXPECT_EQ(kinds, (std::vector<std::string>{"Deployment", "Service"}));
+  for (const std::string flag : {"--plan", "--listen", "--tls-cert", "--tls-key", "--client-ca"})
+    EXPECT_TRUE(flags.count(flag)) << flag;
+}
+
 // A plan that names no scenario needs --scenario, for the extender as for export: no silent
 // default.
 TEST(BundledCli, TheExtenderNeedsTheScenarioOfAPlanThatNamesNone) {
