@@ -305,6 +305,14 @@ struct Server::Impl {
   // The whole body has come: a worker answers while the connection waits.
   MHD_Result dispatch(Exchange& exchange) {
     if (Clock::now() > exchange.deadline) return refuse(exchange, 408, deadline_message());
+    if (exchange.request.body.size() <= limits.inline_body) {
+      // Answered here, on the polling thread: for the usual small request the hand-off costs
+      // more than the work, and libmicrohttpd 0.9.75 can drop the answer to a resumed
+      // connection whose client half-closed (docs/extender.md#http).
+      answer(exchange);
+      exchange.phase = Exchange::Phase::refused;  // sent once
+      return send(exchange.connection, std::move(exchange.response));
+    }
     exchange.phase = Exchange::Phase::queued;
     MHD_suspend_connection(exchange.connection);
     {
@@ -504,7 +512,8 @@ bool Server::run() {
       {MHD_OPTION_THREAD_POOL_SIZE, static_cast<intptr_t>(impl.limits.io_threads), nullptr},
       {MHD_OPTION_CONNECTION_LIMIT, static_cast<intptr_t>(impl.limits.max_connections), nullptr},
       {MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<intptr_t>(impl.limits.connection_buffer), nullptr},
-      {MHD_OPTION_CONNECTION_TIMEOUT, static_cast<intptr_t>(impl.limits.idle_timeout.count()), nullptr},
+      // Until a connection's first request is complete; then idle_timeout between requests.
+      {MHD_OPTION_CONNECTION_TIMEOUT, static_cast<intptr_t>(whole_seconds(impl.limits.request_deadline)), nullptr},
       {MHD_OPTION_STRICT_FOR_CLIENT, 1, nullptr},
       {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Impl::on_completed), &impl},
       {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&Impl::on_connection), &impl},

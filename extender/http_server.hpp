@@ -55,6 +55,9 @@ struct Limits {
   // an idle connection, so that the client closes first and never writes into a closed one.
   std::chrono::seconds idle_timeout{120};
   std::size_t threads = 4;          // workers answering complete requests
+  // Requests with a body of at most this many bytes are answered by the polling thread that
+  // read them; larger ones go to the workers (and so cannot hold up that thread's connections).
+  std::size_t inline_body = 256 << 10;
   std::size_t io_threads = 2;       // polling threads reading and writing connections
   std::size_t max_connections = 1024;  // beyond them new connections are closed at accept
   int backlog = 128;                   // connections waiting in the kernel
