@@ -307,8 +307,8 @@ struct Server::Impl {
     if (Clock::now() > exchange.deadline) return refuse(exchange, 408, deadline_message());
     if (exchange.request.body.size() <= limits.inline_body) {
       // Answered here, on the polling thread: for the usual small request the hand-off costs
-      // more than the work, and libmicrohttpd 0.9.75 can drop the answer to a resumed
-      // connection whose client half-closed (docs/extender.md#http).
+      // more than the work, and libmicrohttpd 0.9.75 was seen to drop the answer to a resumed
+      // connection whose client had half-closed (docs/extender.md#http).
       answer(exchange);
       exchange.phase = Exchange::Phase::refused;  // sent once
       return send(exchange.connection, std::move(exchange.response));
@@ -518,7 +518,9 @@ bool Server::run() {
       {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Impl::on_completed), &impl},
       {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&Impl::on_connection), &impl},
   };
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+  // poll(2), level-triggered: with 0.9.75's edge-triggered epoll, fuzzing left a valid request
+  // unanswered with every polling thread waiting in epoll_wait without a timeout.
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME;
   if (impl.tls.enabled()) {
     flags |= MHD_USE_TLS;
     options.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, impl.tls.certificate.data()});

@@ -1,8 +1,8 @@
 // The extender's HTTP/1.1 server, on GNU libmicrohttpd (docs/extender.md#http for why that
-// library). Connections are read and written by a few polling threads (epoll, non-blocking):
+// library). Connections are read and written by a few polling threads (poll(2), non-blocking):
 // a client that sends slowly or never reads its answer holds a connection and its bytes, never a
-// thread. Complete requests are answered by a pool of workers while their connection waits
-// suspended. Every byte the server holds for requests and answers is counted against one budget.
+// thread. Small complete requests are answered by the polling thread that read them, larger ones
+// by a pool of workers while their connection waits suspended. Every byte the server holds for requests and answers is counted against one budget.
 // Optional TLS (GnuTLS) with client certificates verified against a CA.
 #pragma once
 
