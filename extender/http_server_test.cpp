@@ -442,6 +442,41 @@ std::string curl_status(int port, const Certificates& certs, const std::string& 
   return std::string(buffer, got);
 }
 
+// curl as users run it: a 2 MiB body (curl sends Expect: 100-continue above 1 MiB and would
+// wait a second for the interim answer), a chunked upload, and two requests on one kept-alive
+// connection.
+TEST(HttpServerCurl, LargeChunkedAndKeptAliveRequestsAreServed) {
+  Serving serving;
+  const std::filesystem::path body = std::filesystem::temp_directory_path() /
+                                     ("hetplan-curl-body-" + std::to_string(getpid()));
+  {
+    std::ofstream out(body);
+    out << '"' << std::string(2 << 20, 'x') << '"';
+  }
+  const std::string url = "http://127.0.0.1:" + std::to_string(serving.port()) + "/x";
+  auto curl = [](const std::string& args) {
+    FILE* pipe = popen(("curl -s -o /dev/null --max-time 10 " + args + " 2>/dev/null").c_str(), "r");
+    std::string out;
+    char buffer[256];
+    for (std::size_t n; pipe && (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+    if (pipe) pclose(pipe);
+    return out;
+  };
+  const std::string json = "-H 'Content-Type: application/json' ";
+  const auto start = Clock::now();
+  EXPECT_EQ(curl("-w '%{http_code} %{size_upload}' " + json + "--data-binary @'" + body.string() + "' " + url),
+            "200 2097154");
+  EXPECT_LT(Clock::now() - start, 900ms) << "curl waited for 100 Continue";
+  EXPECT_EQ(curl("-w '%{http_code}' " + json + "-H 'Transfer-Encoding: chunked' --data-binary '[1, 2]' " + url),
+            "200");
+  const std::string each = "-w '%{http_code} %{num_connects} ' " + json;
+  EXPECT_EQ(curl(each + "--data-binary '[1]' " + url + " --next -s -o /dev/null " + each +
+                 "--data-binary '[2]' " + url),
+            "200 1 200 0 ");
+  EXPECT_EQ(serving.calls, 4);
+  std::filesystem::remove(body);
+}
+
 TEST(HttpServerTls, OnlyClientsWithACertificateTheCaSignedReachTheHandler) {
   const Certificates certs;
   ASSERT_TRUE(certs.ok()) << "openssl could not make the test's certificates";
