@@ -1,5 +1,7 @@
 #include "cli/report.hpp"
 
+#include "core/units.hpp"
+
 #include <cmath>
 #include <cstdio>
 
@@ -17,20 +19,6 @@ std::string fixed(double value, int precision) {
   std::snprintf(buffer, sizeof buffer, "%.*f", precision, value);
   return buffer;
 }
-
-double round6(double value) {
-  if (value == 0 || !std::isfinite(value)) return 0;
-  const int digits = 5 - static_cast<int>(std::floor(std::log10(std::fabs(value))));
-  if (digits >= 0) {
-    const double scale = std::pow(10.0, digits);
-    return std::round(value * scale) / scale;
-  }
-  // Large values: round to a power of ten that is a whole number, so the result is exact
-  // (dividing by 1e-5 instead would leave 11781899999.999998 for 1.17819e10).
-  const double unit = std::pow(10.0, -digits);
-  return std::round(value / unit) * unit;
-}
-
 
 nlohmann::ordered_json rounded(nlohmann::ordered_json value) {
   if (value.is_number_float()) return round6(value.get<double>());

@@ -5,14 +5,15 @@
 #include <string>
 
 #include "core/plan.hpp"
+#include "core/units.hpp"
 #include "sim/estimator.hpp"
 #include "sim/replica_groups.hpp"
 
 namespace hetplan::cli {
 
-// Rounds to 6 significant digits so that JSON output does not depend on the last bits of
-// floating-point arithmetic across compilers.
-double round6(double value);
+// Six significant digits (core/units.hpp), so that JSON output does not depend on the last bits
+// of floating-point arithmetic across compilers.
+using hetplan::round6;
 // A copy of `value` with every floating-point number in it rounded by round6.
 nlohmann::ordered_json rounded(nlohmann::ordered_json value);
 

@@ -234,4 +234,15 @@ std::string format_quantity(double value_si, Dimension dimension) {
   return buffer;
 }
 
+double round6(double value) {
+  if (value == 0 || !std::isfinite(value)) return 0;
+  const int digits = 5 - static_cast<int>(std::floor(std::log10(std::fabs(value))));
+  if (digits >= 0) {
+    const double scale = std::pow(10.0, digits);
+    return std::round(value * scale) / scale;
+  }
+  const double unit = std::pow(10.0, -digits);
+  return std::round(value / unit) * unit;
+}
+
 }  // namespace hetplan

@@ -42,4 +42,10 @@ std::optional<double> parse_quantity(std::string_view text, Dimension dimension)
 // Formats an SI value with a readable unit and fixed precision, e.g. 2.5e11 bytes/s -> "250 GB/s".
 std::string format_quantity(double value_si, Dimension dimension);
 
+// `value` rounded to six significant digits, the one rounding of every figure the project writes
+// as JSON (docs/architecture.md): 0.1234567 -> 0.123457, 1.178189e10 -> 11781900000 exactly
+// (large values are rounded to a whole power of ten, so no 11781899999.999998). Zero, infinities
+// and NaN give 0.
+double round6(double value);
+
 }  // namespace hetplan

@@ -7,19 +7,11 @@
 #include <stdexcept>
 
 #include "exporters/export.hpp"
+#include "core/units.hpp"
 #include "formats/loaders.hpp"
 
 namespace hetplan::exporters {
 namespace {
-
-// Six significant digits, as the CLI's JSON output rounds (cli/report.cpp): the exported figures
-// do not depend on the last bits of floating-point arithmetic.
-double round6(double value) {
-  if (value == 0 || !std::isfinite(value)) return 0;
-  const double scale =
-      std::pow(10.0, 5 - static_cast<int>(std::floor(std::log10(std::fabs(value)))));
-  return std::round(value * scale) / scale;
-}
 
 // `file` as a key: relative to `base` (an absolute, normal folder) when it can be.
 std::string relative_key(const std::string& file, const std::filesystem::path& base) {

@@ -1,5 +1,10 @@
 // parse_quantity: every dimension's units convert to SI; malformed quantities are rejected.
 #include "core/units.hpp"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
 // After the project headers: <signal.h> (pulled in by gtest) defines si_value, a parameter
 // name in core/units.hpp.
 #include <gtest/gtest.h>
@@ -69,3 +74,28 @@ TEST(Units, Rejections) {
 
 }  // namespace
 }  // namespace hetplan
+
+// The one rounding of the JSON the project writes: six significant digits, written back as the
+// shortest text (nlohmann's dump) without binary residue, for small and large magnitudes alike.
+TEST(Units, Round6IsSixSignificantDigitsWrittenExactly) {
+  const auto dumped = [](double value) { return nlohmann::json(hetplan::round6(value)).dump(); };
+  EXPECT_EQ(dumped(0.1234567), "0.123457");
+  EXPECT_EQ(dumped(-0.1234567), "-0.123457");
+  EXPECT_EQ(dumped(53661.12184320502), "53661.1");
+  EXPECT_EQ(dumped(1.178189e10), "11781900000.0");
+  EXPECT_EQ(dumped(9.999996e12), "10000000000000.0");
+  EXPECT_EQ(dumped(3.0e-9), "3e-09");
+  EXPECT_EQ(hetplan::round6(0.0), 0.0);
+  EXPECT_EQ(hetplan::round6(std::numeric_limits<double>::infinity()), 0.0);
+  EXPECT_EQ(hetplan::round6(std::nan("")), 0.0);
+  // About 1 in 9 values between 1e6 and 1e11 came out with a binary residue when the large ones
+  // were divided by a negative power of ten; none may.
+  int residue = 0;
+  for (double value = 1.0e6; value < 1.0e11; value *= 1.0137) {
+    const std::string text = dumped(value);
+    const std::string digits = text.substr(0, text.find('.'));
+    if (text.find('.') != std::string::npos && text.substr(text.find('.')) != ".0") ++residue;
+    if (digits.size() > 6 && digits.find_first_not_of('0', 6) != std::string::npos) ++residue;
+  }
+  EXPECT_EQ(residue, 0);
+}
