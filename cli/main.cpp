@@ -358,7 +358,7 @@ int run_validate(const std::string& folder, const std::string& profiles,
                                      {"measured_best", g.measured_best},
                                      {"predicted_best", g.predicted_best}});
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << hetplan::cli::rounded(j).dump(2) << "\n";
   } else {
     std::cout << hetplan::validation::report_text(report) << "\n"
               << hetplan::validation::rank_agreement_text(agreement);

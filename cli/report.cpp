@@ -20,14 +20,6 @@ std::string fixed(double value, int precision) {
   return buffer;
 }
 
-nlohmann::ordered_json rounded(nlohmann::ordered_json value) {
-  if (value.is_number_float()) return round6(value.get<double>());
-  if (value.is_structured()) {
-    for (auto& element : value) element = rounded(std::move(element));
-  }
-  return value;
-}
-
 std::string tokens_interval_text(const sim::Estimate& estimate, double tokens_per_s) {
   if (!estimate.step_band) return {};
   const sim::Interval i = sim::rate_interval(tokens_per_s, *estimate.step_band);

@@ -6,6 +6,7 @@
 
 #include "core/plan.hpp"
 #include "core/units.hpp"
+#include "formats/rounded_json.hpp"
 #include "sim/estimator.hpp"
 #include "sim/replica_groups.hpp"
 
@@ -15,7 +16,7 @@ namespace hetplan::cli {
 // of floating-point arithmetic across compilers.
 using hetplan::round6;
 // A copy of `value` with every floating-point number in it rounded by round6.
-nlohmann::ordered_json rounded(nlohmann::ordered_json value);
+using formats::rounded;
 
 // value with `precision` digits after the point, for the text reports.
 std::string fixed(double value, int precision);

@@ -12,6 +12,7 @@
 
 #include "core/version.hpp"
 #include "exporters/export.hpp"
+#include "formats/rounded_json.hpp"
 #include "formats/document.hpp"
 #include "formats/loaders.hpp"
 #include "planner/search.hpp"
@@ -298,6 +299,7 @@ SweepResult run_sweep(const Sweep& sweep, const SweepOptions& options) {
       r.line["status"] = "failed";
       r.line["error"] = std::string("internal error: ") + error.what();
     }
+    r.line = formats::rounded(std::move(r.line));
     return r;
   };
 

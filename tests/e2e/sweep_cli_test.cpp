@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "formats/rounded_json.hpp"
 #include "tests/e2e/cli_run.hpp"
 
 namespace hetplan::e2e {
@@ -48,6 +49,12 @@ TEST(SweepCli, EveryBundledSweepRuns) {
     EXPECT_GE(lines_of(jsonl), 4u) << entry.path();
     EXPECT_EQ(lines_of(csv), lines_of(jsonl) + 1) << entry.path();  // with its header
     EXPECT_EQ(jsonl.find("\"status\":\"failed\""), std::string::npos) << entry.path();
+    // Every figure has six significant digits, as all of hetplan's JSON (core/units.hpp).
+    std::istringstream lines(jsonl);
+    for (std::string line; std::getline(lines, line);) {
+      EXPECT_EQ(nlohmann::ordered_json::parse(line), hetplan::formats::rounded(nlohmann::ordered_json::parse(line)))
+          << entry.path() << ": " << line.substr(0, 200);
+    }
     // Its report: one page and each chart beside it as SVG.
     const auto report = hetplan("sweep report " + out);
     ASSERT_EQ(report.exit_code, 0) << report.out;

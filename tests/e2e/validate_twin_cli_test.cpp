@@ -37,7 +37,9 @@ TEST(ValidateTwinCli, TheTwinPredictsEveryEligibleCaseAsCloselyAsTheEstimator) {
     EXPECT_TRUE(c.at("twin_not_simulated").is_null()) << id;
     const double measured = c.at("measured"), twin = c.at("twin_predicted");
     EXPECT_GT(twin, 0) << id;
-    EXPECT_NEAR(c.at("twin_error").get<double>(), (twin - measured) / measured, 1e-9) << id;
+    // The JSON's figures have six significant digits: the error recomputed from them agrees to
+    // about 1e-6.
+    EXPECT_NEAR(c.at("twin_error").get<double>(), (twin - measured) / measured, 1e-5) << id;
   }
   EXPECT_GE(eligible, 20);
   EXPECT_EQ(j.at("twin_cases"), eligible);
