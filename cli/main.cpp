@@ -971,17 +971,18 @@ void serve_until_signalled(hetplan::extender::Server& server, const std::functio
       }
     }
   });
-  try {
-    serve();
-  } catch (...) {
-    done = true;
-    waiter.join();
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-    throw;
-  }
-  done = true;
-  waiter.join();
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  // However serve() ends (returned or thrown): the waiter stops, the signals act as before.
+  struct Restore {
+    std::atomic<bool>& done;
+    std::thread& waiter;
+    const sigset_t& previous;
+    ~Restore() {
+      done = true;
+      waiter.join();
+      pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    }
+  } restore{done, waiter, previous};
+  serve();
 }
 
 int run_extender(const ExtenderOptions& options) {

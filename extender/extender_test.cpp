@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "extender/loopback_client.hpp"
 #include "formats/loaders.hpp"
 
 namespace hetplan::extender {
@@ -41,6 +42,8 @@ namespace {
 [[maybe_unused]] const bool kPipeIgnored = std::signal(SIGPIPE, SIG_IGN) != SIG_ERR;
 
 using nlohmann::json;
+using loopback::connect_loopback;
+using loopback::send_all;
 
 const std::string kSourceDir = HETPLAN_SOURCE_DIR;
 
@@ -811,19 +814,7 @@ TEST(ExtenderHttp, ListenFailsOnAPortInUse) {
 
 // A client that sends its request a byte at a time gets 408 once the request deadline has
 // passed, not after every byte has come: per-read timeouts alone would wait for all of them.
-int connect_loopback(int port) {
-  const int sock = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(sock, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
-    close(sock);
-    return -1;
-  }
-  return sock;
-}
-
+//
 // Sends `request` one byte every `pause` until an answer comes (or all is sent and 10 s more
 // pass); returns the answer's status line and how many bytes were sent before it came.
 std::pair<std::string, std::size_t> trickle(int port, const std::string& request,
@@ -1074,24 +1065,26 @@ TEST(ExtenderLoad, TenThousandRequestsFromASecondProcessWithoutErrorsOrGrowth) {
 #endif
 }
 
+// Full Node objects of the default cluster, copied until `count`, with names made unique.
+std::vector<json> many_nodes(std::size_t count) {
+  std::vector<json> nodes;
+  const auto base = cluster_nodes();
+  for (int copy = 0; nodes.size() < count; ++copy) {
+    for (json node : base) {
+      node["metadata"]["name"] = node["metadata"]["name"].get<std::string>() + "-" + std::to_string(copy);
+      nodes.push_back(std::move(node));
+      if (nodes.size() == count) break;
+    }
+  }
+  return nodes;
+}
+
 // A request near max_body (a filter with thousands of full nodes) takes tens of MiB while it
 // is parsed; afterwards the worker gives the pages back (malloc_trim), so one large request
 // does not leave the server that much bigger. The client is a second process, so that only the
 // server's memory is measured.
 TEST(ExtenderLoad, MemoryIsReturnedAfterLargeRequests) {
-  std::string body;
-  {
-    std::vector<json> nodes;
-    const auto base = cluster_nodes();
-    for (int copy = 0; nodes.size() < 6000; ++copy) {
-      for (json node : base) {
-        node["metadata"]["name"] =
-            node["metadata"]["name"].get<std::string>() + "-" + std::to_string(copy);
-        nodes.push_back(std::move(node));
-      }
-    }
-    body = full_args(pod("dcu-k100", "5"), nodes).dump();
-  }
+  const std::string body = full_args(pod("dcu-k100", "5"), many_nodes(6016)).dump();
   ASSERT_LT(body.size(), std::size_t{8} << 20);
   Server server(default_table(), {});
   const int port = server.bind_any_port("127.0.0.1");
@@ -1160,33 +1153,11 @@ TEST(ExtenderLoad, MemoryIsReturnedAfterLargeRequests) {
 
 // ---- Under attack --------------------------------------------------------------------------
 
-// Full Node objects of the default cluster, copied until `count`, with names made unique.
-std::vector<json> many_nodes(std::size_t count) {
-  std::vector<json> nodes;
-  const auto base = cluster_nodes();
-  for (int copy = 0; nodes.size() < count; ++copy) {
-    for (json node : base) {
-      node["metadata"]["name"] = node["metadata"]["name"].get<std::string>() + "-" + std::to_string(copy);
-      nodes.push_back(std::move(node));
-      if (nodes.size() == count) break;
-    }
-  }
-  return nodes;
-}
-
 std::string request_bytes(const std::string& body) {
   return "POST /hetplan/filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
-bool send_bytes(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
 
 struct LatencyReport {
   long requests = 0;
@@ -1276,7 +1247,7 @@ TEST(ExtenderLoad, ValidRequestsAreAnsweredWithinASecondUnderAttack) {
       const int fd = connect_loopback(port);
       const int small = 4096;
       setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-      send_bytes(fd, echo_all);
+      send_all(fd, echo_all);
       keep(fd);
     }
   });
@@ -1284,7 +1255,7 @@ TEST(ExtenderLoad, ValidRequestsAreAnsweredWithinASecondUnderAttack) {
   attackers.emplace_back([&] {
     for (int i = 0; i < 600 && attacking; ++i) {
       const int fd = connect_loopback(port);
-      send_bytes(fd, "POST /hetplan/filter HTTP/1.1\r\nHost: x\r\n");
+      send_all(fd, "POST /hetplan/filter HTTP/1.1\r\nHost: x\r\n");
       keep(fd);
     }
   });
@@ -1294,7 +1265,7 @@ TEST(ExtenderLoad, ValidRequestsAreAnsweredWithinASecondUnderAttack) {
                              "Content-Length: " + std::to_string((15 << 20) / 2) + "\r\n\r\n";
     for (int i = 0; i < 5 && attacking; ++i) {
       const int fd = connect_loopback(port);
-      send_bytes(fd, head + std::string(7 << 20, ' '));
+      send_all(fd, head + std::string(7 << 20, ' '));
       keep(fd);
     }
   });
@@ -1302,7 +1273,7 @@ TEST(ExtenderLoad, ValidRequestsAreAnsweredWithinASecondUnderAttack) {
   attackers.emplace_back([&] {
     for (int i = 0; i < 4 && attacking; ++i) {
       const int fd = connect_loopback(port);
-      send_bytes(fd, amplify);
+      send_all(fd, amplify);
       read_for_a_while(fd);
       close(fd);
     }
@@ -1311,7 +1282,7 @@ TEST(ExtenderLoad, ValidRequestsAreAnsweredWithinASecondUnderAttack) {
   attackers.emplace_back([&] {
     for (int i = 0; i < 60 && attacking; ++i) {
       const int fd = connect_loopback(port);
-      send_bytes(fd, full_body);
+      send_all(fd, full_body);
       const linger reset{1, 0};
       setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
       close(fd);

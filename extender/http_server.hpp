@@ -127,7 +127,4 @@ class Server {
   std::unique_ptr<Impl> impl_;
 };
 
-// Reason phrase of an HTTP status ("Bad Request"); "Unknown" for codes the server never sends.
-std::string_view reason_phrase(int status);
-
 }  // namespace hetplan::extender::http

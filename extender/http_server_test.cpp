@@ -3,6 +3,7 @@
 // pipelining, a half-close), what it refuses before reading a body (Host, Content-Type, Origin,
 // a client certificate), and what slow, greedy or vanished clients cannot take from others.
 #include "extender/http_server.hpp"
+#include "extender/loopback_client.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -29,6 +30,9 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using loopback::connect_loopback;
+using loopback::send_all;
+using loopback::whole_responses;
 
 [[maybe_unused]] const bool kPipeIgnored = std::signal(SIGPIPE, SIG_IGN) != SIG_ERR;
 
@@ -67,48 +71,6 @@ class Serving {
   std::thread thread_;
 };
 
-int connect_to(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-bool send_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
-
-// How many whole responses (head and Content-Length bytes of body) `text` holds.
-std::size_t whole_responses(const std::string& text) {
-  std::size_t count = 0;
-  for (std::size_t at = 0;;) {
-    const std::size_t head = text.find("\r\n\r\n", at);
-    if (head == std::string::npos) return count;
-    std::string lower = text.substr(at, head - at);
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    const std::size_t field = lower.find("\r\ncontent-length:");
-    if (lower.rfind("http/1.1 100 ", 0) == 0) {
-      at = head + 4;
-      continue;
-    }
-    if (field == std::string::npos) return count;
-    const std::size_t end = head + 4 + std::strtoull(lower.c_str() + field + 17, nullptr, 10);
-    if (text.size() < end) return count;
-    ++count;
-    at = end;
-  }
-}
 
 // Reads until the connection closes, `responses` whole responses have come, or nothing comes
 // for `quiet`. (A client that half-closes is answered, but the connection may stay open until
@@ -130,7 +92,7 @@ std::string read_for(int fd, std::chrono::milliseconds quiet = 2000ms, std::size
 // Sends `bytes` on a new connection, half-closes it when asked, and returns all that comes back.
 std::string exchange(int port, const std::string& bytes, bool half_close = true,
                      std::size_t responses = 1) {
-  const int fd = connect_to(port);
+  const int fd = connect_loopback(port);
   if (fd < 0) return "";
   send_all(fd, bytes);
   if (half_close) shutdown(fd, SHUT_WR);
@@ -169,7 +131,7 @@ TEST(HttpServer, ExpectContinueIsAnsweredAndARefusedBodyIsNotAskedFor) {
   Limits limits;
   limits.max_body = 1024;
   Serving serving(limits);
-  const int fd = connect_to(serving.port());
+  const int fd = connect_loopback(serving.port());
   ASSERT_GE(fd, 0);
   ASSERT_TRUE(send_all(fd, "POST /x HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n"
                            "Expect: 100-continue\r\nContent-Length: 5\r\n\r\n"));
@@ -196,7 +158,7 @@ TEST(HttpServer, ExpectContinueIsAnsweredAndARefusedBodyIsNotAskedFor) {
 // connection that sent half a head and closed.
 TEST(HttpServer, PipelinedRequestsThenAHalfCloseAreAllAnswered) {
   Serving serving;
-  const int broken = connect_to(serving.port());
+  const int broken = connect_loopback(serving.port());
   send_all(broken, "POST /x HTTP/1.1\r\nHost: h\r\nContent-Type: a");
   shutdown(broken, SHUT_WR);
   const std::string answer =
@@ -260,7 +222,7 @@ TEST(HttpServer, ClientsThatNeverReadHoldNoWorker) {
   });
   std::vector<int> stuck;
   for (int i = 0; i < 8; ++i) {
-    const int fd = connect_to(serving.port());
+    const int fd = connect_loopback(serving.port());
     ASSERT_GE(fd, 0);
     const int small = 4096;
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
@@ -289,7 +251,7 @@ TEST(HttpServer, StalledLargeUploadsCannotShutOutSmallRequests) {
   std::vector<int> stalled;
   int refused = 0;
   for (int i = 0; i < 6; ++i) {
-    const int fd = connect_to(serving.port());
+    const int fd = connect_loopback(serving.port());
     ASSERT_GE(fd, 0);
     ASSERT_TRUE(send_all(fd, head));
     pollfd ready{fd, POLLIN, 0};
@@ -328,11 +290,11 @@ TEST(HttpServer, WorkForAClientThatHasGoneIsDropped) {
     std::this_thread::sleep_for(400ms);
     response.body = request.body;
   });
-  const int first = connect_to(serving.port());
+  const int first = connect_loopback(serving.port());
   ASSERT_TRUE(send_all(first, post("[0]")));
   std::this_thread::sleep_for(100ms);  // the worker has it
   for (int i = 0; i < 5; ++i) {
-    const int fd = connect_to(serving.port());
+    const int fd = connect_loopback(serving.port());
     ASSERT_TRUE(send_all(fd, post("[1]")));
     std::this_thread::sleep_for(20ms);  // read and queued
     const linger reset{1, 0};
@@ -361,7 +323,7 @@ TEST(HttpServer, AnAnswerBeyondItsBoundIsRefused) {
 // stop() while a request's body is still coming: the request is answered, then run() returns.
 TEST(HttpServer, StopDrainsTheRequestsInFlight) {
   auto serving = std::make_unique<Serving>();
-  const int fd = connect_to(serving->port());
+  const int fd = connect_loopback(serving->port());
   ASSERT_GE(fd, 0);
   const std::string request = post("[\"in flight\"]");
   ASSERT_TRUE(send_all(fd, request.substr(0, request.size() - 4)));

@@ -5,13 +5,10 @@
 // finding: a crash or sanitizer report, a hang (libFuzzer's
 // -timeout), an answer that is not HTTP, a 200 whose body is not JSON, a 5xx other than 503 to a
 // well-formed POST, or a server that no longer answers a valid request.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +20,7 @@
 #include <thread>
 
 #include "extender/extender.hpp"
+#include "extender/loopback_client.hpp"
 #include "formats/loaders.hpp"
 
 namespace {
@@ -53,34 +51,14 @@ Running& running() {
   return *instance;
 }
 
-// Whether `answer` holds a whole response (its head and Content-Length bytes of body).
-bool whole(const std::string& answer) {
-  const std::size_t head = answer.find("\r\n\r\n");
-  if (head == std::string::npos) return false;
-  std::string lower = answer.substr(0, head);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const std::size_t at = lower.find("\r\ncontent-length:");
-  if (at == std::string::npos) return false;
-  const std::size_t length = std::strtoull(lower.c_str() + at + 17, nullptr, 10);
-  return answer.size() >= head + 4 + length;
-}
-
 // Sends `bytes` and returns what comes back: until a whole response has come, the server
 // closes, or `first_ms` passes before the first byte (0.3 s between later ones). The connection
 // is not half-closed (kube-scheduler's Go client never half-closes); the server's tests cover
 // clients that do.
 std::string round_trip(const std::string& bytes, int first_ms = 300) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(running().port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) __builtin_trap();
-  for (std::size_t sent = 0; sent < bytes.size();) {
-    const ssize_t n = send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) break;  // the server answered and closed early
-    sent += static_cast<std::size_t>(n);
-  }
+  const int fd = hetplan::extender::loopback::connect_loopback(running().port);
+  if (fd < 0) __builtin_trap();
+  hetplan::extender::loopback::send_all(fd, bytes);  // false: the server answered and closed early
   std::string answer;
   char buffer[65536];
   for (;;) {
@@ -89,7 +67,7 @@ std::string round_trip(const std::string& bytes, int first_ms = 300) {
     const ssize_t got = recv(fd, buffer, sizeof buffer, 0);
     if (got <= 0) break;
     answer.append(buffer, static_cast<std::size_t>(got));
-    if (whole(answer)) break;
+    if (hetplan::extender::loopback::whole_responses(answer) > 0) break;
   }
   close(fd);
   return answer;
